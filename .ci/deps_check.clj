@@ -1,0 +1,203 @@
+;; Proves deps.edn and project.clj agree, and that the deps.edn build works.
+;; Run by bin/check-deps (which puts tools.deps on the classpath):
+;;
+;;   java -cp <tools.deps classpath> clojure.main .ci/deps_check.clj [--local-repo]
+;;
+;; from the project root. --local-repo: Clojars is unreachable, so resolve
+;; with Debian's /usr/share/maven-repo in its place (like bin/setup does for
+;; Leiningen).
+;;
+;; Steps:
+;;   a. basis of deps.edn with alias :test
+;;   b. its top-level libs/versions/exclusions (and paths, jvm-opts) against
+;;      project.clj :dependencies + :profiles :dev :dependencies
+;;   c. the :deps/prep-lib step (build/compile on the :build alias basis,
+;;      as tools.deps prep-libs! runs it) must create target/classes
+;;   d. the whole test suite on the :test classpath via datalith.test-runner
+(ns deps-check
+  (:require [clojure.edn :as edn]
+            [clojure.java.io :as io]
+            [clojure.set :as set]
+            [clojure.string :as str]
+            [clojure.tools.deps :as deps])
+  (:import (java.io File)
+           (java.util List)))
+
+(def local-repo? (boolean (some #{"--local-repo"} *command-line-args*)))
+
+(def extra
+  (when local-repo?
+    {:mvn/repos {"clojars" nil
+                 "debian" {:url "file:///usr/share/maven-repo"}}}))
+
+(defn fail! [& msg]
+  (binding [*out* *err*]
+    (println)
+    (println (str "check-deps: FAILED: " (str/join " " msg))))
+  (System/exit 1))
+
+(defn step [s] (println) (println (str "--- check-deps: " s)) (flush))
+
+;; ---------------------------------------------------------------- project.clj
+
+(defn read-project []
+  (let [form (binding [*read-eval* false] (read-string (slurp "project.clj")))]
+    (when-not (and (seq? form) (= 'defproject (first form)))
+      (fail! "project.clj does not start with (defproject ...)"))
+    (apply hash-map (drop 3 form))))
+
+(defn lein-lib
+  "Leiningen's name for a lib -> tools.deps lib symbol (foo == foo/foo)."
+  [sym]
+  (if (namespace sym) sym (symbol (name sym) (name sym))))
+
+(defn lein-exclusions [excl]
+  (set (map #(lein-lib (if (sequential? %) (first %) %)) excl)))
+
+(defn lein-deps
+  "{lib {:version v :exclusions #{...}}} of a Leiningen :dependencies vector."
+  [dep-vec]
+  (into (sorted-map)
+        (for [[lib version & opts] dep-vec
+              :let [opts (apply hash-map opts)]]
+          [(lein-lib lib) {:version version
+                           :exclusions (lein-exclusions (:exclusions opts))}])))
+
+;; ------------------------------------------------------------------- deps.edn
+
+(defn edn-deps
+  "{lib {:version v :exclusions #{...}}} of a deps.edn deps map."
+  [deps-map]
+  (into (sorted-map)
+        (for [[lib coord] deps-map]
+          [lib {:version (or (:mvn/version coord) coord)
+                :exclusions (set (:exclusions coord))}])))
+
+(defn top-level-resolved
+  "{lib version} of the libs the basis resolved as top-level deps."
+  [basis]
+  (into (sorted-map)
+        (for [[lib coord] (:libs basis)
+              :when (contains? (set (:parents coord)) [])]
+          [lib (or (:mvn/version coord) (select-keys coord [:local/root :git/sha]))])))
+
+;; --------------------------------------------------------------------- checks
+
+(defn diff-maps
+  "Lines describing how map a (named an) and map b (named bn) differ."
+  [an a bn b]
+  (for [k (sort-by str (set/union (set (keys a)) (set (keys b))))
+        :let [va (get a k) vb (get b k)]
+        :when (not= va vb)]
+    (format "  %-32s %s: %-40s %s: %s" k an (pr-str va) bn (pr-str vb))))
+
+(defn check-agreement [project basis edn]
+  (let [lein (merge (lein-deps (:dependencies project))
+                    (lein-deps (get-in project [:profiles :dev :dependencies])))
+        test-alias (get-in edn [:aliases :test])
+        declared (merge (edn-deps (:deps edn)) (edn-deps (:extra-deps test-alias)))
+        resolved (top-level-resolved basis)
+        problems
+        (concat
+         (when-let [d (seq (diff-maps "project.clj" lein "deps.edn" declared))]
+           (cons "deps.edn :deps + :test :extra-deps differ from project.clj :dependencies + :dev :dependencies:" d))
+         (when-let [d (seq (diff-maps "project.clj" (update-vals lein :version)
+                                      "resolved" resolved))]
+           (cons "top-level libs resolved from deps.edn (:test) differ from project.clj:" d))
+         (let [lein-paths (set (concat (:source-paths project) (:resource-paths project)))
+               edn-paths (disj (set (:paths edn)) "target/classes")]
+           (when (not= lein-paths edn-paths)
+             [(str "paths: project.clj :source-paths+:resource-paths " (pr-str (sort lein-paths))
+                   " vs deps.edn :paths (less target/classes) " (pr-str (sort edn-paths)))]))
+         (when (not= (set (:test-paths project)) (set (:extra-paths test-alias)))
+           [(str "test paths: project.clj :test-paths " (pr-str (:test-paths project))
+                 " vs deps.edn :test :extra-paths " (pr-str (:extra-paths test-alias)))])
+         (when (not= (vec (:jvm-opts project)) (vec (:jvm-opts test-alias)))
+           [(str "jvm-opts: project.clj :jvm-opts " (pr-str (:jvm-opts project))
+                 " vs deps.edn :test :jvm-opts " (pr-str (:jvm-opts test-alias)))]))]
+    (if (seq problems)
+      (do (binding [*out* *err*] (doseq [p problems] (println p)))
+          (fail! "deps.edn and project.clj disagree (see above). Change both files together."))
+      (doseq [[lib v] resolved]
+        (println (format "  ok %-32s %s" lib v))))))
+
+;; ----------------------------------------------------------------- processes
+
+(defn java-cmd []
+  (or (System/getenv "JAVA_CMD")
+      (when-let [h (System/getenv "JAVA_HOME")]
+        (let [f (io/file h "bin" "java")] (when (.exists f) (str f))))
+      "java"))
+
+(defn run-process!
+  "Runs args with inherited stdout/stderr; returns the exit code."
+  [args]
+  (let [pb (doto (ProcessBuilder. ^List (vec args))
+             (.inheritIO))]
+    (.waitFor (.start pb))))
+
+(defn join-cp [roots] (str/join File/pathSeparator roots))
+
+(defn prep-lib!
+  "Runs the :deps/prep-lib step the way clojure.tools.deps/prep-libs! does:
+  basis of the prep alias in tool mode (alias deps only, paths [\".\"]),
+  then java -cp <that> clojure.main -e '((requiring-resolve 'build/compile) args)'."
+  [edn]
+  (let [{alias :alias f :fn ensure :ensure :as prep} (:deps/prep-lib edn)]
+    (when-not (and alias f ensure)
+      (fail! "deps.edn has no complete :deps/prep-lib {:alias :fn :ensure}:" (pr-str prep)))
+    (let [ensure-dir (io/file ensure)
+          _ (doseq [^File x (reverse (file-seq ensure-dir))] (.delete x))
+          basis (deps/create-basis (cond-> {:project "deps.edn"
+                                            :args {:replace-deps {} :replace-paths ["."]}
+                                            :aliases [alias]}
+                                     extra (assoc :extra extra)))
+          ns-default (get-in edn [:aliases alias :ns-default])
+          qf (if (qualified-symbol? f) f (symbol (str ns-default) (str f)))
+          args (when extra {:extra extra})
+          code (str "(do (if-let [f (requiring-resolve '" qf ")] (f " (pr-str args) ")"
+                    " (do (println \"cannot resolve " qf "\") (System/exit 1))) (shutdown-agents) nil)")
+          _ (println "  running" qf "with the" alias "alias basis, args" (pr-str args))
+          exit (run-process! [(java-cmd) "-cp" (join-cp (:classpath-roots basis)) "clojure.main" "-e" code])]
+      (when-not (zero? exit)
+        (fail! (str "prep-lib step " qf " exited with " exit)))
+      (when-not (.isDirectory ensure-dir)
+        (fail! (str "prep-lib step " qf " did not create " ensure)))
+      (let [java-files (count (filter #(str/ends-with? (str %) ".java") (file-seq (io/file "src/java"))))
+            class-files (count (filter #(str/ends-with? (str %) ".class") (file-seq ensure-dir)))]
+        (when (and (pos? java-files) (zero? class-files))
+          (fail! (str "prep-lib step left no .class files in " ensure)))
+        (println (format "  ok %s: %d .java files -> %d .class files in %s"
+                         qf java-files class-files ensure))))))
+
+(defn run-tests! [basis]
+  (let [jvm-opts (get-in basis [:argmap :jvm-opts])
+        cmd (concat [(java-cmd)] jvm-opts
+                    ["-cp" (join-cp (:classpath-roots basis))
+                     "clojure.main" "-m" "datalith.test-runner"])
+        _ (println "  java" (str/join " " jvm-opts) "-cp <deps.edn :test classpath> clojure.main -m datalith.test-runner")
+        _ (flush)
+        exit (run-process! cmd)]
+    (when-not (zero? exit)
+      (fail! (str "tests failed on the deps.edn :test classpath (exit " exit ")")))))
+
+;; ----------------------------------------------------------------------- main
+
+(let [project (read-project)
+      deps-edn (edn/read-string (slurp "deps.edn"))
+      _ (step (str "a. basis of deps.edn with alias :test"
+                   (when local-repo? " (Clojars unreachable: using file:///usr/share/maven-repo)")))
+      basis (try (deps/create-basis (cond-> {:project "deps.edn" :aliases [:test]}
+                                      extra (assoc :extra extra)))
+                 (catch Exception e
+                   (fail! "cannot resolve deps.edn :test basis:" (ex-message e))))
+      _ (println (format "  resolved %d libs, %d classpath roots"
+                         (count (:libs basis)) (count (:classpath-roots basis))))]
+  (step "b. deps.edn agrees with project.clj")
+  (check-agreement project basis deps-edn)
+  (step "c. :deps/prep-lib (build/compile via tools.build)")
+  (prep-lib! deps-edn)
+  (step "d. test suite on the deps.edn :test classpath")
+  (run-tests! basis)
+  (shutdown-agents)
+  (System/exit 0))

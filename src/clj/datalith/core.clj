@@ -1,0 +1,310 @@
+(ns datalith.core
+  "datalith: an embedded, durable, immutable Datalog database.
+
+  Open a database with `connect`, change it with `transact!`, read it through
+  immutable database values from `db`:
+
+    (require '[datalith.core :as d])
+    (def conn (d/connect \"/tmp/people\" {:schema {:user/email {:db/unique :db.unique/identity}}}))
+    (d/transact! conn [{:user/email \"ada@example.com\" :user/name \"Ada\"}])
+    (:user/name (d/entity (d/db conn) [:user/email \"ada@example.com\"]))
+    ; => \"Ada\"
+
+  Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
+  `as-of`, `since` and `history` see any past state."
+  (:refer-clojure :exclude [with])
+  (:import (datalith.db Conn Db Entity Schema TxReport)
+           (datalith.query Engine)
+           (datalith.index Datom Index)
+           (datalith.store LmdbStore MemStore Store)
+           (java.io File Writer)
+           (java.nio.file Path Paths)
+           (java.util List)))
+
+(set! *warn-on-reflection* true)
+
+(defn- error [k msg data]
+  (ex-info msg (assoc data :error k)))
+
+;; ---------------------------------------------------------------- connections
+
+(defn- ->path ^Path [x]
+  (cond
+    (instance? Path x) x
+    (instance? File x) (.toPath ^File x)
+    (string? x) (Paths/get ^String x (make-array String 0))
+    :else (throw (error :db/invalid-target "Expected a directory path, :mem or an options map"
+                        {:target x}))))
+
+(defn- store-options
+  "Clojure options -> the string-keyed map the Java stores take."
+  ^java.util.Map [opts]
+  (cond-> {}
+    (contains? opts :map-size) (assoc "map-size" (long (:map-size opts)))
+    (contains? opts :sync) (assoc "sync" (boolean (:sync opts)))
+    (contains? opts :max-readers) (assoc "max-readers" (long (:max-readers opts)))))
+
+(defn- schema-tx
+  "Schema given as a DataScript-style map {ident props} or Datomic-style maps
+  -> the attribute maps that differ from `current` (the schema map of the db)."
+  [schema current]
+  (let [attrs (if (map? schema)
+                (for [[ident props] schema] (assoc props :db/ident ident))
+                schema)]
+    (when-not (and (sequential? attrs) (every? map? attrs))
+      (throw (error :db/invalid-schema
+                    "A schema is a map {ident {:db/valueType ...}} or a vector of attribute maps"
+                    {:schema schema})))
+    (vec (remove (fn [{:keys [db/ident] :as a}]
+                   (let [have (get current ident)]
+                     (and have (= (dissoc a :db/id) (select-keys have (keys (dissoc a :db/id)))))))
+                 attrs))))
+
+(declare transact!)
+
+(defn connect
+  "Opens a database and returns its connection (close it with `close` or
+  `with-open`).
+
+  `target`: a directory path (string, File or Path) for a durable LMDB
+  database, created if needed; `:mem` or nothing for an in-memory one; or an
+  options map with `:dir`. Options:
+    :schema       attributes to install: {ident {:db/valueType .. :db/cardinality ..}}
+                  or a vector of attribute maps; re-installing is a no-op
+    :map-size     LMDB's initial map size in bytes (it grows by itself)
+    :sync         false to skip fsync on commit: faster bulk loads, but an OS
+                  crash may lose the last commits (default true: durable)
+
+    (with-open [conn (d/connect \"/tmp/x\")] (d/basis-t (d/db conn)))
+    ; => 0"
+  (^Conn [] (connect :mem {}))
+  (^Conn [target]
+   (if (map? target)
+     (connect (or (:dir target) :mem) target)
+     (connect target {})))
+  (^Conn [target opts]
+   (let [^Store store (if (= :mem target)
+                        (MemStore/open)
+                        (LmdbStore/open (->path target) (store-options opts)))
+         ^Conn conn (try (Conn/open store)
+                   (catch Throwable t (.close store) (throw t)))]
+     (when-let [s (:schema opts)]
+       (try (let [tx (schema-tx s (.toMap (.schema (.db conn))))]
+              (when (seq tx)
+                (transact! conn tx)))
+            (catch Throwable t (.close conn) (throw t))))
+     conn)))
+
+(defn close
+  "Closes a connection and its store. Database values read from it stop working."
+  [^Conn conn]
+  (.close conn))
+
+(defn db
+  "The latest database value of `conn`: immutable, it never sees later
+  transactions."
+  ^Db [^Conn conn]
+  (.db conn))
+
+(defn- report->map [^TxReport r]
+  {:db-before (.dbBefore r)
+   :db-after (.dbAfter r)
+   :tx-data (vec (.txData r))
+   :tempids (.tempids r)})
+
+(defn- tx-data-of [tx]
+  (let [data (if (and (map? tx) (contains? tx :tx-data)) (:tx-data tx) tx)]
+    (when-not (or (nil? data) (sequential? data) (instance? List data))
+      (throw (error :tx/invalid-data "tx-data must be a vector or list of maps and lists"
+                    {:tx-data tx})))
+    data))
+
+(defn transact!
+  "Runs one transaction and returns {:db-before :db-after :tx-data :tempids}.
+  All of it is committed, durably, or (on any error, an ex-info with an
+  :error key) none of it.
+
+  tx-data is a vector of entity maps and lists:
+    {:db/id \"tmp\" :user/name \"Ada\"}    [:db/add e a v]    [:db/retract e a v]
+    [:db/retract e a]    [:db/retractEntity e]    [:db/cas e a old new]
+    (my.ns/tx-fn arg ...) ; calls (my.ns/tx-fn db arg ...) -> more tx-data
+
+    (:tempids (d/transact! conn [{:db/id \"a\" :user/name \"Ada\"}]))
+    ; => {\"a\" 1000, :db/current-tx 13194139533313}"
+  [^Conn conn tx-data]
+  (report->map (.transact conn (tx-data-of tx-data))))
+
+(defn with
+  "The report of applying tx-data to `db` in memory only: nothing is written.
+  Its :db-after can be read, and extended with more `with`, like any value."
+  [^Db db tx-data]
+  (report->map (.with (.conn db) db (tx-data-of tx-data))))
+
+;; ---------------------------------------------------------------- values
+
+(defn basis-t
+  "The t of the last transaction `db` includes."
+  [^Db db]
+  (.basisT db))
+
+(defn t->tx "The transaction entity id of basis t." [t] (Db/tToTx (long t)))
+(defn tx->t "The basis t of a transaction entity id." [tx] (Db/txToT (long tx)))
+
+(defn as-of
+  "`db` as it was at `point`: a t, a transaction id or a java.util.Date."
+  ^Db [^Db db point]
+  (.asOf db point))
+
+(defn since
+  "`db` with only the datoms asserted after `point` (a t, tx id or Date)."
+  ^Db [^Db db point]
+  (.since db point))
+
+(defn history
+  "`db` with every assertion and retraction, each datom's :added telling which."
+  ^Db [^Db db]
+  (.historyView db))
+
+(defn as-of-t "The as-of point of `db`, or nil." [^Db db] (.asOfT db))
+(defn since-t "The since point of `db`, or nil." [^Db db] (.sinceT db))
+(defn history? "Whether `db` is a history view." [^Db db] (.isHistory db))
+
+(defn schema
+  "The attributes installed in `db`: {ident {:db/valueType .. :db/cardinality ..}}."
+  [^Db db]
+  (.toMap (.schema db)))
+
+(defn entid
+  "The entity id named by `ident-or-ref` (an id, an ident keyword or a lookup
+  ref [unique-attr value]), or nil."
+  [^Db db ident-or-ref]
+  (with-open [s (.snapshot db)]
+    (let [e (.entid db s ident-or-ref)]
+      (when (>= e 0) e))))
+
+(defn entity
+  "A lazy, navigable view of an entity: keyword lookups give values, refs are
+  entities (or their ident keyword, for enums), :attr/_ref gives the set of
+  entities pointing here. nil when
+  `eid` names no entity.
+
+    (:user/name (d/entity db [:user/email \"ada@example.com\"]))
+    ; => \"Ada\""
+  [^Db db eid]
+  (when-let [e (entid db eid)]
+    (Entity. db (long e))))
+
+(defn touch
+  "Loads every attribute of an entity; returns it."
+  [^Entity e]
+  (.touch e))
+
+;; ---------------------------------------------------------------- indexes
+
+(def ^:private indexes
+  {:eavt Index/EAVT :aevt Index/AEVT :avet Index/AVET :vaet Index/VAET})
+
+(defn- index-of ^Index [k]
+  (or (indexes k)
+      (throw (error :db/invalid-index "The index is one of :eavt :aevt :avet :vaet" {:index k}))))
+
+(def ^:private chunk-size 512)
+
+(defn- datom-seq
+  "Datoms read in chunks, each through one short read transaction."
+  [^Db db ^Index index ^bytes prefix ^bytes seek ^bytes upper ^bytes resume]
+  (lazy-seq
+    (let [^objects r (.chunk db index prefix seek upper resume chunk-size)
+          ^List ds (aget r 0)
+          more (aget r 1)]
+      (if more
+        (concat ds (datom-seq db index prefix nil upper more))
+        (seq ds)))))
+
+(defn datoms
+  "The datoms of `index` (:eavt :aevt :avet :vaet) whose leading components
+  equal `components`, in index order, as a lazy sequence.
+
+    (d/datoms db :eavt [:user/email \"ada@example.com\"] :user/name)
+    ; => (#datalith/datom [1000 :user/name \"Ada\" 13194139533313 true])"
+  [^Db db index & components]
+  (let [ix (index-of index)]
+    (if-let [prefix (.keyFor db ix (object-array components))]
+      (datom-seq db ix prefix nil nil nil)
+      ())))
+
+(defn seek-datoms
+  "The datoms of `index` from the position `components` on, to the end of the index."
+  [^Db db index & components]
+  (let [ix (index-of index)]
+    (if-let [start (.keyFor db ix (object-array components))]
+      (datom-seq db ix (byte-array 0) start nil nil)
+      ())))
+
+(defn index-range
+  "The AVET datoms of `attr` with `start` <= value < `end` (nil for an open
+  end), in value order."
+  [^Db db attr start end]
+  (when-not (keyword? attr)
+    (throw (error :db/invalid-attribute "index-range takes an attribute ident" {:attribute attr})))
+  (if-let [prefix (.avetKey db attr nil)]
+    (datom-seq db Index/AVET prefix
+               (when (some? start) (.avetKey db attr start))
+               (when (some? end) (.avetKey db attr end))
+               nil)
+    ()))
+
+(defn tx-range
+  "The transactions with start <= t < end (each a t, a tx id or a Date; nil
+  for open ends) of a connection or database value: a sequence of
+  {:t :tx :data [datoms]}."
+  [conn-or-db start end]
+  (let [^Db db (if (instance? Conn conn-or-db) (.db ^Conn conn-or-db) conn-or-db)]
+    (for [^objects row (.txRange db start end)]
+      {:t (aget row 0) :tx (aget row 1) :data (vec (aget row 2))})))
+
+(defn log
+  "The transaction log of `conn`, for `tx-range`."
+  [^Conn conn]
+  (.db conn))
+
+;; ---------------------------------------------------------------- queries
+
+(defn q
+  "Runs a Datalog query (Datomic's language): `query` is a vector, a map or a
+  string of EDN; `inputs` match its :in (default [$]). A map query may carry
+  :timeout (ms); a query that runs past it throws :query/timeout.
+
+    (d/q '[:find ?name . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]
+         db \"ada@example.com\")
+    ; => \"Ada\""
+  [query & inputs]
+  (if (and (map? query) (contains? query :query))
+    (Engine/q (:query query) (object-array (:args query)) (select-keys query [:timeout]))
+    (Engine/q query (object-array inputs) nil)))
+
+(defn explain
+  "Runs `query` like `q` and returns the plan it used, as data: each clause in
+  the order run, the method (scan, lookup-join, hash-join with the index used,
+  filter, anti-join, union, rule), the rows after it, and its time."
+  [query & inputs]
+  (Engine/explain query (object-array inputs)))
+
+;; ---------------------------------------------------------------- printing
+
+(defmethod print-method Datom [^Datom d ^Writer w]
+  (.write w "#datalith/datom ")
+  (print-method [(.e d) (.a d) (.v d) (.tx d) (.added d)] w))
+
+(defmethod print-method Db [^Db db ^Writer w]
+  (.write w (str db)))
+
+(defn- printable [v]
+  (cond
+    (instance? Entity v) {:db/id (.eid ^Entity v)}
+    (set? v) (into #{} (map printable) v)
+    :else v))
+
+(defmethod print-method Entity [^Entity e ^Writer w]
+  (.write w "#datalith/entity ")
+  (print-method (into {:db/id (.eid e)} (map (fn [[k v]] [k (printable v)])) (.toMap e)) w))

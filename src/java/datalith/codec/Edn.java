@@ -1,0 +1,214 @@
+package datalith.codec;
+
+import clojure.java.api.Clojure;
+import clojure.lang.BigInt;
+import clojure.lang.IFn;
+import clojure.lang.IRecord;
+import clojure.lang.ISeq;
+import clojure.lang.IType;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentHashSet;
+import clojure.lang.PersistentVector;
+import clojure.lang.RT;
+import clojure.lang.Sequential;
+import clojure.lang.Symbol;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.Date;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+/**
+ * Arbitrary values (EDN) in a canonical form: values that are {@code =} get
+ * identical bytes. The raw body is one node: collections are framed here
+ * (sequentials as vectors, set elements and map entries sorted by their own
+ * node bytes), numbers are normalised the way {@code =} compares them, common
+ * scalars reuse their {@link Codec} encoding, and anything else is frozen by
+ * nippy. Metadata is dropped. No order is promised between EDN values.
+ */
+final class Edn {
+
+  // node tags, above every Codec tag, which scalar nodes start with
+  private static final int LONG = 0x20;
+  private static final int VECTOR = 0x21;
+  private static final int SET = 0x22;
+  private static final int MAP = 0x23;
+  private static final int NIPPY = 0x24;
+
+  private Edn() {}
+
+  /** Nippy's freeze and thaw, resolved on first use. */
+  private static final class Nippy {
+    static final IFn FREEZE = resolve("taoensso.nippy/freeze");
+    static final IFn THAW = resolve("taoensso.nippy/thaw");
+    // no compression (bytes depend on the value only), no metadata (= ignores it)
+    static final Object FREEZE_OPTS = RT.map(Keyword.intern("compressor"), null,
+        Keyword.intern("incl-metadata?"), Boolean.FALSE);
+
+    private static IFn resolve(String name) {
+      return (IFn) Clojure.var("clojure.core", "requiring-resolve").invoke(Clojure.read(name));
+    }
+  }
+
+  static byte[] encode(int tag, Object v) {
+    ByteSink out = new ByteSink(64);
+    write(v, out);
+    return Escaping.wrap(tag, out.array(), out.length());
+  }
+
+  static Object decode(ByteBuffer b, int off) {
+    return read(new ByteSource(Escaping.body(b, off + 1)));
+  }
+
+  private static byte[] node(Object v) {
+    ByteSink out = new ByteSink(16);
+    write(v, out);
+    return out.toArray();
+  }
+
+  private static void write(Object v, ByteSink out) {
+    if (v == null) {
+      out.put(Codec.T_NIL);
+    } else if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) {
+      writeLong(((Number) v).longValue(), out);
+    } else if (v instanceof BigInt) {
+      writeBigInt((BigInt) v, out);
+    } else if (v instanceof BigInteger) {
+      writeBigInt(BigInt.fromBigInteger((BigInteger) v), out);
+    } else if (v instanceof Double || v instanceof Float) {
+      double d = ((Number) v).doubleValue();
+      // = holds between -0.0 and 0.0, and between a float and its double
+      out.put(Codec.encode(d == 0.0 ? 0.0 : d, Codec.T_DOUBLE));
+    } else if (v instanceof BigDecimal) {
+      // = ignores the scale of bigdecs
+      out.put(Codec.encode(((BigDecimal) v).stripTrailingZeros(), Codec.T_BIGDEC));
+    } else if (v instanceof Boolean) {
+      out.put(Codec.encode(v, Codec.T_BOOLEAN));
+    } else if (v instanceof String || v instanceof Keyword || v instanceof Symbol || v instanceof UUID
+        || v instanceof byte[]) {
+      out.put(Codec.encode(v, Codec.inferTag(v)));
+    } else if (v.getClass() == Date.class) {
+      out.put(Codec.encode(v, Codec.T_INSTANT));
+    } else if (v instanceof IRecord || v instanceof IType) {
+      writeFrozen(v, out);
+    } else if (v instanceof Map) {
+      writeMap((Map<?, ?>) v, out);
+    } else if (v instanceof Set) {
+      writeSet((Set<?>) v, out);
+    } else if (v instanceof List || v instanceof Sequential) {
+      out.put(VECTOR);
+      out.putOrderedLong(RT.count(v));
+      for (ISeq s = RT.seq(v); s != null; s = s.next()) {
+        write(s.first(), out);
+      }
+    } else {
+      writeFrozen(v, out);
+    }
+  }
+
+  private static void writeLong(long v, ByteSink out) {
+    out.put(LONG);
+    out.putOrderedLong(v);
+  }
+
+  // = holds between a bigint and the long of the same value
+  private static void writeBigInt(BigInt v, ByteSink out) {
+    if (v.bipart == null) {
+      writeLong(v.lpart, out);
+    } else {
+      out.put(Codec.encode(v, Codec.T_BIGINT));
+    }
+  }
+
+  private static void writeFrozen(Object v, ByteSink out) {
+    byte[] frozen = (byte[]) Nippy.FREEZE.invoke(v, Nippy.FREEZE_OPTS);
+    out.put(NIPPY);
+    out.putOrderedLong(frozen.length);
+    out.put(frozen);
+  }
+
+  private static void writeSet(Set<?> set, ByteSink out) {
+    byte[][] elements = new byte[set.size()][];
+    int n = 0;
+    for (Object x : set) {
+      elements[n++] = node(x);
+    }
+    Arrays.sort(elements, Arrays::compareUnsigned);
+    out.put(SET);
+    out.putOrderedLong(n);
+    for (int i = 0; i < n; i++) {
+      requireDistinct(elements, i, set);
+      out.put(elements[i]);
+    }
+  }
+
+  private static void writeMap(Map<?, ?> map, ByteSink out) {
+    byte[][] keys = new byte[map.size()][];
+    byte[][] vals = new byte[map.size()][];
+    Integer[] order = new Integer[map.size()];
+    int n = 0;
+    for (Map.Entry<?, ?> e : map.entrySet()) {
+      keys[n] = node(e.getKey());
+      vals[n] = node(e.getValue());
+      order[n] = n;
+      n++;
+    }
+    Arrays.sort(order, (i, j) -> Arrays.compareUnsigned(keys[i], keys[j]));
+    byte[][] sortedKeys = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      sortedKeys[i] = keys[order[i]];
+    }
+    out.put(MAP);
+    out.putOrderedLong(n);
+    for (int i = 0; i < n; i++) {
+      requireDistinct(sortedKeys, i, map);
+      out.put(sortedKeys[i]);
+      out.put(vals[order[i]]);
+    }
+  }
+
+  // a Java collection can hold two members that = considers equal (Integer 1, Long 1)
+  private static void requireDistinct(byte[][] sorted, int i, Object coll) {
+    if (i > 0 && Arrays.equals(sorted[i - 1], sorted[i])) {
+      throw new IllegalArgumentException("collection holds two members that are = to each other: " + coll);
+    }
+  }
+
+  private static Object read(ByteSource in) {
+    int tag = in.buf.get(in.pos) & 0xFF;
+    if (tag < LONG) {
+      Object x = Codec.decode(in.buf, in.pos);
+      in.pos = Codec.skipKeyPart(in.buf, in.pos);
+      return x;
+    }
+    in.pos++;
+    // the value of a long node, the element, entry or byte count of the others
+    long n = in.orderedLong();
+    switch (tag) {
+      case LONG:
+        return n;
+      case VECTOR:
+        return PersistentVector.create(readAll(in, (int) n));
+      case SET:
+        return PersistentHashSet.create(readAll(in, (int) n));
+      case MAP:
+        return RT.mapUniqueKeys(readAll(in, (int) (2 * n)));
+      case NIPPY:
+        return Nippy.THAW.invoke(in.bytes((int) n));
+      default:
+        throw new IllegalArgumentException("malformed EDN encoding: node tag " + tag);
+    }
+  }
+
+  private static Object[] readAll(ByteSource in, int n) {
+    Object[] xs = new Object[n];
+    for (int i = 0; i < n; i++) {
+      xs[i] = read(in);
+    }
+    return xs;
+  }
+}

@@ -1,0 +1,432 @@
+package datalith.db;
+
+import clojure.lang.Keyword;
+import datalith.codec.Codec;
+import datalith.index.Datom;
+import datalith.index.Index;
+import datalith.index.KeyBuilder;
+import datalith.store.SubDb;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Date;
+import java.util.List;
+
+/**
+ * An immutable database value: the state after the transaction with basis
+ * {@code t}, possibly viewed as-of, since or as history, possibly with
+ * speculative ({@code with}) transactions on top. It holds no store resources:
+ * each read opens a short {@link Snapshot}. Any thread may use it.
+ */
+public final class Db {
+  /** Transaction entity ids are {@code TX0 + t}. */
+  public static final long TX0 = 3L << 42;
+  static final long NO_AS_OF = Long.MAX_VALUE;
+  static final long NO_SINCE = -1;
+
+  final Conn conn;
+  final Schema schema;
+  final long basisT;
+  /** The basis t of the committed store state this value reads through (= basisT without overlay). */
+  final long storeT;
+  final long asOfT;
+  final long sinceT;
+  final boolean history;
+  final Overlay overlay;
+  final long nextEid;
+
+  Db(Conn conn, Schema schema, long basisT, long storeT, long asOfT, long sinceT, boolean history,
+      Overlay overlay, long nextEid) {
+    this.conn = conn;
+    this.schema = schema;
+    this.basisT = basisT;
+    this.storeT = storeT;
+    this.asOfT = asOfT;
+    this.sinceT = sinceT;
+    this.history = history;
+    this.overlay = overlay;
+    this.nextEid = nextEid;
+  }
+
+  public static long tToTx(long t) {
+    return TX0 + t;
+  }
+
+  public static long txToT(long tx) {
+    return tx - TX0;
+  }
+
+  /** The t of the last transaction this value includes. */
+  public long basisT() {
+    return basisT;
+  }
+
+  /** The as-of point, or null. */
+  public Long asOfT() {
+    return asOfT == NO_AS_OF ? null : asOfT;
+  }
+
+  /** The since point, or null. */
+  public Long sinceT() {
+    return sinceT == NO_SINCE ? null : sinceT;
+  }
+
+  public boolean isHistory() {
+    return history;
+  }
+
+  public Schema schema() {
+    return schema;
+  }
+
+  public Conn conn() {
+    return conn;
+  }
+
+  /** The entity id the next new entity would get. */
+  public long nextEid() {
+    return nextEid;
+  }
+
+  // ---- views
+
+  /** This value as it was at {@code point}: a t, a transaction id or a {@link Date}. */
+  public Db asOf(Object point) {
+    long t = toT(point);
+    return new Db(conn, schema, basisT, storeT, Math.min(asOfT, t), sinceT, history, overlay, nextEid);
+  }
+
+  /** Only the datoms asserted after {@code point} (a t, a transaction id or a Date). */
+  public Db since(Object point) {
+    long t = toT(point);
+    return new Db(conn, schema, basisT, storeT, asOfT, Math.max(sinceT, t), history, overlay, nextEid);
+  }
+
+  /** Every assertion and retraction, each as a datom with its {@code added} flag. */
+  public Db historyView() {
+    return new Db(conn, schema, basisT, storeT, asOfT, sinceT, true, overlay, nextEid);
+  }
+
+  /** This value without as-of, since or history filters. */
+  Db current() {
+    return asOfT == NO_AS_OF && sinceT == NO_SINCE && !history ? this
+        : new Db(conn, schema, basisT, storeT, NO_AS_OF, NO_SINCE, false, overlay, nextEid);
+  }
+
+  /** The first t at {@code point}: a t, a tx id, or the first transaction at or after a Date. */
+  private long firstTFrom(Object point) {
+    return point instanceof Date d ? tAtInstant(new Date(d.getTime() - 1)) + 1 : toT(point);
+  }
+
+  /** The t of a point in time: a t, a tx id, or the last transaction at or before a Date. */
+  public long toT(Object point) {
+    if (point instanceof Date d) {
+      return tAtInstant(d);
+    }
+    if (point instanceof Number n) {
+      long x = n.longValue();
+      return x >= TX0 ? txToT(x) : x;
+    }
+    throw Errors.error("db/invalid-point", "Expected a t, a transaction id or a java.util.Date",
+        "point", point);
+  }
+
+  private long tAtInstant(Date d) {
+    KeyBuilder lo = new KeyBuilder().putLong(Schema.TX_INSTANT);
+    KeyBuilder hi = new KeyBuilder().putLong(Schema.TX_INSTANT)
+        .put(Codec.keyPart(Codec.encode(new Date(d.getTime() + 1), Codec.T_INSTANT)));
+    long t = -1;
+    try (Snapshot s = snapshot()) {
+      IndexScan scan = current().scan(s, Index.AVET, lo.view(), null, hi.view(), null);
+      while (scan.next()) {
+        t = Math.max(t, txToT(scan.datom().e));
+      }
+      scan.close();
+    }
+    return t;
+  }
+
+  // ---- reading
+
+  /** Opens a short read; close it before returning to the caller. */
+  public Snapshot snapshot() {
+    return new Snapshot(conn.store().beginRead(), overlay);
+  }
+
+  IndexScan scan(Snapshot s, Index index, ByteBuffer prefix, ByteBuffer seek, ByteBuffer upper,
+      byte[] resumeAfter) {
+    return new IndexScan(this, s, index, prefix, seek, upper, resumeAfter);
+  }
+
+  /**
+   * Datoms of {@code index} whose key starts with {@code prefix}, from
+   * {@code seek} (null = the prefix) up to {@code upper} exclusive (null = no bound).
+   */
+  public IndexScan scanRange(Snapshot s, Index index, ByteBuffer prefix, ByteBuffer seek,
+      ByteBuffer upper) {
+    return new IndexScan(this, s, index, prefix, seek, upper, null);
+  }
+
+  /** Datoms of {@code index} whose key starts with {@code prefix}. */
+  public IndexScan scan(Snapshot s, Index index, ByteBuffer prefix) {
+    return new IndexScan(this, s, index, prefix, null, null, null);
+  }
+
+  /** Decodes the value whose key part starts at {@code off} of {@code key}. */
+  Object decodeValue(Snapshot s, ByteBuffer key, int off) {
+    if (!Codec.isOverflow(key, off)) {
+      return Codec.decode(key, off);
+    }
+    int h = Codec.overflowHashOffset(key, off);
+    ByteBuffer hash = ByteBuffer.allocateDirect(16);
+    hash.put(0, key, h, 16);
+    ByteBuffer full = s.get(SubDb.BLOBS, hash);
+    if (full == null) {
+      throw Errors.error("store/corrupt", "A long value's bytes are missing from the store");
+    }
+    return Codec.decode(full, 0);
+  }
+
+  /**
+   * A chunk of up to {@code n} datoms: {@code [datoms resumeKey]}, resumeKey null
+   * when the scan is exhausted. Each chunk is one short read.
+   */
+  public Object[] chunk(Index index, byte[] prefix, byte[] seek, byte[] upper, byte[] resumeAfter,
+      int n) {
+    List<Datom> out = new ArrayList<>(Math.min(n, 1024));
+    try (Snapshot s = snapshot()) {
+      IndexScan scan = scan(s, index, direct(prefix), seek == null ? null : direct(seek),
+          upper == null ? null : direct(upper), resumeAfter);
+      while (out.size() < n && scan.next()) {
+        out.add(scan.datom());
+      }
+      if (scan.hasPending()) {
+        scan.next();
+        out.add(scan.datom());
+      }
+      byte[] resume = out.size() >= n ? scan.lastKey() : null;
+      scan.close();
+      return new Object[] {out, resume};
+    }
+  }
+
+  static ByteBuffer direct(byte[] b) {
+    return ByteBuffer.allocateDirect(b.length).put(b).flip();
+  }
+
+  // ---- entity resolution
+
+  /**
+   * The entity id named by {@code ref}: an id, an ident keyword, or a lookup ref
+   * {@code [unique-attr value]}; -1 when it names no entity.
+   */
+  public long entid(Snapshot s, Object ref) {
+    if (ref instanceof Long || ref instanceof Integer || ref instanceof Short) {
+      long e = ((Number) ref).longValue();
+      if (e < 0) {
+        throw Errors.error("db/invalid-entity", "An entity id must not be negative", "entity", ref);
+      }
+      return e;
+    }
+    if (ref instanceof Keyword k) {
+      Long e = schema.entid(k);
+      return e == null ? -1 : e;
+    }
+    if (ref instanceof List<?> l && !(ref instanceof clojure.lang.ISeq)) {
+      if (l.size() != 2 || !(l.get(0) instanceof Keyword)) {
+        throw Errors.error("db/invalid-lookup-ref",
+            "A lookup ref is [unique-attribute value]", "lookup-ref", ref);
+      }
+      Attr a = schema.attr((Keyword) l.get(0));
+      if (a == null || !a.isUnique()) {
+        throw Errors.error("db/invalid-lookup-ref",
+            "A lookup ref's attribute must be :db/unique", "lookup-ref", ref, "attribute", l.get(0));
+      }
+      Object v = l.get(1);
+      if (v == null) {
+        return -1;
+      }
+      return lookup(s, a, a.isRef() ? refValue(s, v) : v);
+    }
+    throw Errors.error("db/invalid-entity",
+        "Expected an entity id, an ident or a lookup ref", "entity", ref);
+  }
+
+  /** The entity id for a ref attribute's value given as id, ident or lookup ref; -1 if none. */
+  long refValue(Snapshot s, Object v) {
+    return entid(s, v);
+  }
+
+  /** The entity whose unique attribute {@code a} has value {@code v}, or -1. */
+  public long lookup(Snapshot s, Attr a, Object v) {
+    byte[] vpart = valuePart(a, v);
+    if (vpart == null) {
+      return -1;
+    }
+    KeyBuilder kb = new KeyBuilder().putLong(a.id).put(vpart);
+    IndexScan scan = scan(s, Index.AVET, kb.view());
+    long e = scan.next() ? scan.datom().e : -1;
+    scan.close();
+    return e;
+  }
+
+  /**
+   * The key part of value {@code v} of attribute {@code a} (refs must already be
+   * entity ids), or null when {@code v} is not of the attribute's type.
+   */
+  public static byte[] valuePart(Attr a, Object v) {
+    int tag = a.valueType == Codec.T_ANY ? Codec.inferTag(v) : a.valueType;
+    Object c = Codec.coerce(v, tag);
+    return c == null ? null : Codec.keyPart(Codec.encode(c, tag));
+  }
+
+  // ---- index components (the datoms API)
+
+  /**
+   * The key prefix for {@code components} (in the index's order: e a v tx for
+   * EAVT, a e v tx for AEVT, a v e tx for AVET, v a e tx for VAET), or null
+   * when they cannot match any datom (an unknown ident, a missing lookup ref).
+   */
+  public byte[] keyFor(Index index, Object[] components) {
+    KeyBuilder kb = new KeyBuilder(false);
+    Attr attr = null;
+    try (Snapshot s = snapshot()) {
+      for (int i = 0; i < components.length; i++) {
+        Object c = components[i];
+        if (c == null) {
+          break;
+        }
+        if (i > 3) {
+          throw Errors.error("db/invalid-components", "At most four index components",
+              "components", java.util.Arrays.asList(components));
+        }
+        char role = index.name().toLowerCase(java.util.Locale.ROOT).charAt(i);
+        switch (role) {
+          case 'e' -> {
+            long e = entid(s, c);
+            if (e < 0) {
+              return null;
+            }
+            kb.putLong(e);
+          }
+          case 'a' -> {
+            attr = c instanceof Keyword k ? schema.attr(k)
+                : c instanceof Number n ? schema.attr(n.longValue()) : null;
+            if (attr == null) {
+              if (!(c instanceof Keyword) && !(c instanceof Number)) {
+                throw Errors.error("db/invalid-attribute", "Expected an attribute ident",
+                    "attribute", c);
+              }
+              return null;
+            }
+            kb.putLong(attr.id);
+          }
+          case 'v' -> {
+            if (index == Index.VAET) {
+              long e = entid(s, c);
+              if (e < 0) {
+                return null;
+              }
+              kb.putLong(e);
+            } else {
+              Object v = c;
+              if (attr.isRef()) {
+                long e = entid(s, c);
+                if (e < 0) {
+                  return null;
+                }
+                v = e;
+              }
+              byte[] vpart = valuePart(attr, v);
+              if (vpart == null) {
+                return null;
+              }
+              kb.put(vpart);
+            }
+          }
+          default -> {
+            if (!(c instanceof Number n)) {
+              throw Errors.error("db/invalid-components", "The tx component is a transaction id",
+                  "tx", c);
+            }
+            kb.putLong(n.longValue() >= TX0 ? n.longValue() : tToTx(n.longValue()));
+          }
+        }
+      }
+    }
+    return kb.toBytes();
+  }
+
+  /** The key of value {@code v} of attribute {@code attr} in AVET ({@code [aid vpart]}), or null. */
+  public byte[] avetKey(Keyword attr, Object v) {
+    Attr a = schema.attr(attr);
+    if (a == null) {
+      return null;
+    }
+    KeyBuilder kb = new KeyBuilder(false).putLong(a.id);
+    if (v != null) {
+      Object x = v;
+      if (a.isRef()) {
+        try (Snapshot s = snapshot()) {
+          long e = entid(s, v);
+          if (e < 0) {
+            return null;
+          }
+          x = e;
+        }
+      }
+      byte[] vpart = valuePart(a, x);
+      if (vpart == null) {
+        throw Errors.error("db/value-type", "The bound is not a value of " + attr,
+            "attribute", attr, "value", v);
+      }
+      kb.put(vpart);
+    }
+    return kb.toBytes();
+  }
+
+  // ---- the log
+
+  /**
+   * The transactions with {@code start <= t < end} (each a t, a tx id or a
+   * Date; nulls for open ends), as
+   * {@code [t tx datoms]} arrays in t order.
+   */
+  public List<Object[]> txRange(Object start, Object end) {
+    List<Object[]> out = new ArrayList<>();
+    long from = start == null ? 0 : firstTFrom(start);
+    long to = Math.min(end == null ? Long.MAX_VALUE : firstTFrom(end), basisT + 1);
+    try (Snapshot s = snapshot()) {
+      datalith.store.Cursor c = s.cursor(SubDb.LOG);
+      ByteBuffer k = ByteBuffer.allocateDirect(8).putLong(0, Math.max(0, from));
+      for (boolean ok = c.seek(k); ok; ok = c.next()) {
+        long t = c.key().getLong(0);
+        if (t >= to) {
+          break;
+        }
+        long tx = tToTx(t);
+        ByteBuffer v = c.val();
+        int n = v.getInt(0);
+        int off = 4;
+        List<Datom> datoms = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          long e = v.getLong(off);
+          long aid = v.getLong(off + 8);
+          boolean added = v.get(off + 16) != 0;
+          int len = v.getInt(off + 17);
+          Object val = Codec.decode(v, off + 21);
+          off += 21 + len;
+          datoms.add(new Datom(e, aid, schema.ident(aid), val, tx, added));
+        }
+        out.add(new Object[] {t, tx, datoms});
+      }
+      c.close();
+    }
+    return out;
+  }
+
+  @Override
+  public String toString() {
+    return "#datalith/db {:basis-t " + basisT + (asOfT == NO_AS_OF ? "" : " :as-of " + asOfT)
+        + (sinceT == NO_SINCE ? "" : " :since " + sinceT) + (history ? " :history true" : "") + "}";
+  }
+}

@@ -1,0 +1,122 @@
+package datalith.index;
+
+import clojure.lang.Counted;
+import clojure.lang.ILookup;
+import clojure.lang.ISeq;
+import clojure.lang.Indexed;
+import clojure.lang.Keyword;
+import clojure.lang.RT;
+import clojure.lang.Seqable;
+import clojure.lang.Util;
+import java.util.Arrays;
+
+/**
+ * One fact {@code [e a v tx added]}: immutable. {@code a} is the attribute's
+ * ident; refs are entity ids (longs). Supports {@code (:e d)} lookups and
+ * {@code [e a v tx added]} destructuring from Clojure.
+ */
+public final class Datom implements ILookup, Indexed, Counted, Seqable {
+  static final Keyword K_E = Keyword.intern("e");
+  static final Keyword K_A = Keyword.intern("a");
+  static final Keyword K_V = Keyword.intern("v");
+  static final Keyword K_TX = Keyword.intern("tx");
+  static final Keyword K_ADDED = Keyword.intern("added");
+
+  public final long e;
+  /** The attribute's entity id. */
+  public final long aid;
+  /** The attribute's ident; never null. */
+  public final Keyword a;
+  /** The value: never null; a Long entity id for refs. */
+  public final Object v;
+  public final long tx;
+  public final boolean added;
+
+  public Datom(long e, long aid, Keyword a, Object v, long tx, boolean added) {
+    this.e = e;
+    this.aid = aid;
+    this.a = a;
+    this.v = v;
+    this.tx = tx;
+    this.added = added;
+  }
+
+  @Override
+  public Object valAt(Object key) {
+    return valAt(key, null);
+  }
+
+  @Override
+  public Object valAt(Object key, Object notFound) {
+    if (key == K_E) {
+      return e;
+    } else if (key == K_A) {
+      return a;
+    } else if (key == K_V) {
+      return v;
+    } else if (key == K_TX) {
+      return tx;
+    } else if (key == K_ADDED) {
+      return added;
+    }
+    return notFound;
+  }
+
+  @Override
+  public Object nth(int i) {
+    switch (i) {
+      case 0: return e;
+      case 1: return a;
+      case 2: return v;
+      case 3: return tx;
+      case 4: return added;
+      default: throw new IndexOutOfBoundsException("datom has 5 elements: " + i);
+    }
+  }
+
+  @Override
+  public Object nth(int i, Object notFound) {
+    return i >= 0 && i < 5 ? nth(i) : notFound;
+  }
+
+  @Override
+  public int count() {
+    return 5;
+  }
+
+  @Override
+  public ISeq seq() {
+    return RT.seq(RT.vector(e, a, v, tx, added));
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (!(o instanceof Datom)) {
+      return false;
+    }
+    Datom d = (Datom) o;
+    return e == d.e && aid == d.aid && tx == d.tx && added == d.added && valueEquals(v, d.v);
+  }
+
+  /** Equality of datom values: byte arrays by content, everything else by Clojure's {@code =}. */
+  public static boolean valueEquals(Object x, Object y) {
+    if (x instanceof byte[] bx && y instanceof byte[] by) {
+      return Arrays.equals(bx, by);
+    }
+    return Util.equiv(x, y);
+  }
+
+  @Override
+  public int hashCode() {
+    int h = Long.hashCode(e);
+    h = 31 * h + Long.hashCode(aid);
+    h = 31 * h + (v instanceof byte[] b ? Arrays.hashCode(b) : Util.hasheq(v));
+    h = 31 * h + Long.hashCode(tx);
+    return 31 * h + (added ? 1 : 0);
+  }
+
+  @Override
+  public String toString() {
+    return "#datalith/datom [" + e + " " + a + " " + RT.printString(v) + " " + tx + " " + added + "]";
+  }
+}

@@ -1,0 +1,352 @@
+package datalith.query;
+
+import clojure.lang.Keyword;
+import datalith.db.Attr;
+import datalith.db.Db;
+import datalith.db.IndexScan;
+import datalith.db.Snapshot;
+import datalith.index.Index;
+import datalith.index.KeyBuilder;
+import datalith.query.parser.Constant;
+import datalith.query.parser.Pattern;
+import datalith.query.parser.Term;
+import datalith.query.parser.Variable;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A data pattern bound to one database: constants resolved once (idents, lookup
+ * refs, attribute types), then matched by index scans whose prefix holds every
+ * position that is known, with the others checked per datom.
+ */
+final class DbPattern {
+  private static final int E = 0;
+  private static final int A = 1;
+  private static final int V = 2;
+  private static final int TX = 3;
+  private static final int ADDED = 4;
+
+  /** Receives each match: values for {@link #vars}, valid only during the call. */
+  interface Sink {
+    void accept(Object[] values);
+  }
+
+  final Pattern pattern;
+  final Db db;
+  /** The pattern's distinct variables, in position order. */
+  final Variable[] vars;
+  /** For each position, the index into {@link #vars} of its variable, or -1. */
+  private final int[] varAt = {-1, -1, -1, -1, -1};
+  /** For each position, its resolved constant, or null. */
+  private final Object[] constAt = new Object[5];
+  /** A constant that can match nothing (unknown ident, missing lookup ref, wrong type). */
+  private boolean impossible;
+  private Attr constAttr;
+
+  /** What the last scan did, for explain. */
+  String lastIndex = "none";
+
+  DbPattern(Pattern pattern, Db db, Snapshot s) {
+    this.pattern = pattern;
+    this.db = db;
+    List<Variable> vs = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      Term t = termAt(i);
+      if (t instanceof Variable v) {
+        int idx = vs.indexOf(v);
+        if (idx < 0) {
+          idx = vs.size();
+          vs.add(v);
+        }
+        varAt[i] = idx;
+      }
+    }
+    this.vars = vs.toArray(new Variable[0]);
+    if (termAt(A) instanceof Constant c) {
+      constAttr = attrOf(c.value());
+      if (constAttr == null) {
+        impossible = true;
+      } else {
+        constAt[A] = constAttr;
+      }
+    }
+    if (termAt(E) instanceof Constant c) {
+      long e = entid(s, c.value());
+      if (e < 0) {
+        impossible = true;
+      } else {
+        constAt[E] = e;
+      }
+    }
+    if (termAt(V) instanceof Constant c) {
+      Object v = c.value();
+      if (constAttr != null && constAttr.isRef()) {
+        long e = entid(s, v);
+        if (e < 0) {
+          impossible = true;
+        }
+        v = e;
+      } else if (constAttr != null && Db.valuePart(constAttr, v) == null) {
+        impossible = true;
+      }
+      constAt[V] = v;
+    }
+    if (termAt(TX) instanceof Constant c) {
+      if (c.value() instanceof Number n) {
+        long x = n.longValue();
+        constAt[TX] = x >= Db.TX0 ? x : Db.tToTx(x);
+      } else {
+        impossible = true;
+      }
+    }
+    if (termAt(ADDED) instanceof Constant c) {
+      constAt[ADDED] = c.value();
+    }
+  }
+
+  private Term termAt(int i) {
+    switch (i) {
+      case E: return pattern.e();
+      case A: return pattern.a();
+      case V: return pattern.v();
+      case TX: return pattern.tx();
+      default: return pattern.added();
+    }
+  }
+
+  private Attr attrOf(Object x) {
+    if (x instanceof Keyword k) {
+      return db.schema().attr(k);
+    }
+    if (x instanceof Number n) {
+      return db.schema().attr(n.longValue());
+    }
+    return null;
+  }
+
+  private long entid(Snapshot s, Object x) {
+    if (x instanceof Keyword || x instanceof Number || x instanceof List) {
+      try {
+        return db.entid(s, x);
+      } catch (clojure.lang.ExceptionInfo ex) {
+        return -1;
+      }
+    }
+    return -1;
+  }
+
+  /** The pattern's attribute when it is a constant, else null. */
+  Attr constAttr() {
+    return constAttr;
+  }
+
+  /** The position of variable {@code v} in this pattern (0 e, 1 a, 2 v, 3 tx, 4 added), or -1. */
+  int positionOf(Variable v) {
+    for (int i = 0; i < 5; i++) {
+      if (varAt[i] >= 0 && vars[varAt[i]] == v) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * Calls {@code sink} for every datom matching the pattern, with the variables
+   * whose {@code given} value is non-null fixed to it; at most {@code limit} matches.
+   *
+   * @return the number of matches
+   */
+  long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range) {
+    if (impossible) {
+      return 0;
+    }
+    // effective known values per position
+    Object[] known = constAt.clone();
+    if (given != null) {
+      for (int i = 0; i < 5; i++) {
+        if (varAt[i] >= 0 && given[varAt[i]] != null) {
+          known[i] = given[varAt[i]];
+        }
+      }
+    }
+    Long e = null;
+    if (known[E] != null) {
+      if (!(known[E] instanceof Long l)) {
+        return 0;
+      }
+      e = l;
+    }
+    Attr attr = null;
+    if (known[A] != null) {
+      attr = known[A] instanceof Attr a ? a : attrOf(known[A]);
+      if (attr == null) {
+        return 0;
+      }
+    }
+    byte[] vpart = null;
+    Object vref = null;
+    if (known[V] != null && attr != null) {
+      if (attr.isRef()) {
+        if (!(known[V] instanceof Long)) {
+          return 0;
+        }
+        vref = known[V];
+      }
+      vpart = Db.valuePart(attr, known[V]);
+      if (vpart == null) {
+        return 0;
+      }
+    }
+    KeyBuilder kb = new KeyBuilder();
+    Index index;
+    boolean eInKey = false;
+    boolean aInKey = false;
+    boolean vInKey = false;
+    ByteBuffer seek = null;
+    ByteBuffer upper = null;
+    if (e != null) {
+      index = Index.EAVT;
+      kb.putLong(e);
+      eInKey = true;
+      if (attr != null) {
+        kb.putLong(attr.id);
+        aInKey = true;
+        if (vpart != null) {
+          kb.put(vpart);
+          vInKey = true;
+        }
+      }
+    } else if (attr != null && vref != null) {
+      index = Index.VAET;
+      kb.putLong((Long) vref).putLong(attr.id);
+      aInKey = true;
+      vInKey = true;
+    } else if (attr != null && vpart != null) {
+      index = Index.AVET;
+      kb.putLong(attr.id).put(vpart);
+      aInKey = true;
+      vInKey = true;
+    } else if (attr != null && range != null) {
+      index = Index.AVET;
+      kb.putLong(attr.id);
+      aInKey = true;
+      byte[] lo = range.lower == null ? null : Db.valuePart(attr, range.lower);
+      byte[] hi = range.upper == null ? null : Db.valuePart(attr, range.upper);
+      if (lo != null) {
+        seek = new KeyBuilder().putLong(attr.id).put(lo).view();
+      }
+      if (hi != null) {
+        // past every key whose value equals the upper bound: the bound's bytes then 0xFF...
+        upper = new KeyBuilder().putLong(attr.id).put(hi).put(MAX_SUFFIX).view();
+      }
+    } else if (attr != null) {
+      index = Index.AEVT;
+      kb.putLong(attr.id);
+      aInKey = true;
+    } else {
+      index = Index.EAVT;
+    }
+    lastIndex = index.name().toLowerCase(java.util.Locale.ROOT);
+    Object vWanted = vInKey ? null : known[V];
+    Object txWanted = known[TX];
+    Object addedWanted = known[ADDED];
+    Object[] out = new Object[vars.length];
+    long n = 0;
+    IndexScan scan = db.scanRange(s, index, kb.view(), seek, upper);
+    try {
+      while (n < limit && scan.next()) {
+        if (!eInKey && e != null && scan.e() != e) {
+          continue;
+        }
+        if (!aInKey && attr != null && scan.aid() != attr.id) {
+          continue;
+        }
+        if (vWanted != null && !Tuple.same(scan.v(), vWanted)) {
+          continue;
+        }
+        if (txWanted != null && !(txWanted instanceof Number t && t.longValue() == scan.tx())) {
+          continue;
+        }
+        if (addedWanted != null && !addedWanted.equals(scan.added())) {
+          continue;
+        }
+        if (range != null && !range.contains(scan.v())) {
+          continue;
+        }
+        if (!fill(scan, out)) {
+          continue;
+        }
+        n++;
+        if (sink != null) {
+          sink.accept(out);
+        }
+      }
+    } finally {
+      scan.close();
+    }
+    return n;
+  }
+
+  private static final byte[] MAX_SUFFIX = {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
+      (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
+      (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF};
+
+  /** Writes the datom's values into {@code out}; false when a repeated variable disagrees. */
+  private boolean fill(IndexScan scan, Object[] out) {
+    java.util.Arrays.fill(out, null);
+    for (int i = 0; i < 5; i++) {
+      int idx = varAt[i];
+      if (idx < 0) {
+        continue;
+      }
+      Object val;
+      switch (i) {
+        case E: val = scan.e(); break;
+        case A: val = scan.aid(); break;
+        case V: val = scan.v(); break;
+        case TX: val = scan.tx(); break;
+        default: val = scan.added(); break;
+      }
+      if (out[idx] != null) {
+        if (!Tuple.same(out[idx], val)) {
+          return false;
+        }
+      } else {
+        out[idx] = val;
+      }
+    }
+    return true;
+  }
+
+  /** A value range on the pattern's value position, pushed into an AVET scan. */
+  static final class Range {
+    final Object lower;
+    final boolean lowerInclusive;
+    final Object upper;
+    final boolean upperInclusive;
+
+    Range(Object lower, boolean lowerInclusive, Object upper, boolean upperInclusive) {
+      this.lower = lower;
+      this.lowerInclusive = lowerInclusive;
+      this.upper = upper;
+      this.upperInclusive = upperInclusive;
+    }
+
+    boolean contains(Object v) {
+      if (lower != null) {
+        int c = Compare.compare(v, lower);
+        if (c < 0 || c == 0 && !lowerInclusive) {
+          return false;
+        }
+      }
+      if (upper != null) {
+        int c = Compare.compare(v, upper);
+        if (c > 0 || c == 0 && !upperInclusive) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+}

@@ -1,0 +1,1037 @@
+package datalith.query;
+
+import clojure.lang.IFn;
+import clojure.lang.IPersistentMap;
+import clojure.lang.ITransientCollection;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentHashSet;
+import clojure.lang.PersistentVector;
+import clojure.lang.RT;
+import clojure.lang.Symbol;
+import datalith.db.Db;
+import datalith.db.Errors;
+import datalith.db.Snapshot;
+import datalith.query.parser.Aggregate;
+import datalith.query.parser.BindColl;
+import datalith.query.parser.BindIgnore;
+import datalith.query.parser.BindRel;
+import datalith.query.parser.BindScalar;
+import datalith.query.parser.BindTuple;
+import datalith.query.parser.Binding;
+import datalith.query.parser.Clause;
+import datalith.query.parser.Constant;
+import datalith.query.parser.FindColl;
+import datalith.query.parser.FindElement;
+import datalith.query.parser.FindScalar;
+import datalith.query.parser.FindTuple;
+import datalith.query.parser.FindVar;
+import datalith.query.parser.FnBinding;
+import datalith.query.parser.InBinding;
+import datalith.query.parser.Not;
+import datalith.query.parser.Or;
+import datalith.query.parser.Pattern;
+import datalith.query.parser.PatternName;
+import datalith.query.parser.Predicate;
+import datalith.query.parser.Pull;
+import datalith.query.parser.Query;
+import datalith.query.parser.QueryParser;
+import datalith.query.parser.ReturnMap;
+import datalith.query.parser.Rule;
+import datalith.query.parser.RuleCall;
+import datalith.query.parser.RulesVar;
+import datalith.query.parser.SrcVar;
+import datalith.query.parser.Term;
+import datalith.query.parser.Variable;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Runs parsed queries: binds the inputs, evaluates the clauses in the
+ * planner's order set-at-a-time (index-lookup joins when the bound side is
+ * small, hash joins otherwise, anti-joins for {@code not}, unions for
+ * {@code or}, a tabled fixpoint for rules), then projects and aggregates.
+ * Thread-safe: each call has its own state; parsed queries and plans are
+ * cached by form.
+ */
+public final class Engine {
+  private static final int CACHE_LIMIT = 2048;
+  private static final Map<Object, Query> PARSED = new ConcurrentHashMap<>();
+  private static final Map<Query, List<Clause>> PLANS = new ConcurrentHashMap<>();
+  private static final Keyword K_TIMEOUT = Keyword.intern("timeout");
+
+  private final Query query;
+  private final Map<String, Object> sources = new HashMap<>();
+  private final Map<Symbol, List<Rule>> rules = new HashMap<>();
+  private final Map<String, Object> pullPatterns = new HashMap<>();
+  private final Deadline deadline;
+  private final List<Object> explain;
+  private final IdentityHashMap<Db, Snapshot> snapshots = new IdentityHashMap<>();
+  private final Map<Pattern, Map<Db, DbPattern>> patterns = new IdentityHashMap<>();
+  private final Map<String, Table> tables = new HashMap<>();
+
+  private Engine(Query query, long timeoutMs, boolean explain) {
+    this.query = query;
+    this.deadline = Deadline.of(timeoutMs > 0 ? timeoutMs : query.timeout().orElse(0));
+    this.explain = explain ? new ArrayList<>() : null;
+  }
+
+  /** The parsed form of a query, cached by form. */
+  public static Query parse(Object form) {
+    Query q = PARSED.get(form);
+    if (q == null) {
+      q = QueryParser.parse(form);
+      if (PARSED.size() >= CACHE_LIMIT) {
+        PARSED.clear();
+        PLANS.clear();
+      }
+      PARSED.put(form, q);
+    }
+    return q;
+  }
+
+  /**
+   * Runs {@code form} on {@code inputs} (one per {@code :in} element).
+   *
+   * @param opts may hold {@code :timeout} (ms); null for none
+   */
+  public static Object q(Object form, Object[] inputs, IPersistentMap opts) {
+    Engine e = new Engine(parse(form), timeoutOf(opts), false);
+    return e.run(inputs);
+  }
+
+  /** The plan {@code form} runs with on {@code inputs}, as data, with actual sizes. */
+  public static Object explain(Object form, Object[] inputs) {
+    Engine e = new Engine(parse(form), 0, true);
+    Object result = e.run(inputs);
+    int n = result instanceof Collection<?> c ? c.size() : result == null ? 0 : 1;
+    return map("query", e.query.toString(), "clauses", PersistentVector.create(e.explain),
+        "result-size", (long) n);
+  }
+
+  private static long timeoutOf(IPersistentMap opts) {
+    Object t = opts == null ? null : opts.valAt(K_TIMEOUT);
+    if (t == null) {
+      return 0;
+    }
+    if (!(t instanceof Number n) || n.longValue() <= 0) {
+      throw Errors.error("query/invalid-option", ":timeout is a positive number of milliseconds",
+          "timeout", t);
+    }
+    return n.longValue();
+  }
+
+  private static IPersistentMap map(Object... kvs) {
+    for (int i = 0; i < kvs.length; i += 2) {
+      if (kvs[i] instanceof String s) {
+        kvs[i] = Keyword.intern(s);
+      }
+    }
+    return PersistentArrayMap.createAsIfByAssoc(kvs);
+  }
+
+  // ---------------------------------------------------------------- running
+
+  private Object run(Object[] inputs) {
+    try {
+      Ctx ctx = new Ctx();
+      bindInputs(ctx, inputs);
+      for (FindElement el : query.findElements()) {
+        if (el instanceof Pull) {
+          throw Errors.error("query/pull-unavailable",
+              "pull in :find is not available yet in this version", "form", query.formOf(el));
+        }
+      }
+      Scope scope = new Scope(sources);
+      List<Clause> plan = PLANS.get(query);
+      if (plan == null) {
+        plan = order(query.where(), ctx.boundVars(), scope);
+        PLANS.put(query, plan);
+      }
+      evalAll(ctx, plan, scope);
+      return find(ctx);
+    } finally {
+      for (Snapshot s : snapshots.values()) {
+        s.close();
+      }
+    }
+  }
+
+  private Snapshot snapshot(Db db) {
+    return snapshots.computeIfAbsent(db, Db::snapshot);
+  }
+
+  private void bindInputs(Ctx ctx, Object[] inputs) {
+    List<InBinding> in = query.in();
+    if (inputs.length != in.size()) {
+      throw Errors.error("query/inputs", "The query takes " + in.size() + " inputs ("
+          + in + ") but was given " + inputs.length, "expected", (long) in.size(),
+          "given", (long) inputs.length);
+    }
+    for (int i = 0; i < inputs.length; i++) {
+      InBinding b = in.get(i);
+      Object x = inputs[i];
+      if (b instanceof SrcVar s) {
+        if (!(x instanceof Db) && !(x instanceof Collection) && !(x instanceof Object[])) {
+          throw Errors.error("query/inputs", "Source " + s.name()
+              + " must be a database or a collection of tuples", "source", s.name(), "input", x);
+        }
+        sources.put(s.name(), x instanceof Object[] arr ? List.of(arr) : x);
+      } else if (b instanceof RulesVar) {
+        List<Rule> rs = QueryParser.parseRules(x);
+        query.validateRules(rs);
+        for (Rule r : rs) {
+          rules.computeIfAbsent(r.name(), k -> new ArrayList<>()).add(r);
+        }
+      } else if (b instanceof PatternName p) {
+        pullPatterns.put(p.toString(), x);
+      } else {
+        ctx.add(bindingRel((Binding) b, x));
+      }
+    }
+  }
+
+  private Rel bindingRel(Binding b, Object x) {
+    List<Variable> vars = b.vars();
+    List<Object[]> rows = new ArrayList<>();
+    if (b instanceof BindScalar) {
+      rows.add(new Object[] {x});
+    } else if (b instanceof BindTuple t) {
+      rows.add(tupleRow(t.elements(), x, b));
+    } else if (b instanceof BindColl) {
+      for (Object el : seqOf(x, b)) {
+        rows.add(new Object[] {el});
+      }
+    } else if (b instanceof BindRel r) {
+      for (Object el : seqOf(x, b)) {
+        rows.add(tupleRow(r.elements(), el, b));
+      }
+    } else if (b instanceof BindIgnore) {
+      return Rel.unit();
+    }
+    return new Rel(vars.toArray(new Variable[0]), rows).project(vars);
+  }
+
+  private static Object[] tupleRow(List<Binding> elements, Object x, Binding b) {
+    List<?> l = listOf(x, b);
+    if (l.size() < elements.size()) {
+      throw Errors.error("query/binding", "Cannot bind " + RT.printString(x) + " to " + b
+          + ": too few elements", "binding", b.toString(), "value", x);
+    }
+    List<Object> row = new ArrayList<>();
+    for (int i = 0; i < elements.size(); i++) {
+      if (elements.get(i) instanceof BindScalar) {
+        row.add(l.get(i));
+      }
+    }
+    return row.toArray();
+  }
+
+  private static List<?> listOf(Object x, Binding b) {
+    if (x instanceof List<?> l) {
+      return l;
+    }
+    if (x instanceof Object[] a) {
+      return List.of(a);
+    }
+    if (x instanceof Collection<?> c) {
+      return new ArrayList<>(c);
+    }
+    throw Errors.error("query/binding", "Cannot bind " + RT.printString(x) + " to " + b
+        + ": expected a collection", "binding", b.toString(), "value", x);
+  }
+
+  private static Collection<?> seqOf(Object x, Binding b) {
+    if (x instanceof Collection<?> c) {
+      return c;
+    }
+    return listOf(x, b);
+  }
+
+  // ---------------------------------------------------------------- planning
+
+  /** Where {@code $} and named sources point in one rule or query scope. */
+  private static final class Scope {
+    final Map<String, Object> sources;
+
+    Scope(Map<String, Object> sources) {
+      this.sources = sources;
+    }
+
+    Object source(SrcVar s) {
+      Object src = sources.get(s.name());
+      if (src == null) {
+        throw Errors.error("query/unknown-source", "No source " + s.name() + " was given",
+            "source", s.name());
+      }
+      return src;
+    }
+  }
+
+  /**
+   * The order to run {@code clauses} in, given the variables already bound:
+   * greedily, filters (predicates, functions, not, or) as soon as their inputs
+   * are bound, and among the rest the cheapest, preferring clauses joined to
+   * what is bound.
+   */
+  private List<Clause> order(List<Clause> clauses, Set<Variable> bound0, Scope scope) {
+    List<Clause> remaining = new ArrayList<>(clauses);
+    List<Clause> out = new ArrayList<>();
+    Set<Variable> bound = new LinkedHashSet<>(bound0);
+    while (!remaining.isEmpty()) {
+      Clause pick = null;
+      for (Clause c : remaining) {
+        if (!(c instanceof Pattern) && !(c instanceof RuleCall) && bound.containsAll(needs(c))) {
+          pick = c;
+          break;
+        }
+      }
+      if (pick == null) {
+        double best = Double.MAX_VALUE;
+        for (Clause c : remaining) {
+          if (!bound.containsAll(needs(c))) {
+            continue;
+          }
+          double cost = cost(c, bound, scope);
+          if (cost < best) {
+            best = cost;
+            pick = c;
+          }
+        }
+      }
+      if (pick == null) {
+        pick = remaining.get(0);
+      }
+      remaining.remove(pick);
+      out.add(pick);
+      bound.addAll(pick.binds());
+    }
+    return out;
+  }
+
+  private Set<Variable> needs(Clause c) {
+    if (c instanceof RuleCall rc) {
+      List<Rule> rs = rules.get(rc.name());
+      return rs == null || rs.isEmpty() ? Set.of() : rc.needs(rs.get(0));
+    }
+    return c.needs();
+  }
+
+  private static final double LARGE = 1e9;
+  private static final long COUNT_LIMIT = 20_000;
+
+  private double cost(Clause c, Set<Variable> bound, Scope scope) {
+    boolean joined = false;
+    for (Variable v : c.vars()) {
+      if (bound.contains(v)) {
+        joined = true;
+        break;
+      }
+    }
+    if (c instanceof RuleCall) {
+      return joined ? 50 : 5000;
+    }
+    Pattern p = (Pattern) c;
+    Object src = scope.sources.get(p.src().name());
+    if (!(src instanceof Db db)) {
+      return joined ? 10 : src instanceof Collection<?> coll ? coll.size() : LARGE;
+    }
+    DbPattern dp = dbPattern(p, db);
+    if (joined) {
+      boolean eBound = p.e() instanceof Variable v && bound.contains(v) || p.e() instanceof Constant;
+      return eBound ? 1 : 10;
+    }
+    long n = dp.scan(snapshot(db), null, null, COUNT_LIMIT, null);
+    return n >= COUNT_LIMIT ? LARGE / 10 : n + 1;
+  }
+
+  private DbPattern dbPattern(Pattern p, Db db) {
+    return patterns.computeIfAbsent(p, k -> new IdentityHashMap<>())
+        .computeIfAbsent(db, d -> new DbPattern(p, d, snapshot(d)));
+  }
+
+  // ---------------------------------------------------------------- clauses
+
+  private void evalAll(Ctx ctx, List<Clause> clauses, Scope scope) {
+    for (Clause c : clauses) {
+      deadline.check();
+      if (ctx.isEmpty()) {
+        return;
+      }
+      long before = explain == null ? 0 : System.nanoTime();
+      String how = eval(ctx, c, scope, clauses);
+      if (explain != null) {
+        explain.add(map("clause", query.formOf(c), "method", Keyword.intern(how),
+            "rows", (long) ctx.size(), "ms", (System.nanoTime() - before) / 1e6));
+      }
+    }
+  }
+
+  private String eval(Ctx ctx, Clause c, Scope scope, List<Clause> siblings) {
+    if (c instanceof Pattern p) {
+      return evalPattern(ctx, p, scope, siblings);
+    } else if (c instanceof Predicate p) {
+      evalPredicate(ctx, p, scope);
+      return "filter";
+    } else if (c instanceof FnBinding f) {
+      evalFn(ctx, f, scope);
+      return "function";
+    } else if (c instanceof Not n) {
+      evalNot(ctx, n, scope);
+      return "anti-join";
+    } else if (c instanceof Or o) {
+      evalOr(ctx, o, scope);
+      return "union";
+    } else {
+      evalRuleCall(ctx, (RuleCall) c, scope);
+      return "rule";
+    }
+  }
+
+  private String evalPattern(Ctx ctx, Pattern p, Scope scope, List<Clause> siblings) {
+    Object src = scope.source(p.src());
+    if (!(src instanceof Db db)) {
+      ctx.joinIn(collectionPattern(p, src), deadline);
+      return "collection";
+    }
+    DbPattern dp = dbPattern(p, db);
+    Snapshot s = snapshot(db);
+    DbPattern.Range range = rangeFor(p, dp, siblings);
+    List<Variable> boundVars = new ArrayList<>();
+    for (Variable v : dp.vars) {
+      if (ctx.bound(v)) {
+        boundVars.add(v);
+      }
+    }
+    if (boundVars.isEmpty()) {
+      List<Object[]> rows = new ArrayList<>();
+      dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range);
+      ctx.joinIn(new Rel(dp.vars, rows), deadline);
+      return "scan-" + dp.lastIndex;
+    }
+    Rel r = ctx.take(boundVars, deadline);
+    int[] keyCols = r.cols(boundVars);
+    Map<Tuple, List<Object[]>> groups = new LinkedHashMap<>();
+    for (Object[] row : r.rows) {
+      groups.computeIfAbsent(Tuple.of(row, keyCols), k -> new ArrayList<>(1)).add(row);
+    }
+    long threshold = (long) groups.size() * 8 + 16;
+    long n = dp.scan(s, null, null, threshold, range);
+    if (n < threshold) {
+      List<Object[]> rows = new ArrayList<>();
+      dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range);
+      ctx.add(Rel.join(r, new Rel(dp.vars, rows), deadline));
+      return "hash-join-" + dp.lastIndex;
+    }
+    // index-lookup join: one prefix scan per distinct binding of the bound variables
+    int[] givenPos = new int[boundVars.size()];
+    for (int i = 0; i < givenPos.length; i++) {
+      givenPos[i] = indexOf(dp.vars, boundVars.get(i));
+    }
+    List<Variable> fresh = new ArrayList<>();
+    for (Variable v : dp.vars) {
+      if (!r.has(v)) {
+        fresh.add(v);
+      }
+    }
+    int[] freshCols = new int[fresh.size()];
+    for (int i = 0; i < freshCols.length; i++) {
+      freshCols[i] = indexOf(dp.vars, fresh.get(i));
+    }
+    Variable[] outVars = new Variable[r.vars.length + fresh.size()];
+    System.arraycopy(r.vars, 0, outVars, 0, r.vars.length);
+    for (int i = 0; i < fresh.size(); i++) {
+      outVars[r.vars.length + i] = fresh.get(i);
+    }
+    List<Object[]> out = new ArrayList<>();
+    Object[] given = new Object[dp.vars.length];
+    int count = 0;
+    for (Map.Entry<Tuple, List<Object[]>> g : groups.entrySet()) {
+      if ((++count & 1023) == 0) {
+        deadline.check();
+      }
+      java.util.Arrays.fill(given, null);
+      Object[] key = g.getKey().vals;
+      for (int i = 0; i < givenPos.length; i++) {
+        given[givenPos[i]] = key[i];
+      }
+      List<Object[]> rowsOfKey = g.getValue();
+      dp.scan(s, given, vals -> {
+        for (Object[] row : rowsOfKey) {
+          out.add(Rel.concat(row, vals, freshCols));
+        }
+      }, Long.MAX_VALUE, range);
+    }
+    ctx.add(new Rel(outVars, out));
+    return "lookup-join-" + dp.lastIndex;
+  }
+
+  private static int indexOf(Variable[] vars, Variable v) {
+    for (int i = 0; i < vars.length; i++) {
+      if (vars[i] == v) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /** A range on the pattern's value variable from sibling comparison predicates with a constant. */
+  private static DbPattern.Range rangeFor(Pattern p, DbPattern dp, List<Clause> siblings) {
+    if (!(p.v() instanceof Variable v) || dp.constAttr() == null
+        || dp.positionOf(v) != 2 || dp.constAttr().isRef()) {
+      return null;
+    }
+    Object lo = null;
+    Object hi = null;
+    boolean loIn = true;
+    boolean hiIn = true;
+    for (Clause c : siblings) {
+      if (!(c instanceof Predicate pr) || pr.args().size() != 2 || pr.fn().getNamespace() != null) {
+        continue;
+      }
+      String op = pr.fn().getName();
+      Term a = pr.args().get(0);
+      Term b = pr.args().get(1);
+      Object k;
+      boolean varFirst;
+      if (a == v && b instanceof Constant cb) {
+        k = cb.value();
+        varFirst = true;
+      } else if (b == v && a instanceof Constant ca) {
+        k = ca.value();
+        varFirst = false;
+      } else {
+        continue;
+      }
+      if (k == null || Db.valuePart(dp.constAttr(), k) == null) {
+        continue;
+      }
+      String eff = varFirst ? op : flip(op);
+      switch (eff) {
+        case ">":
+        case ">=":
+          if (lo == null || Compare.compare(k, lo) > 0) {
+            lo = k;
+            loIn = eff.equals(">=");
+          }
+          break;
+        case "<":
+        case "<=":
+          if (hi == null || Compare.compare(k, hi) < 0) {
+            hi = k;
+            hiIn = eff.equals("<=");
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    return lo == null && hi == null ? null : new DbPattern.Range(lo, loIn, hi, hiIn);
+  }
+
+  private static String flip(String op) {
+    switch (op) {
+      case "<": return ">";
+      case ">": return "<";
+      case "<=": return ">=";
+      case ">=": return "<=";
+      default: return op;
+    }
+  }
+
+  private Rel collectionPattern(Pattern p, Object src) {
+    List<Term> terms = p.terms();
+    List<Variable> vars = new ArrayList<>();
+    for (Term t : terms) {
+      if (t instanceof Variable v && !vars.contains(v)) {
+        vars.add(v);
+      }
+    }
+    List<Object[]> rows = new ArrayList<>();
+    for (Object tuple : (Collection<?>) src) {
+      List<?> l = tuple instanceof List<?> x ? x : tuple instanceof Object[] a ? List.of(a) : null;
+      if (l == null || l.size() < terms.size()) {
+        continue;
+      }
+      Object[] row = new Object[vars.size()];
+      boolean ok = true;
+      for (int i = 0; i < terms.size() && ok; i++) {
+        Term t = terms.get(i);
+        Object val = l.get(i);
+        if (t instanceof Constant c) {
+          ok = Tuple.same(c.value(), val);
+        } else if (t instanceof Variable v) {
+          int idx = vars.indexOf(v);
+          if (row[idx] != null) {
+            ok = Tuple.same(row[idx], val);
+          } else {
+            row[idx] = val;
+          }
+        }
+      }
+      if (ok) {
+        rows.add(row);
+      }
+    }
+    return new Rel(vars.toArray(new Variable[0]), rows).project(vars);
+  }
+
+  private Object[] args(List<Term> terms, Object[] row, Rel r, Scope scope) {
+    Object[] out = new Object[terms.size()];
+    for (int i = 0; i < out.length; i++) {
+      Term t = terms.get(i);
+      if (t instanceof Variable v) {
+        out[i] = row[r.col(v)];
+      } else if (t instanceof Constant c) {
+        out[i] = c.value();
+      } else if (t instanceof SrcVar s) {
+        out[i] = scope.source(s);
+      }
+    }
+    return out;
+  }
+
+  private void evalPredicate(Ctx ctx, Predicate p, Scope scope) {
+    IFn f = Functions.resolve(p.fn());
+    Rel r = ctx.take(new ArrayList<>(p.vars()), deadline);
+    List<Object[]> out = new ArrayList<>();
+    for (Object[] row : r.rows) {
+      if (RT.booleanCast(Functions.call(f, p.fn(), args(p.args(), row, r, scope)))) {
+        out.add(row);
+      }
+    }
+    ctx.add(new Rel(r.vars, out));
+  }
+
+  private void evalFn(Ctx ctx, FnBinding fb, Scope scope) {
+    IFn f = Functions.resolve(fb.fn());
+    List<Variable> inVars = new ArrayList<>(fb.needs());
+    Rel r = ctx.take(inVars, deadline);
+    Binding b = fb.binding();
+    List<Variable> outVars = b.vars();
+    List<Variable> fresh = new ArrayList<>();
+    for (Variable v : outVars) {
+      if (!r.has(v) && !fresh.contains(v)) {
+        fresh.add(v);
+      }
+    }
+    Variable[] vars = new Variable[r.vars.length + fresh.size()];
+    System.arraycopy(r.vars, 0, vars, 0, r.vars.length);
+    for (int i = 0; i < fresh.size(); i++) {
+      vars[r.vars.length + i] = fresh.get(i);
+    }
+    Rel shape = new Rel(vars, null);
+    List<Object[]> out = new ArrayList<>();
+    for (Object[] row : r.rows) {
+      Object result = Functions.call(f, fb.fn(), args(fb.args(), row, r, scope));
+      if (result == null) {
+        continue;
+      }
+      for (Object[] binding : expand(b, result)) {
+        Object[] nr = java.util.Arrays.copyOf(row, vars.length);
+        boolean ok = true;
+        for (int i = 0; i < outVars.size() && ok; i++) {
+          int col = shape.col(outVars.get(i));
+          if (col < row.length || nr[col] != null) {
+            ok = Tuple.same(nr[col], binding[i]);
+          } else {
+            nr[col] = binding[i];
+          }
+        }
+        if (ok) {
+          out.add(nr);
+        }
+      }
+    }
+    ctx.add(new Rel(vars, out).project(List.of(vars)));
+  }
+
+  /** The value tuples (one per binding row, over {@code b.vars()}) a function result binds. */
+  private static List<Object[]> expand(Binding b, Object result) {
+    List<Object[]> out = new ArrayList<>();
+    if (b instanceof BindScalar) {
+      out.add(new Object[] {result});
+    } else if (b instanceof BindTuple t) {
+      Object[] row = tupleRow(t.elements(), result, b);
+      out.add(row);
+    } else if (b instanceof BindColl) {
+      for (Object x : seqOf(result, b)) {
+        if (x != null) {
+          out.add(new Object[] {x});
+        }
+      }
+    } else if (b instanceof BindRel r) {
+      for (Object x : seqOf(result, b)) {
+        out.add(tupleRow(r.elements(), x, b));
+      }
+    } else {
+      out.add(new Object[0]);
+    }
+    return out;
+  }
+
+  private void evalNot(Ctx ctx, Not n, Scope scope) {
+    List<Variable> joinVars = n.joinVars();
+    Rel r = ctx.take(joinVars, deadline);
+    Ctx sub = new Ctx();
+    sub.add(r.project(joinVars));
+    evalAll(sub, order(n.clauses(), sub.boundVars(), scope), scope);
+    Set<Tuple> matched = new java.util.HashSet<>();
+    if (!sub.isEmpty()) {
+      Rel res = sub.take(joinVars, deadline);
+      int[] cols = res.cols(joinVars);
+      for (Object[] row : res.rows) {
+        matched.add(Tuple.of(row, cols));
+      }
+    }
+    ctx.add(r.semiJoin(joinVars, matched, false));
+  }
+
+  private void evalOr(Ctx ctx, Or o, Scope scope) {
+    List<Variable> joinVars = o.joinVars();
+    List<Variable> boundJoin = new ArrayList<>();
+    for (Variable v : joinVars) {
+      if (ctx.bound(v)) {
+        boundJoin.add(v);
+      }
+    }
+    Rel r = boundJoin.isEmpty() ? null : ctx.take(boundJoin, deadline);
+    Rel input = r == null ? Rel.unit() : r.project(boundJoin);
+    Set<Tuple> union = new LinkedHashSet<>();
+    for (datalith.query.parser.And branch : o.branches()) {
+      Ctx sub = new Ctx();
+      sub.add(input);
+      evalAll(sub, order(branch.clauses(), sub.boundVars(), scope), scope);
+      if (sub.isEmpty()) {
+        continue;
+      }
+      Rel res = sub.take(joinVars, deadline);
+      for (Variable v : joinVars) {
+        if (!res.has(v)) {
+          throw Errors.error("query/insufficient-binding", "An or branch does not bind " + v,
+              "form", query.formOf(o), "vars", PersistentVector.create(v.symbol()));
+        }
+      }
+      int[] cols = res.cols(joinVars);
+      for (Object[] row : res.rows) {
+        union.add(Tuple.of(row, cols));
+      }
+    }
+    List<Object[]> rows = new ArrayList<>(union.size());
+    for (Tuple t : union) {
+      rows.add(t.vals);
+    }
+    Rel u = new Rel(joinVars.toArray(new Variable[0]), rows);
+    if (r == null) {
+      ctx.joinIn(u, deadline);
+    } else {
+      ctx.add(Rel.join(r, u, deadline));
+    }
+  }
+
+  // ---------------------------------------------------------------- rules
+
+  /** The memo of one rule under one pattern of bound arguments. */
+  private static final class Table {
+    final Set<Tuple> inputs = new LinkedHashSet<>();
+    final Set<Tuple> results = new LinkedHashSet<>();
+    boolean active;
+  }
+
+  private void evalRuleCall(Ctx ctx, RuleCall call, Scope scope) {
+    List<Rule> bodies = rules.get(call.name());
+    if (bodies == null) {
+      throw Errors.error("query/missing-rules", "No rule named " + call.name(),
+          "form", query.formOf(call));
+    }
+    Object src = scope.source(call.src());
+    List<Term> args = call.args();
+    int arity = args.size();
+    boolean[] input = new boolean[arity];
+    List<Variable> boundVars = new ArrayList<>();
+    StringBuilder mask = new StringBuilder(call.name().getName()).append('/');
+    for (int i = 0; i < arity; i++) {
+      Term t = args.get(i);
+      input[i] = t instanceof Constant || t instanceof Variable v && ctx.bound(v);
+      if (t instanceof Variable v && input[i] && !boundVars.contains(v)) {
+        boundVars.add(v);
+      }
+      mask.append(input[i] ? 'b' : 'f');
+    }
+    mask.append('/').append(System.identityHashCode(src));
+    Rel r = boundVars.isEmpty() ? null : ctx.take(boundVars, deadline);
+    List<Tuple> ins = new ArrayList<>();
+    List<Object[]> inRows = r == null ? Rel.unit().rows : r.project(boundVars).rows;
+    for (Object[] row : inRows) {
+      Object[] in = new Object[arity];
+      for (int i = 0; i < arity; i++) {
+        Term t = args.get(i);
+        if (t instanceof Constant c) {
+          in[i] = c.value();
+        } else if (input[i]) {
+          in[i] = row[boundVars.indexOf((Variable) t)];
+        }
+      }
+      ins.add(new Tuple(inputOnly(in, input)));
+    }
+    Table table = solve(mask.toString(), bodies, input, ins, src);
+    // the results as a relation over the call's variables
+    List<Variable> vars = new ArrayList<>();
+    for (Term t : args) {
+      if (t instanceof Variable v && !vars.contains(v)) {
+        vars.add(v);
+      }
+    }
+    List<Object[]> rows = new ArrayList<>();
+    for (Tuple res : table.results) {
+      Object[] row = new Object[vars.size()];
+      boolean ok = true;
+      for (int i = 0; i < arity && ok; i++) {
+        Term t = args.get(i);
+        Object val = res.vals[i];
+        if (t instanceof Constant c) {
+          ok = Tuple.same(c.value(), val);
+        } else if (t instanceof Variable v) {
+          int idx = vars.indexOf(v);
+          if (row[idx] != null) {
+            ok = Tuple.same(row[idx], val);
+          } else {
+            row[idx] = val;
+          }
+        }
+      }
+      if (ok) {
+        rows.add(row);
+      }
+    }
+    Rel t = new Rel(vars.toArray(new Variable[0]), rows).project(vars);
+    if (r == null) {
+      ctx.joinIn(t, deadline);
+    } else {
+      ctx.add(Rel.join(r, t, deadline));
+    }
+  }
+
+  private static Object[] inputOnly(Object[] full, boolean[] input) {
+    int n = 0;
+    for (boolean b : input) {
+      n += b ? 1 : 0;
+    }
+    Object[] out = new Object[n];
+    int j = 0;
+    for (int i = 0; i < full.length; i++) {
+      if (input[i]) {
+        out[j++] = full[i];
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Computes the rule's tuples for {@code ins} (values of the input positions)
+   * to a fixpoint; recursive calls with the same binding pattern read and extend
+   * the same table.
+   */
+  private Table solve(String key, List<Rule> bodies, boolean[] input, List<Tuple> ins, Object src) {
+    Table table = tables.computeIfAbsent(key, k -> new Table());
+    table.inputs.addAll(ins);
+    if (table.active) {
+      return table; // a recursive call: the enclosing fixpoint iterates until nothing changes
+    }
+    table.active = true;
+    try {
+      Map<String, Object> srcs = new HashMap<>(sources);
+      srcs.put("$", src);
+      Scope scope = new Scope(srcs);
+      boolean changed = true;
+      while (changed) {
+        deadline.check();
+        int inputsBefore = table.inputs.size();
+        int resultsBefore = table.results.size();
+        List<Tuple> round = new ArrayList<>(table.inputs);
+        for (Rule body : bodies) {
+          List<Variable> head = body.vars();
+          List<Variable> inVars = new ArrayList<>();
+          for (int i = 0; i < head.size(); i++) {
+            if (input[i]) {
+              inVars.add(head.get(i));
+            }
+          }
+          Ctx sub = new Ctx();
+          List<Object[]> rows = new ArrayList<>(round.size());
+          for (Tuple t : round) {
+            rows.add(t.vals);
+          }
+          Rel in = new Rel(inVars.toArray(new Variable[0]), rows);
+          sub.add(inVars.isEmpty() ? Rel.unit() : in);
+          evalAll(sub, order(body.clauses(), sub.boundVars(), scope), scope);
+          if (sub.isEmpty()) {
+            continue;
+          }
+          Rel res = sub.take(distinct(head), deadline);
+          int[] cols = res.cols(head);
+          for (int c : cols) {
+            if (c < 0) {
+              throw Errors.error("query/insufficient-binding", "Rule " + body.name()
+                  + " does not bind all its head variables", "rule", body.name());
+            }
+          }
+          for (Object[] row : res.rows) {
+            table.results.add(Tuple.of(row, cols));
+          }
+        }
+        changed = table.inputs.size() != inputsBefore || table.results.size() != resultsBefore;
+      }
+    } finally {
+      table.active = false;
+    }
+    return table;
+  }
+
+  private static List<Variable> distinct(List<Variable> vs) {
+    return new ArrayList<>(new LinkedHashSet<>(vs));
+  }
+
+  // ---------------------------------------------------------------- results
+
+  private Object find(Ctx ctx) {
+    List<FindElement> els = query.findElements();
+    List<Variable> needed = new ArrayList<>();
+    for (FindElement el : els) {
+      if (!needed.contains(el.var())) {
+        needed.add(el.var());
+      }
+    }
+    for (Variable v : query.with()) {
+      if (!needed.contains(v)) {
+        needed.add(v);
+      }
+    }
+    List<Object[]> tuples;
+    Rel all;
+    if (ctx.isEmpty()) {
+      all = new Rel(needed.toArray(new Variable[0]), new ArrayList<>());
+    } else {
+      all = ctx.take(needed, deadline);
+    }
+    for (Variable v : needed) {
+      if (!all.has(v)) {
+        throw Errors.error("query/unbound-var", "Variable " + v + " is not bound by the query",
+            "vars", PersistentVector.create(v.symbol()), "form", query.form());
+      }
+    }
+    Rel proj = all.project(needed);
+    boolean aggregate = false;
+    for (FindElement el : els) {
+      aggregate |= el instanceof Aggregate;
+    }
+    tuples = aggregate ? aggregate(proj, els, all) : project(proj, els);
+    return shape(tuples);
+  }
+
+  private static List<Object[]> project(Rel proj, List<FindElement> els) {
+    int[] cols = new int[els.size()];
+    for (int i = 0; i < cols.length; i++) {
+      cols[i] = proj.col(els.get(i).var());
+    }
+    List<Object[]> out = new ArrayList<>(proj.rows.size());
+    Set<Tuple> seen = new java.util.HashSet<>();
+    for (Object[] row : proj.rows) {
+      Tuple t = Tuple.of(row, cols);
+      if (seen.add(t)) {
+        out.add(t.vals);
+      }
+    }
+    return out;
+  }
+
+  private List<Object[]> aggregate(Rel proj, List<FindElement> els, Rel all) {
+    List<Integer> groupCols = new ArrayList<>();
+    for (FindElement el : els) {
+      if (el instanceof FindVar fv) {
+        groupCols.add(proj.col(fv.var()));
+      }
+    }
+    int[] gc = groupCols.stream().mapToInt(Integer::intValue).toArray();
+    Map<Tuple, List<Object[]>> groups = new LinkedHashMap<>();
+    for (Object[] row : proj.rows) {
+      groups.computeIfAbsent(Tuple.of(row, gc), k -> new ArrayList<>()).add(row);
+    }
+    if (groups.isEmpty() && gc.length == 0) {
+      groups.put(new Tuple(new Object[0]), new ArrayList<>());
+    }
+    List<Object[]> out = new ArrayList<>();
+    for (Map.Entry<Tuple, List<Object[]>> g : groups.entrySet()) {
+      Object[] res = new Object[els.size()];
+      int gi = 0;
+      for (int i = 0; i < els.size(); i++) {
+        FindElement el = els.get(i);
+        if (el instanceof FindVar) {
+          res[i] = g.getKey().vals[gi++];
+        } else {
+          Aggregate a = (Aggregate) el;
+          int col = proj.col(a.var());
+          List<Object> vals = new ArrayList<>(g.getValue().size());
+          for (Object[] row : g.getValue()) {
+            vals.add(row[col]);
+          }
+          Object[] aArgs = new Object[a.args().size()];
+          for (int k = 0; k < aArgs.length; k++) {
+            Term t = a.args().get(k);
+            aArgs[k] = t instanceof Constant c ? c.value()
+                : t instanceof Variable v && all.has(v) && !all.rows.isEmpty()
+                ? all.rows.get(0)[all.col(v)] : null;
+          }
+          IFn user = a.isBuiltin() ? null : Functions.resolve(a.fn());
+          res[i] = Aggregates.apply(a.fn(), user, aArgs, vals);
+        }
+      }
+      out.add(res);
+    }
+    if (gc.length == 0 && proj.rows.isEmpty()) {
+      // Datomic answers an aggregate over nothing with no rows
+      return new ArrayList<>();
+    }
+    return out;
+  }
+
+  private Object shape(List<Object[]> tuples) {
+    Object spec = query.find();
+    if (spec instanceof FindScalar) {
+      return tuples.isEmpty() ? null : tuples.get(0)[0];
+    }
+    if (spec instanceof FindColl) {
+      List<Object> out = new ArrayList<>(tuples.size());
+      for (Object[] t : tuples) {
+        out.add(t[0]);
+      }
+      return PersistentVector.create(out);
+    }
+    if (spec instanceof FindTuple) {
+      return tuples.isEmpty() ? null : PersistentVector.create(tuples.get(0));
+    }
+    ReturnMap rm = query.returnMap().orElse(null);
+    ITransientCollection set = PersistentHashSet.EMPTY.asTransient();
+    for (Object[] t : tuples) {
+      if (rm == null) {
+        set = set.conj(PersistentVector.create(t));
+      } else {
+        Object[] kvs = new Object[t.length * 2];
+        for (int i = 0; i < t.length; i++) {
+          kvs[2 * i] = rm.keys().get(i);
+          kvs[2 * i + 1] = t[i];
+        }
+        set = set.conj(PersistentArrayMap.createAsIfByAssoc(kvs));
+      }
+    }
+    return set.persistent();
+  }
+}

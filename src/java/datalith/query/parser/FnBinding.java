@@ -1,0 +1,37 @@
+package datalith.query.parser;
+
+import clojure.lang.Symbol;
+import java.util.List;
+import java.util.Set;
+
+// fn-expr = [ [fn fn-arg*] binding ]
+/**
+ * A function binding {@code [(f ?x) ?y]}: calls {@code fn} and destructures the result with
+ * {@code binding}. {@code fn} and {@code args} are as in {@link Predicate}. Needs its argument
+ * variables; binds the binding's variables (a variable that is also an argument is unified).
+ */
+public record FnBinding(Symbol fn, List<Term> args, Binding binding) implements Clause {
+  public FnBinding {
+    args = List.copyOf(args);
+  }
+
+  @Override
+  public Set<Variable> vars() {
+    return Vars.union(Vars.ofTerms(args), binding.vars());
+  }
+
+  @Override
+  public Set<Variable> binds() {
+    return Vars.of(binding.vars());
+  }
+
+  @Override
+  public Set<Variable> needs() {
+    return Vars.ofTerms(args);
+  }
+
+  @Override
+  public String toString() {
+    return Forms.print(this);
+  }
+}

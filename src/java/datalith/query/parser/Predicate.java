@@ -1,0 +1,39 @@
+package datalith.query.parser;
+
+import clojure.lang.Symbol;
+import java.util.List;
+import java.util.Set;
+
+// pred-expr = [ [pred fn-arg*] ]
+/**
+ * A predicate {@code [(pred ?a 10)]}: keeps the rows for which the function returns truthy.
+ * {@code fn} is the symbol as written (built-in such as {@code <} or {@code missing?}, or
+ * qualified); the parser does not resolve it. {@code args} are {@link Variable}s,
+ * {@link Constant}s (nil allowed) and {@link SrcVar}s, exactly as written. Needs all its
+ * variables; binds none.
+ */
+public record Predicate(Symbol fn, List<Term> args) implements Clause {
+  public Predicate {
+    args = List.copyOf(args);
+  }
+
+  @Override
+  public Set<Variable> vars() {
+    return Vars.ofTerms(args);
+  }
+
+  @Override
+  public Set<Variable> binds() {
+    return Set.of();
+  }
+
+  @Override
+  public Set<Variable> needs() {
+    return vars();
+  }
+
+  @Override
+  public String toString() {
+    return Forms.print(this);
+  }
+}

@@ -1,0 +1,177 @@
+package datalith.query.parser;
+
+import clojure.lang.Symbol;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+
+// query = [find-spec return-map-spec? with-clause? inputs? where-clauses?]
+/**
+ * A parsed, validated query: everything the planner and executor need. Immutable and safe to
+ * share between threads. Two queries are equal when their find spec, return map, {@code :with},
+ * {@code :in}, {@code :where} and timeout are equal, whichever form (vector, map, string) they
+ * were parsed from.
+ *
+ * <p>Validated at parse time: every variable of {@code :find}/{@code :with} is bound by
+ * {@code :in} or {@code :where}; every predicate and function argument can be bound before the
+ * clause runs; every not/or shares the variables it must with its scope; every source read is
+ * declared by {@code :in}; rule invocations have a {@code %} input. What needs the rules
+ * themselves is checked by {@link #validateRules(List)}.
+ */
+public final class Query {
+  private final FindSpec find;
+  private final Optional<ReturnMap> returnMap;
+  private final List<Variable> with;
+  private final List<InBinding> in;
+  private final List<Clause> where;
+  private final OptionalLong timeout;
+  private final Object form;
+  private final Map<Object, Object> forms; // identity: AST node -> source form; never mutated
+
+  Query(FindSpec find, Optional<ReturnMap> returnMap, List<Variable> with, List<InBinding> in,
+      List<Clause> where, OptionalLong timeout, Object form, Map<Object, Object> forms) {
+    this.find = find;
+    this.returnMap = returnMap;
+    this.with = List.copyOf(with);
+    this.in = List.copyOf(in);
+    this.where = List.copyOf(where);
+    this.timeout = timeout;
+    this.form = form;
+    this.forms = forms;
+  }
+
+  /** The find spec: relation, scalar, collection or tuple. */
+  public FindSpec find() {
+    return find;
+  }
+
+  /** The find elements in order (shortcut for {@code find().elements()}). */
+  public List<FindElement> findElements() {
+    return find.elements();
+  }
+
+  /** {@code :keys}/{@code :strs}/{@code :syms}, when given; its keys match the find elements. */
+  public Optional<ReturnMap> returnMap() {
+    return returnMap;
+  }
+
+  /** {@code :with} variables, distinct, in order; empty when absent. */
+  public List<Variable> with() {
+    return with;
+  }
+
+  /** {@code :in} inputs in argument order; {@code [$]} when absent. */
+  public List<InBinding> in() {
+    return in;
+  }
+
+  /** {@code :where} clauses in written order; empty when absent (then :in binds every find var). */
+  public List<Clause> where() {
+    return where;
+  }
+
+  /** {@code :timeout} in milliseconds (positive), when given in the map form. */
+  public OptionalLong timeout() {
+    return timeout;
+  }
+
+  /** The object {@link QueryParser#parse(Object)} was given: vector, map or string. */
+  public Object form() {
+    return form;
+  }
+
+  /** Variables bound by {@code :in} bindings, in order. */
+  public Set<Variable> inVars() {
+    LinkedHashSet<Variable> out = new LinkedHashSet<>();
+    for (InBinding b : in) {
+      if (b instanceof Binding binding) {
+        out.addAll(binding.vars());
+      }
+    }
+    return Collections.unmodifiableSet(out);
+  }
+
+  /** Sources declared by {@code :in}, in order. */
+  public Set<SrcVar> sources() {
+    LinkedHashSet<SrcVar> out = new LinkedHashSet<>();
+    for (InBinding b : in) {
+      if (b instanceof SrcVar s) {
+        out.add(s);
+      }
+    }
+    return Collections.unmodifiableSet(out);
+  }
+
+  /** True when {@code :in} has {@code %}. */
+  public boolean hasRules() {
+    return in.contains(RulesVar.INSTANCE);
+  }
+
+  /** Every rule invocation in {@code :where}, nested ones included, in written order. */
+  public List<RuleCall> ruleCalls() {
+    return Collections.unmodifiableList(Analyzer.ruleCalls(where));
+  }
+
+  /**
+   * The form an AST node of this query was parsed from (for error messages), or, for a node this
+   * query did not parse, the equivalent form rebuilt from the node.
+   */
+  public Object formOf(Object node) {
+    Object f = forms.get(node);
+    return f != null ? f : Forms.of(node);
+  }
+
+  /**
+   * Checks this query against the rule set passed as {@code %}: every invocation names a rule of
+   * matching arity ({@code :query/missing-rules}), passes the rule's required variables bound
+   * ({@code :query/insufficient-binding}) and runs it on a source {@code :in} declares when the
+   * rule reads one ({@code :query/unknown-source}).
+   *
+   * @param rules the result of {@link QueryParser#parseRules(Object)}
+   * @throws clojure.lang.ExceptionInfo naming the broken rule in {@code :error}
+   */
+  public void validateRules(List<Rule> rules) {
+    Map<Symbol, List<Rule>> byName = QueryParser.byName(rules);
+    Analyzer analyzer = new Analyzer(new IdentityHashMap<>(forms), byName, null);
+    List<RuleCall> calls = Analyzer.ruleCalls(where);
+    for (RuleCall call : calls) {
+      analyzer.checkCall(call);
+    }
+    analyzer.analyze(where, inVars());
+    analyzer.checkSources(calls, sources());
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof Query q && find.equals(q.find) && returnMap.equals(q.returnMap)
+        && with.equals(q.with) && in.equals(q.in) && where.equals(q.where)
+        && timeout.equals(q.timeout);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(find, returnMap, with, in, where, timeout);
+  }
+
+  /** The query in map form, EDN; parses back to an equal query. */
+  @Override
+  public String toString() {
+    return Forms.print(this);
+  }
+
+  /** Variables of the find elements in order (with repeats), for the executor's projection. */
+  public List<Variable> findVars() {
+    List<Variable> out = new ArrayList<>();
+    for (FindElement e : find.elements()) {
+      out.add(e.var());
+    }
+    return Collections.unmodifiableList(out);
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * Query parser: Datomic-dialect Datalog queries (EDN data or an EDN string) in, an immutable AST
+ * out, validated before any execution.
+ *
+ * <p>Entry points: {@link datalith.query.parser.QueryParser#parse(Object)} for a query (vector,
+ * map or string form) and {@link datalith.query.parser.QueryParser#parseRules(Object)} for the
+ * {@code %} input. The result is a {@link datalith.query.parser.Query}; the planner and executor
+ * read only these AST classes, never the raw forms. Every AST class carries, as a one-line comment
+ * above it, the grammar rule it parses.
+ *
+ * <p>Errors: every rejection is an {@code ex-info} built by {@link datalith.db.Errors} whose data
+ * has a namespaced {@code :error} key naming the rule broken ({@code :parser/query},
+ * {@code :parser/find}, {@code :parser/with}, {@code :parser/in}, {@code :parser/where},
+ * {@code :parser/rule}, {@code :query/unbound-var}, {@code :query/insufficient-binding},
+ * {@code :query/missing-rules}, {@code :query/unknown-source}) and the offending {@code :form}.
+ *
+ * <p>Threading: parsing is a pure function of its input; every AST value is immutable and may be
+ * shared freely between threads. {@link datalith.query.parser.Variable} instances are interned
+ * through a concurrent table, so {@code ==} compares variables.
+ */
+package datalith.query.parser;

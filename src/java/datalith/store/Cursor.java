@@ -1,0 +1,35 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+
+/**
+ * A position in one sub-database of a {@link ReadTxn}. Allocation-free while
+ * moving: {@link #key()} and {@link #val()} return views that are valid only
+ * until the next move (zero-copy from the memory map in LMDB).
+ */
+public interface Cursor extends AutoCloseable {
+
+  /** Positions at the first key {@code >= key}; false when there is none. */
+  boolean seek(ByteBuffer key);
+
+  /** Positions at the first key; false when the sub-database is empty. */
+  boolean first();
+
+  /** Positions at the last key; false when the sub-database is empty. */
+  boolean last();
+
+  /** Moves forward; false (and invalid) past the end. */
+  boolean next();
+
+  /** Moves backward; false (and invalid) before the start. */
+  boolean prev();
+
+  /** The current key: read-only, big-endian, position 0. */
+  ByteBuffer key();
+
+  /** The current value: read-only, big-endian, position 0. */
+  ByteBuffer val();
+
+  @Override
+  void close();
+}

@@ -1,0 +1,160 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import org.lmdbjava.Cursor;
+import org.lmdbjava.Dbi;
+import org.lmdbjava.GetOp;
+import org.lmdbjava.Txn;
+
+/**
+ * A pooled LMDB read transaction with the cursors opened in it. While pooled it is reset: it
+ * holds its reader slot but no snapshot and no pointer into the map. One thread at a time.
+ */
+final class LmdbReader {
+
+  /** One LMDB cursor of this reader, lent to at most one {@link LmdbCursor} at a time. */
+  static final class Slot {
+    final SubDb db;
+    final Cursor<ByteBuffer> cursor;
+    private final ByteBuffer probe = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
+    private int epoch; // the reader epoch the cursor was last renewed in
+    private boolean lent;
+
+    Slot(SubDb db, Cursor<ByteBuffer> cursor, int epoch) {
+      this.db = db;
+      this.cursor = cursor;
+      this.epoch = epoch;
+    }
+
+    /** Positions at the first key >= {@code key}, for keys of any length. */
+    boolean seek(ByteBuffer key) {
+      int size = key.remaining();
+      if (size == 0) {
+        return cursor.first();
+      }
+      ByteBuffer k = key;
+      if (size > Errors.MAX_KEY_SIZE || !key.isDirect()) {
+        k = copy(key, probe);
+      }
+      if (!cursor.get(k, GetOp.MDB_SET_RANGE)) {
+        return false;
+      }
+      // A longer key sorts right after its 511-byte prefix, and no stored key is longer.
+      return size <= Errors.MAX_KEY_SIZE || !cursor.key().equals(k) || cursor.next();
+    }
+
+    void detach() {
+      ReadOnlyBufferProxy.detach(cursor.key());
+      ReadOnlyBufferProxy.detach(cursor.val());
+    }
+  }
+
+  private static final int KEPT_SLOTS = 8; // cursors kept across uses
+  private static final int KEPT_ISSUED = 256; // capacity of the issued list kept across uses
+
+  final Txn<ByteBuffer> txn;
+  private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
+  private final ArrayList<Slot> slots = new ArrayList<>();
+  private final ArrayList<ByteBuffer> issued = new ArrayList<>(); // get() results, detached on release
+  private final ByteBuffer probe = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
+  private int epoch;
+
+  LmdbReader(Txn<ByteBuffer> txn, List<Dbi<ByteBuffer>> dbis) {
+    this.txn = txn;
+    this.dbis = dbis;
+  }
+
+  /** Takes a fresh snapshot after {@link #reset()}. */
+  void renew() {
+    txn.renew();
+    epoch++;
+  }
+
+  /** A free cursor over {@code db}, renewed into the current snapshot. */
+  Slot lend(SubDb db) {
+    for (int i = 0; i < slots.size(); i++) {
+      Slot slot = slots.get(i);
+      if (!slot.lent && slot.db == db) {
+        if (slot.epoch != epoch) {
+          slot.cursor.renew(txn);
+          slot.epoch = epoch;
+        }
+        slot.lent = true;
+        return slot;
+      }
+    }
+    Slot slot = new Slot(db, dbis.get(db.ordinal()).openCursor(txn), epoch);
+    slots.add(slot);
+    slot.lent = true;
+    return slot;
+  }
+
+  void giveBack(Slot slot) {
+    slot.detach();
+    slot.lent = false;
+  }
+
+  /** A read-only view of the value under {@code key}, valid until {@link #reset()}; or null. */
+  ByteBuffer get(SubDb db, ByteBuffer key) {
+    int size = key.remaining();
+    if (size == 0 || size > Errors.MAX_KEY_SIZE) {
+      return null;
+    }
+    ByteBuffer val = dbis.get(db.ordinal()).get(txn, key.isDirect() ? key : copy(key, probe));
+    if (val == null) {
+      return null;
+    }
+    ByteBuffer view = val.duplicate();
+    issued.add(view);
+    return view;
+  }
+
+  /**
+   * Releases the snapshot; every buffer handed out is detached first so that a late read throws
+   * rather than touching memory that a map resize may unmap.
+   */
+  void reset() {
+    for (int i = slots.size() - 1; i >= 0; i--) {
+      Slot slot = slots.get(i);
+      slot.detach();
+      slot.lent = false;
+      if (i >= KEPT_SLOTS) {
+        slot.cursor.close();
+        slots.remove(i);
+      }
+    }
+    for (int i = 0; i < issued.size(); i++) {
+      ReadOnlyBufferProxy.detach(issued.get(i));
+    }
+    if (issued.size() > KEPT_ISSUED) {
+      issued.clear();
+      issued.trimToSize();
+    } else {
+      issued.clear();
+    }
+    ReadOnlyBufferProxy.detach(txn.key());
+    ReadOnlyBufferProxy.detach(txn.val());
+    txn.reset();
+  }
+
+  /** Frees the transaction and its cursors; the reader must be reset. */
+  void dispose() {
+    for (int i = 0; i < slots.size(); i++) {
+      slots.get(i).cursor.close();
+    }
+    slots.clear();
+    txn.renew(); // LMDB frees a reset transaction by aborting it, which lmdbjava does when ready
+    txn.close();
+  }
+
+  /** {@code into} holding the first {@code min(remaining, 511)} bytes of {@code key}. */
+  static ByteBuffer copy(ByteBuffer key, ByteBuffer into) {
+    int size = Math.min(key.remaining(), Errors.MAX_KEY_SIZE);
+    into.clear();
+    into.put(0, key, key.position(), size);
+    into.limit(size);
+    return into;
+  }
+}

@@ -1,0 +1,577 @@
+package datalith.store;
+
+import clojure.lang.Keyword;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.StampedLock;
+import org.lmdbjava.Dbi;
+import org.lmdbjava.DbiFlags;
+import org.lmdbjava.Env;
+import org.lmdbjava.EnvFlags;
+import org.lmdbjava.EnvInfo;
+import org.lmdbjava.LmdbException;
+import org.lmdbjava.Txn;
+
+/**
+ * The durable {@link Store}: one LMDB environment per directory, one named sub-database per
+ * {@link SubDb} (named after the constant).
+ *
+ * <p>Reads are zero-copy: buffers returned by read transactions and cursors are read-only views
+ * into LMDB's memory map, valid while the transaction is open (a cursor's until it moves). Read
+ * transactions are pooled (reset, then renewed) together with their cursors, so opening one,
+ * reading and closing it allocates two small handles.
+ *
+ * <p>A write transaction buffers its writes (copying the caller's buffers) and applies them in one
+ * LMDB write transaction at {@link WriteTxn#commit()}. When LMDB reports its map full, the
+ * commit aborts, grows the map and replays the writes; the map also grows ahead of need, once it
+ * is half used, whenever no read transaction is open.
+ *
+ * <p>Resizing the map needs a moment with no read transaction open in this process: new read
+ * transactions wait for it (briefly; a thread that already holds one never waits) while the open
+ * ones finish. Read transactions that can never finish first, because their thread is the one
+ * committing or is waiting in {@link #beginWrite()}, are closed by the commit that must grow:
+ * later use throws {@link IllegalStateException}. So read what you need before
+ * {@code commit()}, and begin reads after {@code beginWrite()} returns. A commit fails with
+ * {@code :store/map-full} only when other read transactions stay open for 30 seconds.
+ *
+ * <p>Thread-safe. Each transaction is used by one thread at a time.
+ */
+public final class LmdbStore implements Store {
+
+  /** Default initial map size: 64 MiB. */
+  public static final long DEFAULT_MAP_SIZE = 64L << 20;
+
+  /** Default maximum number of read transactions open at once. */
+  public static final int DEFAULT_MAX_READERS = 1024;
+
+  private static final long MAP_SIZE_UNIT = 64 << 10; // map sizes are multiples of this
+  private static final int POOL_SIZE = 64; // pooled read transactions
+  private static final long GATE_WAIT_MS = 100; // longest wait of a new reader for a resize
+  private static final long GROW_WAIT_S = 30; // longest wait of a commit for readers to finish
+  private static final int OPEN = 0;
+  private static final int CLOSING = 1;
+  private static final int CLOSED = 2;
+
+  // LMDB forbids opening one environment twice in a process: closing either breaks its locks.
+  private static final Set<Path> OPEN_DIRS = ConcurrentHashMap.newKeySet(); // real paths
+
+  private final Path dir; // real path
+  private final String where; // the directory, for messages
+  private final boolean sync;
+  private final Env<ByteBuffer> env;
+  private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
+  private final int pageSize;
+
+  // Shared while a read transaction is open; exclusive while the map is resized or closed.
+  private final StampedLock mapLock = new StampedLock();
+  private final Semaphore writer = new Semaphore(1, true); // held by the open write transaction
+  private final AtomicReferenceArray<LmdbReader> pool = new AtomicReferenceArray<>(POOL_SIZE);
+  private final ThreadLocal<LmdbReadTxn.Opened> openReads =
+      ThreadLocal.withInitial(() -> new LmdbReadTxn.Opened(Thread.currentThread()));
+  private final Set<LmdbReadTxn.Opened> parked = ConcurrentHashMap.newKeySet(); // in beginWrite
+  private final Object gate = new Object(); // notified when a pending growth is done
+  private final WriteLog log = new WriteLog(); // the open write transaction's writes
+  private final Replayer replayer = new Replayer();
+  private volatile int state = OPEN;
+  private volatile long growTo; // the map size wanted, 0 when no growth is pending
+  private volatile long mapSize;
+  private volatile Thread writerThread; // the thread that began the open write transaction
+
+  private LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
+      List<Dbi<ByteBuffer>> dbis) {
+    this.dir = dir;
+    this.where = where;
+    this.sync = sync;
+    this.env = env;
+    this.dbis = dbis;
+    this.pageSize = env.stat().pageSize;
+    this.mapSize = env.info().mapSize;
+  }
+
+  /**
+   * Opens (creating if needed) the store in directory {@code dir}. Options, all optional:
+   * {@code "map-size"} (Number, initial map size in bytes, default 64 MiB; the map grows by
+   * itself), {@code "sync"} (Boolean, default true: each commit is on disk before
+   * {@code commit()} returns; false uses MDB_NOSYNC for bulk loads: an operating system crash
+   * may then lose the last commits, and on a file system that does not keep the order of writes,
+   * damage the store), {@code "max-readers"} (Number, default 1024). Other keys are ignored.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} when LMDB cannot open the directory
+   *     or this process has it open already, {@code :store/option} for an option of the wrong
+   *     type
+   */
+  public static LmdbStore open(Path dir, Map<String, Object> opts) {
+    String where = dir.toAbsolutePath().toString();
+    Map<String, Object> options = opts == null ? Collections.emptyMap() : opts;
+    long mapSize = roundUp(option(options, "map-size", Number.class, DEFAULT_MAP_SIZE, where)
+        .longValue());
+    boolean sync = option(options, "sync", Boolean.class, Boolean.TRUE, where);
+    int maxReaders = option(options, "max-readers", Number.class, DEFAULT_MAX_READERS, where)
+        .intValue();
+    Path real;
+    try {
+      real = Files.createDirectories(dir).toRealPath();
+    } catch (IOException e) {
+      throw Errors.error(Errors.LMDB, where, "Cannot create the store directory", e);
+    }
+    if (!OPEN_DIRS.add(real)) {
+      throw Errors.error(Errors.LMDB, where, "The store is already open in this process", null);
+    }
+    Env<ByteBuffer> env = null;
+    try {
+      EnvFlags[] flags = sync
+          ? new EnvFlags[] {EnvFlags.MDB_NOTLS, EnvFlags.MDB_NORDAHEAD}
+          : new EnvFlags[] {EnvFlags.MDB_NOTLS, EnvFlags.MDB_NORDAHEAD, EnvFlags.MDB_NOSYNC};
+      env = Env.create(ReadOnlyBufferProxy.INSTANCE)
+          .setMapSize(mapSize)
+          .setMaxDbs(SubDb.values().length)
+          .setMaxReaders(maxReaders)
+          .open(dir.toFile(), flags);
+      env.readerCheck(); // frees reader slots left by dead processes
+      List<Dbi<ByteBuffer>> dbis = new ArrayList<>();
+      for (SubDb db : SubDb.values()) {
+        dbis.add(env.openDbi(db.name(), DbiFlags.MDB_CREATE));
+      }
+      return new LmdbStore(real, where, sync, env, List.copyOf(dbis));
+    } catch (LmdbException e) {
+      if (env != null) {
+        env.close();
+      }
+      OPEN_DIRS.remove(real);
+      throw Errors.error(Errors.LMDB, where, "Cannot open the LMDB store: " + e.getMessage(), e);
+    }
+  }
+
+  private static <T> T option(Map<String, Object> opts, String key, Class<T> type, T otherwise,
+      String where) {
+    Object value = opts.get(key);
+    if (value == null) {
+      return otherwise;
+    }
+    if (!type.isInstance(value)) {
+      throw Errors.error(Errors.OPTION, where,
+          "Option \"" + key + "\" must be a " + type.getSimpleName() + ", got " + value, null,
+          Keyword.intern("option"), key, Keyword.intern("value"), value);
+    }
+    return type.cast(value);
+  }
+
+  private static long roundUp(long size) {
+    return Math.max(MAP_SIZE_UNIT, (size + MAP_SIZE_UNIT - 1) / MAP_SIZE_UNIT * MAP_SIZE_UNIT);
+  }
+
+  String where() {
+    return where;
+  }
+
+  RuntimeException failure(String what, LmdbException e) {
+    return Errors.error(Errors.LMDB, where, what + ": " + e.getMessage(), e);
+  }
+
+  private void checkOpen() {
+    if (state != OPEN) {
+      throw Errors.closed(where, "The store");
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Waits only while the map is being resized (at most briefly, and never when this thread
+   * already holds a read transaction).
+   *
+   * @throws IllegalStateException when the store is closed
+   * @throws clojure.lang.ExceptionInfo {@code :store/lmdb}, e.g. when more than "max-readers"
+   *     read transactions are open
+   */
+  @Override
+  public ReadTxn beginRead() {
+    checkOpen();
+    LmdbReadTxn.Opened opened = openReads.get();
+    long stamp = lockShared(opened.count() > 0);
+    try {
+      checkOpen();
+      LmdbReadTxn txn = new LmdbReadTxn(this, takeReader(), stamp, opened);
+      opened.add(txn);
+      return txn;
+    } catch (LmdbException e) {
+      mapLock.unlockRead(stamp);
+      throw failure("Cannot begin a read transaction", e);
+    } catch (RuntimeException e) {
+      mapLock.unlockRead(stamp);
+      throw e;
+    }
+  }
+
+  private long lockShared(boolean nested) {
+    long stamp = mapLock.tryReadLock(); // fails only while a resize or close runs
+    if (stamp != 0 && (growTo == 0 || nested)) {
+      return stamp;
+    }
+    if (stamp != 0) {
+      mapLock.unlockRead(stamp); // let the open readers drain so that the map can grow
+    }
+    maybeGrow();
+    awaitGrowth();
+    return mapLock.readLock();
+  }
+
+  private void awaitGrowth() {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(GATE_WAIT_MS);
+    synchronized (gate) {
+      long left;
+      while (growTo != 0 && state == OPEN && (left = deadline - System.nanoTime()) > 0) {
+        try {
+          TimeUnit.NANOSECONDS.timedWait(gate, left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  private int home() {
+    return Thread.currentThread().hashCode() & (POOL_SIZE - 1);
+  }
+
+  private LmdbReader takeReader() {
+    int home = home();
+    for (int i = 0; i < POOL_SIZE; i++) {
+      int at = (home + i) & (POOL_SIZE - 1);
+      LmdbReader reader = pool.get(at);
+      if (reader != null && pool.compareAndSet(at, reader, null)) {
+        try {
+          reader.renew();
+        } catch (RuntimeException e) {
+          reader.txn.close();
+          throw e;
+        }
+        return reader;
+      }
+    }
+    return new LmdbReader(env.txnRead(), dbis);
+  }
+
+  /** Ends a read transaction: called once by its handle. */
+  void release(LmdbReadTxn txn, LmdbReader reader, long stamp, LmdbReadTxn.Opened opened) {
+    try {
+      reader.reset();
+      if (!giveBack(reader)) {
+        reader.dispose();
+      }
+    } catch (LmdbException e) {
+      throw failure("Cannot end a read transaction", e);
+    } finally {
+      opened.remove(txn);
+      mapLock.unlockRead(stamp);
+    }
+    maybeGrow();
+  }
+
+  private boolean giveBack(LmdbReader reader) {
+    int home = home();
+    for (int i = 0; i < POOL_SIZE; i++) {
+      int at = (home + i) & (POOL_SIZE - 1);
+      if (pool.get(at) == null && pool.compareAndSet(at, null, reader)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException when the store is closed, or when this thread already holds
+   *     the open write transaction (waiting would never end)
+   */
+  @Override
+  public WriteTxn beginWrite() {
+    checkOpen();
+    if (writerThread == Thread.currentThread()) {
+      throw new IllegalStateException(
+          "This thread already holds the write transaction (" + where + ")");
+    }
+    LmdbReadTxn.Opened opened = openReads.get();
+    if (opened.count() > 0) {
+      parked.add(opened); // its reads may be closed by a commit that must grow the map
+    }
+    try {
+      writer.acquireUninterruptibly();
+    } finally {
+      parked.remove(opened);
+    }
+    if (state != OPEN) {
+      writer.release();
+      throw Errors.closed(where, "The store");
+    }
+    writerThread = Thread.currentThread();
+    log.clear();
+    return new Write();
+  }
+
+  @Override
+  public boolean durable() {
+    return sync;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Waits for the open write transaction and the open read transactions of other threads to
+   * close; new ones are refused from the start. Idempotent.
+   *
+   * @throws IllegalStateException when this thread holds an open transaction of this store
+   */
+  @Override
+  public void close() {
+    int held = openReads.get().count();
+    if (held > 0 || writerThread == Thread.currentThread()) {
+      throw new IllegalStateException("Cannot close the store while this thread holds "
+          + (held > 0 ? held + " open read transaction(s)" : "the write transaction")
+          + " (" + where + ")");
+    }
+    synchronized (this) {
+      if (state != OPEN) {
+        return;
+      }
+      state = CLOSING;
+    }
+    synchronized (gate) {
+      gate.notifyAll();
+    }
+    writer.acquireUninterruptibly(); // the open write transaction is done
+    writer.release(); // beginWrite callers queued behind us now see CLOSING
+    long stamp = mapLock.writeLock(); // every read transaction is closed
+    try {
+      for (int i = 0; i < POOL_SIZE; i++) {
+        LmdbReader reader = pool.getAndSet(i, null);
+        if (reader != null) {
+          reader.dispose();
+        }
+      }
+      env.close();
+    } catch (LmdbException e) {
+      throw failure("Cannot close the LMDB store", e);
+    } finally {
+      OPEN_DIRS.remove(dir);
+      state = CLOSED;
+      mapLock.unlockWrite(stamp);
+    }
+  }
+
+  // ---- map growth ----
+
+  private void requestGrowth(long size) {
+    synchronized (gate) {
+      if (size > mapSize && size > growTo) {
+        growTo = size;
+      }
+    }
+  }
+
+  /** Grows the map if a growth is pending and nothing is in the way now; never waits. */
+  private void maybeGrow() {
+    if (growTo == 0 || state != OPEN || !writer.tryAcquire()) {
+      return;
+    }
+    try {
+      long stamp = mapLock.tryWriteLock();
+      if (stamp != 0) {
+        try {
+          resize(growTo);
+        } catch (LmdbException e) {
+          // Leave it to the next commit that needs the room: it reports the failure.
+          synchronized (gate) {
+            growTo = 0;
+            gate.notifyAll();
+          }
+        } finally {
+          mapLock.unlockWrite(stamp);
+        }
+      }
+    } finally {
+      writer.release();
+    }
+  }
+
+  /**
+   * Grows the map for the writer: closes the read transactions that would wait for this commit
+   * (see the class comment), then waits for the others to finish.
+   */
+  private void growForCommit(long size) {
+    closeForGrowth(openReads.get());
+    for (LmdbReadTxn.Opened waiting : parked) {
+      closeForGrowth(waiting);
+    }
+    requestGrowth(size);
+    long stamp;
+    try {
+      stamp = mapLock.tryWriteLock(GROW_WAIT_S, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      stamp = 0;
+    }
+    if (stamp == 0) {
+      throw Errors.error(Errors.MAP_FULL, where, "The LMDB map (" + mapSize
+          + " bytes) is full and cannot grow while read transactions stay open (waited "
+          + GROW_WAIT_S + " s)", null, Keyword.intern("map-size"), mapSize);
+    }
+    try {
+      resize(Math.max(size, growTo));
+    } catch (LmdbException e) {
+      throw failure("Cannot grow the map to " + size + " bytes", e);
+    } finally {
+      mapLock.unlockWrite(stamp);
+    }
+  }
+
+  private static void closeForGrowth(LmdbReadTxn.Opened opened) {
+    for (LmdbReadTxn txn : opened.snapshot()) {
+      txn.closeForGrowth();
+    }
+  }
+
+  /** Caller holds the writer permit and the exclusive map lock. */
+  private void resize(long size) {
+    if (size > mapSize) {
+      env.setMapSize(size);
+      mapSize = size;
+    }
+    synchronized (gate) {
+      if (growTo <= mapSize) {
+        growTo = 0;
+      }
+      gate.notifyAll();
+    }
+  }
+
+  /**
+   * Once the map is half used, asks for a growth, done now if the open read transactions finish
+   * soon (the writer holding none), otherwise by whoever ends the last of them.
+   */
+  private void growAheadOfNeed() throws InterruptedException {
+    EnvInfo info = env.info();
+    if ((info.lastPageNumber + 1) * pageSize <= info.mapSize / 2) {
+      return;
+    }
+    requestGrowth(2 * info.mapSize);
+    if (openReads.get().count() == 0) {
+      long stamp = mapLock.tryWriteLock(GATE_WAIT_MS, TimeUnit.MILLISECONDS);
+      if (stamp != 0) {
+        try {
+          resize(growTo);
+        } finally {
+          mapLock.unlockWrite(stamp);
+        }
+      }
+    }
+  }
+
+  /** Applies a {@link WriteLog} to the LMDB write transaction of a commit. Writer only. */
+  private final class Replayer implements WriteLog.Replay {
+    private Txn<ByteBuffer> txn;
+
+    @Override
+    public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
+      dbis.get(db.ordinal()).put(txn, key, val);
+    }
+
+    @Override
+    public void delete(SubDb db, ByteBuffer key) {
+      dbis.get(db.ordinal()).delete(txn, key);
+    }
+  }
+
+  /** The write transaction: buffers writes, applies them all in one LMDB txn on commit. */
+  private final class Write implements WriteTxn {
+    private boolean open = true;
+    private boolean committed;
+
+    private void checkWritable() {
+      if (!open) {
+        throw Errors.closed(where, "The write transaction");
+      }
+      if (committed) {
+        throw new IllegalStateException("The write transaction is committed (" + where + ")");
+      }
+    }
+
+    @Override
+    public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
+      checkWritable();
+      Errors.checkKey(where, key);
+      log.put(db, key, val);
+    }
+
+    @Override
+    public void delete(SubDb db, ByteBuffer key) {
+      checkWritable();
+      Errors.checkKey(where, key);
+      log.delete(db, key);
+    }
+
+    @Override
+    public void commit() {
+      checkWritable();
+      while (!apply()) {
+        long size = 2 * mapSize;
+        while (size < mapSize + 4 * log.bytes()) {
+          size *= 2;
+        }
+        growForCommit(size);
+      }
+      committed = true;
+      try {
+        growAheadOfNeed();
+      } catch (LmdbException e) {
+        // The commit stands; a growth put off now happens when a commit needs the room.
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+
+    /** Applies the log in one LMDB write transaction; false when the map is full. */
+    private boolean apply() {
+      try {
+        Txn<ByteBuffer> txn = env.txnWrite();
+        try {
+          replayer.txn = txn;
+          log.replay(replayer);
+          txn.commit();
+          return true;
+        } catch (Env.MapFullException e) {
+          return false;
+        } finally {
+          replayer.txn = null;
+          txn.close(); // aborts unless committed
+        }
+      } catch (LmdbException e) {
+        throw failure("Cannot commit", e);
+      }
+    }
+
+    @Override
+    public void close() {
+      if (open) {
+        open = false;
+        log.clear();
+        writerThread = null;
+        writer.release();
+        maybeGrow();
+      }
+    }
+  }
+}

@@ -1,0 +1,156 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+
+/**
+ * A cursor over one tree of a {@link MemStore} snapshot: a stack of (node, index) from the root
+ * to the current leaf. Moving allocates nothing; key and value are the stored read-only buffers.
+ */
+final class MemCursor implements Cursor {
+
+  private final MemReadTxn txn;
+  private final BTree.Node root; // may be null: the tree is empty
+  private final BTree.Node[] path; // path[l] is the node at level l, the root at 0
+  private final int[] index; // index[l] is the position in path[l]
+  private int leaf = -1; // level of the current leaf in path, -1 when not positioned
+  private byte[] probe = new byte[0]; // the seek key, copied
+  private boolean open = true;
+
+  MemCursor(MemReadTxn txn, BTree.Node root) {
+    this.txn = txn;
+    this.root = root;
+    int depth = 0; // every leaf is at the same depth
+    for (BTree.Node n = root; n != null; depth++) {
+      n = n instanceof BTree.Branch ? ((BTree.Branch) n).children[0] : null;
+    }
+    this.path = new BTree.Node[depth];
+    this.index = new int[depth];
+  }
+
+  private void check() {
+    txn.roots(); // throws once the transaction is closed
+    if (!open) {
+      throw Errors.closed("mem", "The cursor");
+    }
+  }
+
+  private boolean invalid() {
+    leaf = -1;
+    return false;
+  }
+
+  /** Descends from {@code node} at {@code level} along first (or last) children. */
+  private boolean descend(BTree.Node node, int level, boolean first) {
+    BTree.Node n = node;
+    int l = level;
+    while (true) {
+      int i = first ? 0 : n.size - 1;
+      path[l] = n;
+      index[l] = i;
+      if (n instanceof BTree.Leaf) {
+        leaf = l;
+        return true;
+      }
+      n = ((BTree.Branch) n).children[i];
+      l++;
+    }
+  }
+
+  @Override
+  public boolean seek(ByteBuffer key) {
+    check();
+    int length = key.remaining();
+    if (probe.length < length) {
+      probe = new byte[Math.max(length, 32)];
+    }
+    key.get(key.position(), probe, 0, length);
+    BTree.Node n = root;
+    for (int l = 0; n != null; l++) {
+      int i = BTree.search(n, probe, length);
+      if (i == n.size) {
+        return invalid();
+      }
+      path[l] = n;
+      index[l] = i;
+      if (n instanceof BTree.Leaf) {
+        leaf = l;
+        return true;
+      }
+      n = ((BTree.Branch) n).children[i];
+    }
+    return invalid();
+  }
+
+  @Override
+  public boolean first() {
+    check();
+    return root == null ? invalid() : descend(root, 0, true);
+  }
+
+  @Override
+  public boolean last() {
+    check();
+    return root == null ? invalid() : descend(root, 0, false);
+  }
+
+  @Override
+  public boolean next() {
+    check();
+    if (leaf < 0) {
+      return false;
+    }
+    if (++index[leaf] < path[leaf].size) {
+      return true;
+    }
+    for (int l = leaf - 1; l >= 0; l--) {
+      if (index[l] + 1 < path[l].size) {
+        index[l]++;
+        return descend(((BTree.Branch) path[l]).children[index[l]], l + 1, true);
+      }
+    }
+    return invalid();
+  }
+
+  @Override
+  public boolean prev() {
+    check();
+    if (leaf < 0) {
+      return false;
+    }
+    if (--index[leaf] >= 0) {
+      return true;
+    }
+    for (int l = leaf - 1; l >= 0; l--) {
+      if (index[l] > 0) {
+        index[l]--;
+        return descend(((BTree.Branch) path[l]).children[index[l]], l + 1, false);
+      }
+    }
+    return invalid();
+  }
+
+  private BTree.Leaf current() {
+    check();
+    if (leaf < 0) {
+      throw new IllegalStateException("The cursor is not positioned");
+    }
+    return (BTree.Leaf) path[leaf];
+  }
+
+  @Override
+  public ByteBuffer key() {
+    BTree.Leaf l = current();
+    return l.keyViews[index[leaf]];
+  }
+
+  @Override
+  public ByteBuffer val() {
+    BTree.Leaf l = current();
+    return l.vals[index[leaf]];
+  }
+
+  @Override
+  public void close() {
+    open = false;
+  }
+}

@@ -1,0 +1,43 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+
+/** A snapshot of a {@link MemStore}: the tree roots current when it began. One thread at a time. */
+final class MemReadTxn implements ReadTxn {
+
+  private BTree.Node[] roots; // by SubDb ordinal, never modified; null once closed
+  private byte[] probe = new byte[0]; // the get key, copied
+
+  MemReadTxn(BTree.Node[] roots) {
+    this.roots = roots;
+  }
+
+  BTree.Node[] roots() {
+    BTree.Node[] r = roots;
+    if (r == null) {
+      throw Errors.closed("mem", "The read transaction");
+    }
+    return r;
+  }
+
+  @Override
+  public Cursor cursor(SubDb db) {
+    return new MemCursor(this, roots()[db.ordinal()]);
+  }
+
+  @Override
+  public ByteBuffer get(SubDb db, ByteBuffer key) {
+    BTree.Node root = roots()[db.ordinal()];
+    int length = key.remaining();
+    if (probe.length < length) {
+      probe = new byte[Math.max(length, 32)];
+    }
+    key.get(key.position(), probe, 0, length);
+    return BTree.get(root, probe, length);
+  }
+
+  @Override
+  public void close() {
+    roots = null;
+  }
+}

@@ -1,0 +1,161 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.Semaphore;
+
+/**
+ * The in-memory {@link Store}, for {@code (d/connect :mem)} and tests; it behaves like
+ * {@link LmdbStore} but keeps nothing on disk. Each sub-database is a persistent B+tree; a read
+ * transaction captures the current roots (one volatile read, no lock), a write transaction builds
+ * new roots and publishes them all at once on commit.
+ *
+ * <p>Buffers returned by reads are the stored entries themselves: read-only, position 0, and
+ * shared by every reader, so callers must read them with absolute gets (or read a
+ * {@code duplicate()}) and leave their position and limit alone.
+ *
+ * <p>Thread-safe. Each transaction is used by one thread at a time.
+ */
+public final class MemStore implements Store {
+
+  private static final String WHERE = "mem";
+  private static final ByteBuffer EMPTY = ByteBuffer.allocate(0).asReadOnlyBuffer();
+
+  private final Semaphore writer = new Semaphore(1, true); // held by the open write transaction
+  private volatile BTree.Node[] roots = new BTree.Node[SubDb.values().length]; // never modified
+  private volatile boolean closed;
+  private volatile Thread writerThread; // the thread that began the open write transaction
+
+  private MemStore() {}
+
+  /** A new, empty in-memory store. */
+  public static MemStore open() {
+    return new MemStore();
+  }
+
+  private void checkOpen() {
+    if (closed) {
+      throw Errors.closed(WHERE, "The store");
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException when the store is closed
+   */
+  @Override
+  public ReadTxn beginRead() {
+    checkOpen();
+    return new MemReadTxn(roots);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * @throws IllegalStateException when the store is closed, or when this thread already holds
+   *     the open write transaction (waiting would never end)
+   */
+  @Override
+  public WriteTxn beginWrite() {
+    checkOpen();
+    if (writerThread == Thread.currentThread()) {
+      throw new IllegalStateException("This thread already holds the write transaction (mem)");
+    }
+    writer.acquireUninterruptibly();
+    if (closed) {
+      writer.release();
+      throw Errors.closed(WHERE, "The store");
+    }
+    writerThread = Thread.currentThread();
+    return new Write(roots.clone());
+  }
+
+  @Override
+  public boolean durable() {
+    return false;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Waits for the open write transaction to close. Read transactions still open keep reading
+   * their snapshot. Idempotent.
+   *
+   * @throws IllegalStateException when this thread holds the open write transaction
+   */
+  @Override
+  public void close() {
+    if (writerThread == Thread.currentThread()) {
+      throw new IllegalStateException(
+          "Cannot close the store while this thread holds the write transaction (mem)");
+    }
+    if (closed) {
+      return;
+    }
+    writer.acquireUninterruptibly();
+    closed = true;
+    roots = new BTree.Node[SubDb.values().length];
+    writer.release();
+  }
+
+  private static ByteBuffer copy(ByteBuffer from, byte[] into) {
+    from.get(from.position(), into);
+    return ByteBuffer.wrap(into).asReadOnlyBuffer();
+  }
+
+  /** The write transaction: edits its own copy of the roots, published by commit. */
+  private final class Write implements WriteTxn {
+    private final BTree.Editor editor = new BTree.Editor();
+    private final BTree.Node[] next; // the roots being built
+    private boolean open = true;
+    private boolean committed;
+
+    Write(BTree.Node[] next) {
+      this.next = next;
+    }
+
+    private void checkWritable() {
+      if (!open) {
+        throw Errors.closed(WHERE, "The write transaction");
+      }
+      if (committed) {
+        throw new IllegalStateException("The write transaction is committed (mem)");
+      }
+    }
+
+    @Override
+    public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
+      checkWritable();
+      Errors.checkKey(WHERE, key);
+      byte[] k = new byte[key.remaining()];
+      ByteBuffer keyView = copy(key, k);
+      ByteBuffer valView = val.hasRemaining() ? copy(val, new byte[val.remaining()]) : EMPTY;
+      next[db.ordinal()] = editor.put(next[db.ordinal()], k, keyView, valView);
+    }
+
+    @Override
+    public void delete(SubDb db, ByteBuffer key) {
+      checkWritable();
+      Errors.checkKey(WHERE, key);
+      byte[] k = new byte[key.remaining()];
+      key.get(key.position(), k);
+      next[db.ordinal()] = editor.delete(next[db.ordinal()], k);
+    }
+
+    @Override
+    public void commit() {
+      checkWritable();
+      roots = next;
+      committed = true;
+    }
+
+    @Override
+    public void close() {
+      if (open) {
+        open = false;
+        writerThread = null;
+        writer.release();
+      }
+    }
+  }
+}

@@ -1,0 +1,169 @@
+package datalith.store;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.Field;
+import java.nio.Buffer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Comparator;
+import jnr.ffi.Pointer;
+import org.lmdbjava.BufferProxy;
+
+/**
+ * lmdbjava buffer proxy whose output buffers are read-only direct buffers re-pointed in place
+ * at LMDB's memory on every call: zero-copy, no allocation per read, and no way for a caller to
+ * write into the (read-only) memory map. Input buffers must be direct; their bytes between
+ * position and limit are passed to LMDB.
+ */
+final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
+
+  static final ReadOnlyBufferProxy INSTANCE = new ReadOnlyBufferProxy();
+
+  // sun.misc.Unsafe through method handles: javac -Werror rejects naming the class.
+  private static final MethodHandle GET_ADDRESS; // (long address) -> long
+  private static final MethodHandle PUT_ADDRESS; // (long address, long value) -> void
+  private static final MethodHandle GET_FIELD_LONG; // (Object, long offset) -> long
+  private static final MethodHandle PUT_FIELD_LONG; // (Object, long offset, long) -> void
+  private static final MethodHandle PUT_FIELD_INT; // (Object, long offset, int) -> void
+  private static final long ADDRESS_OFFSET; // java.nio.Buffer.address
+  private static final long CAPACITY_OFFSET; // java.nio.Buffer.capacity
+
+  static {
+    try {
+      Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
+      Field theUnsafe = unsafeClass.getDeclaredField("theUnsafe");
+      theUnsafe.setAccessible(true);
+      Object unsafe = theUnsafe.get(null);
+      MethodHandles.Lookup lookup = MethodHandles.lookup();
+      GET_ADDRESS = lookup.findVirtual(unsafeClass, "getLong",
+          MethodType.methodType(long.class, long.class)).bindTo(unsafe);
+      PUT_ADDRESS = lookup.findVirtual(unsafeClass, "putLong",
+          MethodType.methodType(void.class, long.class, long.class)).bindTo(unsafe);
+      GET_FIELD_LONG = lookup.findVirtual(unsafeClass, "getLong",
+          MethodType.methodType(long.class, Object.class, long.class)).bindTo(unsafe);
+      PUT_FIELD_LONG = lookup.findVirtual(unsafeClass, "putLong",
+          MethodType.methodType(void.class, Object.class, long.class, long.class)).bindTo(unsafe);
+      PUT_FIELD_INT = lookup.findVirtual(unsafeClass, "putInt",
+          MethodType.methodType(void.class, Object.class, long.class, int.class)).bindTo(unsafe);
+      MethodHandle fieldOffset = lookup.findVirtual(unsafeClass, "objectFieldOffset",
+          MethodType.methodType(long.class, Field.class)).bindTo(unsafe);
+      ADDRESS_OFFSET = (long) fieldOffset.invokeExact(Buffer.class.getDeclaredField("address"));
+      CAPACITY_OFFSET = (long) fieldOffset.invokeExact(Buffer.class.getDeclaredField("capacity"));
+    } catch (Throwable e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  private static final Comparator<ByteBuffer> UNSIGNED = ReadOnlyBufferProxy::compareUnsigned;
+
+  private ReadOnlyBufferProxy() {}
+
+  /** Unsigned lexicographic order of the remaining bytes. */
+  static int compareUnsigned(ByteBuffer a, ByteBuffer b) {
+    int i = a.mismatch(b);
+    if (i < 0) {
+      return 0;
+    }
+    if (i == a.remaining() || i == b.remaining()) {
+      return a.remaining() - b.remaining();
+    }
+    return Byte.toUnsignedInt(a.get(a.position() + i)) - Byte.toUnsignedInt(b.get(b.position() + i));
+  }
+
+  /**
+   * Empties {@code buffer} (one of ours) so that it no longer points into the map: any later
+   * read throws instead of touching memory that may be unmapped.
+   */
+  static void detach(ByteBuffer buffer) {
+    point(buffer, 0L, 0);
+  }
+
+  /** A new read-only direct buffer that can be pointed anywhere; it owns no memory. */
+  static ByteBuffer newView() {
+    return ByteBuffer.allocateDirect(0).asReadOnlyBuffer();
+  }
+
+  private static void point(ByteBuffer buffer, long address, int size) {
+    try {
+      PUT_FIELD_LONG.invokeExact((Object) buffer, ADDRESS_OFFSET, address);
+      PUT_FIELD_INT.invokeExact((Object) buffer, CAPACITY_OFFSET, size);
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+    buffer.clear();
+    buffer.order(ByteOrder.BIG_ENDIAN);
+  }
+
+  private static long address(ByteBuffer buffer) {
+    if (!buffer.isDirect()) {
+      throw new IllegalArgumentException("LMDB needs a direct buffer");
+    }
+    try {
+      return (long) GET_FIELD_LONG.invokeExact((Object) buffer, ADDRESS_OFFSET) + buffer.position();
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  private static void putVal(long val, long size, long data) {
+    try {
+      PUT_ADDRESS.invokeExact(val + STRUCT_FIELD_OFFSET_SIZE, size);
+      PUT_ADDRESS.invokeExact(val + STRUCT_FIELD_OFFSET_DATA, data);
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  @Override
+  protected ByteBuffer allocate() {
+    return newView();
+  }
+
+  @Override
+  protected void deallocate(ByteBuffer buffer) {
+    // owns no memory
+  }
+
+  @Override
+  protected byte[] getBytes(ByteBuffer buffer) {
+    byte[] bytes = new byte[buffer.remaining()];
+    buffer.get(buffer.position(), bytes);
+    return bytes;
+  }
+
+  @Override
+  protected Comparator<ByteBuffer> getSignedComparator() {
+    return ByteBuffer::compareTo;
+  }
+
+  @Override
+  protected Comparator<ByteBuffer> getUnsignedComparator() {
+    return UNSIGNED;
+  }
+
+  @Override
+  protected void in(ByteBuffer buffer, Pointer ptr, long ptrAddr) {
+    putVal(ptrAddr, buffer.remaining(), address(buffer));
+  }
+
+  @Override
+  protected void in(ByteBuffer buffer, int size, Pointer ptr, long ptrAddr) {
+    putVal(ptrAddr, size, address(buffer));
+  }
+
+  @Override
+  protected ByteBuffer out(ByteBuffer buffer, Pointer ptr, long ptrAddr) {
+    long size;
+    long data;
+    try {
+      size = (long) GET_ADDRESS.invokeExact(ptrAddr + STRUCT_FIELD_OFFSET_SIZE);
+      data = (long) GET_ADDRESS.invokeExact(ptrAddr + STRUCT_FIELD_OFFSET_DATA);
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+    point(buffer, data, (int) size);
+    return buffer;
+  }
+}

@@ -1,0 +1,20 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+
+/**
+ * A consistent snapshot of a {@link Store}. Buffers it returns are read-only,
+ * big-endian, position 0, and valid only while this transaction is open (for a
+ * cursor's buffers: until the cursor moves).
+ */
+public interface ReadTxn extends AutoCloseable {
+
+  /** A new cursor over {@code db}; closed with this transaction at the latest. */
+  Cursor cursor(SubDb db);
+
+  /** The value stored under {@code key}, or null when absent. */
+  ByteBuffer get(SubDb db, ByteBuffer key);
+
+  @Override
+  void close();
+}

@@ -1,0 +1,34 @@
+package datalith.store;
+
+/**
+ * A durable (or in-memory) sorted key-value store with named sub-databases,
+ * MVCC snapshots and one writer at a time. {@link LmdbStore} and
+ * {@link MemStore} are its two implementations and behave identically.
+ *
+ * <p>Threading: any thread may call {@link #beginRead()} at any time; read
+ * transactions never block each other or the writer. {@link #beginWrite()}
+ * blocks until no other write transaction is open.
+ */
+public interface Store extends AutoCloseable {
+
+  /**
+   * Opens a read-only snapshot of the last committed state. The caller must
+   * close it soon (it pins storage while open); it may be used by one thread at
+   * a time, and closed by any thread.
+   */
+  ReadTxn beginRead();
+
+  /**
+   * Opens the single write transaction, waiting while another is open. Its
+   * writes become visible to new read transactions atomically on
+   * {@link WriteTxn#commit()}; closing it without commit discards them.
+   */
+  WriteTxn beginWrite();
+
+  /** True when commits are fsynced before {@link WriteTxn#commit()} returns. */
+  boolean durable();
+
+  /** Releases every resource. Further use throws {@link IllegalStateException}. */
+  @Override
+  void close();
+}

@@ -1,0 +1,28 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The single write transaction of a {@link Store}. It does not read: callers
+ * read through a {@link ReadTxn} opened before it. Buffers passed in may be
+ * reused by the caller as soon as the call returns.
+ */
+public interface WriteTxn extends AutoCloseable {
+
+  /** Stores {@code val} under {@code key}, replacing any previous value. */
+  void put(SubDb db, ByteBuffer key, ByteBuffer val);
+
+  /** Removes {@code key}; no effect when absent. */
+  void delete(SubDb db, ByteBuffer key);
+
+  /**
+   * Makes every write visible at once, on disk before returning when the store
+   * is durable. The store grows its map by itself: a commit never fails for
+   * lack of space while the disk has room.
+   */
+  void commit();
+
+  /** Discards the writes unless committed, and releases the writer slot. */
+  @Override
+  void close();
+}

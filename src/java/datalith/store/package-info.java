@@ -1,0 +1,25 @@
+/**
+ * Storage: a sorted key-value store with named sub-databases ({@link datalith.store.SubDb}),
+ * MVCC snapshots and one writer at a time, behind the {@link datalith.store.Store} interface.
+ * {@link datalith.store.LmdbStore} keeps it on disk in LMDB; {@link datalith.store.MemStore}
+ * keeps it in memory as persistent B+trees. Both order keys by unsigned lexicographic bytes, limit
+ * keys to 1..511 bytes, and behave alike.
+ *
+ * <p>Threading: stores are thread-safe. Read transactions never block each other or the writer
+ * (LMDB: except for a brief wait while its map grows); {@code beginWrite()} waits while another
+ * write transaction is open. A transaction or cursor is used by one thread at a time, and may be
+ * closed by any thread. Read transactions must be short: an open one pins storage (LMDB: pages of
+ * the file, a reader slot, and the map at its current size).
+ *
+ * <p>Memory: buffers returned by reads are read-only, big-endian, at position 0, and valid only
+ * while their transaction is open (a cursor's only until it moves). They are not copies: LMDB's
+ * point into its memory map, MemStore's are the stored entries, shared by every reader. Read them
+ * with absolute gets, or read a {@code duplicate()}; leave their position and limit alone.
+ * Buffers passed to writes are copied before the call returns.
+ *
+ * <p>Errors are {@code ex-info}s whose {@code :error} is {@code :store/lmdb},
+ * {@code :store/map-full}, {@code :store/key-size} or {@code :store/option}; use after close
+ * throws an {@link java.lang.IllegalStateException} whose {@code ex-data} has
+ * {@code :error :store/closed}.
+ */
+package datalith.store;

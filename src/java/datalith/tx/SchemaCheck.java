@@ -1,0 +1,126 @@
+package datalith.tx;
+
+import datalith.codec.Codec;
+import datalith.db.Db;
+import datalith.db.Errors;
+import datalith.db.IndexScan;
+import datalith.db.Schema;
+import datalith.db.Snapshot;
+import datalith.index.Index;
+import datalith.index.KeyBuilder;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/** Refuses schema changes that are invalid or unsafe for the data already stored. */
+final class SchemaCheck {
+  private SchemaCheck() {}
+
+  static void check(Db db, Snapshot snap, Schema before, Schema after, List<TxChange> changes) {
+    Set<Long> touched = new LinkedHashSet<>();
+    for (TxChange c : changes) {
+      if (Schema.isSchemaAttr(c.datom.aid)) {
+        touched.add(c.datom.e);
+      }
+    }
+    for (long e : touched) {
+      Map<Long, Object> pb = before.props(e);
+      Map<Long, Object> pa = after.props(e);
+      Object ident = pa.get(Schema.IDENT) != null ? pa.get(Schema.IDENT) : pb.get(Schema.IDENT);
+      if (e < Schema.FIRST_USER_ID) {
+        throw Errors.error("schema/system", "System entities cannot be changed", "entity", e,
+            "ident", ident);
+      }
+      Object vtA = pa.get(Schema.VALUE_TYPE);
+      Object vtB = pb.get(Schema.VALUE_TYPE);
+      if (vtA != null && !(vtA instanceof Long l && l >= Schema.TYPE_BASE
+          && l < Schema.TYPE_BASE + Schema.typeCount())) {
+        throw Errors.error("schema/invalid", ":db/valueType must be one of the :db.type/* idents",
+            "attribute", ident, "value", vtA);
+      }
+      if (!Objects.equals(vtA, vtB)) {
+        if (vtB != null) {
+          throw Errors.error("schema/alter", "The :db/valueType of " + ident + " cannot change",
+              "attribute", ident, "from", before.ident((Long) vtB),
+              "to", vtA == null ? null : after.ident((Long) vtA));
+        }
+        if (hasDatoms(db, snap, e)) {
+          throw Errors.error("schema/alter", "Cannot give " + ident
+              + " a :db/valueType once it has values", "attribute", ident);
+        }
+      }
+      Object cardA = pa.get(Schema.CARDINALITY);
+      if (cardA != null && !(cardA.equals(Schema.CARD_ONE) || cardA.equals(Schema.CARD_MANY))) {
+        throw Errors.error("schema/invalid", ":db/cardinality must be :db.cardinality/one or /many",
+            "attribute", ident, "value", cardA);
+      }
+      if (Long.valueOf(Schema.CARD_MANY).equals(pb.get(Schema.CARDINALITY))
+          && !Long.valueOf(Schema.CARD_MANY).equals(cardA) && hasManyValues(db, snap, e)) {
+        throw Errors.error("schema/alter", "Cannot make " + ident
+            + " cardinality-one: some entity has several values", "attribute", ident);
+      }
+      Object uA = pa.get(Schema.UNIQUE);
+      if (uA != null && !(uA.equals(Schema.UNIQUE_IDENTITY) || uA.equals(Schema.UNIQUE_VALUE))) {
+        throw Errors.error("schema/invalid", ":db/unique must be :db.unique/identity or /value",
+            "attribute", ident, "value", uA);
+      }
+      if (uA != null && pb.get(Schema.UNIQUE) == null && hasDuplicateValues(db, snap, e)) {
+        throw Errors.error("schema/alter", "Cannot make " + ident
+            + " unique: two entities share a value", "attribute", ident);
+      }
+      if (Boolean.TRUE.equals(pa.get(Schema.IS_COMPONENT))
+          && !Long.valueOf(Schema.TYPE_BASE + Schema.typeIndex(Codec.T_REF)).equals(vtA)) {
+        throw Errors.error("schema/invalid", ":db/isComponent needs :db.type/ref",
+            "attribute", ident);
+      }
+      if (pb.get(Schema.IDENT) != null && pa.get(Schema.IDENT) == null && hasDatoms(db, snap, e)) {
+        throw Errors.error("schema/alter", "Cannot retract the ident of attribute " + ident
+            + " while it has values", "attribute", ident);
+      }
+    }
+  }
+
+  private static boolean hasDatoms(Db db, Snapshot snap, long aid) {
+    IndexScan s = db.scan(snap, Index.AEVT, new KeyBuilder().putLong(aid).view());
+    boolean any = s.next();
+    s.close();
+    return any;
+  }
+
+  private static boolean hasManyValues(Db db, Snapshot snap, long aid) {
+    IndexScan s = db.scan(snap, Index.AEVT, new KeyBuilder().putLong(aid).view());
+    long last = -1;
+    try {
+      while (s.next()) {
+        if (s.datom().e == last) {
+          return true;
+        }
+        last = s.datom().e;
+      }
+      return false;
+    } finally {
+      s.close();
+    }
+  }
+
+  private static boolean hasDuplicateValues(Db db, Snapshot snap, long aid) {
+    IndexScan s = db.scan(snap, Index.AVET, new KeyBuilder().putLong(aid).view());
+    Object last = null;
+    long lastE = -1;
+    try {
+      while (s.next()) {
+        Object v = s.datom().v;
+        if (lastE >= 0 && s.datom().e != lastE && datalith.index.Datom.valueEquals(v, last)) {
+          return true;
+        }
+        last = v;
+        lastE = s.datom().e;
+      }
+      return false;
+    } finally {
+      s.close();
+    }
+  }
+}

@@ -1,0 +1,989 @@
+package datalith.tx;
+
+import clojure.lang.ExceptionInfo;
+import clojure.lang.IFn;
+import clojure.lang.IPersistentMap;
+import clojure.lang.ISeq;
+import clojure.lang.ITransientMap;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.RT;
+import clojure.lang.Symbol;
+import datalith.codec.Codec;
+import datalith.db.Attr;
+import datalith.db.Db;
+import datalith.db.Errors;
+import datalith.db.IndexScan;
+import datalith.db.Schema;
+import datalith.db.Snapshot;
+import datalith.index.Datom;
+import datalith.index.Index;
+import datalith.index.KeyBuilder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Date;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Turns tx-data into the datoms one transaction asserts and retracts, with
+ * Datomic's semantics: map and list forms, tempids, upserts, lookup refs,
+ * cardinality, uniqueness, cas, retractEntity, transaction functions, and
+ * schema installed and altered as data. Reads the database through one
+ * snapshot and writes nothing itself: a failed transaction leaves no trace.
+ */
+public final class Transactor {
+  private static final Keyword DB_ID = Keyword.intern("db", "id");
+  private static final Keyword DB_ADD = Keyword.intern("db", "add");
+  private static final Keyword DB_RETRACT = Keyword.intern("db", "retract");
+  private static final Keyword DB_RETRACT_ENTITY = Keyword.intern("db", "retractEntity");
+  private static final Keyword FN_RETRACT_ENTITY = Keyword.intern("db.fn", "retractEntity");
+  private static final Keyword DB_CAS = Keyword.intern("db", "cas");
+  private static final Keyword FN_CAS = Keyword.intern("db.fn", "cas");
+  private static final Keyword CURRENT_TX = Keyword.intern("db", "current-tx");
+  private static final String TX_TEMPID = "datomic.tx";
+  private static final int MAX_FN_DEPTH = 32;
+
+  private static final int ADD = 0;
+  private static final int RETRACT = 1;
+  private static final int RETRACT_ATTR = 2;
+  private static final int RETRACT_ENTITY = 3;
+  private static final int CAS = 4;
+
+  /** What a transaction does, before anything is written. */
+  public static final class Result {
+    public final List<TxChange> changes;
+    /** User tempid -> entity id, plus {@code :db/current-tx}. */
+    public final IPersistentMap tempids;
+    public final Schema schema;
+    public final long nextEid;
+    public final long t;
+    public final long tx;
+
+    Result(List<TxChange> changes, IPersistentMap tempids, Schema schema, long nextEid, long t,
+        long tx) {
+      this.changes = changes;
+      this.tempids = tempids;
+      this.schema = schema;
+      this.nextEid = nextEid;
+      this.t = t;
+      this.tx = tx;
+    }
+  }
+
+  /** A tempid; several may be unified into one entity by upserts. */
+  private static final class TempRef {
+    final Object name; // the user's tempid, or null for a map without :db/id
+    TempRef parent;
+    long eid = -1;
+    boolean asEntity;
+
+    TempRef(Object name) {
+      this.name = name;
+    }
+
+    TempRef root() {
+      TempRef r = this;
+      while (r.parent != null) {
+        r = r.parent;
+      }
+      return r;
+    }
+  }
+
+  private static final class Op {
+    final int kind;
+    final Object form;
+    Object e; // Long or TempRef
+    Attr attr;
+    Object v; // for refs: Long or TempRef
+    Object old;
+
+    Op(int kind, Object form, Object e, Attr attr, Object v, Object old) {
+      this.kind = kind;
+      this.form = form;
+      this.e = e;
+      this.attr = attr;
+      this.v = v;
+      this.old = old;
+    }
+  }
+
+  /**
+   * A value of one (entity, attribute) as the transaction sees it. Every
+   * operation reads the database before the transaction, so the order of
+   * tx-data does not matter: conflicts are decided from {@code asserted} and
+   * {@code retracted}, whatever order set them.
+   */
+  private static final class Val {
+    static final int EXISTING = 0; // in the db before, kept
+    static final int ADDED = 1; // new
+    static final int RETRACTED = 2; // in the db before, retracted
+    static final int ABSENT = 3; // not in the db before: an explicit retraction of it does nothing
+    final Object v;
+    final byte[] encoded;
+    final long assertedTx;
+    int status;
+    /** Asserted by the transaction (redundantly when EXISTING). */
+    boolean asserted;
+    /** Retracted explicitly, not only replaced by a cardinality-one assertion. */
+    boolean retracted;
+    Object form;
+
+    Val(Object v, byte[] encoded, long assertedTx, int status) {
+      this.v = v;
+      this.encoded = encoded;
+      this.assertedTx = assertedTx;
+      this.status = status;
+    }
+  }
+
+  private record SlotKey(long e, long aid) {}
+
+  /** Byte-array identity for value lookups. */
+  private record Bytes(byte[] b) {
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Bytes x && Arrays.equals(b, x.b);
+    }
+
+    @Override
+    public int hashCode() {
+      return Arrays.hashCode(b);
+    }
+  }
+
+  private final Db db;
+  private final Snapshot snap;
+  private final Schema schema;
+  private final long t;
+  private final long tx;
+  private long nextEid;
+  private final Map<Keyword, Attr> pendingAttrs = new HashMap<>();
+  private final IdentityHashMap<Object, Long> mapEids = new IdentityHashMap<>();
+  private final List<Op> ops = new ArrayList<>();
+  private final Map<Object, TempRef> temps = new LinkedHashMap<>();
+  private final List<TempRef> allTemps = new ArrayList<>();
+  private final Map<SlotKey, LinkedHashMap<Bytes, Val>> slots = new LinkedHashMap<>();
+  private final Map<SlotKey, Attr> slotAttrs = new HashMap<>();
+
+  private Transactor(Db db, Snapshot snap) {
+    this.db = db;
+    this.snap = snap;
+    this.schema = db.schema();
+    this.t = db.basisT() + 1;
+    this.tx = Db.tToTx(t);
+    this.nextEid = db.nextEid();
+  }
+
+  /**
+   * Computes the transaction of {@code txData} against {@code db} (a current,
+   * unfiltered value), reading through {@code snap}.
+   */
+  public static Result run(Db db, Snapshot snap, Object txData) {
+    Transactor tr = new Transactor(db, snap);
+    return tr.run(txData);
+  }
+
+  private Result run(Object txData) {
+    if (!(txData instanceof Collection) && !(txData instanceof ISeq) && txData != null) {
+      throw Errors.error("tx/invalid-data", "tx-data must be a collection of maps and lists",
+          "tx-data", txData);
+    }
+    declareSchema(txData);
+    expandAll(txData, 0);
+    resolveTempids();
+    for (Op op : ops) {
+      apply(op);
+    }
+    addTxInstant();
+    List<TxChange> changes = collect();
+    List<Datom> datoms = new ArrayList<>(changes.size());
+    for (TxChange c : changes) {
+      datoms.add(c.datom);
+    }
+    Schema next = schema.with(datoms);
+    if (next != schema) {
+      SchemaCheck.check(db, snap, schema, next, changes);
+    }
+    checkUnique(changes, next);
+    return new Result(changes, tempidMap(), next, nextEid, t, tx);
+  }
+
+  // ---- schema declared in this transaction
+
+  /** Allocates ids for attributes defined by maps with {@code :db/ident}, so the rest can use them. */
+  private void declareSchema(Object txData) {
+    for (ISeq s = RT.seq(txData); s != null; s = s.next()) {
+      if (!(s.first() instanceof Map<?, ?> m) || !(m.get(Schema.K_IDENT) instanceof Keyword)) {
+        continue;
+      }
+      Keyword ident = (Keyword) m.get(Schema.K_IDENT);
+      Long existing = schema.entid(ident);
+      Object id = m.get(DB_ID);
+      long eid;
+      if (existing != null) {
+        eid = existing;
+      } else if (id instanceof Long l && l >= 0 || id instanceof Keyword || id instanceof List) {
+        continue; // an existing entity gets an ident: handled as ordinary data
+      } else {
+        eid = nextEid++;
+      }
+      mapEids.put(m, eid);
+      if (id != null && isTempid(id)) {
+        TempRef r = temp(id);
+        if (r.eid != -1 && r.eid != eid) {
+          throw Errors.error("tx/upsert-conflict", "A tempid names two different entities",
+              "tempid", id, "entities", RT.vector(r.eid, eid));
+        }
+        r.eid = eid;
+      }
+      Map<Long, Object> changes = new HashMap<>();
+      changes.put(Schema.IDENT, ident);
+      for (Map.Entry<?, ?> en : m.entrySet()) {
+        if (en.getKey() instanceof Keyword k) {
+          Long aid = schema.entid(k);
+          if (aid != null && Schema.isSchemaAttr(aid) && aid != Schema.IDENT) {
+            Object v = en.getValue();
+            changes.put(aid, v instanceof Keyword kv && schema.entid(kv) != null
+                && schema.attr(aid).isRef() ? schema.entid(kv) : v);
+          }
+        }
+      }
+      pendingAttrs.put(ident, schema.preview(eid, ident, changes));
+    }
+  }
+
+  private Attr attrOf(Keyword k, Object form) {
+    Attr a = pendingAttrs.get(k);
+    if (a == null) {
+      a = schema.attr(k);
+    }
+    if (a == null) {
+      if (k.getName().startsWith("_")) {
+        throw Errors.error("tx/invalid-attribute",
+            "A reverse attribute is only allowed as a map key", "attribute", k, "form", form);
+      }
+      long eid = nextEid++;
+      a = schema.preview(eid, k, Map.of(Schema.IDENT, k));
+      pendingAttrs.put(k, a);
+      ops.add(new Op(ADD, form, eid, schema.attr(Schema.IDENT), k, null));
+    }
+    return a;
+  }
+
+  // ---- expansion of tx-data into ops
+
+  private void expandAll(Object txData, int depth) {
+    for (ISeq s = RT.seq(txData); s != null; s = s.next()) {
+      Object form = s.first();
+      if (form instanceof Map<?, ?> m) {
+        expandMap(m);
+      } else if (form instanceof List<?> l) {
+        expandList(l, depth);
+      } else {
+        throw Errors.error("tx/invalid-op",
+            "Each element of tx-data must be a map or a list like [:db/add e a v]", "form", form);
+      }
+    }
+  }
+
+  /** Adds the ops of an entity map; returns its entity (Long or TempRef). */
+  private Object expandMap(Map<?, ?> m) {
+    Object e;
+    Long declared = mapEids.get(m);
+    if (declared != null) {
+      e = declared;
+    } else if (m.get(DB_ID) != null) {
+      e = entityRef(m.get(DB_ID), m);
+    } else {
+      TempRef r = new TempRef(null);
+      allTemps.add(r);
+      e = r;
+    }
+    markEntity(e);
+    for (Map.Entry<?, ?> en : m.entrySet()) {
+      Object k = en.getKey();
+      if (k == DB_ID) {
+        continue;
+      }
+      if (!(k instanceof Keyword kw)) {
+        throw Errors.error("tx/invalid-attribute", "Attribute names are keywords",
+            "attribute", k, "form", m);
+      }
+      Object v = en.getValue();
+      if (v == null) {
+        throw Errors.error("tx/nil-value", "nil is not a value: leave the attribute out instead",
+            "attribute", kw, "form", m);
+      }
+      if (kw.getName().startsWith("_") && pendingAttrs.get(kw) == null && schema.attr(kw) == null) {
+        Keyword fwd = Keyword.intern(kw.getNamespace(), kw.getName().substring(1));
+        Attr a = attrOf(fwd, m);
+        if (!a.isRef()) {
+          throw Errors.error("tx/invalid-attribute", "A reverse attribute must name a ref attribute",
+              "attribute", kw, "form", m);
+        }
+        for (Object r : refValues(a, v)) {
+          Object src = r instanceof Map<?, ?> nested ? expandMap(nested) : entityRef(r, m);
+          markEntity(src);
+          ops.add(new Op(ADD, m, src, a, e, null));
+        }
+        continue;
+      }
+      Attr a = attrOf(kw, m);
+      Collection<?> vals = a.many ? manyValues(a, v) : null;
+      if (vals == null) {
+        ops.add(new Op(ADD, m, e, a, valueOf(a, v, m), null));
+      } else {
+        for (Object x : vals) {
+          ops.add(new Op(ADD, m, e, a, valueOf(a, x, m), null));
+        }
+      }
+    }
+    return e;
+  }
+
+  /** The values of a ref attribute given in a map: one, or a collection of refs/maps. */
+  private Collection<?> refValues(Attr a, Object v) {
+    if (v instanceof Map || isLookupRef(v)) {
+      return List.of(v);
+    }
+    if (v instanceof Collection<?> c) {
+      return c;
+    }
+    return List.of(v);
+  }
+
+  /** For a cardinality-many attribute: the collection a map value stands for, or null for one value. */
+  private Collection<?> manyValues(Attr a, Object v) {
+    if (v instanceof Map || v instanceof byte[]) {
+      return null;
+    }
+    if (a.isRef()) {
+      return v instanceof Collection<?> c && !isLookupRef(v) ? c : null;
+    }
+    if (a.valueType == Codec.T_TUPLE) {
+      if (v instanceof Set<?> s) {
+        return s;
+      }
+      if (v instanceof List<?> l && !l.isEmpty() && l.stream().allMatch(x -> x instanceof List)) {
+        return l;
+      }
+      return null;
+    }
+    return v instanceof Collection<?> c ? c : null;
+  }
+
+  private boolean isLookupRef(Object v) {
+    if (v instanceof List<?> l && l.size() == 2 && l.get(0) instanceof Keyword k) {
+      Attr a = pendingAttrs.get(k);
+      if (a == null) {
+        a = schema.attr(k);
+      }
+      return a != null && a.isUnique();
+    }
+    return false;
+  }
+
+  /** A value for attribute {@code a}: refs become Long or TempRef (nested maps expanded). */
+  private Object valueOf(Attr a, Object v, Object form) {
+    if (v == null) {
+      throw Errors.error("tx/nil-value", "nil is not a value", "attribute", a.ident, "form", form);
+    }
+    if (!a.isRef()) {
+      return v;
+    }
+    if (v instanceof Map<?, ?> nested) {
+      return expandMap(nested);
+    }
+    return entityRef(v, form);
+  }
+
+  private void expandList(List<?> l, int depth) {
+    if (l.isEmpty()) {
+      throw Errors.error("tx/invalid-op", "An empty list is not an operation", "form", l);
+    }
+    Object head = l.get(0);
+    if (head instanceof Symbol sym) {
+      callTxFn(sym, l, depth);
+      return;
+    }
+    if (head == DB_ADD || head == DB_RETRACT) {
+      boolean add = head == DB_ADD;
+      if (!(l.size() == 4 || !add && l.size() == 3)) {
+        throw Errors.error("tx/invalid-op", add ? "Expected [:db/add e a v]"
+            : "Expected [:db/retract e a v] or [:db/retract e a]", "form", l);
+      }
+      Attr a = attrArg(l.get(2), l);
+      Object e = entityRef(l.get(1), l);
+      if (add) {
+        markEntity(e);
+      }
+      if (l.size() == 3) {
+        ops.add(new Op(RETRACT_ATTR, l, e, a, null, null));
+      } else {
+        Object v = l.get(3);
+        if (v == null) {
+          throw Errors.error("tx/nil-value", "nil is not a value", "form", l);
+        }
+        ops.add(new Op(add ? ADD : RETRACT, l, e, a, a.isRef() ? entityRef(v, l) : v, null));
+      }
+    } else if (head == DB_RETRACT_ENTITY || head == FN_RETRACT_ENTITY) {
+      if (l.size() != 2) {
+        throw Errors.error("tx/invalid-op", "Expected [:db/retractEntity e]", "form", l);
+      }
+      ops.add(new Op(RETRACT_ENTITY, l, entityRef(l.get(1), l), null, null, null));
+    } else if (head == DB_CAS || head == FN_CAS) {
+      if (l.size() != 5) {
+        throw Errors.error("tx/invalid-op", "Expected [:db/cas e a old-value new-value]", "form", l);
+      }
+      Attr a = attrArg(l.get(2), l);
+      if (a.many) {
+        throw Errors.error("tx/invalid-op", ":db/cas needs a cardinality-one attribute",
+            "attribute", a.ident, "form", l);
+      }
+      Object e = entityRef(l.get(1), l);
+      markEntity(e);
+      Object old = l.get(3);
+      Object v = l.get(4);
+      if (v == null) {
+        throw Errors.error("tx/nil-value", "nil is not a value", "form", l);
+      }
+      ops.add(new Op(CAS, l, e, a, a.isRef() ? entityRef(v, l) : v,
+          old != null && a.isRef() ? entityRef(old, l) : old));
+    } else {
+      throw Errors.error("tx/invalid-op",
+          "Unknown operation: expected :db/add, :db/retract, :db/retractEntity, :db/cas "
+          + "or a fully qualified transaction function symbol", "op", head, "form", l);
+    }
+  }
+
+  private Attr attrArg(Object a, Object form) {
+    if (a instanceof Keyword k) {
+      return attrOf(k, form);
+    }
+    if (a instanceof Long || a instanceof Integer) {
+      Attr at = schema.attr(((Number) a).longValue());
+      if (at != null) {
+        return at;
+      }
+    }
+    throw Errors.error("tx/invalid-attribute", "Expected an attribute ident", "attribute", a,
+        "form", form);
+  }
+
+  private void callTxFn(Symbol sym, List<?> l, int depth) {
+    if (depth >= MAX_FN_DEPTH) {
+      throw Errors.error("tx/fn-depth", "Transaction functions nested too deeply", "form", l);
+    }
+    if (sym.getNamespace() == null) {
+      throw Errors.error("tx/unknown-fn", "A transaction function must be a fully qualified symbol",
+          "fn", sym, "form", l);
+    }
+    Object f;
+    try {
+      f = RT.var("clojure.core", "requiring-resolve").invoke(sym);
+    } catch (Exception ex) {
+      throw Errors.errorWithCause(ex, "tx/unknown-fn", "Cannot load transaction function " + sym,
+          "fn", sym, "form", l);
+    }
+    if (!(f instanceof IFn fn)) {
+      throw Errors.error("tx/unknown-fn", "No transaction function " + sym, "fn", sym, "form", l);
+    }
+    Object result;
+    try {
+      result = fn.applyTo(RT.cons(db, RT.seq(l.subList(1, l.size()))));
+    } catch (ExceptionInfo ex) {
+      throw ex;
+    } catch (Exception ex) {
+      throw Errors.errorWithCause(ex, "tx/fn-failed",
+          "Transaction function " + sym + " threw: " + ex.getMessage(), "fn", sym, "form", l);
+    }
+    if (result != null && !(result instanceof Collection) && !(result instanceof ISeq)) {
+      throw Errors.error("tx/fn-result", "A transaction function must return tx-data",
+          "fn", sym, "result", result);
+    }
+    expandAll(result, depth + 1);
+  }
+
+  // ---- entity references and tempids
+
+  private static boolean isTempid(Object x) {
+    return x instanceof String || x instanceof Long l && l < 0 || x instanceof Integer i && i < 0;
+  }
+
+  private TempRef temp(Object name) {
+    Object key = name instanceof Integer i ? Long.valueOf(i) : name;
+    TempRef r = temps.get(key);
+    if (r == null) {
+      r = new TempRef(key);
+      temps.put(key, r);
+      allTemps.add(r);
+    }
+    return r;
+  }
+
+  private void markEntity(Object e) {
+    if (e instanceof TempRef r) {
+      r.asEntity = true;
+    }
+  }
+
+  /** Long entity id or TempRef for an entity reference in tx-data. */
+  private Object entityRef(Object x, Object form) {
+    if (TX_TEMPID.equals(x) || x == CURRENT_TX) {
+      return tx;
+    }
+    if (isTempid(x)) {
+      return temp(x);
+    }
+    if (x instanceof Long || x instanceof Integer || x instanceof Short) {
+      long e = ((Number) x).longValue();
+      if (e >= nextEid && e < Db.TX0) {
+        nextEid = e + 1;
+      }
+      return e;
+    }
+    if (x instanceof Keyword k) {
+      Attr pending = pendingAttrs.get(k);
+      if (pending != null) {
+        return pending.id;
+      }
+      Long e = schema.entid(k);
+      if (e == null) {
+        throw Errors.error("tx/unknown-ident", "No entity has the ident " + k, "ident", k,
+            "form", form);
+      }
+      return e;
+    }
+    if (x instanceof List<?> l && l.size() == 2 && l.get(0) instanceof Keyword) {
+      Attr a = attrOfExisting((Keyword) l.get(0), form);
+      if (!a.isUnique()) {
+        throw Errors.error("tx/invalid-lookup-ref", "A lookup ref's attribute must be :db/unique",
+            "lookup-ref", x, "form", form);
+      }
+      Object v = l.get(1);
+      if (a.isRef()) {
+        Object r = entityRef(v, form);
+        if (!(r instanceof Long)) {
+          throw Errors.error("tx/invalid-lookup-ref", "A lookup ref cannot name a tempid",
+              "lookup-ref", x, "form", form);
+        }
+        v = r;
+      }
+      long e = v == null ? -1 : db.lookup(snap, a, v);
+      if (e < 0) {
+        throw Errors.error("tx/lookup-ref-not-found", "Nothing matches the lookup ref " + x,
+            "lookup-ref", x, "form", form);
+      }
+      return e;
+    }
+    throw Errors.error("tx/invalid-entity",
+        "Expected an entity id, a tempid, an ident or a lookup ref", "entity", x, "form", form);
+  }
+
+  private Attr attrOfExisting(Keyword k, Object form) {
+    Attr a = pendingAttrs.get(k);
+    if (a == null) {
+      a = schema.attr(k);
+    }
+    if (a == null) {
+      throw Errors.error("tx/invalid-lookup-ref", "Unknown attribute in lookup ref", "attribute", k,
+          "form", form);
+    }
+    return a;
+  }
+
+  /** Upserts through unique identities, unifies tempids, then gives the rest new ids. */
+  private void resolveTempids() {
+    boolean changed = true;
+    while (changed) {
+      changed = false;
+      Map<Bytes, TempRef> seenValues = new HashMap<>();
+      for (Op op : ops) {
+        if (op.kind != ADD || !(op.e instanceof TempRef tr) || op.attr == null
+            || !op.attr.isIdentity()) {
+          continue;
+        }
+        Object v = op.v;
+        if (v instanceof TempRef vr) {
+          TempRef root = vr.root();
+          if (root.eid < 0) {
+            continue;
+          }
+          v = root.eid;
+        }
+        byte[] vpart = Db.valuePart(op.attr, v);
+        if (vpart == null) {
+          continue; // reported as a type error later
+        }
+        TempRef root = tr.root();
+        long found = db.lookup(snap, op.attr, v);
+        if (found >= 0) {
+          if (root.eid >= 0 && root.eid != found) {
+            throw Errors.error("tx/upsert-conflict",
+                "Two unique identities resolve one tempid to two entities",
+                "tempid", root.name, "entities", RT.vector(root.eid, found), "form", op.form);
+          }
+          if (root.eid < 0) {
+            root.eid = found;
+            changed = true;
+          }
+        }
+        byte[] key = new KeyBuilder(false).putLong(op.attr.id).put(vpart).toBytes();
+        TempRef other = seenValues.putIfAbsent(new Bytes(key), root);
+        if (other != null && other.root() != root) {
+          TempRef o = other.root();
+          if (o.eid >= 0 && root.eid >= 0 && o.eid != root.eid) {
+            throw Errors.error("tx/upsert-conflict",
+                "Two tempids with one unique identity resolve to different entities",
+                "form", op.form);
+          }
+          if (o.eid < 0) {
+            o.eid = root.eid;
+          }
+          root.parent = o;
+          changed = true;
+        }
+      }
+    }
+    for (TempRef r : allTemps) {
+      TempRef root = r.root();
+      if (r.asEntity) {
+        root.asEntity = true;
+      }
+    }
+    for (TempRef r : allTemps) {
+      TempRef root = r.root();
+      if (root.eid < 0) {
+        if (!root.asEntity) {
+          throw Errors.error("tx/tempid-only-value",
+              "A tempid is used only as a value, never as an entity", "tempid", r.name);
+        }
+        root.eid = nextEid++;
+      }
+    }
+    for (Op op : ops) {
+      if (op.e instanceof TempRef r) {
+        op.e = r.root().eid;
+      }
+      if (op.v instanceof TempRef r) {
+        op.v = r.root().eid;
+      }
+      if (op.old instanceof TempRef r) {
+        op.old = r.root().eid;
+      }
+    }
+  }
+
+  private IPersistentMap tempidMap() {
+    ITransientMap m = PersistentArrayMap.EMPTY.asTransient();
+    for (Map.Entry<Object, TempRef> en : temps.entrySet()) {
+      m = m.assoc(en.getKey(), en.getValue().root().eid);
+    }
+    m = m.assoc(CURRENT_TX, tx);
+    return m.persistent();
+  }
+
+  // ---- applying ops to the per-(entity, attribute) state
+
+  private LinkedHashMap<Bytes, Val> slot(long e, Attr a) {
+    SlotKey k = new SlotKey(e, a.id);
+    LinkedHashMap<Bytes, Val> s = slots.get(k);
+    if (s != null) {
+      return s;
+    }
+    s = new LinkedHashMap<>(4);
+    slots.put(k, s);
+    slotAttrs.put(k, a);
+    if (e < db.nextEid() || e >= Db.TX0) {
+      KeyBuilder kb = new KeyBuilder().putLong(e).putLong(a.id);
+      IndexScan scan = db.scan(snap, Index.EAVT, kb.view());
+      while (scan.next()) {
+        Datom d = scan.datom();
+        byte[] enc = Codec.encode(d.v, tagOf(a, d.v));
+        s.put(new Bytes(Codec.keyPart(enc)), new Val(d.v, enc, d.tx, Val.EXISTING));
+      }
+      scan.close();
+    }
+    return s;
+  }
+
+  private static int tagOf(Attr a, Object v) {
+    return a.valueType == Codec.T_ANY ? Codec.inferTag(v) : a.valueType;
+  }
+
+  private Object coerce(Attr a, Object v, Object form) {
+    int tag = tagOf(a, v);
+    Object c = Codec.coerce(v, tag);
+    if (c == null) {
+      throw Errors.error("tx/value-type", "Value " + RT.printString(v) + " is not a "
+          + Schema.typeKeyword(a.valueType) + " as " + a.ident + " requires",
+          "attribute", a.ident, "value", v, "form", form);
+    }
+    if (a.valueType == Codec.T_TUPLE && (a.tupleType != 0 || a.tupleTypes != null)) {
+      List<?> l = (List<?>) c;
+      if (a.tupleTypes != null && l.size() != a.tupleTypes.length) {
+        throw Errors.error("tx/value-type", "Tuple of the wrong length for " + a.ident,
+            "attribute", a.ident, "value", v, "form", form);
+      }
+      for (int i = 0; i < l.size(); i++) {
+        int et = a.tupleTypes != null ? a.tupleTypes[i] : a.tupleType;
+        if (l.get(i) != null && Codec.coerce(l.get(i), et) == null) {
+          throw Errors.error("tx/value-type", "Tuple element of the wrong type for " + a.ident,
+              "attribute", a.ident, "value", v, "form", form);
+        }
+      }
+    }
+    return c;
+  }
+
+  private void apply(Op op) {
+    long e = (Long) op.e;
+    switch (op.kind) {
+      case ADD -> add(e, op.attr, op.v, op.form);
+      case RETRACT -> retract(e, op.attr, op.v, op.form);
+      case RETRACT_ATTR -> retractAll(e, op.attr, op.form);
+      case RETRACT_ENTITY -> retractEntity(e, op.form, new HashSet<>());
+      case CAS -> cas(e, op.attr, op.old, op.v, op.form);
+      default -> throw new IllegalStateException("op kind " + op.kind);
+    }
+  }
+
+  private void add(long e, Attr a, Object raw, Object form) {
+    Object v = coerce(a, raw, form);
+    byte[] enc = Codec.encode(v, tagOf(a, v));
+    Bytes key = new Bytes(Codec.keyPart(enc));
+    LinkedHashMap<Bytes, Val> s = slot(e, a);
+    Val same = s.get(key);
+    if (same != null && same.retracted) {
+      throw conflict(e, a, v, form, same.form);
+    }
+    if (!a.many) {
+      for (Val x : s.values()) {
+        if (x != same && x.asserted) {
+          throw conflict(e, a, v, form, x.form);
+        }
+      }
+      for (Val x : s.values()) {
+        if (x != same && x.status == Val.EXISTING) {
+          x.status = Val.RETRACTED;
+          x.form = form;
+        }
+      }
+    }
+    if (same == null) {
+      same = new Val(v, enc, tx, Val.ADDED);
+      s.put(key, same);
+    }
+    same.asserted = true;
+    same.form = form;
+  }
+
+  private ExceptionInfo conflict(long e, Attr a, Object v, Object form, Object otherForm) {
+    return Errors.error("tx/conflict", "The transaction both asserts and retracts, or asserts two "
+        + "values of cardinality-one " + a.ident + " for entity " + e,
+        "entity", e, "attribute", a.ident, "value", v, "form", form, "other-form", otherForm);
+  }
+
+  private void retract(long e, Attr a, Object raw, Object form) {
+    Object v = coerce(a, raw, form);
+    byte[] enc = Codec.encode(v, tagOf(a, v));
+    LinkedHashMap<Bytes, Val> s = slot(e, a);
+    Bytes key = new Bytes(Codec.keyPart(enc));
+    Val x = s.get(key);
+    if (x == null) {
+      x = new Val(v, enc, 0, Val.ABSENT);
+      s.put(key, x);
+    }
+    if (x.asserted) {
+      throw conflict(e, a, v, form, x.form);
+    }
+    if (x.status != Val.ABSENT) {
+      x.status = Val.RETRACTED;
+    }
+    x.retracted = true;
+    x.form = form;
+  }
+
+  /** Retracts the values {@code e} had before the transaction; values it asserts stay. */
+  private void retractAll(long e, Attr a, Object form) {
+    for (Val x : slot(e, a).values()) {
+      if (x.status == Val.ADDED || x.status == Val.ABSENT) {
+        continue;
+      }
+      if (x.asserted) {
+        throw conflict(e, a, x.v, form, x.form);
+      }
+      x.status = Val.RETRACTED;
+      x.retracted = true;
+      x.form = form;
+    }
+  }
+
+  private void retractEntity(long e, Object form, Set<Long> visited) {
+    if (!visited.add(e)) {
+      return;
+    }
+    List<long[]> refsOut = new ArrayList<>();
+    List<Attr> attrs = new ArrayList<>();
+    KeyBuilder kb = new KeyBuilder().putLong(e);
+    IndexScan scan = db.scan(snap, Index.EAVT, kb.view());
+    long lastAid = -1;
+    while (scan.next()) {
+      Datom d = scan.datom();
+      if (d.aid != lastAid) {
+        Attr a = schema.attr(d.aid);
+        if (a != null) {
+          attrs.add(a);
+        }
+        lastAid = d.aid;
+      }
+      Attr a = schema.attr(d.aid);
+      if (a != null && a.component && d.v instanceof Long c) {
+        refsOut.add(new long[] {c});
+      }
+    }
+    scan.close();
+    List<long[]> refsIn = new ArrayList<>();
+    IndexScan vaet = db.scan(snap, Index.VAET, new KeyBuilder().putLong(e).view());
+    while (vaet.next()) {
+      Datom d = vaet.datom();
+      refsIn.add(new long[] {d.e, d.aid});
+    }
+    vaet.close();
+    for (Attr a : attrs) {
+      retractAll(e, a, form);
+    }
+    for (long[] in : refsIn) {
+      Attr a = schema.attr(in[1]);
+      if (a != null) {
+        retract(in[0], a, e, form);
+      }
+    }
+    for (long[] c : refsOut) {
+      retractEntity(c[0], form, visited);
+    }
+  }
+
+  private void cas(long e, Attr a, Object oldRaw, Object newRaw, Object form) {
+    LinkedHashMap<Bytes, Val> s = slot(e, a);
+    Val live = null; // the value before the transaction
+    for (Val x : s.values()) {
+      if (x.status == Val.EXISTING || x.status == Val.RETRACTED) {
+        live = x;
+      }
+    }
+    boolean ok;
+    if (oldRaw == null) {
+      ok = live == null;
+    } else {
+      Object old = coerce(a, oldRaw, form);
+      ok = live != null && Arrays.equals(Codec.keyPart(Codec.encode(old, tagOf(a, old))),
+          Codec.keyPart(live.encoded));
+    }
+    if (!ok) {
+      throw Errors.error("tx/cas-failed", "Compare-and-swap failed: " + a.ident + " of entity "
+          + e + " is " + (live == null ? "absent" : RT.printString(live.v)), "entity", e,
+          "attribute", a.ident, "expected", oldRaw, "actual", live == null ? null : live.v,
+          "form", form);
+    }
+    add(e, a, newRaw, form);
+  }
+
+  /**
+   * Stamps the transaction with {@code :db/txInstant}: instants never decrease
+   * with t (as-of by Date depends on it), so a given one older than the
+   * previous transaction's is refused, as Datomic does.
+   */
+  private void addTxInstant() {
+    Attr inst = schema.attr(Schema.TX_INSTANT);
+    IndexScan scan = db.scan(snap, Index.EAVT,
+        new KeyBuilder().putLong(Db.tToTx(db.basisT())).putLong(inst.id).view());
+    Date prev = scan.next() ? (Date) scan.datom().v : null;
+    scan.close();
+    LinkedHashMap<Bytes, Val> given = slots.get(new SlotKey(tx, inst.id));
+    if (given == null) {
+      Date now = new Date();
+      add(tx, inst, prev != null && prev.after(now) ? prev : now, null);
+      return;
+    }
+    for (Val x : given.values()) {
+      if (x.status == Val.ADDED && prev != null && ((Date) x.v).before(prev)) {
+        throw Errors.error("tx/past-instant", "The :db/txInstant " + RT.printString(x.v)
+            + " is older than the previous transaction's, " + RT.printString(prev),
+            "value", x.v, "previous", prev, "form", x.form);
+      }
+    }
+  }
+
+  // ---- results
+
+  private List<TxChange> collect() {
+    List<TxChange> out = new ArrayList<>();
+    for (Map.Entry<SlotKey, LinkedHashMap<Bytes, Val>> en : slots.entrySet()) {
+      long e = en.getKey().e();
+      Attr a = slotAttrs.get(en.getKey());
+      Keyword ident = a.ident;
+      for (Val x : en.getValue().values()) {
+        if (x.status == Val.RETRACTED) {
+          out.add(new TxChange(new Datom(e, a.id, ident, x.v, tx, false), a, x.encoded,
+              x.assertedTx));
+        }
+      }
+      for (Val x : en.getValue().values()) {
+        if (x.status == Val.ADDED) {
+          out.add(new TxChange(new Datom(e, a.id, ident, x.v, tx, true), a, x.encoded, tx));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** No two entities may hold one value of a unique attribute. */
+  private void checkUnique(List<TxChange> changes, Schema next) {
+    Map<Bytes, Long> inTx = new HashMap<>();
+    Set<Bytes> retracted = new HashSet<>();
+    for (TxChange c : changes) {
+      Attr a = next.attr(c.datom.aid);
+      if (a != null && a.isUnique() && !c.datom.added) {
+        retracted.add(new Bytes(new KeyBuilder(false).putLong(a.id)
+            .put(Codec.keyPart(c.encoded)).putLong(c.datom.e).toBytes()));
+      }
+    }
+    for (TxChange c : changes) {
+      Attr a = next.attr(c.datom.aid);
+      if (a == null || !a.isUnique() || !c.datom.added) {
+        continue;
+      }
+      byte[] vpart = Codec.keyPart(c.encoded);
+      byte[] key = new KeyBuilder(false).putLong(a.id).put(vpart).toBytes();
+      Long other = inTx.putIfAbsent(new Bytes(key), c.datom.e);
+      if (other != null && other != c.datom.e) {
+        throw uniqueError(a, c, other);
+      }
+      IndexScan scan = db.scan(snap, Index.AVET, new KeyBuilder().put(key).view());
+      while (scan.next()) {
+        long holder = scan.datom().e;
+        byte[] held = new KeyBuilder(false).put(key).putLong(holder).toBytes();
+        if (holder != c.datom.e && !retracted.contains(new Bytes(held))) {
+          scan.close();
+          throw uniqueError(a, c, holder);
+        }
+      }
+      scan.close();
+    }
+  }
+
+  private static ExceptionInfo uniqueError(Attr a, TxChange c, long holder) {
+    return Errors.error("tx/unique", "Unique conflict: " + a.ident + " "
+        + RT.printString(c.datom.v) + " already belongs to entity " + holder,
+        "attribute", a.ident, "value", c.datom.v, "entity", c.datom.e, "conflicting-entity", holder);
+  }
+}

@@ -1,0 +1,271 @@
+(ns datalith.naive
+  "A deliberately naive model of a Datomic database, the oracle the property
+  tests (datalith.tx-property-test) hold the engine to. It shares no code with
+  the engine: plain sets, maps and loops, no indexes, no encoding.
+
+  The model is a log: one entry {:t t :datoms #{[e a v added]}} per accepted
+  transaction. The state at t is the log replayed up to t, a map
+  [e a v] -> t-asserted; `current`, `history-datoms` and `since-datoms` are
+  read off it. Nothing is ever updated in place.
+
+  Entity ids. The model never invents the id of a new entity: `transact`
+  resolves every tempid itself (to an existing entity by upsert, or to \"a
+  new entity\") and then asks its caller, through `new-eid`, which id the
+  engine gave each new entity (read from the engine's :tempids or tx-data).
+  It checks that those ids are fresh and distinct; everything else (upserts,
+  lookup refs, conflicts, retractions) it decides alone, and the caller
+  compares its :tempids with the engine's.
+
+  Schema: {attr {:type :long|:string|:keyword|:ref, :card :one|:many,
+  :unique nil|:identity|:value, :component bool}}.
+
+  tx-data language (the subset the generator emits):
+    [:db/add e a v]  [:db/retract e a v]  [:db/retract e a]  [:db/retractEntity e]
+    {:db/id e? a v ...}  (a set value for a cardinality-many attribute)
+  where an entity is an id (long), a tempid (string) or a lookup ref
+  [unique-attr value], and a ref value is any of those.
+
+  Semantics (Datomic's; every operation reads the database as it was before
+  the transaction, so the order of tx-data does not matter):
+  - Lookup refs name the entity holding the value before the transaction.
+  - Tempids that assert the same :db.unique/identity value are one entity;
+    an entity whose identity value exists before the transaction is that
+    entity (upsert). Two existing entities for one tempid: :tx/upsert-conflict.
+    A tempid used only as a ref value: :tx/tempid-only-value.
+  - A = the asserted triples; R = the explicitly retracted triples, plus, for
+    [:db/retract e a], every value of e's a, and for [:db/retractEntity e],
+    every triple of e, every ref to e, recursively through component refs.
+  - A triple in both A and R, or two values of a cardinality-one attribute
+    of one entity in A: :tx/conflict.
+  - Asserting a cardinality-one value retracts the entity's other value.
+  - Redundant assertions and retractions of absent triples change nothing.
+  - Afterwards, no two entities may hold one value of a unique attribute:
+    :tx/unique."
+  (:require [clojure.set :as set]))
+
+;; ---------------------------------------------------------------- reading
+
+(defn empty-db
+  "A model with no user datoms whose basis is `t`. `reserved`: entity ids
+  already in use (schema, system), never valid for a new entity."
+  [schema t reserved]
+  {:schema schema :t t :t0 t :log [] :ents (sorted-set) :reserved (set reserved)})
+
+(defn- apply-entry [state {:keys [t datoms]}]
+  (let [state (reduce (fn [s [e a v added]] (if added s (dissoc s [e a v]))) state datoms)]
+    (reduce (fn [s [e a v added]] (if added (assoc s [e a v] t) s)) state datoms)))
+
+(defn state-at
+  "{[e a v] t-asserted} valid at t."
+  [model t]
+  (reduce apply-entry {} (take-while #(<= (:t %) t) (:log model))))
+
+(defn current
+  "The set of [e a v t-asserted] valid at t."
+  [model t]
+  (set (for [[[e a v] at] (state-at model t)] [e a v at])))
+
+(defn facts
+  "The set of [e a v] valid now."
+  [model]
+  (set (keys (state-at model (:t model)))))
+
+(defn history-datoms
+  "Every assertion and retraction up to t: the set of [e a v t added]."
+  [model t]
+  (set (for [{tt :t ds :datoms} (:log model) :when (<= tt t)
+             [e a v added] ds]
+         [e a v tt added])))
+
+(defn since-datoms
+  "[e a v t-asserted] valid at t and asserted after `since`."
+  [model since t]
+  (set (filter #(> (nth % 3) since) (current model t))))
+
+(defn entities
+  "Every entity id that ever held a datom or was created, sorted."
+  [model]
+  (:ents model))
+
+(defn ref-attr? [schema a] (= :ref (get-in schema [a :type])))
+
+;; ---------------------------------------------------------------- transacting
+
+(defn- reject [kind msg data]
+  (throw (ex-info msg (assoc data ::reject kind))))
+
+(defn- tempid? [x] (and (map? x) (contains? x :tempid)))
+(defn- lookup? [x] (and (map? x) (contains? x :lookup)))
+
+(defn- entity-ref [x form]
+  (cond (integer? x) (long x)
+        (string? x) {:tempid x}
+        (and (vector? x) (= 2 (count x))) {:lookup x}
+        :else (reject :model/unsupported "entity reference outside the model's language"
+                      {:entity x :form form})))
+
+(defn- value-ref [schema a v form]
+  (if (ref-attr? schema a) (entity-ref v form) v))
+
+(defn- expand
+  "tx-data -> ops {:op :add|:retract|:retract-attr|:retract-entity|:mention :e :a :v}."
+  [schema tx-data]
+  (vec (apply concat
+              (map-indexed
+                (fn [i form]
+                  (cond
+                    (map? form)
+                    (let [e (if (contains? form :db/id)
+                              (entity-ref (:db/id form) form)
+                              {:tempid [::anon i]})]
+                      (cons {:op :mention :e e}
+                            (for [[a v] (dissoc form :db/id)
+                                  x (if (and (= :many (get-in schema [a :card])) (set? v)) v [v])]
+                              {:op :add :e e :a a :v (value-ref schema a x form)})))
+
+                    (vector? form)
+                    (let [[op e a v] form]
+                      (case op
+                        :db/add [{:op :add :e (entity-ref e form) :a a
+                                  :v (value-ref schema a v form)}]
+                        :db/retract (if (= 3 (count form))
+                                      [{:op :retract-attr :e (entity-ref e form) :a a}]
+                                      [{:op :retract :e (entity-ref e form) :a a
+                                        :v (value-ref schema a v form)}])
+                        :db/retractEntity [{:op :retract-entity :e (entity-ref e form)}]))
+
+                    :else (reject :model/unsupported "form outside the model's language"
+                                  {:form form})))
+                tx-data))))
+
+(defn- holder
+  "The entity holding value v of attribute a in `fs`, or nil."
+  [fs a v]
+  (first (for [[e a' v'] fs :when (and (= a a') (= v v'))] e)))
+
+(defn- tempid-classes
+  "Tempids grouped into entities: those asserting one identity value are one."
+  [tokens id-adds]
+  (reduce (fn [classes [_ grp]]
+            (let [toks (set (map first grp))
+                  touching (filter #(seq (set/intersection % toks)) classes)]
+              (conj (apply disj classes touching) (apply set/union toks touching))))
+          (set (map hash-set tokens))
+          (group-by (fn [[_ a v]] [a v]) id-adds)))
+
+(defn- resolve-tempids
+  "{tempid eid}: upserts against `fs`, the rest new entities named by `new-eid`."
+  [model fs ops new-eid]
+  (let [schema (:schema model)
+        tokens (set (for [op ops, x [(:e op) (:v op)] :when (tempid? x)] (:tempid x)))
+        entity-tokens (set (for [op ops :when (#{:add :mention} (:op op))
+                                 :when (tempid? (:e op))]
+                             (:tempid (:e op))))
+        id-adds (for [{:keys [op e a v]} ops
+                      :when (and (= :add op) (tempid? e)
+                                 (= :identity (get-in schema [a :unique])))]
+                  [(:tempid e) a v])
+        taken (atom (into (:reserved model) (:ents model)))]
+    (into {}
+          (for [cls (sort-by #(vec (sort (map str %))) (tempid-classes tokens id-adds))
+                :let [idents (set (for [[tok a v] id-adds :when (cls tok)] [a v]))
+                      holders (set (keep (fn [[a v]] (holder fs a v)) idents))
+                      eid (cond
+                            (> (count holders) 1)
+                            (reject :tx/upsert-conflict "one entity, two existing identities"
+                                    {:tempids cls :entities holders})
+
+                            (= 1 (count holders)) (first holders)
+
+                            (not-any? entity-tokens cls)
+                            (reject :tx/tempid-only-value "a tempid used only as a value"
+                                    {:tempids cls})
+
+                            :else
+                            (let [eid (new-eid {:tempids (sort (filter string? cls))
+                                                :identities (sort idents)})]
+                              (when-not (and (integer? eid) (not (contains? @taken eid)))
+                                (throw (ex-info "the engine gave a new entity an id in use"
+                                                {::bad-eid eid :tempids cls :identities idents})))
+                              (swap! taken conj eid)
+                              eid))]
+                tok cls]
+            [tok eid]))))
+
+(defn- entity-retractions
+  "Every triple of e, every ref to e, recursively through component refs."
+  [schema fs e0]
+  (loop [todo [e0] seen #{} out #{}]
+    (if-let [[e & more] (seq todo)]
+      (if (seen e)
+        (recur more seen out)
+        (let [own (filter #(= e (first %)) fs)
+              refs-in (filter (fn [[_ a v]] (and (ref-attr? schema a) (= v e))) fs)
+              parts (for [[_ a v] own :when (get-in schema [a :component])] v)]
+          (recur (concat more parts) (conj seen e) (into out (concat own refs-in)))))
+      out)))
+
+(defn- transact* [model tx-data new-eid]
+  (let [schema (:schema model)
+        fs (facts model)
+        ops (expand schema tx-data)
+        tempids (resolve-tempids model fs ops new-eid)
+        eid (fn [x]
+              (cond (tempid? x) (get tempids (:tempid x))
+                    (lookup? x) (let [[a v] (:lookup x)]
+                                  (or (holder fs a v)
+                                      (reject :tx/lookup-ref-not-found "no entity has the value"
+                                              {:lookup-ref (:lookup x)})))
+                    :else x))
+        ops (for [op ops]
+              (cond-> (update op :e eid)
+                (and (contains? op :v) (ref-attr? schema (:a op))) (update :v eid)))
+        card-one? #(= :one (get-in schema [% :card]))
+        A (set (for [{:keys [op e a v]} ops :when (= op :add)] [e a v]))
+        R (set (concat
+                 (for [{:keys [op e a v]} ops :when (= op :retract)] [e a v])
+                 (for [{:keys [op e a]} ops :when (= op :retract-attr)
+                       [e' a' :as f] fs :when (and (= e e') (= a a'))]
+                   f)
+                 (mapcat #(entity-retractions schema fs (:e %))
+                         (filter #(= :retract-entity (:op %)) ops))))
+        both (set/intersection A R)
+        _ (when (seq both)
+            (reject :tx/conflict "a triple both asserted and retracted" {:triples both}))
+        _ (doseq [[[e a] vs] (group-by (fn [[e a]] [e a]) A)
+                  :when (and (card-one? a) (> (count vs) 1))]
+            (reject :tx/conflict "two values of a cardinality-one attribute" {:triples vs}))
+        implied (set (for [[e a v] A :when (card-one? a)
+                           [e' a' v' :as f] fs :when (and (= e e') (= a a') (not= v v'))]
+                       f))
+        retracted (set/intersection (set/union R implied) fs)
+        asserted (set/difference A fs)
+        after (set/union (set/difference fs retracted) asserted)]
+    (doseq [[[a v] holders] (group-by (fn [[_ a v]] [a v]) after)
+            :when (and (get-in schema [a :unique]) (> (count holders) 1))]
+      (reject :tx/unique "two entities hold one unique value" {:attribute a :value v
+                                                                 :entities (map first holders)}))
+    (let [t (inc (:t model))]
+      {:model (-> model
+                  (assoc :t t)
+                  (update :log conj {:t t :datoms (into (set (map #(conj % false) retracted))
+                                                        (map #(conj % true) asserted))})
+                  (update :ents into (concat (vals tempids) (map first asserted))))
+       :tempids (into {} (filter (comp string? key) tempids))
+       :datoms (into (set (map #(conj % false) retracted)) (map #(conj % true) asserted))})))
+
+(defn transact
+  "Applies tx-data to `model`. `new-eid` is called once per new entity with
+  {:tempids [names] :identities [[attr value]]} and returns the id the engine
+  gave it. Returns {:model m' :tempids {name eid} :datoms #{[e a v added]}},
+  {:error kind :data {...}} when Datomic would reject the transaction, or
+  {:bad-eid ...} when `new-eid` returned an id in use."
+  [model tx-data new-eid]
+  (try
+    (transact* model tx-data new-eid)
+    (catch clojure.lang.ExceptionInfo ex
+      (let [data (ex-data ex)]
+        (cond (::reject data) {:error (::reject data) :message (ex-message ex)
+                               :data (dissoc data ::reject)}
+              (contains? data ::bad-eid) {:bad-eid (::bad-eid data) :data data}
+              :else (throw ex))))))

@@ -1,0 +1,501 @@
+(ns datalith.store-test
+  "LmdbStore and MemStore against the Store contract and against a sorted-map model."
+  (:require [clojure.test :refer [deftest is are testing]]
+            [clojure.test.check :as tc]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop])
+  (:import [datalith.store Cursor LmdbStore MemStore ReadTxn Store SubDb WriteTxn]
+           [java.nio ByteBuffer]
+           [java.nio.charset StandardCharsets]
+           [java.nio.file Files Path]
+           [java.nio.file.attribute FileAttribute]
+           [java.util Arrays Comparator]))
+
+(set! *warn-on-reflection* true)
+
+;; ---- stores ----------------------------------------------------------------
+
+(def kinds [:lmdb :mem])
+
+(defn- temp-dir ^Path []
+  (Files/createTempDirectory "datalith-store-test" (make-array FileAttribute 0)))
+
+(defn- delete-tree [^Path dir]
+  (doseq [^java.io.File f (reverse (file-seq (.toFile dir)))]
+    (.delete f)))
+
+(defn- open-lmdb ^Store [^Path dir opts]
+  (LmdbStore/open dir opts))
+
+(defn call-with-store
+  "Calls (f store) with a fresh store of `kind`, closing it (and deleting its
+  directory) afterwards."
+  ([kind f] (call-with-store kind {} f))
+  ([kind opts f]
+   (case kind
+     :mem (let [s (MemStore/open)]
+            (try (f s) (finally (.close s))))
+     :lmdb (let [dir (temp-dir)]
+             (try
+               (let [s (open-lmdb dir opts)]
+                 (try (f s) (finally (.close s))))
+               (finally (delete-tree dir)))))))
+
+(defmacro with-each-store
+  "Runs body once per store kind, `sym` bound to a fresh store."
+  [[sym opts] & body]
+  `(doseq [kind# kinds]
+     (testing (name kind#)
+       (call-with-store kind# ~(or opts {}) (fn [~(with-meta sym {:tag `Store})] ~@body)))))
+
+;; ---- bytes -----------------------------------------------------------------
+
+(def unsigned-byte-comparator
+  (reify Comparator
+    (compare [_ a b] (Arrays/compareUnsigned ^bytes a ^bytes b))))
+
+(defn- ->bytes ^bytes [x]
+  (if (string? x) (.getBytes ^String x StandardCharsets/UTF_8) x))
+
+(defn- buf
+  "A heap (or direct) buffer holding `x` (a string or byte array), with
+  bytes around it so that position and limit matter."
+  (^ByteBuffer [x] (buf x false))
+  (^ByteBuffer [x direct?]
+   (let [^bytes b (->bytes x)
+         n (alength b)
+         ^ByteBuffer bb (if direct? (ByteBuffer/allocateDirect (+ n 2)) (ByteBuffer/allocate (+ n 2)))]
+     (.put bb (byte 7))
+     (.put bb b)
+     (.put bb (byte 7))
+     (.position bb 1)
+     (.limit bb (inc n))
+     bb)))
+
+(defn- bytes-of ^bytes [^ByteBuffer b]
+  (let [a (byte-array (.remaining b))]
+    (.get b (.position b) a)
+    a))
+
+(defn- str-of [^ByteBuffer b]
+  (when b (String. (bytes-of b) StandardCharsets/UTF_8)))
+
+(defn- put! [^WriteTxn w db k v] (.put w db (buf k) (buf v)))
+
+(defn- commit!
+  "Commits one transaction of [db k v] puts (v nil: delete)."
+  [^Store s writes]
+  (with-open [w (.beginWrite s)]
+    (doseq [[db k v] writes]
+      (if (nil? v) (.delete w db (buf k)) (put! w db k v)))
+    (.commit w)))
+
+(defn- lookup [^ReadTxn r k] (str-of (.get r SubDb/EAVT (buf k))))
+
+(defn- scan
+  "All [key val] byte-array pairs of `db`, forward (or backward)."
+  ([^ReadTxn r db] (scan r db true))
+  ([^ReadTxn r db forward?]
+   (with-open [c (.cursor r db)]
+     (loop [ok (if forward? (.first c) (.last c)) acc []]
+       (if ok
+         (let [acc (conj acc [(bytes-of (.key c)) (bytes-of (.val c))])]
+           (recur (if forward? (.next c) (.prev c)) acc))
+         acc)))))
+
+(defn- strs [pairs] (mapv (fn [[k v]] [(String. ^bytes k StandardCharsets/UTF_8) (String. ^bytes v StandardCharsets/UTF_8)]) pairs))
+
+(defn- seek-key [^Cursor c k] (when (.seek c (buf k)) (str-of (.key c))))
+
+;; ---- basic operations ------------------------------------------------------
+
+(deftest put-get-delete-seek
+  (with-each-store [s]
+    (commit! s [[SubDb/EAVT "b" "2"] [SubDb/EAVT "d" "4"] [SubDb/EAVT "a" "1"]
+                [SubDb/EAVT "c" "3"] [SubDb/AEVT "b" "other db"]])
+    (commit! s [[SubDb/EAVT "c" nil] [SubDb/EAVT "d" "four"] [SubDb/EAVT "zz" nil]])
+    (with-open [r (.beginRead s)]
+      (are [k v] (= v (lookup r k))
+        "a" "1", "b" "2", "c" nil, "d" "four", "e" nil, "" nil)
+      (is (= "other db" (str-of (.get r SubDb/AEVT (buf "b")))))
+      (is (nil? (.get r SubDb/AVET (buf "b"))))
+      (is (= [["a" "1"] ["b" "2"] ["d" "four"]] (strs (scan r SubDb/EAVT))))
+      (is (= [["d" "four"] ["b" "2"] ["a" "1"]] (strs (scan r SubDb/EAVT false))))
+      (is (= [] (scan r SubDb/LOG) (scan r SubDb/LOG false)))
+      (with-open [c (.cursor r SubDb/EAVT)]
+        (are [k found] (= found (seek-key c k))
+          "" "a", "a" "a", "a\u0000" "b", "b" "b", "bb" "d", "c" "d", "d" "d", "d\u0000" nil, "e" nil))
+      (testing "moves and their ends"
+        (with-open [c (.cursor r SubDb/EAVT)]
+          (is (thrown? IllegalStateException (.key c)))
+          (is (false? (.next c)))
+          (is (.last c))
+          (is (= "d" (str-of (.key c))))
+          (is (false? (.next c)))
+          (is (false? (.next c)) "stays off the end")
+          (is (false? (.prev c)) "stays off the end until positioned again")
+          (is (thrown? IllegalStateException (.val c)))
+          (is (.first c))
+          (is (false? (.prev c)))
+          (is (.seek c (buf "b")))
+          (is (.prev c))
+          (is (= ["a" "1"] [(str-of (.key c)) (str-of (.val c))]))))
+      (testing "returned buffers are read-only and at position 0"
+        (with-open [c (.cursor r SubDb/EAVT)]
+          (.seek c (buf "b" true))
+          (doseq [^ByteBuffer b [(.key c) (.val c) (.get r SubDb/EAVT (buf "b" true))]]
+            (is (.isReadOnly b))
+            (is (zero? (.position b)))
+            (is (= 1 (.remaining b)))))))))
+
+(deftest empty-values-and-key-limits
+  (with-each-store [s]
+    (commit! s [[SubDb/EAVT "k" ""] [SubDb/EAVT (byte-array 511 (byte -1)) "max"]])
+    (with-open [r (.beginRead s)]
+      (is (= "" (lookup r "k")))
+      (is (= "max" (lookup r (byte-array 511 (byte -1)))))
+      (is (nil? (lookup r (byte-array 600 (byte -1)))))
+      (with-open [c (.cursor r SubDb/EAVT)]
+        (is (= "k" (seek-key c (byte-array 1 (byte 0x6b)))))
+        (is (= 511 (count (bytes-of (do (.seek c (buf (byte-array 511 (byte -2)))) (.key c))))))
+        (is (false? (.seek c (buf (byte-array 512 (byte -1))))) "past every key")
+        (is (.seek c (buf (byte-array 520 (byte -2)))) "a long key before the 511 x 0xFF key")))
+    (with-open [w (.beginWrite s)]
+      (doseq [k ["" (byte-array 512)]]
+        (let [e (is (thrown? clojure.lang.ExceptionInfo (.put w SubDb/EAVT (buf k) (buf "v"))))]
+          (is (= :store/key-size (:error (ex-data e)))))))))
+
+;; ---- model-based generative test ------------------------------------------
+
+(def ^:private gen-byte
+  (gen/frequency [[3 (gen/elements [0 1 127 -128 -1])] [2 gen/byte]]))
+
+(def ^:private long-prefixes
+  [(vec (repeat 490 -1)) (vec (repeat 490 0)) (vec (take 490 (cycle [0 -1 1])))])
+
+(def ^:private gen-key
+  (gen/fmap byte-array
+            (gen/frequency
+             [[6 (gen/vector gen-byte 1 6)]
+              [2 (gen/fmap (partial apply into) (gen/tuple (gen/elements long-prefixes) (gen/vector gen-byte 0 10)))]
+              [1 (gen/vector gen-byte 1 500)]])))
+
+(def ^:private gen-val
+  (gen/fmap byte-array (gen/frequency [[1 (gen/return [])] [4 (gen/vector gen-byte 0 40)] [1 (gen/vector gen-byte 0 700)]])))
+
+(def ^:private gen-trial
+  (gen/let [pool (gen/vector gen-key 1 40)
+            txns (gen/vector
+                  (gen/tuple (gen/vector (gen/tuple (gen/elements [:put :put :delete]) gen/nat gen-val) 0 50)
+                             (gen/frequency [[3 (gen/return true)] [1 (gen/return false)]]))
+                  1 6)
+            seeks (gen/vector (gen/one-of [gen-key
+                                           (gen/return (byte-array 0))
+                                           (gen/fmap byte-array (gen/vector gen-byte 501 540))])
+                              5 15)
+            direct? gen/boolean]
+    {:pool pool :txns txns :seeks seeks :direct? direct?}))
+
+(defn- model-seek [model ^bytes k]
+  (when-let [[mk] (first (subseq model >= k))] (vec mk)))
+
+(defn- view [pairs] (mapv (fn [[k v]] [(vec k) (vec v)]) pairs))
+
+(defn- agrees? [^Store s model {:keys [pool seeks direct?]}]
+  (with-open [r (.beginRead s)]
+    (let [fwd (view (scan r SubDb/EAVT))
+          bwd (view (scan r SubDb/EAVT false))
+          entries (view model)]
+      (and (= entries fwd)
+           (= (reverse entries) bwd)
+           (every? (fn [k] (= (some-> (get model k) vec)
+                              (some-> (.get r SubDb/EAVT (buf k direct?)) bytes-of vec)))
+                   pool)
+           (with-open [c (.cursor r SubDb/EAVT)]
+             (every? (fn [^bytes k]
+                       (let [current #(vec (bytes-of (.key c)))
+                             found (when (.seek c (buf k direct?)) (current))]
+                         (and (= (model-seek model k) found)
+                              ;; next and prev from a seek agree with the model too
+                              (or (nil? found)
+                                  (and (= (some-> (second (subseq model >= k)) key vec)
+                                          (when (.next c) (current)))
+                                       (.seek c (buf k direct?))
+                                       (= (some-> (first (rsubseq model < k)) key vec)
+                                          (when (.prev c) (current))))))))
+                     (concat seeks pool)))))))
+
+(defn- trial-passes? [kind {:keys [pool txns direct?] :as trial}]
+  (call-with-store
+   kind {"map-size" (* 1024 1024) "sync" false}
+   (fn [^Store s]
+     (loop [model (sorted-map-by unsigned-byte-comparator) [[ops commit?] & more] txns]
+       (let [model (with-open [w (.beginWrite s)]
+                     (let [next-model (reduce (fn [m [op i v]]
+                                                (let [k (nth pool (mod i (count pool)))]
+                                                  (if (= op :put)
+                                                    (do (.put w SubDb/EAVT (buf k direct?) (buf v direct?))
+                                                        (assoc m k v))
+                                                    (do (.delete w SubDb/EAVT (buf k direct?))
+                                                        (dissoc m k)))))
+                                              model ops)]
+                       (if commit? (do (.commit w) next-model) model)))]
+         (cond (not (agrees? s model trial)) false
+               (seq more) (recur model more)
+               :else true))))))
+
+(deftest generative-against-sorted-map
+  (doseq [kind kinds]
+    (testing (name kind)
+      (let [result (tc/quick-check 40 (prop/for-all [trial gen-trial] (trial-passes? kind trial)))]
+        (is (:pass? result) (pr-str (select-keys result [:seed :num-tests :shrunk])))))))
+
+(deftest bulk-random-against-sorted-map
+  (with-each-store [s {"map-size" (* 1024 1024) "sync" false}]
+    (let [rnd (java.util.Random. 42)
+          rand-key (fn [] (let [b (byte-array (inc (.nextInt rnd 12)))] (.nextBytes rnd b) b))
+          model (reduce
+                 (fn [model round]
+                   (let [ks (repeatedly 8000 rand-key)
+                         dels (take 5000 (shuffle (concat (keys model) (take 1000 ks))))
+                         writes (concat (map (fn [k] [SubDb/EAVT k (str round)]) ks)
+                                        (map (fn [k] [SubDb/EAVT k nil]) dels))
+                         model (reduce (fn [m [_ k v]] (if v (assoc m k (->bytes v)) (dissoc m k)))
+                                       model writes)]
+                     (commit! s writes)
+                     (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
+                       (is (= (view model) (view (scan r SubDb/EAVT))))
+                       (is (= (reverse (view model)) (view (scan r SubDb/EAVT false))))
+                       (is (every? (fn [^bytes k]
+                                     (= (model-seek model k)
+                                        (when (.seek c (buf k)) (vec (bytes-of (.key c))))))
+                                   (repeatedly 2000 rand-key))))
+                     model))
+                 (sorted-map-by unsigned-byte-comparator)
+                 (range 4))]
+      (is (< 10000 (count model))))))
+
+;; ---- isolation -------------------------------------------------------------
+
+(deftest snapshot-isolation
+  (with-each-store [s]
+    (commit! s [[SubDb/EAVT "k1" "v1"]])
+    (let [before (.beginRead s)
+          w (.beginWrite s)]
+      (put! w SubDb/EAVT "k2" "v2")
+      (put! w SubDb/META "m" "1")
+      (with-open [during (.beginRead s)]
+        (is (nil? (lookup during "k2")) "uncommitted writes are not seen")
+        (.commit w)
+        (.close w)
+        (is (nil? (lookup during "k2")) "opened before the commit")
+        (is (nil? (lookup before "k2")) "opened before the write")
+        (is (= [["k1" "v1"]] (strs (scan before SubDb/EAVT)))))
+      (.close before)
+      (with-open [after (.beginRead s)]
+        (is (= [["k1" "v1"] ["k2" "v2"]] (strs (scan after SubDb/EAVT))))
+        (is (= "1" (str-of (.get after SubDb/META (buf "m")))))))
+    (testing "a write closed without commit is discarded"
+      (with-open [w (.beginWrite s)]
+        (put! w SubDb/EAVT "k3" "v3")
+        (.delete w SubDb/EAVT (buf "k1")))
+      (with-open [r (.beginRead s)]
+        (is (= [["k1" "v1"] ["k2" "v2"]] (strs (scan r SubDb/EAVT))))))
+    (testing "transactions refuse use after close"
+      (let [r (.beginRead s) c (.cursor r SubDb/EAVT)]
+        (.close r)
+        (is (thrown? IllegalStateException (.get r SubDb/EAVT (buf "k1"))))
+        (is (= :store/closed (:error (ex-data (is (thrown? IllegalStateException (.first c))))))))
+      (with-open [r (.beginRead s)]
+        (let [c (.cursor r SubDb/EAVT)]
+          (.close c)
+          (is (thrown? IllegalStateException (.first c)))))
+      (let [w (.beginWrite s)]
+        (.commit w)
+        (is (thrown? IllegalStateException (put! w SubDb/EAVT "x" "y")))
+        (.close w)
+        (is (thrown? IllegalStateException (.commit w)))))))
+
+;; ---- concurrency -----------------------------------------------------------
+
+(defn- run-for
+  "Runs (f) in a loop on a new thread until `stop` is set; returns a future of
+  the number of iterations."
+  [stop f]
+  (future (loop [n 0] (if @stop n (do (f) (recur (inc n)))))))
+
+(deftest writer-and-readers
+  (with-each-store [s {"sync" false}]
+    (let [n 20
+          stop (atom false)
+          keys (mapv #(format "k%02d" %) (range n))
+          write (fn [i] (commit! s (cons [SubDb/META "counter" (str i)]
+                                         (map (fn [k] [SubDb/EAVT k (str i)]) keys))))
+          _ (write 0)
+          check (fn []
+                  (with-open [r (.beginRead s)]
+                    (let [counter (str-of (.get r SubDb/META (buf "counter")))
+                          vals (map second (strs (scan r SubDb/EAVT)))]
+                      (when-not (and (= n (count vals)) (every? #{counter} vals))
+                        (throw (ex-info "inconsistent snapshot" {:counter counter :vals vals}))))))
+          readers (doall (repeatedly 3 #(run-for stop check)))
+          writer (future (loop [i 1]
+                           (if @stop i (do (write i) (recur (inc i))))))]
+      (Thread/sleep 2000)
+      (reset! stop true)
+      (is (< 10 @writer) "the writer was not blocked by readers")
+      (doseq [r readers] (is (< 10 @r) "readers were not blocked")))))
+
+;; ---- LMDB map growth and file size -----------------------------------------
+
+(defn- data-file-size [^Path dir] (Files/size (.resolve dir "data.mdb")))
+
+(defn- value-of [i size] (let [b (byte-array size)] (Arrays/fill b (unchecked-byte (mod i 251))) b))
+
+(deftest map-grows-by-itself
+  (doseq [kind kinds]
+    (testing (name kind)
+      (call-with-store
+       kind {"map-size" (* 1024 1024) "sync" false}
+       (fn [^Store s]
+         (let [stop (atom false)
+               reader (run-for stop #(with-open [r (.beginRead s)] (.get r SubDb/EAVT (buf "k0000000"))))
+               batches (concat [[0 8000]] (map (fn [b] [(+ 8000 (* b 2000)) 2000]) (range 21)))]
+           ;; 8 MB in the first transaction, 50 MB in all
+           (doseq [[from n] batches]
+             (with-open [w (.beginWrite s)]
+               (doseq [i (range from (+ from n))]
+                 (.put w SubDb/EAVT (buf (format "k%07d" i)) (ByteBuffer/wrap (value-of i 1000))))
+               (.commit w)))
+           (reset! stop true)
+           (is (pos? @reader))
+           (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
+             (is (= 50000 (loop [ok (.first c) i 0]
+                            (if-not ok
+                              i
+                              (do (when-not (and (= (format "k%07d" i) (str-of (.key c)))
+                                                 (.equals (ByteBuffer/wrap (value-of i 1000)) (.val c)))
+                                    (throw (ex-info "bad entry" {:i i})))
+                                  (recur (.next c) (inc i))))))))))))))
+
+(defn- put-values! [^WriteTxn w from n]
+  (doseq [i (range from (+ from n))]
+    (.put w SubDb/EAVT (buf (format "k%07d" i)) (ByteBuffer/wrap (value-of i 1000)))))
+
+(deftest map-growth-closes-reads-that-would-wait-for-it
+  (testing "a read open on the committing thread"
+    (call-with-store
+     :lmdb {"map-size" (* 1024 1024) "sync" false}
+     (fn [^Store s]
+       (let [r (.beginRead s)
+             c (.cursor r SubDb/EAVT)]
+         (with-open [w (.beginWrite s)]
+           (put-values! w 0 4000)
+           (.commit w))
+         (let [e (is (thrown? IllegalStateException (.get r SubDb/EAVT (buf "k0000000"))))]
+           (is (= :store/closed (:error (ex-data e)))))
+         (is (thrown? IllegalStateException (.first c)))
+         (.close r)
+         (with-open [r (.beginRead s)]
+           (is (= 4000 (count (scan r SubDb/EAVT)))))))))
+  (testing "a read open on a thread waiting to write"
+    (call-with-store
+     :lmdb {"map-size" (* 1024 1024) "sync" false}
+     (fn [^Store s]
+       (let [w (.beginWrite s)
+             waiting (promise)
+             other (future
+                     (with-open [r (.beginRead s)]
+                       (deliver waiting true)
+                       (with-open [w2 (.beginWrite s)]
+                         (try (.get r SubDb/EAVT (buf "k0000000")) :still-open
+                              (catch IllegalStateException _ :closed)))))]
+         @waiting
+         (Thread/sleep 200)
+         (put-values! w 0 4000)
+         (let [t0 (System/nanoTime)]
+           (.commit w)
+           (is (< (- (System/nanoTime) t0) 10e9) "the commit did not wait for the parked reader"))
+         (.close w)
+         (is (= :closed (deref other 10000 :timeout)))
+         (with-open [r (.beginRead s)]
+           (is (= 4000 (count (scan r SubDb/EAVT))))))))))
+
+(deftest file-stays-bounded-under-overwrites
+  (doseq [kind kinds]
+    (testing (name kind)
+      (let [dir (temp-dir)]
+        (try
+          (with-open [^Store s (case kind
+                          :lmdb (open-lmdb dir {"sync" false})
+                          :mem (MemStore/open))]
+            (let [stop (atom false)
+                  readers (doall (repeatedly 3 #(run-for stop (fn [] (with-open [r (.beginRead s)]
+                                                                       (count (scan r SubDb/EAVT)))))))]
+              (dotimes [round 300]
+                (commit! s (map (fn [i] [SubDb/EAVT (format "key%04d" i) (value-of round 100)]) (range 1000))))
+              (reset! stop true)
+              (doseq [r readers] (is (pos? @r)))
+              (with-open [r (.beginRead s)]
+                (is (= 1000 (count (scan r SubDb/EAVT))))))
+            (when (= kind :lmdb)
+              ;; about 110 KB of live entries; 300 unreclaimed versions would take 30+ MB
+              (is (< (data-file-size dir) (* 4 1024 1024)) (str "data.mdb: " (data-file-size dir)))))
+          (finally (delete-tree dir)))))))
+
+;; ---- close and reopen -------------------------------------------------------
+
+(deftest close-and-reopen
+  (let [dir (temp-dir)]
+    (try
+      (let [s (open-lmdb dir {})]
+        (is (.durable s))
+        (commit! s [[SubDb/EAVT "a" "1"] [SubDb/META "basis" "7"]])
+        (let [w (.beginWrite s)]
+          (put! w SubDb/EAVT "b" "uncommitted")
+          (.close w))
+        (.close s)
+        (.close s)
+        (testing "use after close"
+          (let [e (is (thrown? IllegalStateException (.beginRead s)))]
+            (is (= :store/closed (:error (ex-data e)))))
+          (is (thrown? IllegalStateException (.beginWrite s)))))
+      (with-open [s (open-lmdb dir {"sync" false})]
+        (is (not (.durable s)))
+        (with-open [r (.beginRead s)]
+          (is (= [["a" "1"]] (strs (scan r SubDb/EAVT))))
+          (is (= "7" (str-of (.get r SubDb/META (buf "basis")))))))
+      (finally (delete-tree dir))))
+  (testing "one process opens a directory once"
+    (let [dir (temp-dir)]
+      (try
+        (with-open [_ (open-lmdb dir {})]
+          (let [e (is (thrown? clojure.lang.ExceptionInfo (open-lmdb dir {})))]
+            (is (= :store/lmdb (:error (ex-data e))))))
+        (with-open [_ (open-lmdb dir {})])
+        (finally (delete-tree dir)))))
+  (testing "mem"
+    (let [s (MemStore/open)]
+      (is (not (.durable s)))
+      (.close s)
+      (is (thrown? IllegalStateException (.beginRead s)))
+      (is (thrown? IllegalStateException (.beginWrite s))))))
+
+(deftest close-waits-for-open-transactions
+  (with-each-store [s]
+    (commit! s [[SubDb/EAVT "a" "1"]])
+    (let [r (.beginRead s)
+          w (.beginWrite s)
+          closing (future (.close s) :closed)]
+      (Thread/sleep 100)
+      (is (not (realized? closing)) "waits while transactions are open")
+      (is (= "1" (lookup r "a")))
+      (.close w)
+      (.close r)
+      (is (= :closed (deref closing 5000 :timeout)))
+      (is (thrown? IllegalStateException (.beginRead s)))))
+  (testing "refuses while this thread holds a transaction"
+    (with-each-store [s]
+      (let [w (.beginWrite s)]
+        (is (thrown? IllegalStateException (.close s)))
+        (.close w)))))

@@ -1,0 +1,389 @@
+(ns datalith.tx-property-test
+  "Random schemas and transaction sequences, run on both stores and on the
+  naive model (datalith.naive); after every transaction the engine must agree
+  with the model on acceptance, tempids, tx-data, the current datoms, every
+  as-of and since view, history, and on every index holding the same datoms.
+  DATALITH_TRIALS=n raises the trial count."
+  (:require [clojure.set :as set]
+            [clojure.test :refer [deftest is testing]]
+            [clojure.test.check.clojure-test :refer [defspec]]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
+            [clojure.test.check.results :as results]
+            [datalith.core :as d]
+            [datalith.naive :as naive]
+            [datalith.test-util :as tu]))
+
+(def trials
+  (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 40))
+
+;; ---------------------------------------------------------------- schema
+
+(def gen-schema
+  "The attribute roles are fixed; their types and shapes vary."
+  (gen/let [name-type (gen/elements [:string :long])
+            tag-type (gen/elements [:long :keyword])
+            part-card (gen/elements [:one :many])
+            part-component gen/boolean]
+    {:k/id {:type :long :card :one :unique :identity}
+     :k/email {:type :string :card :one :unique :value}
+     :k/name {:type name-type :card :one}
+     :k/tags {:type tag-type :card :many}
+     :k/friend {:type :ref :card :one}
+     :k/likes {:type :ref :card :many}
+     :k/part {:type :ref :card part-card :component part-component}}))
+
+(defn engine-schema
+  "The model's schema as datalith schema."
+  [schema]
+  (into {} (for [[a {:keys [type card unique component]}] schema]
+             [a (cond-> {:db/valueType (keyword "db.type" (name type))
+                         :db/cardinality (keyword "db.cardinality" (name card))}
+                  unique (assoc :db/unique (keyword "db.unique" (name unique)))
+                  component (assoc :db/isComponent true))])))
+
+;; ---------------------------------------------------------------- transactions
+;; The generator emits abstract ops whose numbers choose among the entities
+;; and values that exist when the op is interpreted (`interpret-tx`), so that
+;; ops hit existing entities and values often, and shrink well.
+
+(def gen-choice
+  "An entity or value choice: [kind n]; kind matters only for refs."
+  (gen/tuple (gen/frequency [[6 (gen/return :eid)] [3 (gen/return :tmp)] [1 (gen/return :lookup)]])
+             (gen/choose 0 7)))
+
+(def gen-attrs
+  "Attribute choices of an entity map, each with one or two values."
+  (gen/vector (gen/tuple gen/nat (gen/vector gen-choice 1 2)) 1 3))
+
+(def gen-op
+  (gen/frequency
+    [[6 (gen/hash-map :op (gen/return :add) :e gen-choice :a gen/nat :v gen-choice)]
+     [3 (gen/hash-map :op (gen/return :retract) :e gen-choice :a gen/nat :v gen-choice
+                      :existing gen/boolean)]
+     [1 (gen/hash-map :op (gen/return :retract-attr) :e gen-choice :a gen/nat)]
+     [2 (gen/hash-map :op (gen/return :retract-entity) :e gen-choice)]
+     [4 (gen/hash-map :op (gen/return :map) :e (gen/one-of [(gen/return nil) gen-choice])
+                      :id gen/nat :attrs gen-attrs)]
+     [3 (gen/hash-map :op (gen/return :upsert) :n gen/nat :tmp (gen/elements [nil 0 1 2])
+                      :attrs gen-attrs)]
+     [2 (gen/hash-map :op (gen/return :readd) :n gen/nat)]]))
+
+(def gen-txs (gen/vector (gen/vector gen-op 0 6) 1 8))
+
+(defn- domain [schema a]
+  (case (get-in schema [a :type])
+    :long (vec (range (if (= a :k/id) 6 4)))
+    :string (mapv #(str "s" %) (range 4))
+    :keyword (mapv #(keyword "kw" (str "w" %)) (range 4))))
+
+(defn- pick [xs n] (when (seq xs) (nth xs (mod n (count xs)))))
+
+(defn- interpret-tx
+  "Abstract ops -> concrete tx-data against the model's current state."
+  [model ops]
+  (let [schema (:schema model)
+        fs (naive/facts model)
+        ents (vec (naive/entities model))
+        attrs (vec (sort (keys schema)))
+        ids (vec (sort (for [[_ a v] fs :when (= a :k/id)] v)))
+        lookup (fn [n] [:k/id (if (and (seq ids) (< n 6)) ; mostly an existing value
+                                (pick ids n)
+                                (pick (domain schema :k/id) n))])
+        entity (fn [[kind n]] ; an entity position of an assertion
+                 (case kind
+                   :eid (or (pick ents n) (str "t" (mod n 3)))
+                   :tmp (str "t" (mod n 3))
+                   :lookup (lookup n)))
+        existing (fn [[kind n]] ; an entity position of a retraction, or nil
+                   (if (= kind :lookup) (lookup n) (pick ents n)))
+        attr #(pick attrs %)
+        ;; tempids in entity positions: the only ones ref values may use
+        temps (vec (sort (set (filter string?
+                                      (for [op ops]
+                                        (case (:op op)
+                                          (:add :map) (some-> (:e op) entity)
+                                          :upsert (some->> (:tmp op) (str "t"))
+                                          nil))))))
+        value (fn [a [kind n]] ; a value of a, or nil
+                (if (naive/ref-attr? schema a)
+                  (case kind
+                    :tmp (or (pick temps n) (pick ents n))
+                    :eid (or (pick ents n) (pick temps n))
+                    :lookup (lookup n))
+                  (pick (domain schema a) n)))
+        map-attrs (fn [choices]
+                    (into {} (for [[ai vcs] choices
+                                   :let [a (attr ai)
+                                         vs (keep #(value a %) vcs)]
+                                   :when (seq vs)]
+                               [a (if (= :many (get-in schema [a :card])) (set vs) (first vs))])))
+        values-of (fn [e a] (vec (sort (for [[e' a' v] fs :when (and (= e e') (= a a'))] v))))]
+    (vec
+      (for [op ops
+            :let [form
+                  (case (:op op)
+                    :add (let [a (attr (:a op)) v (value a (:v op))]
+                           (when (some? v) [:db/add (entity (:e op)) a v]))
+                    :retract (let [a (attr (:a op)) e (existing (:e op))
+                                   v (or (when (:existing op)
+                                           (pick (values-of e a) (second (:v op))))
+                                         (value a (:v op)))]
+                               (when (and e (some? v)) [:db/retract e a v]))
+                    :retract-attr (when-let [e (existing (:e op))] [:db/retract e (attr (:a op))])
+                    :retract-entity (when-let [e (existing (:e op))] [:db/retractEntity e])
+                    :map (let [m (map-attrs (:attrs op))]
+                           (if-let [e (some-> (:e op) entity)]
+                             (when (seq m) (assoc m :db/id e))
+                             (assoc m :k/id (pick (domain schema :k/id) (:id op)))))
+                    :upsert (let [id (or (pick ids (:n op)) (pick (domain schema :k/id) (:n op)))]
+                              (cond-> (assoc (map-attrs (:attrs op)) :k/id id)
+                                (:tmp op) (assoc :db/id (str "t" (:tmp op)))))
+                    :readd (when-let [[e a v] (pick (vec (sort fs)) (:n op))]
+                             [:db/add e a v]))]
+            :when form]
+        form))))
+
+;; ---------------------------------------------------------------- comparing
+
+(defn- current-tuples [attrs ds]
+  (into #{} (comp (filter #(contains? attrs (:a %)))
+                  (map (fn [x] [(:e x) (:a x) (:v x) (d/tx->t (:tx x))])))
+        ds))
+
+(defn- history-tuples [attrs ds]
+  (into #{} (comp (filter #(contains? attrs (:a %)))
+                  (map (fn [x] [(:e x) (:a x) (:v x) (d/tx->t (:tx x)) (:added x)])))
+        ds))
+
+(defn- diff [check expected actual]
+  (when (not= expected actual)
+    (if (and (coll? expected) (coll? actual))
+      {:check check
+       :missing (set/difference (set expected) (set actual))
+       :extra (set/difference (set actual) (set expected))}
+      {:check check :expected expected :actual actual})))
+
+(defn- sorted-by? [keyfn ds]
+  (let [ks (map keyfn ds)]
+    (every? (fn [[x y]] (<= (compare x y) 0)) (partition 2 1 ks))))
+
+(defn- check-indexes
+  "The four indexes of `db` hold the same datoms, each in its order; nil or a failure."
+  [label schema attrs db tuples]
+  (let [ref? #(naive/ref-attr? schema (:a %))
+        eavt (d/datoms db :eavt)
+        aevt (d/datoms db :aevt)
+        avet (d/datoms db :avet)
+        vaet (d/datoms db :vaet)
+        user (fn [ds] (filter #(contains? attrs (:a %)) ds))]
+    (or (diff [label :aevt] (tuples eavt) (tuples aevt))
+        (diff [label :avet] (tuples eavt) (tuples avet))
+        (diff [label :vaet] (tuples (filter ref? (user eavt))) (tuples (user vaet)))
+        (when-not (sorted-by? (fn [x] [(:e x) (.aid ^datalith.index.Datom x)]) eavt)
+          {:check [label :eavt-order] :datoms (vec eavt)})
+        (when-not (sorted-by? (fn [x] [(.aid ^datalith.index.Datom x) (:e x)]) aevt)
+          {:check [label :aevt-order] :datoms (vec aevt)})
+        (when-not (sorted-by? (fn [x] (.aid ^datalith.index.Datom x)) avet)
+          {:check [label :avet-order] :datoms (vec avet)})
+        (when-not (sorted-by? (fn [x] [(:v x) (.aid ^datalith.index.Datom x)]) vaet)
+          {:check [label :vaet-order] :datoms (vec vaet)}))))
+
+(defn- check-db
+  "The engine's db value at the model's t against the model; nil or a failure."
+  [model db]
+  (let [schema (:schema model)
+        attrs (set (keys schema))
+        t (:t model)
+        now (naive/current model t)
+        cur #(current-tuples attrs %)
+        hist #(history-tuples attrs %)]
+    (or (diff :basis-t t (d/basis-t db))
+        (diff :eavt now (cur (d/datoms db :eavt)))
+        (check-indexes :current schema attrs db cur)
+        (some (fn [e]
+                (or (diff [:eavt e] (set (filter #(= e (first %)) now))
+                          (cur (d/datoms db :eavt e)))
+                    (diff [:vaet e] (set (filter (fn [[_ a v]] (and (naive/ref-attr? schema a)
+                                                                    (= v e)))
+                                                 now))
+                          (cur (d/datoms db :vaet e)))))
+              (naive/entities model))
+        (some (fn [a] (diff [:aevt a] (set (filter #(= a (second %)) now))
+                            (cur (d/datoms db :aevt a))))
+              attrs)
+        (some (fn [v] (diff [:avet :k/id v] (set (filter (fn [[_ a v']] (and (= a :k/id) (= v v')))
+                                                         now))
+                            (cur (d/datoms db :avet :k/id v))))
+              (domain schema :k/id))
+        (diff :history (naive/history-datoms model t) (hist (d/datoms (d/history db) :eavt)))
+        (check-indexes :history schema attrs (d/history db) hist)
+        (some (fn [t']
+                (let [as-of (d/as-of db t')]
+                  (or (diff [:as-of t'] (naive/current model t') (cur (d/datoms as-of :eavt)))
+                      (check-indexes [:as-of t'] schema attrs as-of cur)
+                      (diff [:as-of-history t'] (naive/history-datoms model t')
+                            (hist (d/datoms (d/history as-of) :eavt)))
+                      (diff [:since t'] (naive/since-datoms model t' t)
+                            (cur (d/datoms (d/since db t') :eavt))))))
+              (range (:t0 model) t)))))
+
+(defn- check-snapshots
+  "Earlier db values still show their own t; nil or a failure."
+  [model dbs]
+  (let [attrs (set (keys (:schema model)))]
+    (some (fn [db]
+            (let [t (d/basis-t db)]
+              (or (diff [:snapshot t] (naive/current model t)
+                        (current-tuples attrs (d/datoms db :eavt)))
+                  (diff [:snapshot-history t] (naive/history-datoms model t)
+                        (history-tuples attrs (d/datoms (d/history db) :eavt))))))
+          dbs)))
+
+(defn- engine-new-eid
+  "The id the engine gave a new entity of the model's: by tempid, or by the
+  identity value it asserted."
+  [report]
+  (let [fallback (atom -1)]
+    (fn [{:keys [tempids identities]}]
+      (if-not report
+        (swap! fallback dec)
+        (or (some #(get (:tempids report) %) tempids)
+            (some (fn [[a v]] (some #(when (and (= a (:a %)) (= v (:v %)) (:added %)) (:e %))
+                                    (:tx-data report)))
+                  identities))))))
+
+(defn- run-tx
+  "Runs `tx-data` on the engine, on `with` and on the model; returns
+  {:model m' :dbs dbs'} or {:failure {...}}."
+  [conn model dbs tx-data]
+  (let [before (d/db conn)
+        attrs (set (keys (:schema model)))
+        outcome (fn [f]
+                  (try {:report (f)}
+                       (catch clojure.lang.ExceptionInfo ex
+                         {:error (:error (ex-data ex)) :message (ex-message ex)})
+                       (catch Throwable ex {:crash (str ex)})))
+        engine (outcome #(d/transact! conn tx-data))
+        with (outcome #(d/with before tx-data))
+        report (:report engine)
+        expected (naive/transact model tx-data (engine-new-eid report))
+        fail #(hash-map :failure (merge {:tx-data tx-data :engine (dissoc engine :report)
+                                         :model (dissoc expected :model)}
+                                        %))]
+    (cond
+      (:crash engine) (fail {:check :engine-crash})
+      (:crash with) (fail {:check :with-crash :with with})
+      (:bad-eid expected) (fail {:check :fresh-eid})
+      (and (:error expected) report)
+      (fail {:check :engine-accepted
+             :tx-data-out (history-tuples attrs (:tx-data report))})
+      (and (:error engine) (not (:error expected))) (fail {:check :engine-rejected})
+      (not= (boolean (:report with)) (boolean report)) (fail {:check :with-acceptance :with with})
+
+      (:error engine)
+      (if-let [f (or (diff :rejected-basis-t (d/basis-t before) (d/basis-t (d/db conn)))
+                     (check-db model (d/db conn)))]
+        (fail f)
+        {:model model :dbs dbs})
+
+      :else
+      (let [m (:model expected)
+            t (:t m)
+            tx-out (fn [r] (set (for [[e a v _ added] (history-tuples attrs (:tx-data r))]
+                                  [e a v added])))
+            f (or (diff :tempids (:tempids expected) (dissoc (:tempids report) :db/current-tx))
+                  (diff :tx-data (:datoms expected) (tx-out report))
+                  (diff :with-tempids (:tempids report) (:tempids (:report with)))
+                  (diff :with-tx-data (tx-out report) (tx-out (:report with)))
+                  (diff :with-eavt (naive/current m t)
+                        (current-tuples attrs (d/datoms (:db-after (:report with)) :eavt)))
+                  (diff :with-history (naive/history-datoms m t)
+                        (history-tuples attrs (d/datoms (d/history (:db-after (:report with)))
+                                                        :eavt)))
+                  (check-db m (d/db conn))
+                  (check-snapshots m dbs))]
+        (if f (fail f) {:model m :dbs (conj dbs (d/db conn))})))))
+
+(defn run-case
+  "Runs transactions on a fresh `store` database and the model: `txs` is a
+  sequence of functions model -> tx-data. nil when all agree, else the
+  failure with the concrete tx-data that led to it."
+  [store schema txs]
+  (tu/with-conn [conn store {:schema (engine-schema schema)}]
+    (let [db0 (d/db conn)
+          reserved (set (map :e (d/datoms db0 :eavt)))
+          model0 (naive/empty-db schema (d/basis-t db0) reserved)]
+      (loop [model model0, dbs [db0], log [], txs txs]
+        (if-let [[make-tx & more] (seq txs)]
+          (let [tx-data (make-tx model)
+                log (conj log tx-data)
+                r (run-tx conn model dbs tx-data)]
+            (if-let [f (:failure r)]
+              (assoc f :store store :schema schema :txs log)
+              (recur (:model r) (:dbs r) log more)))
+          nil)))))
+
+(defn- outcome [failures]
+  (reify results/Result
+    (pass? [_] (empty? failures))
+    (result-data [_] (first failures))))
+
+(defspec transactions-agree-with-the-model trials
+  (prop/for-all [schema gen-schema
+                 txs gen-txs]
+    (outcome (keep #(run-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs))
+                   tu/stores))))
+
+;; Transactions of more datoms than one chunk of `d/datoms` (512), so that
+;; scans resume mid-index, with retractions and re-assertions whose history
+;; datoms straddle chunk boundaries.
+
+(defn- bulk-txs [n tags-per step]
+  (let [names #(pick (domain %1 :k/name) %2)]
+    [(fn [m]
+       (vec (for [i (range n)]
+              {:db/id (str "b" i)
+               :k/name (names (:schema m) i)
+               :k/tags (set (take (inc (mod i tags-per)) (domain (:schema m) :k/tags)))})))
+     (fn [m]
+       (vec (for [[e a v] (sort (naive/facts m)) :when (and (= a :k/name) (zero? (mod e step)))]
+              [:db/retract e a v])))
+     (fn [m]
+       (vec (for [[e a v] (sort (naive/facts m)) :when (and (= a :k/tags) (odd? e))]
+              [:db/retract e a v])))
+     (fn [m]
+       (vec (for [e (naive/entities m) :when (zero? (mod e (inc step)))]
+              [:db/add e :k/name (names (:schema m) (inc e))])))]))
+
+(defspec chunked-scans-agree-with-the-model (max 2 (quot trials 10))
+  (prop/for-all [schema gen-schema
+                 n (gen/choose 150 400)
+                 tags-per (gen/choose 1 4)
+                 step (gen/choose 2 5)]
+    (outcome (keep #(run-case % schema (bulk-txs n tags-per step)) tu/stores))))
+
+;; ---------------------------------------------------------------- regressions
+;; Shrunk failures of the property, kept as plain tests.
+
+(defn- replay [schema txs]
+  (doseq [store tu/stores]
+    (is (nil? (run-case store schema (map constantly txs))) (str "store " store))))
+
+(def ^:private base-schema
+  {:k/id {:type :long :card :one :unique :identity}
+   :k/email {:type :string :card :one :unique :value}
+   :k/name {:type :string :card :one}
+   :k/tags {:type :long :card :many}
+   :k/friend {:type :ref :card :one}
+   :k/likes {:type :ref :card :many}
+   :k/part {:type :ref :card :many :component true}})
+
+(deftest model-sanity
+  (testing "the harness itself: plain creation, upsert, retractEntity"
+    (replay base-schema
+            [[{:db/id "t0" :k/id 1 :k/name "s0" :k/tags #{1 2}}
+              {:db/id "t1" :k/id 2 :k/friend "t0" :k/part #{"t2"}}
+              {:db/id "t2" :k/id 3}]
+             [{:k/id 1 :k/name "s1"}]
+             [[:db/retractEntity [:k/id 2]]]])))
