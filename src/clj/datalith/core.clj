@@ -15,6 +15,7 @@
   (:refer-clojure :exclude [with])
   (:import (datalith.db Conn Db Entity Schema TxReport)
            (datalith.query Engine)
+           (datalith.pull Puller)
            (datalith.index Datom Index)
            (datalith.store LmdbStore MemStore Store)
            (java.io File Writer)
@@ -289,6 +290,24 @@
   filter, anti-join, union, rule), the rows after it, and its time."
   [query & inputs]
   (Engine/explain query (object-array inputs)))
+
+;; ---------------------------------------------------------------- pull
+
+(defn pull
+  "The entity `eid` (id, ident or lookup ref) as a map shaped by `pattern`
+  (Datomic's pull grammar: `*`, attributes, :db/id, nested maps, reverse refs
+  :ns/_attr, [:attr :as k :limit n :default v :xform f], recursion {:attr ...}
+  or {:attr n}). nil when the entity has none of the pattern's attributes.
+
+    (d/pull db [:user/name {:user/friend [:user/name]}] [:user/email \"b@x\"])
+    ; => {:user/name \"Bob\", :user/friend [{:user/name \"Ada\"}]}"
+  [^Db db pattern eid]
+  (Puller/pull db pattern eid))
+
+(defn pull-many
+  "`pull` of each of `eids`, in order, through one read."
+  [^Db db pattern eids]
+  (Puller/pullMany db pattern (vec eids)))
 
 ;; ---------------------------------------------------------------- printing
 

@@ -7,9 +7,9 @@ public final class KeyBuilder {
   private final boolean direct;
   private ByteBuffer buf;
 
-  /** A builder backed by a direct buffer (what the stores seek with fastest). */
+  /** A builder backed by a heap buffer: cheap to make, copied by the store when it seeks. */
   public KeyBuilder() {
-    this(true);
+    this(false);
   }
 
   public KeyBuilder(boolean direct) {

@@ -12,6 +12,8 @@ import clojure.lang.Symbol;
 import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.Snapshot;
+import datalith.pull.PullPattern;
+import datalith.pull.Puller;
 import datalith.query.parser.Aggregate;
 import datalith.query.parser.BindColl;
 import datalith.query.parser.BindIgnore;
@@ -144,12 +146,6 @@ public final class Engine {
     try {
       Ctx ctx = new Ctx();
       bindInputs(ctx, inputs);
-      for (FindElement el : query.findElements()) {
-        if (el instanceof Pull) {
-          throw Errors.error("query/pull-unavailable",
-              "pull in :find is not available yet in this version", "form", query.formOf(el));
-        }
-      }
       Scope scope = new Scope(sources);
       List<Clause> plan = PLANS.get(query);
       if (plan == null) {
@@ -934,7 +930,29 @@ public final class Engine {
       aggregate |= el instanceof Aggregate;
     }
     tuples = aggregate ? aggregate(proj, els, all) : project(proj, els);
+    pulls(tuples, els);
     return shape(tuples);
+  }
+
+  /** Replaces the entity ids of {@code (pull ?e pattern)} columns by the pulled maps. */
+  private void pulls(List<Object[]> tuples, List<FindElement> els) {
+    for (int i = 0; i < els.size(); i++) {
+      if (!(els.get(i) instanceof Pull p)) {
+        continue;
+      }
+      Object src = new Scope(sources).source(p.src());
+      if (!(src instanceof Db db)) {
+        throw Errors.error("query/pull-source", "pull needs a database source", "form",
+            query.formOf(p));
+      }
+      Object form = p.patternName() != null ? pullPatterns.get(p.patternName().toString())
+          : p.pattern();
+      PullPattern pattern = PullPattern.parse(form);
+      Puller puller = new Puller(db, snapshot(db));
+      for (Object[] t : tuples) {
+        t[i] = puller.pullOne(pattern, t[i]);
+      }
+    }
   }
 
   private static List<Object[]> project(Rel proj, List<FindElement> els) {

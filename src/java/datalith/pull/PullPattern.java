@@ -1,0 +1,239 @@
+package datalith.pull;
+
+import clojure.lang.IFn;
+import clojure.lang.IPersistentVector;
+import clojure.lang.ISeq;
+import clojure.lang.Keyword;
+import clojure.lang.RT;
+import clojure.lang.Symbol;
+import clojure.lang.Var;
+import datalith.db.Errors;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+
+// pattern = [attr-spec+]
+/**
+ * A parsed pull pattern: an immutable tree that names attributes only (they
+ * are resolved against a database when pulled, so one parse serves every
+ * database). Grammar (Datomic's):
+ * <pre>
+ * attr-spec        = attr-name | wildcard | map-spec | attr-expr
+ * attr-name        = keyword (":db/id", ":ns/name", or ":ns/_name" for a reverse ref)
+ * wildcard         = '*' | "*"
+ * map-spec         = { (attr-name | attr-expr) (pattern | recursion-limit)+ }
+ * attr-expr        = [attr-name attr-option+] | (attr-name attr-option+)
+ *                  | (limit attr-name n) | (default attr-name v)
+ * attr-option      = :as any | :limit (positive-long | nil) | :default any | :xform symbol-or-fn
+ * recursion-limit  = positive-long | '...'
+ * </pre>
+ */
+public final class PullPattern {
+  private static final Keyword AS = Keyword.intern("as");
+  private static final Keyword LIMIT = Keyword.intern("limit");
+  private static final Keyword DEFAULT = Keyword.intern("default");
+  private static final Keyword XFORM = Keyword.intern("xform");
+  private static final Symbol STAR = Symbol.intern("*");
+  private static final Symbol DOTS = Symbol.intern("...");
+  private static final Symbol LIMIT_SYM = Symbol.intern("limit");
+  private static final Symbol DEFAULT_SYM = Symbol.intern("default");
+  /** Datomic's default limit on the values of one cardinality-many attribute. */
+  static final long DEFAULT_LIMIT = 1000;
+
+  // attr-spec: one attribute to pull, with its options
+  /** One attribute of a pattern. */
+  public static final class AttrSpec {
+    /** The attribute as written: forward ident, {@code :db/id}, or reverse {@code :ns/_name}. */
+    public final Keyword name;
+    /** The forward attribute ident (the name without its underscore for a reverse ref). */
+    public final Keyword attr;
+    public final boolean reverse;
+    /** The key in the result map. */
+    public final Object as;
+    /** Maximum values of a cardinality-many attribute; -1 for none. */
+    public final long limit;
+    public final boolean hasDefault;
+    public final Object defaultValue;
+    /** Applied to the value; null for none. */
+    public final IFn xform;
+    /** What to pull of the referenced entities; null to give {@code {:db/id n}}. */
+    public final PullPattern sub;
+    /** Recursion: 0 none, n levels, or -1 unbounded ({@code ...}). */
+    public final int recursion;
+
+    AttrSpec(Keyword name, Object as, long limit, boolean hasDefault, Object defaultValue,
+        IFn xform, PullPattern sub, int recursion) {
+      this.name = name;
+      this.reverse = name.getName().startsWith("_");
+      this.attr = reverse ? Keyword.intern(name.getNamespace(), name.getName().substring(1)) : name;
+      this.as = as;
+      this.limit = limit;
+      this.hasDefault = hasDefault;
+      this.defaultValue = defaultValue;
+      this.xform = xform;
+      this.sub = sub;
+      this.recursion = recursion;
+    }
+
+    AttrSpec withSub(PullPattern s, int rec) {
+      return new AttrSpec(name, as, limit, hasDefault, defaultValue, xform, s, rec);
+    }
+  }
+
+  public final boolean wildcard;
+  public final List<AttrSpec> attrs;
+  final Object form;
+
+  private PullPattern(boolean wildcard, List<AttrSpec> attrs, Object form) {
+    this.wildcard = wildcard;
+    this.attrs = Collections.unmodifiableList(attrs);
+    this.form = form;
+  }
+
+  static PullPattern of(boolean wildcard, List<AttrSpec> attrs, Object form) {
+    return new PullPattern(wildcard, attrs, form);
+  }
+
+  /** The wildcard pattern {@code [*]}. */
+  static final PullPattern ALL = new PullPattern(true, List.of(), RT.vector(STAR));
+
+  /** Parses a pattern: a vector, or a string of EDN; throws {@code :pull/pattern}. */
+  public static PullPattern parse(Object form) {
+    if (form instanceof String s) {
+      try {
+        form = clojure.lang.EdnReader.readString(s, clojure.lang.PersistentHashMap.EMPTY);
+      } catch (RuntimeException ex) {
+        throw Errors.errorWithCause(ex, "pull/pattern", "Unreadable pull pattern: " + s,
+            "pattern", s);
+      }
+    }
+    if (!(form instanceof List<?> l) || form instanceof ISeq) {
+      throw Errors.error("pull/pattern", "A pull pattern is a vector", "pattern", form);
+    }
+    boolean wildcard = false;
+    List<AttrSpec> out = new ArrayList<>();
+    for (Object el : l) {
+      if (STAR.equals(el) || "*".equals(el)) {
+        wildcard = true;
+      } else if (el instanceof Keyword k) {
+        out.add(plain(k));
+      } else if (el instanceof Map<?, ?> m) {
+        if (m.isEmpty()) {
+          throw bad(form, el, "An empty map spec");
+        }
+        for (Map.Entry<?, ?> en : m.entrySet()) {
+          AttrSpec spec = attrExpr(form, en.getKey());
+          Object v = en.getValue();
+          if (DOTS.equals(v) || "...".equals(v)) {
+            out.add(spec.withSub(null, -1));
+          } else if (v instanceof Number n && n.longValue() > 0) {
+            out.add(spec.withSub(null, (int) Math.min(Integer.MAX_VALUE, n.longValue())));
+          } else if (v instanceof List<?> && !(v instanceof ISeq)) {
+            out.add(spec.withSub(parse(v), 0));
+          } else {
+            throw bad(form, el, "A map spec's value is a pattern, a positive recursion limit or ...");
+          }
+        }
+      } else if (el instanceof IPersistentVector || el instanceof ISeq) {
+        out.add(attrExpr(form, el));
+      } else {
+        throw bad(form, el, "Unknown pattern element");
+      }
+    }
+    return new PullPattern(wildcard, out, form);
+  }
+
+  private static AttrSpec plain(Keyword k) {
+    return new AttrSpec(k, k, DEFAULT_LIMIT, false, null, null, null, 0);
+  }
+
+  private static clojure.lang.ExceptionInfo bad(Object pattern, Object el, String why) {
+    return Errors.error("pull/pattern", why + ": " + RT.printString(el), "pattern", pattern,
+        "element", el);
+  }
+
+  private static AttrSpec attrExpr(Object pattern, Object x) {
+    if (x instanceof Keyword k) {
+      return plain(k);
+    }
+    if (!(x instanceof List<?> l) || l.isEmpty()) {
+      throw bad(pattern, x, "Expected an attribute or [attribute options]");
+    }
+    Object head = l.get(0);
+    if (LIMIT_SYM.equals(head) || DEFAULT_SYM.equals(head)) {
+      if (l.size() != 3 || !(l.get(1) instanceof Keyword k)) {
+        throw bad(pattern, x, "Expected (" + head + " :attribute value)");
+      }
+      AttrSpec p = plain(k);
+      return LIMIT_SYM.equals(head)
+          ? new AttrSpec(k, k, limitOf(pattern, x, l.get(2)), false, null, null, null, 0)
+          : new AttrSpec(k, k, p.limit, true, l.get(2), null, null, 0);
+    }
+    if (!(head instanceof Keyword k)) {
+      throw bad(pattern, x, "An attribute expression starts with the attribute");
+    }
+    if (l.size() % 2 != 1) {
+      throw bad(pattern, x, "Attribute options come in pairs");
+    }
+    Object as = k;
+    long limit = DEFAULT_LIMIT;
+    boolean hasDefault = false;
+    Object dflt = null;
+    IFn xform = null;
+    for (int i = 1; i < l.size(); i += 2) {
+      Object opt = l.get(i);
+      Object val = l.get(i + 1);
+      if (AS.equals(opt)) {
+        as = val;
+      } else if (LIMIT.equals(opt)) {
+        limit = limitOf(pattern, x, val);
+      } else if (DEFAULT.equals(opt)) {
+        hasDefault = true;
+        dflt = val;
+      } else if (XFORM.equals(opt)) {
+        xform = xformOf(pattern, x, val);
+      } else {
+        throw bad(pattern, x, "Unknown attribute option " + opt);
+      }
+    }
+    return new AttrSpec(k, as, limit, hasDefault, dflt, xform, null, 0);
+  }
+
+  private static long limitOf(Object pattern, Object x, Object v) {
+    if (v == null) {
+      return -1;
+    }
+    if (v instanceof Number n && n.longValue() > 0) {
+      return n.longValue();
+    }
+    throw bad(pattern, x, ":limit is a positive number or nil");
+  }
+
+  private static IFn xformOf(Object pattern, Object x, Object v) {
+    if (v instanceof Symbol s) {
+      if (s.getNamespace() == null) {
+        s = Symbol.intern("clojure.core", s.getName());
+      }
+      Object r;
+      try {
+        r = RT.var("clojure.core", "requiring-resolve").invoke(s);
+      } catch (RuntimeException ex) {
+        throw bad(pattern, x, "Cannot load :xform function " + s);
+      }
+      if (r instanceof Var var && var.deref() instanceof IFn) {
+        return var;
+      }
+      throw bad(pattern, x, "No :xform function " + s);
+    }
+    if (v instanceof IFn f && !(v instanceof Keyword)) {
+      return f;
+    }
+    throw bad(pattern, x, ":xform is a fully qualified function symbol");
+  }
+
+  @Override
+  public String toString() {
+    return RT.printString(form);
+  }
+}
