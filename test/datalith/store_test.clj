@@ -439,8 +439,9 @@
               (with-open [r (.beginRead s)]
                 (is (= 1000 (count (scan r SubDb/EAVT))))))
             (when (= kind :lmdb)
-              ;; about 110 KB of live entries; 300 unreclaimed versions would take 30+ MB
-              (is (< (data-file-size dir) (* 4 1024 1024)) (str "data.mdb: " (data-file-size dir)))))
+              ;; about 110 KB of live entries; 300 unreclaimed versions would take 30+ MB.
+              ;; Readers pin a few versions each, more on a loaded machine: allow 12 MiB.
+              (is (< (data-file-size dir) (* 12 1024 1024)) (str "data.mdb: " (data-file-size dir)))))
           (finally (delete-tree dir)))))))
 
 ;; ---- close and reopen -------------------------------------------------------

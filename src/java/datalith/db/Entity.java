@@ -1,8 +1,9 @@
 package datalith.db;
 
 import clojure.lang.AFn;
+import clojure.lang.Associative;
+import clojure.lang.IPersistentCollection;
 import clojure.lang.Counted;
-import clojure.lang.ILookup;
 import clojure.lang.IPersistentMap;
 import clojure.lang.ISeq;
 import clojure.lang.ITransientMap;
@@ -25,7 +26,7 @@ import java.util.List;
  * ({@code (:issue/_assignee user)} is a set of entities). Attribute values are
  * read on first access and cached. Thread-safe (the cache is published safely).
  */
-public final class Entity extends AFn implements ILookup, Seqable, Counted {
+public final class Entity extends AFn implements Associative, Seqable, Counted {
   private static final Keyword DB_ID = Keyword.intern("db", "id");
 
   private final Db db;
@@ -142,9 +143,9 @@ public final class Entity extends AFn implements ILookup, Seqable, Counted {
         }
         if (a.many) {
           many.computeIfAbsent(a.ident, x -> (ITransientSet) PersistentHashSet.EMPTY.asTransient())
-              .conj(wrap(a, d.v));
+              .conj(touchComponent(a, wrap(a, d.v)));
         } else {
-          m = m.assoc(a.ident, wrap(a, d.v));
+          m = m.assoc(a.ident, touchComponent(a, wrap(a, d.v)));
         }
       }
       scan.close();
@@ -154,6 +155,30 @@ public final class Entity extends AFn implements ILookup, Seqable, Counted {
     }
     touched = m.persistent();
     return this;
+  }
+
+  private static Object touchComponent(Attr a, Object v) {
+    return a.component && v instanceof Entity e ? e.touch() : v;
+  }
+
+  @Override
+  public Associative assoc(Object key, Object val) {
+    throw new UnsupportedOperationException("An entity is read-only: transact to change it");
+  }
+
+  @Override
+  public IPersistentCollection cons(Object o) {
+    throw new UnsupportedOperationException("An entity is read-only: transact to change it");
+  }
+
+  @Override
+  public IPersistentCollection empty() {
+    throw new UnsupportedOperationException("An entity has no empty value");
+  }
+
+  @Override
+  public boolean equiv(Object o) {
+    return equals(o);
   }
 
   /** Every attribute and value: refs as entities. */
@@ -182,10 +207,12 @@ public final class Entity extends AFn implements ILookup, Seqable, Counted {
   }
 
   /** Whether {@code k} has a value. */
+  @Override
   public boolean containsKey(Object k) {
     return valAt(k, this) != this;
   }
 
+  @Override
   public MapEntry entryAt(Object k) {
     Object v = valAt(k, this);
     return v == this ? null : MapEntry.create(k, v);

@@ -279,8 +279,9 @@ public final class Schema {
   public IPersistentMap toMap() {
     ITransientMap out = PersistentHashMap.EMPTY.asTransient();
     props.forEach((e, p) -> {
-      if (e < FIRST_USER_ID || !(p.get(IDENT) instanceof Keyword ident)) {
-        return;
+      if (e < FIRST_USER_ID || !(p.get(IDENT) instanceof Keyword ident)
+          || p.get(VALUE_TYPE) == null && p.get(CARDINALITY) == null) {
+        return; // not an attribute: an ident (an enum value)
       }
       List<Object> kvs = new ArrayList<>();
       kvs.add(K_IDENT);

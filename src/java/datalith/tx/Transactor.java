@@ -48,6 +48,7 @@ public final class Transactor {
   private static final Keyword FN_CAS = Keyword.intern("db.fn", "cas");
   private static final Keyword CURRENT_TX = Keyword.intern("db", "current-tx");
   private static final String TX_TEMPID = "datomic.tx";
+  private static final Keyword ERROR = Keyword.intern("error");
   private static final int MAX_FN_DEPTH = 32;
 
   private static final int ADD = 0;
@@ -271,9 +272,11 @@ public final class Transactor {
             "A reverse attribute is only allowed as a map key", "attribute", k, "form", form);
       }
       long eid = nextEid++;
-      a = schema.preview(eid, k, Map.of(Schema.IDENT, k));
+      a = schema.preview(eid, k, Map.of(Schema.IDENT, k, Schema.CARDINALITY, Schema.CARD_ONE));
       pendingAttrs.put(k, a);
       ops.add(new Op(ADD, form, eid, schema.attr(Schema.IDENT), k, null));
+      // a cardinality makes it an attribute, not a mere ident (an enum value)
+      ops.add(new Op(ADD, form, eid, schema.attr(Schema.CARDINALITY), Schema.CARD_ONE, null));
     }
     return a;
   }
@@ -500,7 +503,12 @@ public final class Transactor {
     try {
       result = fn.applyTo(RT.cons(db, RT.seq(l.subList(1, l.size()))));
     } catch (ExceptionInfo ex) {
-      throw ex;
+      if (ex.getData().valAt(ERROR) instanceof Keyword k && k.getNamespace() != null) {
+        throw ex;
+      }
+      throw Errors.errorWithCause(ex, "tx/fn-failed",
+          "Transaction function " + sym + " threw: " + ex.getMessage(), "fn", sym, "form", l,
+          "data", ex.getData());
     } catch (Exception ex) {
       throw Errors.errorWithCause(ex, "tx/fn-failed",
           "Transaction function " + sym + " threw: " + ex.getMessage(), "fn", sym, "form", l);
