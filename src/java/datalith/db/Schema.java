@@ -50,6 +50,7 @@ public final class Schema {
   private final LongMap<Map<Long, Object>> props;
   private final LongMap<Attr> attrs;
   private final Map<Keyword, Long> idents;
+  private final List<Attr> composites = new ArrayList<>();
 
   private Schema(LongMap<Map<Long, Object>> props) {
     this.props = props;
@@ -59,7 +60,11 @@ public final class Schema {
       Object ident = p.get(IDENT);
       if (ident instanceof Keyword k) {
         idents.put(k, e);
-        attrs.put(e, build(e, k, p));
+        Attr a = build(e, k, p);
+        attrs.put(e, a);
+        if (a.tupleAttrs != null) {
+          composites.add(a);
+        }
       }
     });
   }
@@ -248,6 +253,11 @@ public final class Schema {
       }
     }
     return null;
+  }
+
+  /** The composite tuple attributes ({@code :db/tupleAttrs}). */
+  public List<Attr> composites() {
+    return composites;
   }
 
   /** The attribute with entity id {@code aid}, or null when that entity has no ident. */

@@ -203,6 +203,7 @@ public final class Transactor {
     for (Op op : ops) {
       apply(op);
     }
+    maintainComposites();
     addTxInstant();
     List<TxChange> changes = collect();
     List<Datom> datoms = new ArrayList<>(changes.size());
@@ -903,6 +904,63 @@ public final class Transactor {
           "form", form);
     }
     add(e, a, newRaw, form);
+  }
+
+  /**
+   * Sets every composite tuple ({@code :db/tupleAttrs}) of the entities whose
+   * component attributes this transaction touched to the tuple of their values
+   * (nil for a missing one); retracts it when all are missing.
+   */
+  private void maintainComposites() {
+    List<Attr> composites = new ArrayList<>();
+    for (Attr a : schema.composites()) {
+      composites.add(pendingAttrs.getOrDefault(a.ident, a));
+    }
+    for (Attr a : pendingAttrs.values()) {
+      if (a.tupleAttrs != null && schema.attr(a.ident) == null) {
+        composites.add(a);
+      }
+    }
+    if (composites.isEmpty()) {
+      return;
+    }
+    List<SlotKey> touched = new ArrayList<>(slots.keySet());
+    for (Attr c : composites) {
+      Attr[] parts = new Attr[c.tupleAttrs.length];
+      for (int i = 0; i < parts.length; i++) {
+        parts[i] = pendingAttrs.getOrDefault(c.tupleAttrs[i], schema.attr(c.tupleAttrs[i]));
+        if (parts[i] == null || parts[i].many) {
+          throw Errors.error("schema/invalid", "A composite tuple's attributes must be installed "
+              + "cardinality-one attributes", "attribute", c.ident, "tupleAttrs",
+              RT.vector((Object[]) c.tupleAttrs));
+        }
+      }
+      Set<Long> entities = new java.util.LinkedHashSet<>();
+      for (SlotKey k : touched) {
+        for (Attr p : parts) {
+          if (k.aid() == p.id && k.e() < Db.TX0) {
+            entities.add(k.e());
+          }
+        }
+      }
+      for (long e : entities) {
+        Object[] vals = new Object[parts.length];
+        boolean any = false;
+        for (int i = 0; i < parts.length; i++) {
+          for (Val x : slot(e, parts[i]).values()) {
+            if (x.status != Val.RETRACTED) {
+              vals[i] = x.v;
+              any = true;
+            }
+          }
+        }
+        if (any) {
+          add(e, c, clojure.lang.PersistentVector.create(vals), null);
+        } else {
+          retractAll(e, c, null);
+        }
+      }
+    }
   }
 
   /**
