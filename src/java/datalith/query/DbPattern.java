@@ -170,6 +170,13 @@ final class DbPattern {
         }
       }
     }
+    if (known[E] instanceof Keyword || known[E] instanceof List) {
+      long id = entid(s, known[E]); // a bound ident or lookup ref names its entity
+      if (id < 0) {
+        return 0;
+      }
+      known[E] = id;
+    }
     Long e = null;
     if (known[E] != null) {
       if (!(known[E] instanceof Long l)) {
@@ -187,6 +194,13 @@ final class DbPattern {
     byte[] vpart = null;
     Object vref = null;
     if (known[V] != null && attr != null) {
+      if (attr.isRef() && (known[V] instanceof Keyword || known[V] instanceof List)) {
+        long id = entid(s, known[V]);
+        if (id < 0) {
+          return 0;
+        }
+        known[V] = id;
+      }
       if (attr.isRef()) {
         if (!(known[V] instanceof Long)) {
           return 0;

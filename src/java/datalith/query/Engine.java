@@ -146,6 +146,17 @@ public final class Engine {
     try {
       Ctx ctx = new Ctx();
       bindInputs(ctx, inputs);
+      resolveFunctions(query.where());
+      for (List<Rule> bodies : rules.values()) {
+        for (Rule body : bodies) {
+          resolveFunctions(body.clauses());
+        }
+      }
+      for (FindElement el : query.findElements()) {
+        if (el instanceof Aggregate a && !a.isBuiltin()) {
+          Functions.resolve(a.fn());
+        }
+      }
       Scope scope = new Scope(sources);
       List<Clause> plan = PLANS.get(query);
       if (plan == null) {
@@ -157,6 +168,23 @@ public final class Engine {
     } finally {
       for (Snapshot s : snapshots.values()) {
         s.close();
+      }
+    }
+  }
+
+  /** Throws {@code :query/unknown-fn} for the first function of {@code clauses} that does not resolve. */
+  private static void resolveFunctions(List<Clause> clauses) {
+    for (Clause c : clauses) {
+      if (c instanceof Predicate p) {
+        Functions.resolve(p.fn());
+      } else if (c instanceof FnBinding f) {
+        Functions.resolve(f.fn());
+      } else if (c instanceof Not n) {
+        resolveFunctions(n.clauses());
+      } else if (c instanceof Or o) {
+        for (datalith.query.parser.And branch : o.branches()) {
+          resolveFunctions(branch.clauses());
+        }
       }
     }
   }
@@ -296,7 +324,7 @@ public final class Engine {
           if (!bound.containsAll(needs(c))) {
             continue;
           }
-          double cost = cost(c, bound, scope);
+          double cost = cost(c, bound, scope, clauses);
           if (cost < best) {
             best = cost;
             pick = c;
@@ -324,7 +352,7 @@ public final class Engine {
   private static final double LARGE = 1e9;
   private static final long COUNT_LIMIT = 20_000;
 
-  private double cost(Clause c, Set<Variable> bound, Scope scope) {
+  private double cost(Clause c, Set<Variable> bound, Scope scope, List<Clause> siblings) {
     boolean joined = false;
     for (Variable v : c.vars()) {
       if (bound.contains(v)) {
@@ -345,7 +373,7 @@ public final class Engine {
       boolean eBound = p.e() instanceof Variable v && bound.contains(v) || p.e() instanceof Constant;
       return eBound ? 1 : 10;
     }
-    long n = dp.scan(snapshot(db), null, null, COUNT_LIMIT, null);
+    long n = dp.scan(snapshot(db), null, null, COUNT_LIMIT, rangeFor(p, dp, siblings));
     return n >= COUNT_LIMIT ? LARGE / 10 : n + 1;
   }
 
@@ -421,7 +449,7 @@ public final class Engine {
     }
     long threshold = (long) groups.size() * 8 + 16;
     long n = dp.scan(s, null, null, threshold, range);
-    if (n < threshold) {
+    if (n < threshold && !namesEntities(r, dp, boundVars)) {
       List<Object[]> rows = new ArrayList<>();
       dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range);
       ctx.add(Rel.join(r, new Rel(dp.vars, rows), deadline));
@@ -468,6 +496,26 @@ public final class Engine {
     }
     ctx.add(new Rel(outVars, out));
     return "lookup-join-" + dp.lastIndex;
+  }
+
+  /**
+   * Whether a bound value is an ident or lookup ref where {@code dp} reads an id (entity, attribute,
+   * or ref value position): only the index-lookup join resolves those, the hash join would miss them.
+   */
+  private static boolean namesEntities(Rel r, DbPattern dp, List<Variable> boundVars) {
+    for (Variable v : boundVars) {
+      int pos = dp.positionOf(v);
+      if (pos > 2 || pos == 2 && (dp.constAttr() == null || !dp.constAttr().isRef())) {
+        continue;
+      }
+      int col = r.col(v);
+      for (Object[] row : r.rows) {
+        if (row[col] instanceof Keyword || row[col] instanceof List) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   private static int indexOf(Variable[] vars, Variable v) {
@@ -1033,23 +1081,24 @@ public final class Engine {
       }
       return PersistentVector.create(out);
     }
-    if (spec instanceof FindTuple) {
-      return tuples.isEmpty() ? null : PersistentVector.create(tuples.get(0));
-    }
     ReturnMap rm = query.returnMap().orElse(null);
+    if (spec instanceof FindTuple) {
+      return tuples.isEmpty() ? null : rm == null ? PersistentVector.create(tuples.get(0))
+          : returnMap(rm, tuples.get(0));
+    }
     ITransientCollection set = PersistentHashSet.EMPTY.asTransient();
     for (Object[] t : tuples) {
-      if (rm == null) {
-        set = set.conj(PersistentVector.create(t));
-      } else {
-        Object[] kvs = new Object[t.length * 2];
-        for (int i = 0; i < t.length; i++) {
-          kvs[2 * i] = rm.keys().get(i);
-          kvs[2 * i + 1] = t[i];
-        }
-        set = set.conj(PersistentArrayMap.createAsIfByAssoc(kvs));
-      }
+      set = set.conj(rm == null ? PersistentVector.create(t) : returnMap(rm, t));
     }
     return set.persistent();
+  }
+
+  private static Object returnMap(ReturnMap rm, Object[] t) {
+    Object[] kvs = new Object[t.length * 2];
+    for (int i = 0; i < t.length; i++) {
+      kvs[2 * i] = rm.keys().get(i);
+      kvs[2 * i + 1] = t[i];
+    }
+    return PersistentArrayMap.createAsIfByAssoc(kvs);
   }
 }

@@ -54,7 +54,7 @@ final class Functions {
         return x;
       }
     });
-    BUILTIN.put("tuple", new AFn() {
+    BUILTIN.put("tuple", new Variadic() {
       @Override
       public Object applyTo(clojure.lang.ISeq args) {
         return PersistentVector.create(args);
@@ -82,7 +82,7 @@ final class Functions {
         return v == null ? dflt : v;
       }
     });
-    BUILTIN.put("get-some", new AFn() {
+    BUILTIN.put("get-some", new Variadic() {
       @Override
       public Object applyTo(clojure.lang.ISeq args) {
         Db db = asDb(args.first(), "get-some");
@@ -180,8 +180,36 @@ final class Functions {
     }
   }
 
+  /** A built-in of any arity: {@link #call}'s fixed-arity invokes all go to {@code applyTo}. */
+  private abstract static class Variadic extends AFn {
+    @Override
+    public Object invoke() {
+      return applyTo(null);
+    }
+
+    @Override
+    public Object invoke(Object a) {
+      return applyTo(ArraySeq.create(a));
+    }
+
+    @Override
+    public Object invoke(Object a, Object b) {
+      return applyTo(ArraySeq.create(a, b));
+    }
+
+    @Override
+    public Object invoke(Object a, Object b, Object c) {
+      return applyTo(ArraySeq.create(a, b, c));
+    }
+
+    @Override
+    public Object invoke(Object a, Object b, Object c, Object d) {
+      return applyTo(ArraySeq.create(a, b, c, d));
+    }
+  }
+
   /** Comparison predicates with {@link Compare}'s cross-type order. */
-  private static final class Cmp extends AFn {
+  private static final class Cmp extends Variadic {
     static final int EQ = 0;
     static final int NE = 1;
     static final int LT = 2;

@@ -1,0 +1,451 @@
+(ns datalith.naive-query
+  "A deliberately naive Datalog evaluator, the oracle the query property tests
+  (datalith.query-property-test) hold the engine to. It shares no code with
+  the engine: a vector of datom tuples, binding maps, nested loops.
+
+  - A database is the vector of its datoms `[e a v tx added]`, `a` being the
+    attribute's entity id (a query binds an attribute variable to that id, as
+    Datomic does), plus the ident -> id map read off its `:db/ident` datoms.
+  - A relation is a set of binding maps {?var value}. Each clause maps the
+    relation to a new one by looping over its rows (and, for a data pattern,
+    over every datom of the source). No index, no planner: clauses run in
+    written order, except that a clause whose inputs are not bound yet (a
+    predicate, a function, not, or-join's required variables, a rule's
+    required arguments) waits until they are.
+  - `not` and `or` re-run their body once per row, seeded with that row's
+    join variables.
+  - Rules are computed bottom-up: every rule relation starts empty and every
+    body is re-run against the current relations until nothing changes.
+    Bodies must bind their head variables themselves (the subset the
+    generator emits).
+  - Aggregates group the distinct tuples of the :find and :with variables."
+  (:require [clojure.string :as str]))
+
+;; ---------------------------------------------------------------- databases
+
+(defn db
+  "The evaluator's database of `datoms`, each `[e a v tx added]` (or a datom
+  that destructures so) with `a` an attribute ident."
+  [datoms]
+  (let [ds (mapv (fn [d] [(nth d 0) (nth d 1) (nth d 2) (nth d 3) (nth d 4)]) datoms)
+        idents (into {} (for [[e a v] ds :when (= a :db/ident)] [v e]))
+        ref-type (idents :db.type/ref)]
+    {::datoms (mapv (fn [[e a v tx added]] [e (idents a) v tx added]) ds)
+     ::idents idents
+     ::refs (set (for [[e a v] ds :when (and (= a :db/valueType) (= v ref-type))] e))}))
+
+(defn as-of-datoms
+  "The datoms valid at transaction `tx`, from every assertion and retraction
+  (`history`, each [e a v tx added]): for each [e a v], the last event at or
+  before `tx`, kept when it is an assertion."
+  [history tx]
+  (for [[_ events] (group-by (fn [d] [(nth d 0) (nth d 1) (nth d 2)]) history)
+        :let [last-event (last (sort-by #(nth % 3) (filter #(<= (nth % 3) tx) events)))]
+        :when (and last-event (nth last-event 4))]
+    last-event))
+
+(defn- db? [x] (and (map? x) (contains? x ::datoms)))
+
+(defn- entid
+  "The entity a constant names (an id, an ident or a lookup ref), or ::none."
+  [db x]
+  (cond (integer? x) (long x)
+        (keyword? x) (get (::idents db) x ::none)
+        (and (vector? x) (= 2 (count x)))
+        (let [a (get (::idents db) (first x))]
+          (or (first (for [[e a' v] (::datoms db) :when (and (= a a') (= v (second x)))] e))
+              ::none))
+        :else ::none))
+
+;; ---------------------------------------------------------------- syntax
+
+(defn- variable? [x] (and (symbol? x) (str/starts-with? (name x) "?")))
+(defn- blank? [x] (= '_ x))
+(defn- src-var? [x] (and (symbol? x) (str/starts-with? (name x) "$")))
+
+(defn- vars-in
+  "The variables anywhere in a form, in order, without repeats."
+  [form]
+  (distinct (filter variable? (tree-seq coll? seq form))))
+
+(defn- strip-src
+  "[src form-without-src] of a clause written with an optional leading source."
+  [clause]
+  (if (src-var? (first clause)) [(first clause) (vec (rest clause))] ['$ (vec clause)]))
+
+(defn- clause-kind [clause]
+  (let [[_ c] (strip-src clause)
+        head (first c)]
+    (cond
+      (seq? clause) (if (#{'not 'not-join 'or 'or-join 'and} head) (keyword (name head)) :rule)
+      (seq? head) (if (= 1 (count c)) :predicate :function)
+      :else :pattern)))
+
+(defn- rule-head
+  "{:name :vars :required} of a rule head `(name ?a [?b] ...)` or `(name [?a] ?b)`."
+  [[name & args]]
+  (let [required (if (vector? (first args)) (first args) [])
+        vars (vec (concat required (if (vector? (first args)) (rest args) args)))]
+    {:name name :vars vars :required required}))
+
+(defn- parse-rules [rules]
+  (reduce (fn [m [head & body]]
+            (let [h (rule-head head)]
+              (update m (:name h) (fnil conj []) (assoc h :body (vec body)))))
+          {} rules))
+
+;; ---------------------------------------------------------------- functions
+
+(defn- comparison [ok?]
+  (fn [& xs] (every? (fn [[a b]] (ok? (compare a b))) (partition 2 1 xs))))
+
+(def ^:private builtins
+  {'< (comparison neg?) '> (comparison pos?) '<= (comparison (complement pos?))
+   '>= (comparison (complement neg?)) '= = '== == 'not= not= '!= not=})
+
+(defn- resolve-fn [sym]
+  (or (builtins sym)
+      (if (namespace sym)
+        (deref (requiring-resolve sym))
+        (deref (ns-resolve 'clojure.core sym)))))
+
+(def ^:private aggregates
+  {'count count
+   'count-distinct (fn [xs] (count (distinct xs)))
+   'sum (fn [xs] (reduce + 0 xs))
+   'avg (fn [xs] (double (/ (reduce + 0 xs) (count xs))))
+   'min (fn [xs] (reduce #(if (neg? (compare %2 %1)) %2 %1) xs))
+   'max (fn [xs] (reduce #(if (pos? (compare %2 %1)) %2 %1) xs))
+   'distinct set})
+
+;; ---------------------------------------------------------------- bindings
+
+(defn- unify
+  "Row `b` with `term` matched against `value`, or nil when they disagree."
+  [b term value]
+  (cond (blank? term) b
+        (variable? term) (if (contains? b term)
+                           (when (= (b term) value) b)
+                           (assoc b term value))
+        :else (when (= term value) b)))
+
+(defn- bind-form
+  "The rows (binding maps) a binding form (scalar, tuple, collection or
+  relation, nested as Datomic allows) makes of `value`."
+  [form value]
+  (cond
+    (blank? form) [{}]
+    (variable? form) [{form value}]
+    (and (vector? form) (= '... (last form)))
+    (mapcat #(bind-form (first form) %) value)
+    (and (vector? form) (= 1 (count form)) (vector? (first form)))
+    (mapcat #(bind-form (first form) %) value)
+    (vector? form)
+    (do (when (< (count value) (count form))
+          (throw (ex-info "too few elements to bind" {:form form :value value})))
+        (reduce (fn [rows [f x]]
+                  (for [r rows, r2 (bind-form f x)] (merge r r2)))
+                [{}] (map vector form value)))))
+
+(defn- merge-row
+  "Row `b` extended with the bindings of `m`, or nil when they disagree."
+  [b m]
+  (reduce-kv (fn [b k v] (or (unify b k v) (reduced nil))) b m))
+
+;; ---------------------------------------------------------------- clauses
+
+(declare eval-clauses)
+
+(defn- source [ctx src]
+  (or (get (:sources ctx) src)
+      (throw (ex-info "unknown source" {:source src}))))
+
+(defn- binds
+  "The variables a clause binds when it runs (statically)."
+  [ctx clause]
+  (let [[_ c] (strip-src clause)]
+    (case (clause-kind clause)
+      :pattern (vars-in c)
+      :predicate []
+      :function (vars-in (second c))
+      :rule (vars-in (rest c))
+      (:not :not-join) []
+      :or (vars-in (rest c))
+      :or-join (let [[jv & branches] (rest c)]
+                 (filter (fn [v] (every? #(some #{v} (binds-all ctx (if (and (seq? %) (= 'and (first %)))
+                                                                     (rest %) [%])))
+                                         branches))
+                         (remove (set (when (vector? (first jv)) (first jv))) (flatten jv))))
+      :and (mapcat #(binds ctx %) (rest c)))))
+
+(defn- binds-all [ctx clauses] (distinct (mapcat #(binds ctx %) clauses)))
+
+(defn- join-vars
+  "The variables a not or or clause joins the enclosing scope on, given the
+  variables the scope can bind."
+  [clause scope-vars]
+  (let [[_ c] (strip-src clause)]
+    (case (clause-kind clause)
+      :not (filter (set scope-vars) (vars-in (rest c)))
+      :not-join (second c)
+      :or (vars-in (rest c))
+      :or-join (flatten (second c)))))
+
+(defn- needs
+  "The variables that must be bound before `clause` runs."
+  [ctx clause scope-vars]
+  (let [[_ c] (strip-src clause)]
+    (case (clause-kind clause)
+      :pattern []
+      :predicate (vars-in (first c))
+      :function (vars-in (first c))
+      :rule (let [{:keys [required]} (first (get (:rules ctx) (first c)))]
+              (filter variable? (take (count required) (rest c))))
+      (:not :not-join) (join-vars clause scope-vars)
+      (:or :or-join) (let [jv (join-vars clause scope-vars)
+                           required (when (and (= :or-join (clause-kind clause))
+                                               (vector? (first (second c))))
+                                      (first (second c)))]
+                       (distinct (concat required (remove (set (binds ctx clause)) jv)))))))
+
+(defn- eval-pattern [ctx clause rows]
+  (let [[src terms] (strip-src clause)
+        data (source ctx src)]
+    (if (db? data)
+      (let [const (fn [pos t] (cond (or (variable? t) (blank? t)) t
+                                    (#{0} pos) (entid data t)
+                                    (#{1} pos) (entid data t)
+                                    :else t))
+            terms (vec (map-indexed const terms))
+            a (get terms 1)
+            terms (if (and (> (count terms) 2) (contains? (::refs data) a)
+                           (not (variable? (terms 2))) (not (blank? (terms 2))))
+                    (assoc terms 2 (entid data (terms 2)))
+                    terms)]
+        (set (for [b rows
+                   d (::datoms data)
+                   :let [b' (reduce (fn [b i] (or (unify b (terms i) (d i)) (reduced nil)))
+                                    b (range (count terms)))]
+                   :when b']
+               b')))
+      (set (for [b rows
+                 tuple data
+                 :when (>= (count tuple) (count terms))
+                 :let [b' (reduce (fn [b i] (or (unify b (terms i) (nth tuple i)) (reduced nil)))
+                                  b (range (count terms)))]
+                 :when b']
+             b')))))
+
+(defn- arg-value [ctx b arg]
+  (cond (variable? arg) (b arg)
+        (src-var? arg) (source ctx arg)
+        :else arg))
+
+(defn- eval-predicate [ctx [[f & args]] rows]
+  (let [fun (resolve-fn f)]
+    (set (filter (fn [b] (apply fun (map #(arg-value ctx b %) args))) rows))))
+
+(defn- eval-function [ctx [[f & args] form] rows]
+  (let [fun (resolve-fn f)]
+    (set (for [b rows
+               :let [result (apply fun (map #(arg-value ctx b %) args))]
+               :when (some? result)
+               m (bind-form form result)
+               :let [b' (merge-row b m)]
+               :when b']
+           b'))))
+
+(defn- body-clauses [branch]
+  (if (and (seq? branch) (= 'and (first branch))) (vec (rest branch)) [branch]))
+
+(defn- with-source
+  "ctx whose default source is `src`."
+  [ctx src]
+  (assoc-in ctx [:sources '$] (source ctx src)))
+
+(defn- eval-not [ctx clause rows scope-vars]
+  (let [[src c] (strip-src clause)
+        jv (join-vars clause scope-vars)
+        body (if (= :not-join (clause-kind clause)) (drop 2 c) (rest c))
+        ctx (with-source ctx src)]
+    (set (remove (fn [b]
+                   (seq (second (eval-clauses ctx (set jv) #{(select-keys b jv)} body))))
+                 rows))))
+
+(defn- eval-or [ctx clause rows scope-vars bound]
+  (let [[src c] (strip-src clause)
+        jv (join-vars clause scope-vars)
+        branches (if (= :or-join (clause-kind clause)) (drop 2 c) (rest c))
+        ctx (with-source ctx src)
+        seed (filter bound jv)]
+    (set (for [b rows
+               branch branches
+               r (second (eval-clauses ctx (set seed) #{(select-keys b seed)}
+                                       (body-clauses branch)))
+               :let [b' (merge-row b (select-keys r jv))]
+               :when b']
+           b'))))
+
+(defn- rule-relations
+  "{rule-name #{tuple}} of every rule over default source `src`, to a fixpoint."
+  [ctx src]
+  (let [ctx (assoc-in ctx [:sources '$] src)]
+    (loop [rels (zipmap (keys (:rules ctx)) (repeat #{}))]
+      (let [ctx (assoc ctx :rule-rels rels)
+            next (into {} (for [[name bodies] (:rules ctx)]
+                            [name (set (for [{:keys [vars body]} bodies
+                                             r (second (eval-clauses ctx #{} #{{}} body))]
+                                         (mapv (fn [v]
+                                                 (if (contains? r v)
+                                                   (r v)
+                                                   (throw (ex-info "rule body leaves a head variable unbound"
+                                                                   {:rule name :var v}))))
+                                               vars)))]))]
+        (if (= next rels) rels (recur next))))))
+
+(defn- eval-rule [ctx clause rows]
+  (let [[src [name & args]] (strip-src clause)
+        data (source ctx src)
+        rels (or (get (:rule-rels ctx) name)
+                 (get (rule-relations (dissoc ctx :rule-rels) data) name)
+                 (throw (ex-info "unknown rule" {:rule name})))]
+    (set (for [b rows
+               tuple rels
+               :let [b' (reduce (fn [b [t x]] (or (unify b t x) (reduced nil)))
+                                b (map vector args tuple))]
+               :when b']
+           b'))))
+
+(defn- eval-clause [ctx clause rows scope-vars bound]
+  (let [[_ c] (strip-src clause)]
+    (case (clause-kind clause)
+      :pattern (eval-pattern ctx clause rows)
+      :predicate (eval-predicate ctx c rows)
+      :function (eval-function ctx c rows)
+      (:not :not-join) (eval-not ctx clause rows scope-vars)
+      (:or :or-join) (eval-or ctx clause rows scope-vars bound)
+      :and (second (eval-clauses ctx bound rows (rest c)))
+      :rule (eval-rule ctx clause rows))))
+
+(defn- eval-clauses
+  "[bound rows] after running `clauses` on `rows`, whose bound variables are
+  `bound`: in written order, a clause waiting while it needs unbound variables."
+  [ctx bound rows clauses]
+  (let [scope-vars (into (set bound) (binds-all ctx clauses))]
+    (loop [pending (vec clauses) bound (set bound) rows rows]
+      (if (empty? pending)
+        [bound rows]
+        (let [i (first (keep-indexed (fn [i c] (when (every? bound (needs ctx c scope-vars)) i))
+                                     pending))
+              _ (when-not i
+                  (throw (ex-info "no clause can run: unbound variables"
+                                  {:clauses pending :bound bound})))
+              c (pending i)]
+          (recur (into (subvec pending 0 i) (subvec pending (inc i)))
+                 (into bound (binds ctx c))
+                 (eval-clause ctx c rows scope-vars bound)))))))
+
+;; ---------------------------------------------------------------- queries
+
+(defn- query-map
+  "A query (vector or map form) as a map {:find [...] :in [...] ...}."
+  [q]
+  (if (map? q)
+    q
+    (loop [m {} k nil [x & more :as xs] (seq q)]
+      (cond (empty? xs) m
+            (keyword? x) (recur (assoc m x []) x more)
+            :else (recur (update m k conj x) k more)))))
+
+(defn- find-kind [find]
+  (cond (and (= 2 (count find)) (= '. (second find))) :scalar
+        (and (= 1 (count find)) (vector? (first find)) (= '... (last (first find)))) :coll
+        (and (= 1 (count find)) (vector? (first find))) :tuple
+        :else :rel))
+
+(defn- find-elements [find]
+  (case (find-kind find)
+    :scalar [(first find)]
+    :coll [(first (first find))]
+    :tuple (first find)
+    :rel find))
+
+(defn- element-var [el] (if (seq? el) (last el) el))
+
+(defn- aggregate [els rows]
+  (let [groups (group-by (fn [row] (vec (keep-indexed (fn [i el] (when-not (seq? el) (row i))) els)))
+                         rows)]
+    (set (for [[_ group] groups]
+           (vec (map-indexed (fn [i el]
+                               (if (seq? el)
+                                 (let [f (or (aggregates (first el))
+                                             (throw (ex-info "unknown aggregate" {:aggregate el})))]
+                                   (f (map #(nth % i) group)))
+                                 ((first group) i)))
+                             els))))))
+
+(defn answer
+  "{:kind :rel|:scalar|:coll|:tuple, :tuples #{[value ...]} (maps for :keys)}:
+  every answer tuple of `query` on `inputs` (one per :in element; a database
+  is the value of `db`, a source may also be a collection of tuples)."
+  [query & inputs]
+  (let [{:keys [find in where with keys]} (query-map query)
+        in (or in ['$])
+        _ (when (not= (count in) (count inputs))
+            (throw (ex-info "wrong number of inputs" {:in in :inputs inputs})))
+        ctx (reduce (fn [ctx [b x]]
+                      (cond (src-var? b) (assoc-in ctx [:sources b] x)
+                            (= '% b) (assoc ctx :rules (parse-rules x))
+                            :else ctx))
+                    {:sources {} :rules {}} (map vector in inputs))
+        seeds (reduce (fn [rows [b x]]
+                        (if (or (src-var? b) (= '% b))
+                          rows
+                          (set (for [r rows, r2 (bind-form b x)
+                                     :let [r' (merge-row r r2)] :when r']
+                                 r'))))
+                      #{{}} (map vector in inputs))
+        bound (set (mapcat #(when-not (or (src-var? %) (= '% %)) (vars-in %)) in))
+        [_ rows] (eval-clauses ctx bound seeds where)
+        els (find-elements find)
+        cols (vec (distinct (concat (map element-var els) with)))
+        projected (set (map (fn [r] (mapv #(if (contains? r %)
+                                             (r %)
+                                             (throw (ex-info "unbound find variable" {:var %})))
+                                          cols))
+                            rows))
+        el-rows (set (map (fn [row] (mapv #(row (.indexOf ^java.util.List cols (element-var %))) els))
+                          projected))
+        tuples (if (some seq? els)
+                 (aggregate els (map (fn [row] (mapv #(row (.indexOf ^java.util.List cols (element-var %))) els))
+                                     projected))
+                 el-rows)
+        tuples (if keys
+                 (set (map #(zipmap (map keyword keys) %) tuples))
+                 tuples)]
+    {:kind (find-kind find) :tuples tuples}))
+
+(defn q
+  "The answer of `query` on `inputs` in the shape Datomic returns: a set of
+  vectors, a vector (collection), a vector (tuple) or a value (scalar); where
+  Datomic may return any of several answers, one of them."
+  [query & inputs]
+  (let [{:keys [kind tuples]} (apply answer query inputs)
+        some-tuple (first (sort-by pr-str tuples))]
+    (case kind
+      :rel tuples
+      :coll (mapv first tuples)
+      :scalar (first some-tuple)
+      :tuple some-tuple)))
+
+(defn agrees?
+  "Whether `result`, returned by an engine for a query, is one the naive
+  `answer` (of that query) allows."
+  [{:keys [kind tuples]} result]
+  (case kind
+    :rel (= tuples result)
+    :coll (and (vector? result)
+               (= (count result) (count (set result)))
+               (= (set (map first tuples)) (set result)))
+    :scalar (if (empty? tuples) (nil? result) (contains? (set (map first tuples)) result))
+    :tuple (if (empty? tuples) (nil? result) (contains? tuples result))))
