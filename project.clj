@@ -13,4 +13,21 @@
   :global-vars {*warn-on-reflection* true}
   :jvm-opts ["--add-opens=java.base/java.nio=ALL-UNNAMED"
              "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"]
-  :profiles {:dev {:dependencies [[org.clojure/test.check "1.1.1"]]}})
+  ;; lein bench --scale 100k --systems datalith-lmdb,datomic,sqlite --reps 200   (see bench/README.md)
+  ;; lein jmh [REGEX]                                                          (JMH, see bench/README.md)
+  :aliases {"bench" ["with-profile" "+bench" "run" "-m" "datalith.bench.main"]
+            "jmh" ["with-profile" "+jmh" "run" "-m" "datalith.bench.jmh"]}
+  ;; Keep :bench and :jmh in step with the deps.edn aliases of the same name (bin/check-deps).
+  :profiles {:dev {:dependencies [[org.clojure/test.check "1.1.1"]]}
+             :bench {:target-path "target/bench"
+                     :source-paths ["bench/clj"]
+                     :dependencies [[com.datomic/local "1.0.291"]
+                                    [org.xerial/sqlite-jdbc "3.50.3.0"]
+                                    [org.knowm.xchart/xchart "3.8.8"
+                                     :exclusions [org.junit.jupiter/junit-jupiter]]]
+                     :jvm-opts ["-Xmx8g" "-XX:+UseG1GC"]}
+             :jmh {:target-path "target/jmh"
+                   :source-paths ["bench/jmh/clj"]
+                   :java-source-paths ["bench/jmh/java"]
+                   :dependencies [[org.openjdk.jmh/jmh-core "1.37"]
+                                  [org.openjdk.jmh/jmh-generator-annprocess "1.37"]]}})

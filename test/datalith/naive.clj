@@ -21,6 +21,7 @@
 
   tx-data language (the subset the generator emits):
     [:db/add e a v]  [:db/retract e a v]  [:db/retract e a]  [:db/retractEntity e]
+    [:db/cas e a old-or-nil new]
     {:db/id e? a v ...}  (a set value for a cardinality-many attribute)
   where an entity is an id (long), a tempid (string) or a lookup ref
   [unique-attr value], and a ref value is any of those.
@@ -37,6 +38,8 @@
     every triple of e, every ref to e, recursively through component refs.
   - A triple in both A and R, or two values of a cardinality-one attribute
     of one entity in A: :tx/conflict.
+  - [:db/cas e a old new] asserts new when e's a before the transaction is
+    old (absent for nil), else :tx/cas-failed.
   - Asserting a cardinality-one value retracts the entity's other value.
   - Redundant assertions and retractions of absent triples change nothing.
   - Afterwards, no two entities may hold one value of a unique attribute:
@@ -108,7 +111,7 @@
   (if (ref-attr? schema a) (entity-ref v form) v))
 
 (defn- expand
-  "tx-data -> ops {:op :add|:retract|:retract-attr|:retract-entity|:mention :e :a :v}."
+  "tx-data -> ops {:op :add|:retract|:retract-attr|:retract-entity|:cas|:mention :e :a :v :old}."
   [schema tx-data]
   (vec (apply concat
               (map-indexed
@@ -132,7 +135,11 @@
                                       [{:op :retract-attr :e (entity-ref e form) :a a}]
                                       [{:op :retract :e (entity-ref e form) :a a
                                         :v (value-ref schema a v form)}])
-                        :db/retractEntity [{:op :retract-entity :e (entity-ref e form)}]))
+                        :db/retractEntity [{:op :retract-entity :e (entity-ref e form)}]
+                        :db/cas (let [[_ _ _ old new] form]
+                                  [{:op :cas :e (entity-ref e form) :a a
+                                    :old (when (some? old) (value-ref schema a old form))
+                                    :v (value-ref schema a new form)}])))
 
                     :else (reject :model/unsupported "form outside the model's language"
                                   {:form form})))
@@ -157,8 +164,8 @@
   "{tempid eid}: upserts against `fs`, the rest new entities named by `new-eid`."
   [model fs ops new-eid]
   (let [schema (:schema model)
-        tokens (set (for [op ops, x [(:e op) (:v op)] :when (tempid? x)] (:tempid x)))
-        entity-tokens (set (for [op ops :when (#{:add :mention} (:op op))
+        tokens (set (for [op ops, x [(:e op) (:v op) (:old op)] :when (tempid? x)] (:tempid x)))
+        entity-tokens (set (for [op ops :when (#{:add :mention :cas} (:op op))
                                  :when (tempid? (:e op))]
                              (:tempid (:e op))))
         id-adds (for [{:keys [op e a v]} ops
@@ -219,9 +226,17 @@
                     :else x))
         ops (for [op ops]
               (cond-> (update op :e eid)
-                (and (contains? op :v) (ref-attr? schema (:a op))) (update :v eid)))
+                (and (contains? op :v) (ref-attr? schema (:a op))) (update :v eid)
+                (and (some? (:old op)) (ref-attr? schema (:a op))) (update :old eid)))
         card-one? #(= :one (get-in schema [% :card]))
-        A (set (for [{:keys [op e a v]} ops :when (= op :add)] [e a v]))
+        _ (doseq [{:keys [op e a old]} ops :when (= op :cas)
+                  :let [now (set (for [[e' a' v] fs :when (and (= e e') (= a a'))] v))]]
+            (when-not (card-one? a)
+              (reject :tx/invalid-op ":db/cas on a cardinality-many attribute" {:attribute a}))
+            (when-not (= now (if (some? old) #{old} #{}))
+              (reject :tx/cas-failed "the value is not the expected one"
+                      {:entity e :attribute a :expected old :actual now})))
+        A (set (for [{:keys [op e a v]} ops :when (#{:add :cas} op)] [e a v]))
         R (set (concat
                  (for [{:keys [op e a v]} ops :when (= op :retract)] [e a v])
                  (for [{:keys [op e a]} ops :when (= op :retract-attr)

@@ -68,6 +68,11 @@
   [form]
   (distinct (filter variable? (tree-seq coll? seq form))))
 
+(defn- body-clauses
+  "The clauses of an or branch: one clause, or the clauses of an (and ...)."
+  [branch]
+  (if (and (seq? branch) (= 'and (first branch))) (vec (rest branch)) [branch]))
+
 (defn- strip-src
   "[src form-without-src] of a clause written with an optional leading source."
   [clause]
@@ -160,6 +165,8 @@
   (or (get (:sources ctx) src)
       (throw (ex-info "unknown source" {:source src}))))
 
+(declare join-vars)
+
 (defn- binds
   "The variables a clause binds when it runs (statically)."
   [ctx clause]
@@ -170,19 +177,20 @@
       :function (vars-in (second c))
       :rule (vars-in (rest c))
       (:not :not-join) []
-      :or (vars-in (rest c))
-      :or-join (let [[jv & branches] (rest c)]
-                 (filter (fn [v] (every? #(some #{v} (binds-all ctx (if (and (seq? %) (= 'and (first %)))
-                                                                     (rest %) [%])))
-                                         branches))
-                         (remove (set (when (vector? (first jv)) (first jv))) (flatten jv))))
+      (:or :or-join) (let [or-join? (= :or-join (clause-kind clause))
+                           required (when (and or-join? (vector? (first (second c))))
+                                      (set (first (second c))))
+                           branches (if or-join? (drop 2 c) (rest c))]
+                       (filter (fn [v] (every? #(some #{v} (mapcat (partial binds ctx) (body-clauses %)))
+                                               branches))
+                               (remove (set required) (join-vars clause nil))))
       :and (mapcat #(binds ctx %) (rest c)))))
 
 (defn- binds-all [ctx clauses] (distinct (mapcat #(binds ctx %) clauses)))
 
 (defn- join-vars
   "The variables a not or or clause joins the enclosing scope on, given the
-  variables the scope can bind."
+  variables the scope can bind (needed for a plain not only)."
   [clause scope-vars]
   (let [[_ c] (strip-src clause)]
     (case (clause-kind clause)
@@ -255,9 +263,6 @@
                :when b']
            b'))))
 
-(defn- body-clauses [branch]
-  (if (and (seq? branch) (= 'and (first branch))) (vec (rest branch)) [branch]))
-
 (defn- with-source
   "ctx whose default source is `src`."
   [ctx src]
@@ -307,7 +312,11 @@
   (let [[src [name & args]] (strip-src clause)
         data (source ctx src)
         rels (or (get (:rule-rels ctx) name)
-                 (get (rule-relations (dissoc ctx :rule-rels) data) name)
+                 (get (or (get @(:rule-cache ctx) data)
+                          (let [rels (rule-relations ctx data)]
+                            (swap! (:rule-cache ctx) assoc data rels)
+                            rels))
+                      name)
                  (throw (ex-info "unknown rule" {:rule name})))]
     (set (for [b rows
                tuple rels
@@ -397,7 +406,7 @@
                       (cond (src-var? b) (assoc-in ctx [:sources b] x)
                             (= '% b) (assoc ctx :rules (parse-rules x))
                             :else ctx))
-                    {:sources {} :rules {}} (map vector in inputs))
+                    {:sources {} :rules {} :rule-cache (atom {})} (map vector in inputs))
         seeds (reduce (fn [rows [b x]]
                         (if (or (src-var? b) (= '% b))
                           rows
@@ -414,12 +423,9 @@
                                              (throw (ex-info "unbound find variable" {:var %})))
                                           cols))
                             rows))
-        el-rows (set (map (fn [row] (mapv #(row (.indexOf ^java.util.List cols (element-var %))) els))
-                          projected))
-        tuples (if (some seq? els)
-                 (aggregate els (map (fn [row] (mapv #(row (.indexOf ^java.util.List cols (element-var %))) els))
-                                     projected))
-                 el-rows)
+        el-tuples (map (fn [row] (mapv #(row (.indexOf ^java.util.List cols (element-var %))) els))
+                       projected)
+        tuples (if (some seq? els) (aggregate els el-tuples) (set el-tuples))
         tuples (if keys
                  (set (map #(zipmap (map keyword keys) %) tuples))
                  tuples)]

@@ -15,7 +15,7 @@
             [datalith.test-util :as tu]))
 
 (def trials
-  (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 40))
+  (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 50))
 
 ;; ---------------------------------------------------------------- schema
 
@@ -67,7 +67,10 @@
                       :id gen/nat :attrs gen-attrs)]
      [3 (gen/hash-map :op (gen/return :upsert) :n gen/nat :tmp (gen/elements [nil 0 1 2])
                       :attrs gen-attrs)]
-     [2 (gen/hash-map :op (gen/return :readd) :n gen/nat)]]))
+     [2 (gen/hash-map :op (gen/return :readd) :n gen/nat)]
+     [2 (gen/hash-map :op (gen/return :cas) :e gen-choice :a gen/nat
+                      :old-is (gen/elements [:current :current :nil :other])
+                      :old gen-choice :v gen-choice)]]))
 
 (def gen-txs (gen/vector (gen/vector gen-op 0 6) 1 8))
 
@@ -98,6 +101,7 @@
         existing (fn [[kind n]] ; an entity position of a retraction, or nil
                    (if (= kind :lookup) (lookup n) (pick ents n)))
         attr #(pick attrs %)
+        card-one-attrs (vec (filter #(= :one (get-in schema [% :card])) attrs))
         ;; tempids in entity positions: the only ones ref values may use
         temps (vec (sort (set (filter string?
                                       (for [op ops]
@@ -140,7 +144,15 @@
                               (cond-> (assoc (map-attrs (:attrs op)) :k/id id)
                                 (:tmp op) (assoc :db/id (str "t" (:tmp op)))))
                     :readd (when-let [[e a v] (pick (vec (sort fs)) (:n op))]
-                             [:db/add e a v]))]
+                             [:db/add e a v])
+                    :cas (let [a (pick card-one-attrs (:a op))
+                               e (existing (:e op))
+                               old (case (:old-is op)
+                                     :current (first (values-of e a))
+                                     :nil nil
+                                     :other (value a (:old op)))
+                               v (value a (:v op))]
+                           (when (and e (some? v)) [:db/cas e a old v])))]
             :when form]
         form))))
 
@@ -253,19 +265,61 @@
                                     (:tx-data report)))
                   identities))))))
 
+(defn- attempt
+  "{:report r}, {:error kind :message m} for an ex-info, or {:crash text}."
+  [f]
+  (try {:report (f)}
+       (catch clojure.lang.ExceptionInfo ex
+         {:error (:error (ex-data ex)) :message (ex-message ex)})
+       (catch Throwable ex {:crash (str ex)})))
+
+(defn- tx-out
+  "A report's :tx-data as the set of user [e a v added]."
+  [attrs report]
+  (set (for [[e a v _ added] (history-tuples attrs (:tx-data report))] [e a v added])))
+
+(defn- check-log
+  "The transaction log (`tx-range`) against the model's; nil or a failure."
+  [model conn]
+  (let [attrs (set (keys (:schema model)))]
+    (diff :tx-range
+          (into {} (for [{:keys [t datoms]} (:log model)] [t (set datoms)]))
+          (into {} (for [{:keys [t data]} (d/tx-range conn (inc (:t0 model)) nil)]
+                     [t (tx-out attrs {:tx-data data})])))))
+
+(defn- check-with-chain
+  "`with` applied to the previous `with` result (overlays on overlays) against
+  the model; returns {:wdb db} or {:check ...}."
+  [model expected wdb tx-data]
+  (let [attrs (set (keys (:schema model)))
+        w (attempt #(d/with wdb tx-data))]
+    (cond
+      (:crash w) {:check :with-chain-crash :with w}
+      (not= (boolean (:report w)) (boolean (:model expected)))
+      {:check :with-chain-acceptance :with w}
+      (:error w) {:wdb wdb}
+      :else
+      (let [m (:model expected)
+            db (:db-after (:report w))]
+        (or (diff :with-chain-tempids (:tempids expected)
+                  (dissoc (:tempids (:report w)) :db/current-tx))
+            (diff :with-chain-tx-data (:datoms expected) (tx-out attrs (:report w)))
+            (diff :with-chain-eavt (naive/current m (:t m))
+                  (current-tuples attrs (d/datoms db :eavt)))
+            (check-indexes :with-chain (:schema m) attrs db #(current-tuples attrs %))
+            (diff :with-chain-history (naive/history-datoms m (:t m))
+                  (history-tuples attrs (d/datoms (d/history db) :eavt)))
+            {:wdb db})))))
+
 (defn- run-tx
-  "Runs `tx-data` on the engine, on `with` and on the model; returns
-  {:model m' :dbs dbs'} or {:failure {...}}."
-  [conn model dbs tx-data]
+  "Runs `tx-data` on the engine (transact!, with on the db before, with on
+  the previous with) and on the model, and compares everything; returns the
+  next {:conn :model :dbs :wdb} or {:failure {...}}."
+  [{:keys [conn model dbs wdb] :as state} tx-data]
   (let [before (d/db conn)
         attrs (set (keys (:schema model)))
-        outcome (fn [f]
-                  (try {:report (f)}
-                       (catch clojure.lang.ExceptionInfo ex
-                         {:error (:error (ex-data ex)) :message (ex-message ex)})
-                       (catch Throwable ex {:crash (str ex)})))
-        engine (outcome #(d/transact! conn tx-data))
-        with (outcome #(d/with before tx-data))
+        engine (attempt #(d/transact! conn tx-data))
+        with (attempt #(d/with before tx-data))
         report (:report engine)
         expected (naive/transact model tx-data (engine-new-eid report))
         fail #(hash-map :failure (merge {:tx-data tx-data :engine (dissoc engine :report)
@@ -276,53 +330,74 @@
       (:crash with) (fail {:check :with-crash :with with})
       (:bad-eid expected) (fail {:check :fresh-eid})
       (and (:error expected) report)
-      (fail {:check :engine-accepted
-             :tx-data-out (history-tuples attrs (:tx-data report))})
+      (fail {:check :engine-accepted :tx-data-out (tx-out attrs report)})
       (and (:error engine) (not (:error expected))) (fail {:check :engine-rejected})
       (not= (boolean (:report with)) (boolean report)) (fail {:check :with-acceptance :with with})
 
       (:error engine)
-      (if-let [f (or (diff :rejected-basis-t (d/basis-t before) (d/basis-t (d/db conn)))
-                     (check-db model (d/db conn)))]
-        (fail f)
-        {:model model :dbs dbs})
+      (let [chain (check-with-chain model expected wdb tx-data)]
+        (if-let [f (or (diff :rejected-basis-t (d/basis-t before) (d/basis-t (d/db conn)))
+                       (check-db model (d/db conn))
+                       (when-not (:wdb chain) chain))]
+          (fail f)
+          state))
 
       :else
       (let [m (:model expected)
             t (:t m)
-            tx-out (fn [r] (set (for [[e a v _ added] (history-tuples attrs (:tx-data r))]
-                                  [e a v added])))
+            chain (check-with-chain model expected wdb tx-data)
             f (or (diff :tempids (:tempids expected) (dissoc (:tempids report) :db/current-tx))
-                  (diff :tx-data (:datoms expected) (tx-out report))
+                  (diff :tx-data (:datoms expected) (tx-out attrs report))
                   (diff :with-tempids (:tempids report) (:tempids (:report with)))
-                  (diff :with-tx-data (tx-out report) (tx-out (:report with)))
+                  (diff :with-tx-data (tx-out attrs report) (tx-out attrs (:report with)))
                   (diff :with-eavt (naive/current m t)
                         (current-tuples attrs (d/datoms (:db-after (:report with)) :eavt)))
                   (diff :with-history (naive/history-datoms m t)
                         (history-tuples attrs (d/datoms (d/history (:db-after (:report with)))
                                                         :eavt)))
+                  (when-not (:wdb chain) chain)
                   (check-db m (d/db conn))
-                  (check-snapshots m dbs))]
-        (if f (fail f) {:model m :dbs (conj dbs (d/db conn))})))))
+                  (check-snapshots m dbs)
+                  (check-log m conn))]
+        (if f
+          (fail f)
+          (assoc state :model m :dbs (conj dbs (d/db conn)) :wdb (:wdb chain)))))))
 
 (defn run-case
   "Runs transactions on a fresh `store` database and the model: `txs` is a
-  sequence of functions model -> tx-data. nil when all agree, else the
-  failure with the concrete tx-data that led to it."
-  [store schema txs]
-  (tu/with-conn [conn store {:schema (engine-schema schema)}]
-    (let [db0 (d/db conn)
-          reserved (set (map :e (d/datoms db0 :eavt)))
-          model0 (naive/empty-db schema (d/basis-t db0) reserved)]
-      (loop [model model0, dbs [db0], log [], txs txs]
-        (if-let [[make-tx & more] (seq txs)]
-          (let [tx-data (make-tx model)
-                log (conj log tx-data)
-                r (run-tx conn model dbs tx-data)]
-            (if-let [f (:failure r)]
-              (assoc f :store store :schema schema :txs log)
-              (recur (:model r) (:dbs r) log more)))
-          nil)))))
+  sequence of functions model -> tx-data. With :reopen-at k (LMDB only), the
+  database is closed and reopened before the k-th transaction. nil when all
+  agree, else the failure with the concrete tx-data that led to it."
+  ([store schema txs] (run-case store schema txs nil))
+  ([store schema txs {:keys [reopen-at]}]
+   (let [dir (when (= store :lmdb) (tu/temp-dir))
+         opts {:schema (engine-schema schema)}
+         open #(if dir (d/connect (.getPath ^java.io.File dir) opts) (d/connect :mem opts))
+         conn (atom (open))]
+     (try
+       (let [db0 (d/db @conn)
+             reserved (set (map :e (d/datoms db0 :eavt)))
+             model0 (naive/empty-db schema (d/basis-t db0) reserved)]
+         (loop [state {:conn @conn :model model0 :dbs [db0] :wdb db0}, log [], txs txs, i 0]
+           (if-let [[make-tx & more] (seq txs)]
+             (let [state (if (and dir (= i reopen-at))
+                           (do (d/close @conn)
+                               (reset! conn (open))
+                               (assoc state :conn @conn :dbs [] :wdb (d/db @conn)))
+                           state)
+                   reopened (when (and dir (= i reopen-at))
+                              (check-db (:model state) (d/db @conn)))
+                   tx-data (make-tx (:model state))
+                   log (conj log tx-data)
+                   r (if reopened {:failure (assoc reopened :reopened-before i)}
+                                  (run-tx state tx-data))]
+               (if-let [f (:failure r)]
+                 (assoc f :store store :schema schema :txs log :reopen-at reopen-at)
+                 (recur r log more (inc i))))
+             nil)))
+       (finally
+         (d/close @conn)
+         (some-> dir tu/delete-tree))))))
 
 (defn- outcome [failures]
   (reify results/Result
@@ -331,8 +406,10 @@
 
 (defspec transactions-agree-with-the-model trials
   (prop/for-all [schema gen-schema
-                 txs gen-txs]
-    (outcome (keep #(run-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs))
+                 txs gen-txs
+                 reopen-at (gen/frequency [[1 (gen/return nil)] [1 (gen/choose 1 8)]])]
+    (outcome (keep #(run-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs)
+                              {:reopen-at reopen-at})
                    tu/stores))))
 
 ;; Transactions of more datoms than one chunk of `d/datoms` (512), so that
@@ -356,9 +433,9 @@
        (vec (for [e (naive/entities m) :when (zero? (mod e (inc step)))]
               [:db/add e :k/name (names (:schema m) (inc e))])))]))
 
-(defspec chunked-scans-agree-with-the-model (max 2 (quot trials 10))
+(defspec chunked-scans-agree-with-the-model (max 3 (quot trials 12))
   (prop/for-all [schema gen-schema
-                 n (gen/choose 150 400)
+                 n (gen/choose 130 300)
                  tags-per (gen/choose 1 4)
                  step (gen/choose 2 5)]
     (outcome (keep #(run-case % schema (bulk-txs n tags-per step)) tu/stores))))

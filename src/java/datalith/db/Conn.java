@@ -136,6 +136,9 @@ public final class Conn implements AutoCloseable {
 
   /** The transaction applied to {@code base} in memory only: nothing is written. */
   public TxReport with(Db base, Object txData) {
+    if (base.history) { // Datomic: with is not for history databases
+      throw Errors.error("db/history", "Cannot apply with to a history database", "db", base);
+    }
     Db before = base.current();
     Transactor.Result r;
     try (Snapshot s = before.snapshot()) {

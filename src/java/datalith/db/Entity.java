@@ -34,7 +34,11 @@ public final class Entity extends AFn implements Associative, Seqable, Counted {
   private volatile IPersistentMap cache = PersistentHashMap.EMPTY;
   private volatile IPersistentMap touched; // every attribute, once loaded
 
+  /** Throws {@code :db/history} for a history view: Datomic has no entities there either. */
   public Entity(Db db, long eid) {
+    if (db.history) {
+      throw Errors.error("db/history", "Cannot make an entity of a history database", "db", db);
+    }
     this.db = db;
     this.eid = eid;
   }

@@ -111,6 +111,10 @@ public final class PullPattern {
     if (!(form instanceof List<?> l) || form instanceof ISeq) {
       throw Errors.error("pull/pattern", "A pull pattern is a vector", "pattern", form);
     }
+    if (l.isEmpty()) {
+      throw Errors.error("pull/pattern", "A pull pattern names at least one attribute: []",
+          "pattern", form, "element", form);
+    }
     boolean wildcard = false;
     List<AttrSpec> out = new ArrayList<>();
     for (Object el : l) {
@@ -218,7 +222,7 @@ public final class PullPattern {
       Object r;
       try {
         r = RT.var("clojure.core", "requiring-resolve").invoke(s);
-      } catch (RuntimeException ex) {
+      } catch (Exception ex) { // requiring-resolve throws FileNotFoundException for a missing ns
         throw bad(pattern, x, "Cannot load :xform function " + s);
       }
       if (r instanceof Var var && var.deref() instanceof IFn) {

@@ -33,7 +33,12 @@ public final class Puller {
   private final Db db;
   private final Snapshot snap;
 
+  /** Throws {@code :pull/history} for a history view, which Datomic does not pull either. */
   public Puller(Db db, Snapshot snap) {
+    if (db.isHistory()) {
+      throw Errors.error("pull/history",
+          "Cannot pull from a history database: pull the as-of or since view instead", "db", db);
+    }
     this.db = db;
     this.snap = snap;
   }
@@ -75,21 +80,21 @@ public final class Puller {
   }
 
   /**
-   * The map of entity {@code e}. {@code path} holds the entities being pulled
-   * above this one (for cycles); {@code self} is the pattern recursion repeats.
+   * The map of entity {@code e}, or null when it has nothing the pattern asks
+   * for. {@code path} holds the entities being pulled above this one (for
+   * cycles); {@code self} is the pattern recursion repeats.
    */
   private IPersistentMap entity(PullPattern p, long e, Set<Long> path, PullPattern self) {
     Map<Object, Object> out = new LinkedHashMap<>();
-    boolean found = false;
     path.add(e);
     try {
-      Set<Keyword> explicit = new HashSet<>();
-      for (PullPattern.AttrSpec spec : p.attrs) {
-        explicit.add(spec.name);
-      }
       if (p.wildcard) {
-        out.put(DB_ID, e);
-        found |= wildcard(e, out, explicit, path);
+        Set<Keyword> explicit = new HashSet<>();
+        for (PullPattern.AttrSpec spec : p.attrs) {
+          explicit.add(spec.name);
+        }
+        out.put(DB_ID, e); // Datomic: [*] gives {:db/id e} even for an entity with no datoms
+        wildcard(e, out, explicit, path);
       }
       for (PullPattern.AttrSpec spec : p.attrs) {
         if (spec.name == DB_ID) {
@@ -97,9 +102,13 @@ public final class Puller {
           continue;
         }
         Object v = attribute(spec, e, path, self == null ? p : self);
+        // Datomic: :xform sees the value, nil when missing; :default (not transformed)
+        // stands in when the result is nil
+        if (spec.xform != null) {
+          v = spec.xform.invoke(v);
+        }
         if (v != null) {
-          out.put(spec.as, spec.xform == null ? v : spec.xform.invoke(v));
-          found = true;
+          out.put(spec.as, v);
         } else if (spec.hasDefault) {
           out.put(spec.as, spec.defaultValue);
         }
@@ -107,13 +116,7 @@ public final class Puller {
     } finally {
       path.remove(e);
     }
-    if (!found && !out.containsKey(DB_ID) && out.isEmpty()) {
-      return null;
-    }
-    if (!found && p.wildcard && out.size() == 1) {
-      return null;
-    }
-    return toMap(out);
+    return out.isEmpty() ? null : toMap(out);
   }
 
   private static IPersistentMap toMap(Map<Object, Object> m) {
@@ -134,8 +137,7 @@ public final class Puller {
   }
 
   /** Every attribute of {@code e} not named explicitly; components expanded with {@code [*]}. */
-  private boolean wildcard(long e, Map<Object, Object> out, Set<Keyword> explicit, Set<Long> path) {
-    boolean found = false;
+  private void wildcard(long e, Map<Object, Object> out, Set<Keyword> explicit, Set<Long> path) {
     IndexScan scan = db.scan(snap, Index.EAVT, new KeyBuilder().putLong(e).view());
     long lastAid = -1;
     Attr a = null;
@@ -154,7 +156,6 @@ public final class Puller {
         if (a == null || explicit.contains(a.ident)) {
           continue;
         }
-        found = true;
         Object v = scan.v();
         if (a.isRef()) {
           long ref = (Long) v;
@@ -176,7 +177,6 @@ public final class Puller {
     } finally {
       scan.close();
     }
-    return found;
   }
 
   private Object entityOrId(PullPattern p, long e, Set<Long> path, PullPattern self) {
@@ -215,24 +215,36 @@ public final class Puller {
       return null;
     }
     if (a.isRef()) {
-      for (int i = 0; i < vals.size(); i++) {
-        vals.set(i, ref(spec, a, (Long) vals.get(i), path, self));
+      List<Object> refs = new ArrayList<>(vals.size());
+      for (Object target : vals) {
+        Object m = ref(spec, a, (Long) target, path, self);
+        if (m != null) {
+          refs.add(m);
+        }
+      }
+      vals = refs;
+      if (vals.isEmpty()) {
+        return null;
       }
     }
     return many ? PersistentVector.create(vals) : vals.get(0);
   }
 
+  /**
+   * What a ref to {@code target} pulls as: a map, or null when a sub-pattern
+   * matches nothing of it (Datomic drops such entities from the result).
+   */
   private Object ref(PullPattern.AttrSpec spec, Attr a, long target, Set<Long> path,
       PullPattern self) {
     if (spec.sub != null) {
-      return entityOrId(spec.sub, target, path, spec.sub);
+      return entity(spec.sub, target, path, spec.sub);
     }
     if (spec.recursion != 0) {
       if (path.contains(target)) {
         return idMap(target); // a cycle: stop here
       }
       PullPattern next = spec.recursion < 0 ? self : deeper(self, spec);
-      return entityOrId(next, target, path, next);
+      return entity(next, target, path, next);
     }
     if (!spec.reverse && a.component && !path.contains(target)) {
       return entityOrId(PullPattern.ALL, target, path, null);
