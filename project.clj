@@ -29,5 +29,9 @@
              :jmh {:target-path "target/jmh"
                    :source-paths ["bench/jmh/clj"]
                    :java-source-paths ["bench/jmh/java"]
+                   ;; JMH's annotation processor writes the benchmark classes and
+                   ;; META-INF/BenchmarkList next to the compiled benchmarks
+                   :javac-options ["-processor" "org.openjdk.jmh.generators.BenchmarkProcessor"
+                                   "-implicit:class"]
                    :dependencies [[org.openjdk.jmh/jmh-core "1.37"]
                                   [org.openjdk.jmh/jmh-generator-annprocess "1.37"]]}})

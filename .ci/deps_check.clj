@@ -10,7 +10,9 @@
 ;; Steps:
 ;;   a. basis of deps.edn with alias :test
 ;;   b. its top-level libs/versions/exclusions (and paths, jvm-opts) against
-;;      project.clj :dependencies + :profiles :dev :dependencies
+;;      project.clj :dependencies + :profiles :dev :dependencies; then every
+;;      other project.clj profile (:bench, :jmh, ...) against the deps.edn
+;;      alias of the same name: declared and resolved libs, paths, jvm-opts
 ;;   c. the :deps/prep-lib step (build/compile on the :build alias basis,
 ;;      as tools.deps prep-libs! runs it) must create target/classes
 ;;   d. the whole test suite on the :test classpath via datalith.test-runner
@@ -121,6 +123,63 @@
       (doseq [[lib v] resolved]
         (println (format "  ok %-32s %s" lib v))))))
 
+(defn- alias-basis
+  "The basis of deps.edn with `alias` (nil and a message when it does not resolve)."
+  [alias]
+  (try [(deps/create-basis (cond-> {:project "deps.edn" :aliases [alias]}
+                             extra (assoc :extra extra)))
+        nil]
+       (catch Exception e
+         [nil (str "cannot resolve deps.edn with alias " alias ": " (ex-message e))])))
+
+(defn check-profiles
+  "Every project.clj profile but :dev against the deps.edn alias of its name:
+  :dependencies = :extra-deps (versions, exclusions), :source-paths +
+  :resource-paths = :extra-paths, project :jvm-opts + profile :jvm-opts =
+  :jvm-opts, and the alias resolves with those libs at top level."
+  [project edn]
+  (let [base (lein-deps (:dependencies project))
+        problems
+        (for [[pname profile] (sort-by key (dissoc (:profiles project) :dev))
+              :let [alias (get-in edn [:aliases pname])]
+              problem
+              (if-not alias
+                [(str "project.clj profile " pname " has no deps.edn alias " pname)]
+                (let [lein (lein-deps (:dependencies profile))
+                      declared (edn-deps (:extra-deps alias))
+                      [basis error] (alias-basis pname)
+                      lein-paths (set (concat (:source-paths profile) (:resource-paths profile)))
+                      edn-paths (set (:extra-paths alias))
+                      lein-jvm (vec (concat (:jvm-opts project) (:jvm-opts profile)))
+                      edn-jvm (vec (:jvm-opts alias))]
+                  (concat
+                   (when-let [d (seq (diff-maps "project.clj" lein "deps.edn" declared))]
+                     (cons (str "deps.edn " pname " :extra-deps differ from project.clj profile "
+                                pname " :dependencies:")
+                           d))
+                   (when error [error])
+                   (when basis
+                     (when-let [d (seq (diff-maps "project.clj"
+                                                  (update-vals (merge base lein) :version)
+                                                  "resolved" (top-level-resolved basis)))]
+                       (cons (str "top-level libs resolved from deps.edn with " pname
+                                  " differ from project.clj :dependencies + profile " pname ":")
+                             d)))
+                   (when (not= lein-paths edn-paths)
+                     [(str "paths: project.clj profile " pname " :source-paths+:resource-paths "
+                           (pr-str (sort lein-paths)) " vs deps.edn " pname " :extra-paths "
+                           (pr-str (sort edn-paths)))])
+                   (when (not= lein-jvm edn-jvm)
+                     [(str "jvm-opts: project.clj :jvm-opts + profile " pname " :jvm-opts "
+                           (pr-str lein-jvm) " vs deps.edn " pname " :jvm-opts " (pr-str edn-jvm))]))))]
+          problem)]
+    (if (seq problems)
+      (do (binding [*out* *err*] (doseq [p problems] (println p)))
+          (fail! "project.clj profiles and deps.edn aliases disagree (see above). Change both files together."))
+      (doseq [pname (sort (keys (dissoc (:profiles project) :dev)))]
+        (println (format "  ok profile %s = alias %s (%d libs)" pname pname
+                         (count (get-in project [:profiles pname :dependencies]))))))))
+
 ;; ----------------------------------------------------------------- processes
 
 (defn java-cmd []
@@ -195,6 +254,7 @@
                          (count (:libs basis)) (count (:classpath-roots basis))))]
   (step "b. deps.edn agrees with project.clj")
   (check-agreement project basis deps-edn)
+  (check-profiles project deps-edn)
   (step "c. :deps/prep-lib (build/compile via tools.build)")
   (prep-lib! deps-edn)
   (step "d. test suite on the deps.edn :test classpath")

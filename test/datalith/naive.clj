@@ -8,7 +8,8 @@
   [e a v] -> t-asserted; `current`, `history-datoms` and `since-datoms` are
   read off it. Nothing is ever updated in place.
 
-  Entity ids. The model never invents the id of a new entity: `transact`
+  Entity ids. The model never invents the id of a new entity (nor of a
+  transaction): `transact`
   resolves every tempid itself (to an existing entity by upsert, or to \"a
   new entity\") and then asks its caller, through `new-eid`, which id the
   engine gave each new entity (read from the engine's :tempids or tx-data).
@@ -23,8 +24,11 @@
     [:db/add e a v]  [:db/retract e a v]  [:db/retract e a]  [:db/retractEntity e]
     [:db/cas e a old-or-nil new]
     {:db/id e? a v ...}  (a set value for a cardinality-many attribute)
-  where an entity is an id (long), a tempid (string) or a lookup ref
-  [unique-attr value], and a ref value is any of those.
+  where an entity is an id (long), a tempid (string), \"datomic.tx\" (the
+  transaction's own entity) or a lookup ref [unique-attr value], and a ref
+  value is any of those. In a map, a ref value
+  may also be a nested map (a new entity, or an upsert), and a reverse
+  attribute {:db/id x :ns/_ref y} asserts [y :ns/ref x].
 
   Semantics (Datomic's; every operation reads the database as it was before
   the transaction, so the order of tx-data does not matter):
@@ -102,6 +106,7 @@
 
 (defn- entity-ref [x form]
   (cond (integer? x) (long x)
+        (= "datomic.tx" x) ::tx
         (string? x) {:tempid x}
         (and (vector? x) (= 2 (count x))) {:lookup x}
         :else (reject :model/unsupported "entity reference outside the model's language"
@@ -110,40 +115,63 @@
 (defn- value-ref [schema a v form]
   (if (ref-attr? schema a) (entity-ref v form) v))
 
+(defn- reverse-attr
+  "The forward attribute of a reverse one (:k/_likes -> :k/likes), or nil."
+  [schema k]
+  (when (= \_ (first (name k)))
+    (let [fwd (keyword (namespace k) (subs (name k) 1))]
+      (when (ref-attr? schema fwd) fwd))))
+
+(defn- expand-map
+  "An entity map (nested ones too) -> [its entity, its ops]. A map without
+  :db/id is an anonymous tempid, numbered by `anon`."
+  [schema form anon]
+  (let [e (if (contains? form :db/id)
+            (entity-ref (:db/id form) form)
+            {:tempid [::anon (swap! anon inc)]})
+        ref-of (fn [x] ; a ref value: a nested map, or an entity reference
+                 (if (map? x) (expand-map schema x anon) [(entity-ref x form) []]))]
+    [e (into [{:op :mention :e e}]
+             (mapcat
+               (fn [[k v]]
+                 (if-let [a (reverse-attr schema k)]
+                   (mapcat (fn [x] (let [[src ops] (ref-of x)]
+                                     (conj ops {:op :mention :e src} {:op :add :e src :a a :v e})))
+                           (if (set? v) v [v]))
+                   (mapcat (fn [x] (if (ref-attr? schema k)
+                                     (let [[child ops] (ref-of x)]
+                                       (conj ops {:op :add :e e :a k :v child}))
+                                     [{:op :add :e e :a k :v x}]))
+                           (if (and (= :many (get-in schema [k :card])) (set? v)) v [v]))))
+               (dissoc form :db/id)))]))
+
 (defn- expand
   "tx-data -> ops {:op :add|:retract|:retract-attr|:retract-entity|:cas|:mention :e :a :v :old}."
   [schema tx-data]
-  (vec (apply concat
-              (map-indexed
-                (fn [i form]
-                  (cond
-                    (map? form)
-                    (let [e (if (contains? form :db/id)
-                              (entity-ref (:db/id form) form)
-                              {:tempid [::anon i]})]
-                      (cons {:op :mention :e e}
-                            (for [[a v] (dissoc form :db/id)
-                                  x (if (and (= :many (get-in schema [a :card])) (set? v)) v [v])]
-                              {:op :add :e e :a a :v (value-ref schema a x form)})))
+  (let [anon (atom 0)]
+    (vec (mapcat
+           (fn [form]
+             (cond
+               (map? form) (second (expand-map schema form anon))
 
-                    (vector? form)
-                    (let [[op e a v] form]
-                      (case op
-                        :db/add [{:op :add :e (entity-ref e form) :a a
-                                  :v (value-ref schema a v form)}]
-                        :db/retract (if (= 3 (count form))
-                                      [{:op :retract-attr :e (entity-ref e form) :a a}]
-                                      [{:op :retract :e (entity-ref e form) :a a
-                                        :v (value-ref schema a v form)}])
-                        :db/retractEntity [{:op :retract-entity :e (entity-ref e form)}]
-                        :db/cas (let [[_ _ _ old new] form]
-                                  [{:op :cas :e (entity-ref e form) :a a
-                                    :old (when (some? old) (value-ref schema a old form))
-                                    :v (value-ref schema a new form)}])))
+               (vector? form)
+               (let [[op e a v] form]
+                 (case op
+                   :db/add [{:op :add :e (entity-ref e form) :a a
+                             :v (value-ref schema a v form)}]
+                   :db/retract (if (= 3 (count form))
+                                 [{:op :retract-attr :e (entity-ref e form) :a a}]
+                                 [{:op :retract :e (entity-ref e form) :a a
+                                   :v (value-ref schema a v form)}])
+                   :db/retractEntity [{:op :retract-entity :e (entity-ref e form)}]
+                   :db/cas (let [[_ _ _ old new] form]
+                             [{:op :cas :e (entity-ref e form) :a a
+                               :old (when (some? old) (value-ref schema a old form))
+                               :v (value-ref schema a new form)}])))
 
-                    :else (reject :model/unsupported "form outside the model's language"
-                                  {:form form})))
-                tx-data))))
+               :else (reject :model/unsupported "form outside the model's language"
+                             {:form form})))
+           tx-data))))
 
 (defn- holder
   "The entity holding value v of attribute a in `fs`, or nil."
@@ -217,8 +245,10 @@
         fs (facts model)
         ops (expand schema tx-data)
         tempids (resolve-tempids model fs ops new-eid)
+        tx (delay (new-eid {:tx true}))
         eid (fn [x]
               (cond (tempid? x) (get tempids (:tempid x))
+                    (= ::tx x) @tx
                     (lookup? x) (let [[a v] (:lookup x)]
                                   (or (holder fs a v)
                                       (reject :tx/lookup-ref-not-found "no entity has the value"
@@ -265,14 +295,16 @@
                   (assoc :t t)
                   (update :log conj {:t t :datoms (into (set (map #(conj % false) retracted))
                                                         (map #(conj % true) asserted))})
-                  (update :ents into (concat (vals tempids) (map first asserted))))
+                  (update :ents into (concat (vals tempids)
+                                             (remove #(and (realized? tx) (= @tx %))
+                                                     (map first asserted)))))
        :tempids (into {} (filter (comp string? key) tempids))
        :datoms (into (set (map #(conj % false) retracted)) (map #(conj % true) asserted))})))
 
 (defn transact
   "Applies tx-data to `model`. `new-eid` is called once per new entity with
   {:tempids [names] :identities [[attr value]]} and returns the id the engine
-  gave it. Returns {:model m' :tempids {name eid} :datoms #{[e a v added]}},
+  gave it; for the transaction's own entity, with {:tx true}. Returns {:model m' :tempids {name eid} :datoms #{[e a v added]}},
   {:error kind :data {...}} when Datomic would reject the transaction, or
   {:bad-eid ...} when `new-eid` returned an id in use."
   [model tx-data new-eid]

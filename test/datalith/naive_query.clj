@@ -87,7 +87,8 @@
       :else :pattern)))
 
 (defn- rule-head
-  "{:name :vars :required} of a rule head `(name ?a [?b] ...)` or `(name [?a] ?b)`."
+  "{:name :vars :required} of a rule head `(name ?a ?b)` or, with required
+  variables first, `(name [?a] ?b)`."
   [[name & args]]
   (let [required (if (vector? (first args)) (first args) [])
         vars (vec (concat required (if (vector? (first args)) (rest args) args)))]
@@ -106,10 +107,21 @@
 
 (def ^:private builtins
   {'< (comparison neg?) '> (comparison pos?) '<= (comparison (complement pos?))
-   '>= (comparison (complement neg?)) '= = '== == 'not= not= '!= not=})
+   '>= (comparison (complement neg?)) '= = '== == 'not= not= '!= not= 'ground identity})
+
+(defn- values-of
+  "The values of attribute `a` (an ident) of entity `e` in `db`."
+  [db e a]
+  (let [aid (entid db a)]
+    (for [[e' a' v] (::datoms db) :when (and (= e e') (= aid a'))] v)))
+
+(def ^:private db-functions
+  {'missing? (fn [db e a] (empty? (values-of db e a)))
+   'get-else (fn [db e a default] (if-let [[v] (seq (values-of db e a))] v default))})
 
 (defn- resolve-fn [sym]
   (or (builtins sym)
+      (db-functions sym)
       (if (namespace sym)
         (deref (requiring-resolve sym))
         (deref (ns-resolve 'clojure.core sym)))))
@@ -118,7 +130,7 @@
   {'count count
    'count-distinct (fn [xs] (count (distinct xs)))
    'sum (fn [xs] (reduce + 0 xs))
-   'avg (fn [xs] (double (/ (reduce + 0 xs) (count xs))))
+   'avg (fn [xs] (/ (double (reduce + 0 xs)) (count xs)))
    'min (fn [xs] (reduce #(if (neg? (compare %2 %1)) %2 %1) xs))
    'max (fn [xs] (reduce #(if (pos? (compare %2 %1)) %2 %1) xs))
    'distinct set})
@@ -291,32 +303,48 @@
                :when b']
            b'))))
 
+(defn- reachable-rules
+  "The names of rule `name` and of every rule its bodies invoke, transitively."
+  [rules name]
+  (loop [todo [name] seen #{}]
+    (if-let [[n & more] (seq todo)]
+      (if (or (seen n) (not (contains? rules n)))
+        (recur more seen)
+        (recur (into (vec more) (for [{:keys [body]} (rules n)
+                                      form (tree-seq coll? seq body)
+                                      :when (and (seq? form) (contains? rules (first form)))]
+                                  (first form)))
+               (conj seen n)))
+      seen)))
+
 (defn- rule-relations
-  "{rule-name #{tuple}} of every rule over default source `src`, to a fixpoint."
-  [ctx src]
-  (let [ctx (assoc-in ctx [:sources '$] src)]
-    (loop [rels (zipmap (keys (:rules ctx)) (repeat #{}))]
+  "{rule-name #{tuple}} of rule `name` and the rules it invokes, over default
+  source `src`, to a fixpoint."
+  [ctx src name]
+  (let [ctx (assoc-in ctx [:sources '$] src)
+        names (reachable-rules (:rules ctx) name)]
+    (loop [rels (zipmap names (repeat #{}))]
       (let [ctx (assoc ctx :rule-rels rels)
-            next (into {} (for [[name bodies] (:rules ctx)]
-                            [name (set (for [{:keys [vars body]} bodies
-                                             r (second (eval-clauses ctx #{} #{{}} body))]
-                                         (mapv (fn [v]
-                                                 (if (contains? r v)
-                                                   (r v)
-                                                   (throw (ex-info "rule body leaves a head variable unbound"
-                                                                   {:rule name :var v}))))
-                                               vars)))]))]
+            next (into {} (for [n names]
+                            [n (set (for [{:keys [vars body]} (get (:rules ctx) n)
+                                          r (second (eval-clauses ctx #{} #{{}} body))]
+                                      (mapv (fn [v]
+                                              (if (contains? r v)
+                                                (r v)
+                                                (throw (ex-info "rule body leaves a head variable unbound"
+                                                                {:rule n :var v}))))
+                                            vars)))]))]
         (if (= next rels) rels (recur next))))))
 
 (defn- eval-rule [ctx clause rows]
   (let [[src [name & args]] (strip-src clause)
         data (source ctx src)
         rels (or (get (:rule-rels ctx) name)
-                 (get (or (get @(:rule-cache ctx) data)
-                          (let [rels (rule-relations ctx data)]
-                            (swap! (:rule-cache ctx) assoc data rels)
-                            rels))
-                      name)
+                 (get @(:rule-cache ctx) [data name])
+                 (when (contains? (:rules ctx) name)
+                   (let [rels (get (rule-relations ctx data name) name)]
+                     (swap! (:rule-cache ctx) assoc [data name] rels)
+                     rels))
                  (throw (ex-info "unknown rule" {:rule name})))]
     (set (for [b rows
                tuple rels

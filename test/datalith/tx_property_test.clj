@@ -5,6 +5,8 @@
   as-of and since view, history, and on every index holding the same datoms.
   DATALITH_TRIALS=n raises the trial count."
   (:require [clojure.set :as set]
+            [clojure.string :as str]
+            [clojure.walk :as walk]
             [clojure.test :refer [deftest is testing]]
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]
@@ -48,8 +50,10 @@
 ;; ops hit existing entities and values often, and shrink well.
 
 (def gen-choice
-  "An entity or value choice: [kind n]; kind matters only for refs."
-  (gen/tuple (gen/frequency [[6 (gen/return :eid)] [3 (gen/return :tmp)] [1 (gen/return :lookup)]])
+  "An entity or value choice: [kind n]; kind matters only for refs (:nested:
+  a nested entity map where a map allows one, else like :eid)."
+  (gen/tuple (gen/frequency [[6 (gen/return :eid)] [3 (gen/return :tmp)] [1 (gen/return :lookup)]
+                             [1 (gen/return :nested)]])
              (gen/choose 0 7)))
 
 (def gen-attrs
@@ -68,17 +72,26 @@
      [3 (gen/hash-map :op (gen/return :upsert) :n gen/nat :tmp (gen/elements [nil 0 1 2])
                       :attrs gen-attrs)]
      [2 (gen/hash-map :op (gen/return :readd) :n gen/nat)]
+     [1 (gen/hash-map :op (gen/return :tx-meta) :a gen/nat :v gen-choice)]
      [2 (gen/hash-map :op (gen/return :cas) :e gen-choice :a gen/nat
                       :old-is (gen/elements [:current :current :nil :other])
                       :old gen-choice :v gen-choice)]]))
 
 (def gen-txs (gen/vector (gen/vector gen-op 0 6) 1 8))
 
+(def ^:private long-string (apply str (repeat 600 "x")))
+
+(def ^:private domains
+  "Small, so that values collide; with edge cases of the value encoding:
+  extreme longs, empty and non-ASCII strings, strings too long for a key
+  (some sharing a 600-character prefix)."
+  {:id [0 1 2 3 -7 Long/MIN_VALUE]
+   :long [0 1 -1 Long/MAX_VALUE Long/MIN_VALUE 2]
+   :string ["s0" "s1" "" "\u0000" "ß∂😀" long-string (str long-string "y") (str "y" long-string)]
+   :keyword [:w0 :kw/w0 :kw/w1 :a.b/c]})
+
 (defn- domain [schema a]
-  (case (get-in schema [a :type])
-    :long (vec (range (if (= a :k/id) 6 4)))
-    :string (mapv #(str "s" %) (range 4))
-    :keyword (mapv #(keyword "kw" (str "w" %)) (range 4))))
+  (if (= a :k/id) (:id domains) (domains (get-in schema [a :type]))))
 
 (defn- pick [xs n] (when (seq xs) (nth xs (mod n (count xs)))))
 
@@ -95,12 +108,16 @@
                                 (pick (domain schema :k/id) n))])
         entity (fn [[kind n]] ; an entity position of an assertion
                  (case kind
-                   :eid (or (pick ents n) (str "t" (mod n 3)))
                    :tmp (str "t" (mod n 3))
-                   :lookup (lookup n)))
+                   :lookup (lookup n)
+                   (or (pick ents n) (str "t" (mod n 3)))))
         existing (fn [[kind n]] ; an entity position of a retraction, or nil
                    (if (= kind :lookup) (lookup n) (pick ents n)))
         attr #(pick attrs %)
+        ;; maps may also use reverse attributes
+        map-attr #(pick (into attrs (for [a attrs :when (naive/ref-attr? schema a)]
+                                      (keyword (namespace a) (str "_" (name a)))))
+                        %)
         card-one-attrs (vec (filter #(= :one (get-in schema [% :card])) attrs))
         ;; tempids in entity positions: the only ones ref values may use
         temps (vec (sort (set (filter string?
@@ -113,15 +130,23 @@
                 (if (naive/ref-attr? schema a)
                   (case kind
                     :tmp (or (pick temps n) (pick ents n))
-                    :eid (or (pick ents n) (pick temps n))
-                    :lookup (lookup n))
+                    :lookup (lookup n)
+                    (or (pick ents n) (pick temps n)))
                   (pick (domain schema a) n)))
+        map-value (fn [a [kind n :as choice]] ; in a map: refs may be nested maps
+                    (if (and (= kind :nested) (naive/ref-attr? schema a))
+                      (cond-> {:k/id (second (lookup n)) :k/name (pick (domain schema :k/name) n)}
+                        (odd? n) (assoc :db/id (str "t" (mod n 3))))
+                      (value a choice)))
         map-attrs (fn [choices]
                     (into {} (for [[ai vcs] choices
-                                   :let [a (attr ai)
-                                         vs (keep #(value a %) vcs)]
+                                   :let [k (map-attr ai)
+                                         fwd (keyword (namespace k) (str/replace (name k) #"^_" ""))
+                                         vs (keep #(map-value fwd %) vcs)]
                                    :when (seq vs)]
-                               [a (if (= :many (get-in schema [a :card])) (set vs) (first vs))])))
+                               [k (if (or (not= k fwd) (= :many (get-in schema [k :card])))
+                                    (set vs)
+                                    (first vs))])))
         values-of (fn [e a] (vec (sort (for [[e' a' v] fs :when (and (= e e') (= a a'))] v))))]
     (vec
       (for [op ops
@@ -145,6 +170,8 @@
                                 (:tmp op) (assoc :db/id (str "t" (:tmp op)))))
                     :readd (when-let [[e a v] (pick (vec (sort fs)) (:n op))]
                              [:db/add e a v])
+                    :tx-meta (let [a (attr (:a op)) v (value a (:v op))]
+                               (when (some? v) [:db/add "datomic.tx" a v]))
                     :cas (let [a (pick card-one-attrs (:a op))
                                e (existing (:e op))
                                old (case (:old-is op)
@@ -201,6 +228,41 @@
         (when-not (sorted-by? (fn [x] [(:v x) (.aid ^datalith.index.Datom x)]) vaet)
           {:check [label :vaet-order] :datoms (vec vaet)}))))
 
+(defn- order-key
+  "A value as far as index order is checked. Strings too long for a key sort
+  by a hash of the full value after their first ~380 bytes (see
+  Codec/keyPart), so `index-range` and AVET order are checked on their first
+  300 characters only: `(index-range db a long-string nil)` and AVET order
+  among long strings that share a prefix are known to be wrong."
+  [v]
+  (if (and (string? v) (> (count v) 300)) (subs v 0 300) v))
+
+(defn- check-value-order
+  "AVET and `index-range` of each long or string attribute follow value
+  order (Clojure's `compare`), bounds included; nil or a failure."
+  [schema db now]
+  (some (fn [a]
+          (let [dom (sort (distinct (map order-key (domain schema a))))
+                in-range (fn [lo hi]
+                           (set (filter (fn [[_ a' v]] (and (= a a')
+                                                            (or (nil? lo) (<= (compare lo v) 0))
+                                                            (or (nil? hi) (neg? (compare v hi)))))
+                                        now)))
+                ordered? (fn [ds] (sorted-by? (comp order-key :v) ds))
+                avet (d/datoms db :avet a)]
+            (or (when-not (ordered? avet)
+                  {:check [:avet-value-order a] :values (mapv :v avet)})
+                (some (fn [[lo hi]]
+                        (let [ds (d/index-range db a lo hi)]
+                          (or (diff [:index-range a lo hi] (in-range lo hi)
+                                    (current-tuples #{a} ds))
+                              (when-not (ordered? ds)
+                                {:check [:index-range-order a lo hi] :values (mapv :v ds)}))))
+                      (concat (for [v dom] [v nil])
+                              (for [v dom] [nil v])
+                              (partition 2 1 dom))))))
+        (for [[a {:keys [type]}] schema :when (#{:long :string} type)] a)))
+
 (defn- check-db
   "The engine's db value at the model's t against the model; nil or a failure."
   [model db]
@@ -213,6 +275,7 @@
     (or (diff :basis-t t (d/basis-t db))
         (diff :eavt now (cur (d/datoms db :eavt)))
         (check-indexes :current schema attrs db cur)
+        (check-value-order schema db now)
         (some (fn [e]
                 (or (diff [:eavt e] (set (filter #(= e (first %)) now))
                           (cur (d/datoms db :eavt e)))
@@ -220,7 +283,8 @@
                                                                     (= v e)))
                                                  now))
                           (cur (d/datoms db :vaet e)))))
-              (naive/entities model))
+              (let [ents (naive/entities model)] ; at most ~40 of them
+                (take-nth (max 1 (quot (count ents) 40)) ents)))
         (some (fn [a] (diff [:aevt a] (set (filter #(= a (second %)) now))
                             (cur (d/datoms db :aevt a))))
               attrs)
@@ -237,7 +301,12 @@
                       (diff [:as-of-history t'] (naive/history-datoms model t')
                             (hist (d/datoms (d/history as-of) :eavt)))
                       (diff [:since t'] (naive/since-datoms model t' t)
-                            (cur (d/datoms (d/since db t') :eavt))))))
+                            (cur (d/datoms (d/since db t') :eavt)))
+                      (diff [:since-history t']
+                            (set (filter #(> (nth % 3) t') (naive/history-datoms model t)))
+                            (hist (d/datoms (d/history (d/since db t')) :eavt)))
+                      (diff [:as-of-since t'] (naive/since-datoms model (dec t') t')
+                            (cur (d/datoms (d/since as-of (dec t')) :eavt))))))
               (range (:t0 model) t)))))
 
 (defn- check-snapshots
@@ -257,9 +326,11 @@
   identity value it asserted."
   [report]
   (let [fallback (atom -1)]
-    (fn [{:keys [tempids identities]}]
-      (if-not report
-        (swap! fallback dec)
+    (fn [{:keys [tempids identities tx]}]
+      (cond
+        (not report) (swap! fallback dec)
+        tx (get (:tempids report) :db/current-tx)
+        :else
         (or (some #(get (:tempids report) %) tempids)
             (some (fn [[a v]] (some #(when (and (= a (:a %)) (= v (:v %)) (:added %)) (:e %))
                                     (:tx-data report)))
@@ -281,11 +352,15 @@
 (defn- check-log
   "The transaction log (`tx-range`) against the model's; nil or a failure."
   [model conn]
-  (let [attrs (set (keys (:schema model)))]
-    (diff :tx-range
+  (let [attrs (set (keys (:schema model)))
+        one (fn [t] (for [{:keys [data]} (d/tx-range conn t (inc t))] (tx-out attrs {:tx-data data})))]
+    (or
+     (some (fn [{:keys [t datoms]}] (diff [:tx-range t] [(set datoms)] (one t)))
+           (:log model))
+     (diff :tx-range
           (into {} (for [{:keys [t datoms]} (:log model)] [t (set datoms)]))
           (into {} (for [{:keys [t data]} (d/tx-range conn (inc (:t0 model)) nil)]
-                     [t (tx-out attrs {:tx-data data})])))))
+                     [t (tx-out attrs {:tx-data data})]))))))
 
 (defn- check-with-chain
   "`with` applied to the previous `with` result (overlays on overlays) against
@@ -399,10 +474,18 @@
          (d/close @conn)
          (some-> dir tu/delete-tree))))))
 
+(defn- brief
+  "Failure data with long strings shortened, for reading."
+  [x]
+  (walk/postwalk #(if (and (string? %) (> (count %) 40))
+                    (str (subs % 0 12) "...(" (count %) " chars)..." (subs % (- (count %) 12)))
+                    %)
+                 x))
+
 (defn- outcome [failures]
   (reify results/Result
     (pass? [_] (empty? failures))
-    (result-data [_] (first failures))))
+    (result-data [_] (brief (first failures)))))
 
 (defspec transactions-agree-with-the-model trials
   (prop/for-all [schema gen-schema
@@ -433,9 +516,9 @@
        (vec (for [e (naive/entities m) :when (zero? (mod e (inc step)))]
               [:db/add e :k/name (names (:schema m) (inc e))])))]))
 
-(defspec chunked-scans-agree-with-the-model (max 3 (quot trials 12))
+(defspec chunked-scans-agree-with-the-model (max 2 (quot trials 20))
   (prop/for-all [schema gen-schema
-                 n (gen/choose 130 300)
+                 n (gen/choose 130 250)
                  tags-per (gen/choose 1 4)
                  step (gen/choose 2 5)]
     (outcome (keep #(run-case % schema (bulk-txs n tags-per step)) tu/stores))))

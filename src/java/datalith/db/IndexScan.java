@@ -39,6 +39,8 @@ public final class IndexScan {
   private long retractTx;
   private Object value = NOT_READ;
   private Datom datom;
+  private long budget = Long.MAX_VALUE; // index entries next() may still step over
+  private boolean overBudget;
 
   /**
    * @param prefix every datom's key starts with it (may be empty)
@@ -119,6 +121,11 @@ public final class IndexScan {
         key = null;
         return false;
       }
+      if (--budget < 0) {
+        overBudget = true;
+        key = null;
+        return false;
+      }
       boolean takeCur = cv;
       if (cv && hv) {
         ByteBuffer c = cur.key();
@@ -170,6 +177,20 @@ public final class IndexScan {
         histValid = hist.next();
       }
     }
+  }
+
+  /**
+   * Makes {@link #next()} give up (false, with {@link #overBudget()} true) after
+   * stepping over {@code n} index entries, visible or not: a bound on the work
+   * of a count, where an as-of or since view may hide most entries of a range.
+   */
+  public void limitEntries(long n) {
+    budget = n;
+  }
+
+  /** Whether {@link #next()} stopped at the {@link #limitEntries} bound. */
+  public boolean overBudget() {
+    return overBudget;
   }
 
   /** Whether the next datom comes from the current key (a history retraction). */

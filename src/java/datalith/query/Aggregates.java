@@ -49,7 +49,7 @@ final class Aggregates {
         for (Object v : values) {
           sum = Numbers.add(sum, number(v, "avg"));
         }
-        return Numbers.divide(sum, values.size());
+        return ((Number) sum).doubleValue() / values.size(); // a double, as Datomic's avg
       }
       case "median": {
         List<Object> sorted = sorted(values);

@@ -154,6 +154,8 @@ final class DbPattern {
   /**
    * Calls {@code sink} for every datom matching the pattern, with the variables
    * whose {@code given} value is non-null fixed to it; at most {@code limit} matches.
+   * Without a sink it only counts, as an estimate: it stops after {@code limit}
+   * index entries, visible or not, and then answers {@code limit}.
    *
    * @return the number of matches
    */
@@ -268,6 +270,9 @@ final class DbPattern {
     Object[] out = new Object[vars.length];
     long n = 0;
     IndexScan scan = db.scanRange(s, index, kb.view(), seek, upper);
+    if (sink == null) {
+      scan.limitEntries(limit); // a count: as-of and since views may hide most entries
+    }
     try {
       while (n < limit && scan.next()) {
         if (!eInKey && e != null && scan.e() != e) {
@@ -295,6 +300,9 @@ final class DbPattern {
         if (sink != null) {
           sink.accept(out);
         }
+      }
+      if (scan.overBudget()) {
+        n = limit;
       }
     } finally {
       scan.close();

@@ -172,7 +172,7 @@ public final class Engine {
     }
   }
 
-  /** Throws {@code :query/unknown-fn} for the first function of {@code clauses} that does not resolve. */
+  /** Throws {@code :query/unknown-fn} for the first function of {@code clauses} that is unknown. */
   private static void resolveFunctions(List<Clause> clauses) {
     for (Clause c : clauses) {
       if (c instanceof Predicate p) {
@@ -313,7 +313,9 @@ public final class Engine {
     while (!remaining.isEmpty()) {
       Clause pick = null;
       for (Clause c : remaining) {
-        if (!(c instanceof Pattern) && !(c instanceof RuleCall) && bound.containsAll(needs(c))) {
+        // an or that binds new variables is a generator, costed below like a rule call
+        if (!(c instanceof Pattern) && !(c instanceof RuleCall) && bound.containsAll(needs(c))
+            && (!(c instanceof Or) || bound.containsAll(c.binds()))) {
           pick = c;
           break;
         }
@@ -360,7 +362,7 @@ public final class Engine {
         break;
       }
     }
-    if (c instanceof RuleCall) {
+    if (c instanceof RuleCall || c instanceof Or) {
       return joined ? 50 : 5000;
     }
     Pattern p = (Pattern) c;
@@ -391,10 +393,18 @@ public final class Engine {
         return;
       }
       long before = explain == null ? 0 : System.nanoTime();
+      int mark = explain == null ? 0 : explain.size();
       String how = eval(ctx, c, scope, clauses);
       if (explain != null) {
-        explain.add(map("clause", query.formOf(c), "method", Keyword.intern(how),
-            "rows", (long) ctx.size(), "ms", (System.nanoTime() - before) / 1e6));
+        // the steps of a not or or body nest under it; a rule's fixpoint rounds are left out
+        List<Object> inner = explain.subList(mark, explain.size());
+        IPersistentMap step = map("clause", query.formOf(c), "method", Keyword.intern(how),
+            "rows", (long) ctx.size(), "ms", (System.nanoTime() - before) / 1e6);
+        if (!inner.isEmpty() && !(c instanceof RuleCall)) {
+          step = step.assoc(Keyword.intern("clauses"), PersistentVector.create(inner));
+        }
+        inner.clear();
+        explain.add(step);
       }
     }
   }
@@ -499,8 +509,8 @@ public final class Engine {
   }
 
   /**
-   * Whether a bound value is an ident or lookup ref where {@code dp} reads an id (entity, attribute,
-   * or ref value position): only the index-lookup join resolves those, the hash join would miss them.
+   * Whether a bound value is an ident or lookup ref where {@code dp} reads an id (entity,
+   * attribute or ref value position): only the index-lookup join resolves those, not the hash join.
    */
   private static boolean namesEntities(Rel r, DbPattern dp, List<Variable> boundVars) {
     for (Variable v : boundVars) {
@@ -657,10 +667,12 @@ public final class Engine {
 
   private void evalFn(Ctx ctx, FnBinding fb, Scope scope) {
     IFn f = Functions.resolve(fb.fn());
-    List<Variable> inVars = new ArrayList<>(fb.needs());
-    Rel r = ctx.take(inVars, deadline);
     Binding b = fb.binding();
     List<Variable> outVars = b.vars();
+    // output variables already bound (the planner may run their clause first) are unified below
+    List<Variable> inVars = new ArrayList<>(fb.needs());
+    inVars.addAll(outVars);
+    Rel r = ctx.take(inVars, deadline);
     List<Variable> fresh = new ArrayList<>();
     for (Variable v : outVars) {
       if (!r.has(v) && !fresh.contains(v)) {
@@ -796,7 +808,8 @@ public final class Engine {
       throw Errors.error("query/missing-rules", "No rule named " + call.name(),
           "form", query.formOf(call));
     }
-    Object src = scope.source(call.src());
+    // a rule may run without any source as long as its body reads none
+    Object src = scope.sources.get(call.src().name());
     List<Term> args = call.args();
     int arity = args.size();
     boolean[] input = new boolean[arity];
@@ -977,7 +990,7 @@ public final class Engine {
     for (FindElement el : els) {
       aggregate |= el instanceof Aggregate;
     }
-    tuples = aggregate ? aggregate(proj, els, all) : project(proj, els);
+    tuples = aggregate ? aggregate(proj, els, all, ctx) : project(proj, els);
     pulls(tuples, els);
     return shape(tuples);
   }
@@ -1019,7 +1032,7 @@ public final class Engine {
     return out;
   }
 
-  private List<Object[]> aggregate(Rel proj, List<FindElement> els, Rel all) {
+  private List<Object[]> aggregate(Rel proj, List<FindElement> els, Rel all, Ctx ctx) {
     List<Integer> groupCols = new ArrayList<>();
     for (FindElement el : els) {
       if (el instanceof FindVar fv) {
@@ -1053,8 +1066,8 @@ public final class Engine {
           for (int k = 0; k < aArgs.length; k++) {
             Term t = a.args().get(k);
             aArgs[k] = t instanceof Constant c ? c.value()
-                : t instanceof Variable v && all.has(v) && !all.rows.isEmpty()
-                ? all.rows.get(0)[all.col(v)] : null;
+                : t instanceof Variable v ? aggregateArg(v, all, ctx)
+                : t instanceof SrcVar src ? new Scope(sources).source(src) : null;
           }
           IFn user = a.isBuiltin() ? null : Functions.resolve(a.fn());
           res[i] = Aggregates.apply(a.fn(), user, aArgs, vals);
@@ -1067,6 +1080,19 @@ public final class Engine {
       return new ArrayList<>();
     }
     return out;
+  }
+
+  /** The value of an aggregate's variable argument (?n in (sample ?n ?x)), any of its values. */
+  private Object aggregateArg(Variable v, Rel all, Ctx ctx) {
+    if (all.has(v)) {
+      return all.rows.isEmpty() ? null : all.rows.get(0)[all.col(v)];
+    }
+    if (!ctx.bound(v)) {
+      return null;
+    }
+    Rel r = ctx.take(List.of(v), deadline);
+    ctx.add(r);
+    return r.rows.isEmpty() ? null : r.rows.get(0)[r.col(v)];
   }
 
   private Object shape(List<Object[]> tuples) {

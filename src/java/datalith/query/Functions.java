@@ -124,12 +124,17 @@ final class Functions {
     return a;
   }
 
+  /** The first value of {@code a} on entity {@code e} (an id, ident or lookup ref), or null. */
   private static Object firstValue(Db db, Object e, Attr a) {
-    if (!(e instanceof Number n)) {
+    if (!(e instanceof Number || e instanceof Keyword || e instanceof List)) {
       return null;
     }
     try (Snapshot s = db.snapshot()) {
-      IndexScan scan = db.scan(s, Index.EAVT, new KeyBuilder().putLong(n.longValue()).putLong(a.id).view());
+      long id = e instanceof Number n ? n.longValue() : db.entid(s, e);
+      if (id < 0) {
+        return null;
+      }
+      IndexScan scan = db.scan(s, Index.EAVT, new KeyBuilder().putLong(id).putLong(a.id).view());
       Object v = scan.next() ? scan.v() : null;
       scan.close();
       return v;

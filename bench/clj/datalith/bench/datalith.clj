@@ -1,0 +1,88 @@
+(ns datalith.bench.datalith
+  "datalith, on LMDB (durable) or in memory."
+  (:require [datalith.bench.queries :as queries]
+            [datalith.bench.system :as system]
+            [datalith.core :as d]
+            [datalith.workload :as workload])
+  (:import (java.io File)
+           (java.util Map)))
+
+(set! *warn-on-reflection* true)
+
+(defn- transact-fn [conn]
+  (fn [tx-data]
+    (let [r (d/transact! conn tx-data)]
+      {:t (d/basis-t (:db-after r)) :tempids (:tempids r)})))
+
+(defn- eid [^Map ids tempid] (.get ids tempid))
+
+(deftype Datalith [kind ^File dir state]
+  system/BenchSystem
+  (system-name [_] (str "datalith-" (name kind)))
+
+  (load-data! [_ data opts]
+    (when dir (system/delete-tree dir))
+    (let [conn (if dir
+                 (d/connect (.getPath dir) {:schema workload/schema})
+                 (d/connect :mem {:schema workload/schema}))
+          result (workload/load! data (assoc opts :transact (transact-fn conn)))]
+      (swap! state assoc :conn conn :ids (:ids result))
+      result))
+
+  (prepare! [_ {:keys [as-of-t since-t]}]
+    (let [db (d/db (:conn @state))]
+      (swap! state assoc :db db :as-of (d/as-of db as-of-t) :since (d/since db since-t))))
+
+  (session [_] nil)
+  (end-session [_ _])
+
+  (run-op [_ _ op arg]
+    (let [{:keys [db ids]} @state]
+      (case op
+        :q1-point (d/q (:query arg) db)
+        :q2-ref (d/q queries/q2 db arg)
+        :q3-aggregate (d/q queries/q3 db)
+        :q4-predicate (d/q queries/q4 db)
+        :pull-star (d/pull db queries/pull-star (eid ids arg))
+        :pull-nested (d/pull db queries/pull-nested (eid ids arg))
+        :in-bindings (d/q queries/in-bindings db arg)
+        :as-of-q2 (d/q queries/q2 (:as-of @state) arg)
+        :since (d/q queries/since (:since @state)))))
+
+  (transact-one! [_ n]
+    (d/transact! (:conn @state) [[:db/add "t" :issue/title (str "bench " n)]]))
+
+  (relax-sync! [_]
+    (if dir
+      (do (d/close (:conn @state))
+          (swap! state assoc :conn (d/connect (.getPath dir) {:sync false}))
+          true)
+      false))
+
+  (close! [_]
+    (some-> (:conn @state) d/close)
+    (swap! state dissoc :conn)
+    (when dir (system/delete-tree dir))))
+
+(defn lmdb
+  "datalith on LMDB in `dir` (deleted before loading and on close!)."
+  [^File dir]
+  (->Datalith :lmdb dir (atom {})))
+
+(defn mem
+  "datalith in memory."
+  []
+  (->Datalith :mem nil (atom {})))
+
+(defn release!
+  "Closes the connection of `s` but keeps its files (for another process to read)."
+  [^Datalith s]
+  (let [state (.-state s)]
+    (some-> (:conn @state) d/close)
+    (swap! state dissoc :conn)))
+
+(defn lmdb-existing
+  "datalith on the LMDB database already in `dir` (kept on release!), whose
+  tempids map is `ids`."
+  [^File dir ids]
+  (->Datalith :lmdb dir (atom {:conn (d/connect (.getPath dir)) :ids ids})))

@@ -1,0 +1,120 @@
+(ns datalith.bench.harness
+  "The timing harness: warm-up, then many timed repetitions, percentiles over
+  the repetitions; and the same for several threads at once."
+  (:import (java.util Arrays Random)
+           (java.util.concurrent CountDownLatch)
+           (java.util.concurrent.atomic AtomicBoolean)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private sink (volatile! nil)) ; results land here, so no call is dead code
+
+(defn- percentile-ms
+  "Nearest-rank percentile p (0-100) of sorted nanosecond timings, in ms."
+  [^longs sorted p]
+  (let [n (alength sorted)
+        rank (max 1 (long (Math/ceil (* n (/ p 100.0)))))]
+    (/ (aget sorted (dec (min n rank))) 1e6)))
+
+(defn stats
+  "{:p50-ms :p95-ms :p99-ms :ops-per-s :n} of `n` timings (ns) in `times`
+  taken in `elapsed-ns` of wall time (ops-per-s = n / elapsed)."
+  [^longs times n elapsed-ns]
+  (let [sorted (Arrays/copyOf times (int n))]
+    (Arrays/sort sorted)
+    {:p50-ms (percentile-ms sorted 50)
+     :p95-ms (percentile-ms sorted 95)
+     :p99-ms (percentile-ms sorted 99)
+     :ops-per-s (/ n (/ elapsed-ns 1e9))
+     :n n}))
+
+(defn measure
+  "Calls (f arg) cycling through `args`: for warmup-ms untimed (at least 5
+  calls), then `reps` timed calls, stopping early once max-ms have passed
+  (after at least min-reps). Returns `stats`; ops-per-s is reps over the sum
+  of their times."
+  [f args {:keys [warmup-ms reps max-ms min-reps] :or {min-reps 10}}]
+  (let [args (vec args)
+        n-args (count args)
+        warm-until (+ (System/nanoTime) (* (long warmup-ms) 1000000))]
+    (loop [i 0]
+      (when (or (< i 5) (< (System/nanoTime) warm-until))
+        (vreset! sink (f (args (mod i n-args))))
+        (recur (inc i))))
+    (let [times (long-array reps)
+          stop-at (+ (System/nanoTime) (* (long max-ms) 1000000))
+          n (loop [i 0]
+              (if (or (= i reps) (and (>= i (long min-reps)) (> (System/nanoTime) stop-at)))
+                i
+                (let [arg (args (mod i n-args))
+                      t0 (System/nanoTime)
+                      r (f arg)
+                      t1 (System/nanoTime)]
+                  (vreset! sink r)
+                  (aset times i (- t1 t0))
+                  (recur (inc i)))))]
+      (stats times n (areduce times i sum 0 (+ sum (aget times i)))))))
+
+(defn measure-threads
+  "Runs `threads` threads, each calling (op rnd) in a loop with its own
+  java.util.Random, for warmup-ms untimed then duration-ms timed; each
+  thread first calls (open) for its state s and passes it as (op s rnd),
+  then (close s). Returns `stats` over every timed call; ops-per-s is all
+  calls over the wall time of the timed phase."
+  [{:keys [open op close]} threads {:keys [warmup-ms duration-ms]}]
+  (let [ready (CountDownLatch. threads)
+        go (CountDownLatch. 1)
+        measuring (AtomicBoolean. false)
+        running (AtomicBoolean. true)
+        results (object-array threads)
+        workers
+        (mapv (fn [k]
+                (doto (Thread.
+                       ^Runnable
+                       (fn []
+                         (let [s (try (open) (finally (.countDown ready)))
+                               rnd (Random. (+ 1000 k))]
+                           (try
+                             (.await go)
+                             (loop [^longs times (long-array 4096) n 0]
+                               (if (.get running)
+                                 (if (.get measuring)
+                                   (let [t0 (System/nanoTime)
+                                         r (op s rnd)
+                                         t1 (System/nanoTime)
+                                         times (if (= n (alength times))
+                                                 (Arrays/copyOf times (* 2 n))
+                                                 times)]
+                                     (vreset! sink r)
+                                     (aset times n (- t1 t0))
+                                     (recur times (inc n)))
+                                   (do (vreset! sink (op s rnd))
+                                       (recur times n)))
+                                 (aset results k [times n])))
+                             (catch Throwable e
+                               (.set running false)
+                               (aset results k e))
+                             (finally (close s))))))
+                  (.setName (str "bench-reader-" k))
+                  (.start)))
+              (range threads))]
+    (.await ready)
+    (.countDown go)
+    (Thread/sleep (long warmup-ms))
+    (.set measuring true)
+    (let [t0 (System/nanoTime)]
+      (Thread/sleep (long duration-ms))
+      (.set running false)
+      (let [elapsed (- (System/nanoTime) t0)]
+        (doseq [^Thread t workers] (.join t))
+        (when-let [e (some #(when-not (vector? %) (or % :no-result)) results)]
+          (throw (ex-info (str "A reader thread failed: " (if (instance? Throwable e) (ex-message e) e))
+                          {} (when (instance? Throwable e) e))))
+        (let [parts (vec results)
+              total (reduce + (map second parts))
+              all (long-array total)]
+          (reduce (fn [off [^longs times n]]
+                    (System/arraycopy times 0 all (int off) (int n))
+                    (+ off n))
+                  0 parts)
+          (stats all total elapsed))))))

@@ -1,0 +1,269 @@
+(ns datalith.bench.main
+  "`lein bench`: the issue-tracker benchmark, every system side by side in one
+  JVM and one run. See bench/README.md.
+
+    lein bench --scale 100k --systems datalith-lmdb,datalith-mem,datomic,sqlite --reps 200"
+  (:require [clojure.edn :as edn]
+            [clojure.java.io :as io]
+            [clojure.string :as str]
+            [datalith.bench.datalith :as datalith]
+            [datalith.bench.datomic :as datomic]
+            [datalith.bench.harness :as harness]
+            [datalith.bench.ops :as ops]
+            [datalith.bench.report :as report]
+            [datalith.bench.sqlite :as sqlite]
+            [datalith.bench.system :as system]
+            [datalith.progress :as progress]
+            [datalith.workload :as w])
+  (:import (java.io File)
+           (java.lang.management ManagementFactory)
+           (java.nio.file Files Paths)
+           (java.time Instant)
+           (java.util Map Random)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private usage
+  "lein bench [options]
+  --scale S[,S]      100k, 300k or 1m (default 100k)
+  --systems LIST     datalith-lmdb,datalith-mem,datomic-mem,datomic-disk,sqlite
+                     (datomic = both Datomic Local systems; default: all)
+  --reps N           timed repetitions per read (default 200)
+  --warmup-ms N      untimed warm-up per read and system (default 1000)
+  --max-ms N         a read stops after N ms of timed repetitions (at least 10; default 20000)
+  --batch-size N     issues per load transaction (default 1000)
+  --threads LIST     concurrent readers (default 1,2,4,8)
+  --read-ms N        timed phase of each concurrent-readers run (default 3000)
+  --tx-reps N        single-datom transactions timed (default 200)
+  --small-heap BOOL  also query the LMDB database from a -Xmx256m JVM (default true)
+  --out DIR          output directory (default bench/out)")
+
+(def ^:private defaults
+  {:scales ["100k"] :systems ["datalith-lmdb" "datalith-mem" "datomic-mem" "datomic-disk" "sqlite"]
+   :reps 200 :warmup-ms 1000 :max-ms 20000 :batch-size 1000 :threads [1 2 4 8]
+   :read-ms 3000 :tx-reps 200 :small-heap true :out "bench/out"})
+
+(defn- split [s] (remove str/blank? (str/split s #",")))
+
+(defn- parse-args [argv]
+  (loop [opts defaults [k v & more :as args] argv]
+    (cond
+      (empty? args) opts
+      (#{"-h" "--help"} k) (do (println usage) (System/exit 0))
+      (nil? v) (throw (ex-info (str "Option " k " needs a value\n" usage) {}))
+      :else
+      (recur (case k
+               "--scale" (assoc opts :scales (vec (split v)))
+               "--systems" (assoc opts :systems
+                                  (vec (distinct (mapcat #(if (= % "datomic")
+                                                            ["datomic-mem" "datomic-disk"]
+                                                            [%])
+                                                         (split v)))))
+               "--reps" (assoc opts :reps (parse-long v))
+               "--warmup-ms" (assoc opts :warmup-ms (parse-long v))
+               "--max-ms" (assoc opts :max-ms (parse-long v))
+               "--batch-size" (assoc opts :batch-size (parse-long v))
+               "--threads" (assoc opts :threads (mapv parse-long (split v)))
+               "--read-ms" (assoc opts :read-ms (parse-long v))
+               "--tx-reps" (assoc opts :tx-reps (parse-long v))
+               "--small-heap" (assoc opts :small-heap (parse-boolean v))
+               "--out" (assoc opts :out v)
+               (throw (ex-info (str "Unknown option " k "\n" usage) {})))
+             more))))
+
+(defn- make-system [sys-name ^File data-dir]
+  (case sys-name
+    "datalith-lmdb" (datalith/lmdb (io/file data-dir "datalith-lmdb"))
+    "datalith-mem" (datalith/mem)
+    "datomic-mem" (datomic/mem)
+    "datomic-disk" (datomic/disk (io/file data-dir "datomic-disk"))
+    "sqlite" (sqlite/sqlite (io/file data-dir "sqlite"))
+    (throw (ex-info (str "Unknown system " sys-name "\n" usage) {}))))
+
+(defn machine
+  "One line describing this machine and JVM."
+  []
+  (let [cpu (or (try (some #(some-> (re-find #"^model name\s*:\s*(.+)" %) second str/trim)
+                          (Files/readAllLines (Paths/get "/proc/cpuinfo" (make-array String 0))))
+                    (catch Exception _ nil))
+                "unknown CPU")
+        os (ManagementFactory/getOperatingSystemMXBean)
+        mem (when (instance? com.sun.management.OperatingSystemMXBean os)
+              (.getTotalMemorySize ^com.sun.management.OperatingSystemMXBean os))]
+    (format "%s, %d cores, %s RAM; %s %s; Java %s (%s), max heap %d MiB"
+            cpu (.availableProcessors (Runtime/getRuntime))
+            (if mem (format "%.0f GiB" (/ mem 1073741824.0)) "?")
+            (System/getProperty "os.name") (System/getProperty "os.version")
+            (System/getProperty "java.version") (System/getProperty "java.vm.name")
+            (quot (.maxMemory (Runtime/getRuntime)) 1048576))))
+
+;; ---------------------------------------------------------------- one scale
+
+(defn- log [& xs] (binding [*out* *err*] (apply println xs) (flush)))
+
+(defn- show-diff [expected got]
+  (if (and (set? expected) (set? got))
+    (str "expected " (count expected) " rows, got " (count got)
+         "; missing e.g. " (pr-str (take 3 (remove got expected)))
+         "; unexpected e.g. " (pr-str (take 3 (remove expected got))))
+    (str "expected " (pr-str expected) "\n    got " (pr-str got))))
+
+(defn- check
+  "nil when system s answers op like the expectation on up to 8 of its args,
+  else a message."
+  [s ^Map rev expect op args]
+  (some (fn [arg]
+          (let [want (expect op arg)
+                got (ops/normalise rev op (system/run-op s nil op arg))]
+            (when (not= want got)
+              (str (system/system-name s) " " (name op) " on " (pr-str (if (map? arg) (:email arg) arg))
+                   ": " (show-diff want got)))))
+        (take 8 args)))
+
+(defn- readers-op
+  "{:open :op :close} of concurrent readers of `kind` (:point or :mix) on s."
+  [s kind args]
+  (let [q1 (:q1-point args)
+        mix-ops [:q1-point :q2-ref :pull-star :pull-nested]]
+    {:open #(system/session s)
+     :close #(system/end-session s %)
+     :op (case kind
+           :point (fn [session ^Random rnd]
+                    (system/run-op s session :q1-point (q1 (.nextInt rnd (count q1)))))
+           :mix (fn [session ^Random rnd]
+                  (let [op (mix-ops (.nextInt rnd (count mix-ops)))
+                        as (args op)]
+                    (system/run-op s session op (as (.nextInt rnd (count as)))))))}))
+
+(defn- small-heap-run!
+  "Queries the LMDB database in dir from a child JVM with -Xmx256m; its rows."
+  [^File dir points args ^Map ids opts scale datoms ^File out]
+  (let [pull-ids (into {} (for [op [:pull-star :pull-nested] t (args op)] [t (.get ids t)]))
+        plan {:dir (.getAbsolutePath dir) :points points :args args :ids pull-ids
+              :reps (:reps opts) :warmup-ms (:warmup-ms opts) :max-ms (:max-ms opts)}
+        plan-file (io/file out (str "small-heap-plan-" scale ".edn"))
+        _ (spit plan-file (pr-str plan))
+        java (str (io/file (System/getProperty "java.home") "bin" "java"))
+        cmd [java "-Xmx256m" "--add-opens=java.base/java.nio=ALL-UNNAMED"
+             "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"
+             "-cp" (System/getProperty "java.class.path")
+             "clojure.main" "-m" "datalith.bench.small-heap" (.getPath plan-file)]
+        pb (doto (ProcessBuilder. ^java.util.List cmd)
+             (.redirectError java.lang.ProcessBuilder$Redirect/INHERIT))
+        p (.start pb)
+        stdout (slurp (.getInputStream p))
+        exit (.waitFor p)]
+    (.delete plan-file)
+    (if (zero? exit)
+      (let [{:keys [results]} (edn/read-string (last (str/split-lines stdout)))]
+        (for [[op st] results]
+          {:system "datalith-lmdb-256m" :scale scale :datoms datoms :op (name op)
+           :p50_ms (:p50-ms st) :p95_ms (:p95-ms st) :p99_ms (:p99-ms st)
+           :ops_per_s (:ops-per-s st)}))
+      (do (log "small-heap run failed, exit" exit) []))))
+
+(defn- run-scale!
+  "Runs everything at one scale; returns {:rows [...] :mismatches [...]}."
+  [opts scale]
+  (let [scale-k (keyword scale)
+        _ (log "=== scale" scale ": generating the data set (seed" w/seed ")")
+        data (w/generate scale-k)
+        datoms (:datoms data)
+        out (io/file (:out opts))
+        data-dir (io/file out "data" scale)
+        pts (ops/points data (:batch-size opts))
+        args (ops/args data)
+        expect (ops/expected data pts)
+        systems (mapv #(make-system % data-dir) (:systems opts))
+        revs (atom {})
+        loads (atom {})
+        rows (atom [])
+        mismatches (atom [])
+        row! (fn [s op st]
+               (let [r {:system (system/system-name s) :scale scale :datoms datoms :op op
+                        :p50_ms (:p50-ms st) :p95_ms (:p95-ms st) :p99_ms (:p99-ms st)
+                        :ops_per_s (:ops-per-s st)}]
+                 (log (format "  %-14s %-18s p50 %10.4f ms  p99 %10.4f ms  %,12.1f ops/s  (n=%s)"
+                              (:system r) op (double (:p50_ms r)) (double (:p99_ms r))
+                              (double (:ops_per_s r)) (:n st "-")))
+                 (swap! rows conj r)))]
+    (log (format "%,d datoms: %d users, %d labels, %,d issues; batches of %d issues"
+                 datoms (count (:users data)) (count (:labels data)) (count (:issues data))
+                 (:batch-size opts)))
+    (try
+      (doseq [s systems]
+        (System/gc)
+        (let [sname (system/system-name s)
+              res (system/load-data! s data {:batch-size (:batch-size opts)
+                                              :progress (progress/bar (format "%-14s" sname))})
+              ms (/ (:load-ns res) 1e6)]
+          (row! s "load" {:p50-ms ms :p95-ms ms :p99-ms ms :ops-per-s (/ datoms (/ ms 1000))})
+          (swap! loads assoc sname res)
+          (swap! revs assoc sname (ops/reverse-ids (:ids res)))
+          (system/prepare! s (ops/system-points pts res))))
+      (System/gc)
+      (doseq [op system/read-ops
+              s systems
+              :let [sname (system/system-name s)]]
+        (if-let [problem (check s (@revs sname) expect op (args op))]
+          (do (log "  MISMATCH" problem)
+              (swap! mismatches conj problem))
+          (row! s (name op)
+                (harness/measure #(system/run-op s nil op %) (args op) opts))))
+      (doseq [kind [:point :mix]
+              threads (:threads opts)
+              s systems]
+        (row! s (str "read-" (name kind) "-" threads "t")
+              (harness/measure-threads (readers-op s kind args) threads
+                                       {:warmup-ms (quot (long (:read-ms opts)) 3)
+                                        :duration-ms (:read-ms opts)})))
+      (doseq [s systems]
+        (let [n (atom 0)
+              tx-opts (assoc opts :reps (:tx-reps opts) :warmup-ms 200)]
+          (row! s "tx-single" (harness/measure (fn [_] (system/transact-one! s (swap! n inc)))
+                                               [nil] tx-opts))
+          (when (system/relax-sync! s)
+            (row! s "tx-single-nosync"
+                  (harness/measure (fn [_] (system/transact-one! s (swap! n inc))) [nil] tx-opts)))))
+      (when-let [lmdb (and (:small-heap opts)
+                           (some #(when (= "datalith-lmdb" (system/system-name %)) %) systems))]
+        (log "--- datalith-lmdb queried from a JVM with -Xmx256m")
+        (datalith/release! lmdb)
+        (doseq [r (let [res (@loads "datalith-lmdb")]
+                    (small-heap-run! (io/file data-dir "datalith-lmdb") (ops/system-points pts res)
+                                     args (:ids res) opts scale datoms out))]
+          (log (format "  %-18s %-18s p50 %10.4f ms" (:system r) (:op r) (double (:p50_ms r))))
+          (swap! rows conj r)))
+      {:rows @rows :mismatches @mismatches}
+      (finally
+        (doseq [s systems]
+          (try (system/close! s)
+               (catch Exception e (log "closing" (system/system-name s) "failed:" (ex-message e)))))
+        (system/delete-tree data-dir)))))
+
+(defn -main [& argv]
+  (let [opts (parse-args argv)
+        out (io/file (:out opts))
+        csv (io/file out "results.csv")
+        meta-file (io/file out "runs.edn")]
+    (.mkdirs out)
+    (doseq [scale (:scales opts)]
+      (when-not (w/scales (keyword scale))
+        (throw (ex-info (str "Unknown scale " scale "\n" usage) {})))
+      (let [{:keys [rows mismatches]} (run-scale! opts scale)
+            kept (remove #(= scale (:scale %)) (report/read-csv csv))
+            all (concat kept rows)
+            meta (assoc (report/read-meta meta-file) scale
+                        {:command (str "lein bench " (str/join " " argv))
+                         :machine (machine)
+                         :date (str (Instant/now))
+                         :mismatches mismatches})]
+        (report/write-csv! csv all)
+        (spit meta-file (pr-str meta))
+        (report/write-report! (io/file out "report.md") all meta)
+        (report/write-chart! out scale rows)
+        (log "wrote" (str csv) "," (str (io/file out "report.md")) "and latency-" scale ".png")
+        (when (seq mismatches)
+          (log (count mismatches) "mismatch(es): their timings were not kept"))))
+    (shutdown-agents)
+    (System/exit 0)))

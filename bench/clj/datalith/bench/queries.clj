@@ -1,0 +1,26 @@
+(ns datalith.bench.queries
+  "The Datalog of the benchmark, the same text for datalith and Datomic Local
+  (whose client API answers only relation find specs, so every :find here is
+  a relation). Q1-Q4 are the workload's (datalith.workload), shared with the demo."
+  (:require [datalith.workload :as w]))
+
+(def q1 "Q1, point lookup (datalith.workload/q1)." w/q1)
+(def q2 "Q2, ref traversal." w/q2)
+(def q3 "Q3, aggregate." w/q3)
+(def q4 "Q4, predicate." w/q4)
+
+(def in-bindings
+  "Users by a collection of emails bound in :in."
+  '[:find ?e ?name
+    :in $ [?email ...]
+    :where [?e :user/email ?email] [?e :user/name ?name]])
+
+(def since
+  "The issues whose state was asserted in the since-db."
+  '[:find ?i ?state :where [?i :issue/state ?state]])
+
+(def pull-star "Pull pattern of :pull-star." '[*])
+
+(def pull-nested
+  "Pull pattern of :pull-nested."
+  [:issue/title :issue/state {:issue/assignee [:user/email :user/name]}])

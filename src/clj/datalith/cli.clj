@@ -1,0 +1,200 @@
+(ns datalith.cli
+  "The datalith command line (`lein run -m datalith.cli COMMAND ...`, or
+  `bin/demo`):
+
+    demo [DIR]                 an LMDB database in DIR (default ./datalith-demo):
+                               loads the 100K issue tracker if it is empty, then
+                               runs Q1-Q4, a pull and an as-of query with timings
+    import DIR FILE.edn        transacts the file's tx-data, or each tx-data of a
+                               vector of them, with a progress bar
+    query DIR 'EDN' [ARG...]   prints the result of a query (ARGs: EDN inputs after the db)
+    transact DIR 'EDN'         runs one transaction, prints basis-t, datoms and tempids
+    stats DIR                  basis-t, datoms per attribute, file size"
+  (:require [clojure.edn :as edn]
+            [clojure.java.io :as io]
+            [clojure.pprint :as pprint]
+            [datalith.core :as d]
+            [datalith.progress :as progress]
+            [datalith.workload :as w])
+  (:import (java.io File PushbackReader)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private usage
+  "usage: datalith COMMAND ...
+  demo [DIR]                 load the 100K issue tracker into DIR (default ./datalith-demo) if empty,
+                             then run Q1-Q4, a pull and an as-of query with timings
+  import DIR FILE.edn        transact the file's tx-data (or each of a vector of tx-data)
+  query DIR 'EDN' [ARG...]   print a query's result; ARGs are EDN inputs after the db
+  transact DIR 'EDN'         run one transaction
+  stats DIR                  basis-t, datoms per attribute, file size")
+
+(defn- fail! [msg & [data]]
+  (throw (ex-info msg (merge {:error :cli/usage} data))))
+
+(defn- existing-dir ^File [dir]
+  (let [f (io/file dir)]
+    (when-not (.isDirectory f)
+      (fail! (str "No database directory " dir)))
+    f))
+
+(defn- read-edn [s what]
+  (try (edn/read-string s)
+       (catch Exception e (fail! (str "Cannot read the " what " as EDN: " (ex-message e))))))
+
+(defn- ms [^long nanos] (/ nanos 1e6))
+
+(defn- timed
+  "[result first-call-ms median-ms-of-n-more-calls] of calling f."
+  [f n]
+  (let [t0 (System/nanoTime)
+        r (f)
+        first-ms (ms (- (System/nanoTime) t0))
+        times (sort (for [_ (range n)]
+                      (let [t (System/nanoTime)] (f) (- (System/nanoTime) t))))]
+    [r first-ms (ms (nth times (quot n 2)))]))
+
+;; ---------------------------------------------------------------- demo
+
+(defn- transact-fn [conn]
+  (fn [tx-data]
+    (let [r (d/transact! conn tx-data)]
+      {:t (d/basis-t (:db-after r)) :tempids (:tempids r)})))
+
+(defn- show [title f & {:keys [rows] :or {rows 5}}]
+  (let [[r first-ms median-ms] (timed f 50)]
+    (println)
+    (println (format "%s   (first run %.3f ms, then median %.3f ms of 50)" title first-ms median-ms))
+    (cond
+      (map? r) (pprint/pprint r)
+      (coll? r) (do (doseq [row (take rows (sort r))] (println " " (pr-str row)))
+                    (when (> (count r) rows) (println (format "  ... %,d rows in all" (count r)))))
+      :else (prn r))
+    r))
+
+(defn demo
+  "The README's demo: see the namespace docstring."
+  [dir]
+  (let [dir (or dir "datalith-demo")]
+    (with-open [conn (d/connect dir {:schema w/schema})]
+      (if (seq (d/datoms (d/db conn) :aevt :issue/title))
+        (println (format "Reusing the database in %s (basis-t %d)." dir (d/basis-t (d/db conn))))
+        (let [data (w/generate :100k)
+              _ (println (format "Loading the 100K issue tracker (%,d datoms, seed %d) into %s"
+                                 (:datoms data) w/seed dir))
+              {:keys [load-ns]} (w/load! data {:transact (transact-fn conn)
+                                               :progress (progress/bar "load")})]
+          (println (format "Loaded in %.1f s: %,.0f datoms/s (durable, batches of 1000 issues)"
+                           (/ load-ns 1e9) (/ (:datoms data) (/ load-ns 1e9))))))
+      (let [db (d/db conn)
+            email (w/email 42)
+            _ (show (str "Q1 point lookup: " (pr-str (w/q1 email))) #(d/q (w/q1 email) db))
+            q2 (show (str "Q2 ref traversal: issues assigned to " email)
+                     #(d/q w/q2 db email))
+            issue (ffirst (sort q2))
+            mid-t (quot (d/basis-t db) 2)]
+        (show "Q3 aggregate: issues per state" #(d/q w/q3 db))
+        (show "Q4 predicate: open issues with priority >= 4" #(d/q w/q4 db))
+        (when issue
+          (show (str "pull [*] of issue " issue) #(d/pull db '[*] issue))
+          (show (str "pull of issue " issue " with its assignee")
+                #(d/pull db [:issue/title :issue/state {:issue/assignee [:user/email :user/name]}]
+                         issue)))
+        (show (format "as-of t=%d (half way through the history): Q2 for %s" mid-t email)
+              #(d/q w/q2 (d/as-of db mid-t) email))
+        (println)
+        (println (format "basis-t %d; the data stays in %s (run again to reuse it)."
+                         (d/basis-t db) dir))))))
+
+;; ---------------------------------------------------------------- import
+
+(defn- batches
+  "The tx-data batches of an imported form: a tx-data (vector of maps and
+  lists/vectors starting with a keyword) is one batch; a vector of tx-data, many."
+  [form]
+  (let [tx-data? (fn [x] (and (sequential? x)
+                              (every? #(or (map? %) (and (sequential? %) (keyword? (first %))))
+                                      x)))]
+    (cond
+      (tx-data? form) [form]
+      (and (sequential? form) (every? tx-data? form)) (vec form)
+      :else (fail! "The file holds neither tx-data nor a vector of tx-data"))))
+
+(defn import-file
+  "Transacts FILE.edn into the database in dir, batch by batch."
+  [dir file]
+  (let [form (with-open [r (PushbackReader. (io/reader (io/file file)))]
+               (edn/read {:readers *data-readers*} r))
+        bs (batches form)
+        total (reduce + (map count bs))
+        bar (progress/bar "import" "items")]
+    (with-open [conn (d/connect dir)]
+      (bar 0 total)
+      (let [datoms (loop [[b & more] bs done 0 datoms 0]
+                     (if b
+                       (let [r (d/transact! conn b)
+                             done (+ done (count b))]
+                         (bar done total)
+                         (recur more done (+ datoms (count (:tx-data r)))))
+                       datoms))]
+        (println (format "Imported %,d batches, %,d datoms; basis-t %d"
+                         (count bs) datoms (d/basis-t (d/db conn))))))))
+
+;; ---------------------------------------------------------------- the others
+
+(defn query
+  "Prints the result of the query text on the database in dir."
+  [dir query-text args]
+  (with-open [conn (d/connect (existing-dir dir))]
+    (pprint/pprint (apply d/q (read-edn query-text "query") (d/db conn)
+                          (map #(read-edn % "query input") args)))))
+
+(defn transact
+  "Runs the tx-data text on the database in dir."
+  [dir tx-text]
+  (with-open [conn (d/connect (existing-dir dir))]
+    (let [r (d/transact! conn (read-edn tx-text "tx-data"))]
+      (pprint/pprint {:basis-t (d/basis-t (:db-after r))
+                      :datoms (count (:tx-data r))
+                      :tempids (:tempids r)}))))
+
+(defn stats
+  "Prints basis-t, the datom count of each attribute and the size of the files."
+  [dir]
+  (let [f (existing-dir dir)]
+    (with-open [conn (d/connect f)]
+      (let [db (d/db conn)
+            counts (for [attr (sort (keys (d/schema db)))
+                         :let [n (count (d/datoms db :aevt attr))]
+                         :when (pos? n)]
+                     [attr n])
+            bytes (reduce + (map #(.length ^File %) (filter #(.isFile ^File %) (file-seq f))))]
+        (println (format "basis-t %d" (d/basis-t db)))
+        (println (format "%,d datoms" (reduce + (map second counts))))
+        (doseq [[attr n] counts]
+          (println (format "  %-28s %,12d" attr n)))
+        (println (format "files: %,.1f MiB in %s" (/ bytes 1048576.0) dir))))))
+
+(defn -main [& args]
+  (let [[cmd & more] args]
+    (try
+      (case cmd
+        "demo" (demo (first more))
+        "import" (let [[dir file] more]
+                   (when-not (and dir file) (fail! usage))
+                   (import-file dir file))
+        "query" (let [[dir q & inputs] more]
+                  (when-not (and dir q) (fail! usage))
+                  (query dir q inputs))
+        "transact" (let [[dir tx] more]
+                     (when-not (and dir tx) (fail! usage))
+                     (transact dir tx))
+        "stats" (if-let [dir (first more)] (stats dir) (fail! usage))
+        (fail! usage))
+      (shutdown-agents)
+      (catch clojure.lang.ExceptionInfo e
+        (binding [*out* *err*]
+          (println (ex-message e))
+          (when-not (= :cli/usage (:error (ex-data e)))
+            (prn (ex-data e))))
+        (System/exit 1)))))

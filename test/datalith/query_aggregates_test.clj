@@ -1,0 +1,136 @@
+(ns datalith.query-aggregates-test
+  "Aggregates in :find: the built-ins, grouping, :with, user aggregates, and
+  aggregates over nothing."
+  (:require [clojure.test :refer [are deftest is testing]]
+            [datalith.core :as d]
+            [datalith.query-fixtures :refer [failure people! schema]]
+            [datalith.test-util :refer [each-store]]))
+
+(defn concat-sorted "A user aggregate: the values sorted and joined." [vs] (apply str (sort vs)))
+
+(defn top "A user aggregate with a leading argument: the n largest values." [n vs]
+  (vec (take n (sort > vs))))
+
+(defn names-of "A user aggregate taking the database: the names of the entities." [db es]
+  (set (map #(d/q '[:find ?n . :in $ ?e :where [?e :person/name ?n]] db %) es)))
+
+(def values
+  "[group value] rows; duplicates are kept only with :with ?i"
+  [[:a 1 1] [:a 2 2] [:a 2 3] [:b 3 4] [:b 3 5] [:b 5 6] [:c 10 7]])
+
+(defn- agg
+  "The aggregate `expr` of ?v over `values`, one [group result] per group, using :with ?i."
+  [expr]
+  (d/q [:find '?k expr :with '?i :in '[[?k ?v ?i]]] values))
+
+(deftest single-value-aggregates
+  (are [expr result] (= result (agg expr))
+    '(count ?v)          #{[:a 3] [:b 3] [:c 1]}
+    '(count-distinct ?v) #{[:a 2] [:b 2] [:c 1]}
+    '(sum ?v)            #{[:a 5] [:b 11] [:c 10]}
+    '(min ?v)            #{[:a 1] [:b 3] [:c 10]}
+    '(max ?v)            #{[:a 2] [:b 5] [:c 10]}
+    '(median ?v)         #{[:a 2] [:b 3] [:c 10]}
+    '(distinct ?v)       #{[:a #{1 2}] [:b #{3 5}] [:c #{10}]})
+  (testing "avg, variance and stddev (compared numerically)"
+    (let [by-group (fn [expr] (into {} (agg expr)))
+          near? (fn [x y] (< (Math/abs (- (double x) (double y))) 1e-9))]
+      (is (near? 5/3 (:a (by-group '(avg ?v)))))
+      (is (near? 11/3 (:b (by-group '(avg ?v)))))
+      (is (near? 10 (:c (by-group '(avg ?v)))))
+      ;; population variance: mean of squared deviations
+      (is (near? 8/9 (:b (by-group '(variance ?v)))))
+      (is (near? 0 (:c (by-group '(variance ?v)))))
+      (is (near? (Math/sqrt 8/9) (:b (by-group '(stddev ?v)))))
+      (is (near? 1.5 (d/q '[:find (avg ?v) . :in [?v ...]] [1 2])))))
+  (testing "over a plain collection: one row"
+    (are [query result] (= result (d/q query [5 1 3 4 2]))
+      '[:find (count ?v) (sum ?v) (min ?v) (max ?v) :in [?v ...]] #{[5 15 1 5]}
+      '[:find (median ?v) . :in [?v ...]]                       3
+      '[:find [(min ?v) (max ?v)] :in [?v ...]]                 [1 5]
+      '[:find [(count ?v) ...] :in [?v ...]]                    [5]))
+  (testing "median of an even count with equal middle values"
+    (is (= 2 (d/q '[:find (median ?v) . :with ?i :in [[?i ?v]]] [[1 1] [2 2] [3 2] [4 9]]))))
+  (testing "min and max use the query order: any comparable type, numbers across classes"
+    (are [xs lo hi] (= [lo hi] (d/q '[:find [(min ?v) (max ?v)] :in [?v ...]] xs))
+      ["b" "a" "c"]                                   "a" "c"
+      [:m :a :z]                                      :a :z
+      [1 2.5 3N 1/2]                                  1/2 3N
+      [#inst "2020-01-01" #inst "2019-01-01"]         #inst "2019-01-01" #inst "2020-01-01")))
+
+(deftest collection-aggregates
+  (are [expr result] (= result (agg expr))
+    '(min 2 ?v)  #{[:a [1 2]] [:b [3 5]] [:c [10]]}
+    '(max 2 ?v)  #{[:a [2 1]] [:b [5 3]] [:c [10]]})
+  (is (= [[0 1 2] [9 8 7]] (d/q '[:find [(min 3 ?v) (max 3 ?v)] :in [?v ...]] (range 10))))
+  (testing "rand and sample draw from the values"
+    (let [xs (set (range 10))
+          [one some-with-repeats sampled all] (d/q '[:find [(rand ?v) (rand 20 ?v) (sample 4 ?v) (sample 50 ?v)]
+                                                    :in [?v ...]] (range 10))]
+      (is (contains? xs one))
+      (is (= 20 (count some-with-repeats)))
+      (is (every? xs some-with-repeats))
+      (is (= 4 (count sampled) (count (set sampled))))
+      (is (every? xs sampled))
+      (is (= xs (set all)) "sample returns every value when asked for more than there are")
+      (is (= 10 (count all)))))
+  (testing "the count of sample may come from an input"
+    (is (= 2 (count (d/q '[:find (sample ?n ?v) . :in ?n [?v ...]] 2 [1 2 3]))))))
+
+(deftest grouping
+  (are [query result] (= result (d/q query [[:a 1 1] [:a 1 2] [:a 2 3] [:b 1 4] [:b 1 4]]))
+    ;; grouped by two variables
+    '[:find ?k ?j (sum ?v) :in [[?k ?j ?v]]]                      #{[:a 1 3] [:a 2 3] [:b 1 4]}
+    ;; group variables in any position among the aggregates
+    '[:find (count ?v) ?k (max ?j) :in [[?k ?j ?v]]]              #{[3 :a 2] [1 :b 1]}
+    ;; :with keeps the duplicate [:b 1 4] rows apart only when its variable differs
+    '[:find ?k (count ?v) :with ?j :in [[?k ?j ?v]]]              #{[:a 3] [:b 1]}
+    ;; return maps on aggregates
+    '[:find ?k (count ?v) :keys k n :in [[?k ?j ?v]]]             #{{:k :a :n 3} {:k :b :n 1}}))
+
+(deftest with-and-duplicates
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)]
+      (are [query result] (= result (d/q query db))
+        '[:find (count ?a) . :where [_ :person/age ?a]]                      2
+        '[:find (count ?a) . :with ?e :where [?e :person/age ?a]]            3
+        '[:find (count-distinct ?a) . :with ?e :where [?e :person/age ?a]]   2
+        '[:find (sum ?a) . :with ?e :where [?e :person/age ?a]]              85
+        '[:find (count ?e) . :where [?e :person/name]]                       4
+        '[:find ?a (count ?e) :where [?e :person/age ?a]]                    #{[30 2] [25 1]}
+        ;; friends per person, people without friends are not counted
+        '[:find ?n (count ?f) :where [?e :person/name ?n] [?e :person/friend ?f]] #{["Bob" 1] ["Carol" 2]}
+        ;; the ages of everyone's friends, with repeats
+        '[:find (sum ?a) . :with ?e ?f :where [?e :person/friend ?f] [?f :person/age ?a]] 85))))
+
+(deftest user-aggregates
+  (are [query inputs result] (= result (apply d/q query inputs))
+    '[:find (datalith.query-aggregates-test/concat-sorted ?v) . :in [?v ...]] [["b" "a" "c"]] "abc"
+    '[:find (datalith.query-aggregates-test/top 2 ?v) . :in [?v ...]]         [[1 5 3]]       [5 3]
+    '[:find ?k (datalith.query-aggregates-test/top 1 ?v) :in [[?k ?v]]]       [[[:a 1] [:a 2] [:b 3]]] #{[:a [2]] [:b [3]]}
+    '[:find (clojure.core/count ?v) . :in [?v ...]]                           [[1 2 3]]       3)
+  (testing "an unknown aggregate"
+    (is (= :parser/find (:error (failure #(d/q '[:find (no-such-agg ?v) :in [?v ...]] [1])))))
+    (is (= :query/unknown-fn (:error (failure #(d/q '[:find (no.such/agg ?v) :in [?v ...]] [1])))))
+    (is (= :query/unknown-fn (:error (failure #(d/q '[:find ?k (no.such/agg ?v) :in [[?k ?v]]] [])))))))
+
+(deftest user-aggregates-with-a-source
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)]
+      (is (= #{[30 #{"Alice" "Carol"}] [25 #{"Bob"}]}
+             (d/q '[:find ?a (datalith.query-aggregates-test/names-of $ ?e) :where [?e :person/age ?a]] db))))))
+
+(deftest aggregates-over-nothing
+  (testing "Datomic returns no rows, not a row of zeros"
+    (are [query result] (= result (d/q query []))
+      '[:find (count ?v) :in [?v ...]]          #{}
+      '[:find (count ?v) . :in [?v ...]]        nil
+      '[:find (sum ?v) (max ?v) :in [?v ...]]   #{}
+      '[:find [(count ?v) (sum ?v)] :in [?v ...]] nil
+      '[:find [(count ?v) ...] :in [?v ...]]    []
+      '[:find ?k (count ?v) :in [[?k ?v]]]      #{}))
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (is (nil? (d/q '[:find (count ?e) . :where [?e :person/age 99]] (d/db conn))))))

@@ -1,0 +1,284 @@
+(ns datalith.query-basic-test
+  "Queries: find specs, return maps, query forms, pattern positions, sources,
+  :in bindings, :with, the tx and added positions, and time-filtered dbs."
+  (:require [clojure.test :refer [are deftest is testing]]
+            [datalith.core :as d]
+            [datalith.query-fixtures :refer [people! schema]]
+            [datalith.test-util :refer [each-store]]))
+
+(deftest find-specs
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)]
+      (are [query result] (= result (d/q query db))
+        '[:find ?n ?a :where [?e :person/name ?n] [?e :person/age ?a]]
+        #{["Alice" 30] ["Bob" 25] ["Carol" 30]}
+
+        '[:find ?a :where [_ :person/age ?a]]
+        #{[30] [25]}
+
+        '[:find ?n . :where [?e :person/name ?n] [?e :person/age 25]]
+        "Bob"
+
+        '[:find ?n . :where [?e :person/name ?n] [?e :person/age 99]]
+        nil
+
+        '[:find [?a ...] :where [_ :person/age ?a]]
+        [30 25]
+
+        '[:find [?n ?a] :where [?e :person/name ?n] [?e :person/age 25] [?e :person/age ?a]]
+        ["Bob" 25]
+
+        '[:find [?n ?a] :where [?e :person/name ?n] [?e :person/age 99] [?e :person/age ?a]]
+        nil
+
+        '[:find ?n :where [?e :person/name ?n] [?e :person/age 99]]
+        #{})
+      (testing "a collection holds each distinct value once, in any order"
+        (is (= [25 30] (sort (d/q '[:find [?a ...] :where [_ :person/age ?a]] db)))))
+      (testing "results are Clojure sets of vectors"
+        (let [r (d/q '[:find ?n :where [_ :person/name ?n]] db)]
+          (is (set? r))
+          (is (every? vector? r)))))))
+
+(deftest return-maps
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)]
+      (are [query result] (= result (d/q query db))
+        '[:find ?n ?a :keys name age :where [?e :person/name ?n] [?e :person/age ?a]]
+        #{{:name "Alice" :age 30} {:name "Bob" :age 25} {:name "Carol" :age 30}}
+
+        '[:find ?n ?a :strs name age :where [?e :person/name ?n] [?e :person/age 25] [?e :person/age ?a]]
+        #{{"name" "Bob" "age" 25}}
+
+        '[:find ?n ?a :syms name age :where [?e :person/name ?n] [?e :person/age 25] [?e :person/age ?a]]
+        #{{'name "Bob" 'age 25}}
+
+        '{:find [?n ?a] :keys [name age] :where [[?e :person/name ?n] [?e :person/age 25] [?e :person/age ?a]]}
+        #{{:name "Bob" :age 25}}
+
+        ;; a tuple find spec returns a single map
+        '[:find [?n ?a] :keys name age :where [?e :person/name ?n] [?e :person/age 25] [?e :person/age ?a]]
+        {:name "Bob" :age 25}))))
+
+(deftest query-forms
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)
+          expected #{["Alice"] ["Carol"]}]
+      (are [query] (= expected (d/q query db 30))
+        '[:find ?n :in $ ?a :where [?e :person/age ?a] [?e :person/name ?n]]
+        '{:find [?n] :in [$ ?a] :where [[?e :person/age ?a] [?e :person/name ?n]]}
+        "[:find ?n :in $ ?a :where [?e :person/age ?a] [?e :person/name ?n]]"
+        "{:find [?n] :in [$ ?a] :where [[?e :person/age ?a] [?e :person/name ?n]]}")
+      (testing "the {:query .. :args ..} form of q"
+        (are [query] (= expected (d/q {:query query :args [db 30]}))
+          '[:find ?n :in $ ?a :where [?e :person/age ?a] [?e :person/name ?n]]
+          '{:find [?n] :in [$ ?a] :where [[?e :person/age ?a] [?e :person/name ?n]]}
+          "[:find ?n :in $ ?a :where [?e :person/age ?a] [?e :person/name ?n]]"))
+      (testing "without :in the query takes one database"
+        (is (= #{["Dan"]} (d/q '[:find ?n :where [?e :person/name ?n] [(missing? $ ?e :person/age)]] db)))))))
+
+(deftest pattern-positions
+  (each-store [conn {:schema schema}]
+    (let [{:strs [Alice Bob Carol Dan] :keys [red]} (people! conn)
+          db (d/db conn)
+          tx (d/q '[:find ?tx . :where [_ :person/name "Alice" ?tx]] db)
+          age (d/entid db :person/age)]
+      (is (= tx (d/q '[:find ?tx . :where [_ :person/name "Dan" ?tx]] db)))
+      (are [query result] (= result (d/q query db))
+        ;; a constant in each position
+        '[:find ?e :where [?e :person/name "Bob"]]                     #{[Bob]}
+        [:find '?a :where [Bob '?a 25]]                                #{[age]}
+        [:find '?v :where [Bob :person/age '?v]]                       #{[25]}
+        [:find '?e :where ['?e :person/name "Carol" tx]]               #{[Carol]}
+        [:find '?e :where ['?e :person/name "Carol" tx true]]          #{[Carol]}
+        [:find '?e :where ['?e :person/name "Carol" tx false]]         #{}
+        '[:find ?e :where [?e :person/name "Nobody"]]                  #{}
+        ;; an attribute given by id
+        [:find '?v :where [Bob age '?v]]                               #{[25]}
+        ;; _ and a short pattern
+        '[:find ?e :where [?e :person/age _]]                          #{[Alice] [Bob] [Carol]}
+        '[:find ?e :where [?e :person/friend]]                         #{[Bob] [Carol]}
+        '[:find ?x :where [_ :person/tag ?x]]                          #{[:x] [:y]}
+        ;; lookup refs and idents in entity position
+        '[:find ?a :where [[:person/name "Bob"] :person/age ?a]]       #{[25]}
+        '[:find ?a :where [[:person/name "Nobody"] :person/age ?a]]    #{}
+        '[:find ?v :where [:red :db/ident ?v]]                         #{[:red]}
+        ;; a lookup ref and an ident as the value of a ref attribute
+        '[:find ?e :where [?e :person/friend [:person/name "Bob"]]]    #{[Carol]}
+        '[:find ?n :where [?e :person/color :red] [?e :person/name ?n]] #{["Alice"]}
+        '[:find ?n :where [?e :person/color :green] [?e :person/name ?n]] #{}
+        ;; ref values come back as entity ids
+        '[:find ?c :where [?e :person/name "Alice"] [?e :person/color ?c]] #{[red]}
+        ;; a value of the wrong type matches nothing
+        '[:find ?e :where [?e :person/age "30"]]                       #{}
+        ;; unknown attribute
+        '[:find ?e :where [?e :person/nope _]]                         #{}
+        ;; a variable repeated inside a pattern
+        '[:find ?e :where [?e :person/friend ?e]]                      #{})
+      (testing "[?e ?a ?v] with ?a bound to attribute ids"
+        (is (= #{[Alice 30] [Bob 25] [Carol 30]}
+               (d/q '[:find ?e ?v :in $ ?a :where [?e ?a ?v]] db age)))
+        (is (= #{[Bob age 25] [Bob (d/entid db :person/name) "Bob"]}
+               (d/q '[:find ?e ?a ?v :in $ [?a ...] :where [?e ?a ?v] [?e :person/name "Bob"]]
+                    db [age (d/entid db :person/name)]))))
+      (testing "attribute ids resolve to idents through :db/ident"
+        (is (= #{[:person/name "Dan"]}
+               (d/q '[:find ?ident ?v :where [[:person/name "Dan"] ?a ?v] [?a :db/ident ?ident]] db))))
+      (testing "idents and lookup refs given as inputs"
+        (are [query input result] (= result (d/q query db input))
+          '[:find ?n :in $ ?e :where [?e :person/name ?n]]       [:person/name "Bob"] #{["Bob"]}
+          '[:find ?n :in $ ?e :where [?e :person/name ?n]]       Bob                  #{["Bob"]}
+          '[:find ?n :in $ ?c :where [?e :person/color ?c] [?e :person/name ?n]] :red #{["Alice"]}
+          '[:find ?n :in $ [?c ...] :where [?e :person/name ?n] [?e :person/color ?c]]
+          [:red :blue :green] #{["Alice"] ["Bob"]}
+          '[:find ?n :in $ ?f :where [?e :person/friend ?f] [?e :person/name ?n]]
+          [:person/name "Alice"] #{["Bob"] ["Carol"]}))
+      (is (some? Dan)))))
+
+(deftest sources
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)
+          ;; a second database: everyone a year older, and Erin
+          db2 (:db-after (d/with db [[:db/add [:person/name "Alice"] :person/age 31]
+                                     [:db/add [:person/name "Bob"] :person/age 26]
+                                     {:person/name "Erin" :person/age 40}]))]
+      (are [query inputs result] (= result (apply d/q query inputs))
+        '[:find ?n ?a1 ?a2 :in $ $2
+          :where [?e :person/name ?n] [?e :person/age ?a1] [$2 ?e2 :person/name ?n] [$2 ?e2 :person/age ?a2]]
+        [db db2] #{["Alice" 30 31] ["Bob" 25 26] ["Carol" 30 30]}
+
+        '[:find ?n :in $old $new :where [$new ?e :person/name ?n] (not [$old ?e :person/name ?n])]
+        [db db2] #{["Erin"]}
+
+        ;; a plain collection of tuples is a source
+        '[:find ?n ?nick :in $ $nicks :where [?e :person/name ?n] [$nicks ?n ?nick]]
+        [db [["Alice" "Al"] ["Bob" "Bobby"] ["Zed" "Z"]]] #{["Alice" "Al"] ["Bob" "Bobby"]}
+
+        '[:find ?x ?y :in $ :where [?x :likes ?y]]
+        [[[1 :likes 2] [3 :likes 4] [5 :hates 6]]] #{[1 2] [3 4]}
+
+        '[:find ?x :in $ :where [?x _ ?x]]
+        [[[1 :a 1] [2 :a 3]]] #{[1]}
+
+        ;; tuples shorter than the pattern do not match
+        '[:find ?x ?z :in $ :where [?x :a ?y ?z]]
+        [[[1 :a 2] [3 :a 4 5]]] #{[3 5]}
+
+        '[:find ?n :in $data $ :where [$data ?n _] [?e :person/name ?n]]
+        [[["Carol" 1] ["Nobody" 2]] db] #{["Carol"]}))))
+
+(deftest in-bindings
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)]
+      (are [query inputs result] (= result (apply d/q query db inputs))
+        '[:find ?n :in $ ?a :where [?e :person/age ?a] [?e :person/name ?n]]
+        [25] #{["Bob"]}
+
+        '[:find ?n :in $ [?n ?a] :where [?e :person/name ?n] [?e :person/age ?a]]
+        [["Alice" 30]] #{["Alice"]}
+
+        '[:find ?n :in $ [?n ?a] :where [?e :person/name ?n] [?e :person/age ?a]]
+        [["Alice" 31]] #{}
+
+        '[:find ?n :in $ [?n _] :where [?e :person/name ?n]]
+        [["Alice" :ignored]] #{["Alice"]}
+
+        '[:find ?a :in $ [?n ...] :where [?e :person/name ?n] [?e :person/age ?a]]
+        [["Bob" "Carol" "Nobody"]] #{[25] [30]}
+
+        '[:find ?a :in $ [?n ...] :where [?e :person/name ?n] [?e :person/age ?a]]
+        [[]] #{}
+
+        '[:find ?n ?a :in $ [[?n ?a]] :where [?e :person/name ?n] [?e :person/age ?a]]
+        [[["Alice" 30] ["Bob" 30] ["Carol" 30]]] #{["Alice" 30] ["Carol" 30]}
+
+        '[:find ?n :in $ [[?n _]] :where [?e :person/name ?n]]
+        [[["Dan" 1] ["Zed" 2]]] #{["Dan"]}
+
+        '[:find ?n :in $ _ ?a :where [?e :person/age ?a] [?e :person/name ?n]]
+        [:anything 25] #{["Bob"]})
+      (testing "inputs without a database"
+        (are [query inputs result] (= result (apply d/q query inputs))
+          '[:find ?x :in ?x]                       [5]                 #{[5]}
+          '[:find ?x :in [?x ...]]                 [[1 2 2 3]]         #{[1] [2] [3]}
+          '[:find ?x ?y :in [[?x ?y]]]             [[[1 2] [3 4]]]     #{[1 2] [3 4]}
+          '[:find ?x ?y :in [?x ...] [?y ...]]     [[1 2] [:a]]        #{[1 :a] [2 :a]}
+          '[:find ?y :in ?x :where [(inc ?x) ?y]]  [1]                 #{[2]})))))
+
+(deftest with-clause
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)]
+      (testing "without :with, equal ages of different people count once"
+        (is (= 55 (d/q '[:find (sum ?a) . :where [?e :person/age ?a]] db))))
+      (testing ":with ?e keeps one age per person"
+        (is (= 85 (d/q '[:find (sum ?a) . :with ?e :where [?e :person/age ?a]] db)))
+        (is (= #{[30 2] [25 1]}
+               (d/q '[:find ?a (count ?a) :with ?e :where [?e :person/age ?a]] db))))
+      (testing ":with on inputs"
+        (are [query result] (= result (d/q query [[:a 10] [:b 10] [:c 5]]))
+          '[:find (sum ?v) . :in [[?k ?v]]]           15
+          '[:find (sum ?v) . :with ?k :in [[?k ?v]]]  25
+          '[:find (sum ?v) . :in [[_ ?v]]]            15
+          '[:find (count ?v) . :in [[_ ?v]]]          2)))))
+
+(deftest tx-and-added-positions
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [tx1 (d/t->tx (d/basis-t (d/db conn)))
+          r (d/transact! conn [[:db/add [:person/name "Alice"] :person/age 31]
+                               [:db/retract [:person/name "Dan"] :person/name "Dan"]])
+          tx2 (d/t->tx (d/basis-t (:db-after r)))
+          db (d/db conn)
+          hist (d/history db)]
+      (are [query source result] (= result (d/q query source))
+        '[:find ?a ?tx :where [[:person/name "Alice"] :person/age ?a ?tx]]
+        db #{[31 tx2]}
+
+        '[:find ?a ?tx ?added :where [?e :person/age ?a ?tx ?added] [?e :person/name "Alice"]]
+        hist #{[30 tx1 true] [30 tx2 false] [31 tx2 true]}
+
+        '[:find ?a :where [?e :person/age ?a _ false]]
+        hist #{[30]}
+
+        '[:find ?n :where [_ :person/name ?n _ false]]
+        hist #{["Dan"]}
+
+        ;; the tx position as a constant
+        [:find '?a :where ['?e :person/age '?a tx2]]
+        db #{[31]}
+
+        [:find '?n :where ['?e :person/name '?n tx1] ['?e :person/age 25]]
+        db #{["Bob"]}
+
+        ;; transactions are entities
+        '[:find ?inst :where [_ :person/age 31 ?tx] [?tx :db/txInstant ?inst]]
+        db #{[(:v (first (d/datoms db :eavt tx2 :db/txInstant)))]})
+      (testing "the tx of a datom, joined to an input"
+        (is (= #{["Alice"]}
+               (d/q '[:find ?n :in $ ?tx :where [?e :person/age _ ?tx] [?e :person/name ?n]] db tx2)))))))
+
+(deftest time-filtered-dbs
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [t1 (d/basis-t (d/db conn))
+          _ (d/transact! conn [[:db/add [:person/name "Alice"] :person/age 31]
+                               {:person/name "Erin" :person/age 40}])
+          db (d/db conn)
+          ages '[:find ?n ?a :where [?e :person/name ?n] [?e :person/age ?a]]]
+      (is (= #{["Alice" 31] ["Bob" 25] ["Carol" 30] ["Erin" 40]} (d/q ages db)))
+      (is (= #{["Alice" 30] ["Bob" 25] ["Carol" 30]} (d/q ages (d/as-of db t1))))
+      (testing "since: only what was asserted after t1"
+        (is (= #{[31] [40]} (d/q '[:find ?a :where [_ :person/age ?a]] (d/since db t1))))
+        (is (= #{["Erin" 40]} (d/q ages (d/since db t1)))))
+      (testing "an as-of db and the current one as two sources"
+        (is (= #{["Alice" 30 31]}
+               (d/q '[:find ?n ?old ?new :in $then $now
+                      :where [$then ?e :person/age ?old] [$now ?e :person/age ?new]
+                      [(not= ?old ?new)] [$now ?e :person/name ?n]]
+                    (d/as-of db t1) db)))))))

@@ -1,0 +1,128 @@
+(ns datalith.query-explain-test
+  "d/explain: the plan as data, and the planner's choices it shows: selective
+  clauses first, ranges pushed into AVET scans, lookup joins from small inputs."
+  (:require [clojure.test :refer [are deftest is testing]]
+            [datalith.core :as d]
+            [datalith.test-util :refer [each-store]]))
+
+(def schema
+  {:item/id {:db/valueType :db.type/long :db/unique :db.unique/identity}
+   :item/score {:db/valueType :db.type/long :db/index true}
+   :item/group {:db/valueType :db.type/long}
+   :item/name {:db/valueType :db.type/string}})
+
+(def n 3000)
+
+(defn- load! [conn]
+  (d/transact! conn (for [i (range n)]
+                      {:item/id i :item/score (mod (* i 7) 1000) :item/group (mod i 10)
+                       :item/name (str "item-" i)})))
+
+(defn- plan
+  "[clause method] of each step of the explained query, in run order."
+  [query & inputs]
+  (mapv (juxt :clause :method) (:clauses (apply d/explain query inputs))))
+
+(defn- method-of [query clause & inputs]
+  (some (fn [[c m]] (when (= c clause) m)) (apply plan query inputs)))
+
+(deftest explain-shape
+  (each-store [conn {:schema schema}]
+    (load! conn)
+    (let [db (d/db conn)
+          query '[:find ?name :in $ ?id :where [?e :item/id ?id] [?e :item/name ?name]]
+          e (d/explain query db 42)]
+      (is (= #{["item-42"]} (d/q query db 42)) "explain runs the same query q runs")
+      (is (= 1 (:result-size e)))
+      (is (string? (:query e)))
+      (is (= '[[?e :item/id ?id] [?e :item/name ?name]] (mapv :clause (:clauses e))))
+      (is (every? keyword? (map :method (:clauses e))))
+      (is (every? #(and (integer? (:rows %)) (number? (:ms %))) (:clauses e)))
+      (is (= [1 1] (mapv :rows (:clauses e))) "rows after each clause")
+      (testing "filters, functions, not and or are named as such; the steps of not and or nest"
+        (let [steps (:clauses (d/explain '[:find ?e :where [?e :item/id 5] [(pos? ?e)] [(inc ?e) ?f]
+                                           (not [?e :item/group 9]) (or [?e :item/group 5] [?e :item/group 6])]
+                                         db))]
+          (is (= [:scan-avet :filter :function :anti-join :union] (mapv :method steps)))
+          (is (= '[[[?e :item/group 9]] [[?e :item/group 5] [?e :item/group 6]]]
+                 (mapv #(mapv :clause (:clauses %)) (drop 3 steps))))))
+      (testing "a rule call is one step"
+        (is (= [:scan-avet :rule]
+               (mapv second (plan '[:find ?e :in $ % :where [?e :item/id 5] (g ?e)]
+                                  db '[[(g ?x) [?x :item/group 5]]]))))))))
+
+(deftest selective-clauses-first
+  (each-store [conn {:schema schema}]
+    (load! conn)
+    (let [db (d/db conn)]
+      (testing "a unique-attribute lookup runs first even when written last"
+        (are [query first-clause] (= first-clause (ffirst (plan query db)))
+          '[:find ?s :where [?e :item/score ?s] [?e :item/group ?g] [?e :item/id 42]]
+          '[?e :item/id 42]
+
+          '[:find ?s :where [?e :item/name ?x] [?e :item/score ?s] [?e :item/name "item-7"]]
+          '[?e :item/name "item-7"]
+
+          '[:find ?s ?g :where [?f :item/group ?g] [?e :item/score ?s] [?e :item/id 42] [?f :item/id 43]]
+          '[?e :item/id 42]))
+      (testing "the rest joins on what is bound, by entity id"
+        (is (= [['[?e :item/id 42] :scan-avet]
+                ['[?e :item/score ?s] :lookup-join-eavt]
+                ['[?e :item/group ?g] :lookup-join-eavt]]
+               (plan '[:find ?s :where [?e :item/score ?s] [?e :item/group ?g] [?e :item/id 42]] db))))
+      (testing "a predicate runs as soon as its variables are bound"
+        (let [clauses (mapv first (plan '[:find ?g :where [(even? ?s)] [?e :item/group ?g] [?e :item/name ?x]
+                                          [?e :item/score ?s] [?e :item/id 42]]
+                                        db))
+              at #(.indexOf ^java.util.List clauses %)]
+          (is (= 0 (at '[?e :item/id 42])))
+          (is (= (inc (at '[?e :item/score ?s])) (at '[(even? ?s)])))))
+      (testing "an or that binds its variables waits for the selective lookup"
+        (is (= '[[?e :item/id 5] (or [?e :item/group 5] [?e :item/group 6])]
+               (mapv first (plan '[:find ?e :where (or [?e :item/group 5] [?e :item/group 6]) [?e :item/id 5]] db))))))))
+
+(deftest ranges-in-avet-scans
+  (each-store [conn {:schema schema}]
+    (load! conn)
+    (let [db (d/db conn)]
+      (are [query] (let [p (plan query db)]
+                     (and (= :scan-avet (second (first p)))
+                          (= '[?e :item/score ?s] (ffirst p))))
+        '[:find ?e :where [?e :item/score ?s] [(< ?s 4)]]
+        '[:find ?e :where [?e :item/score ?s] [(>= ?s 990)]]
+        '[:find ?e :where [?e :item/score ?s] [(< 10 ?s)] [(< ?s 20)]]
+        ;; written after an unselective pattern: the range makes it the cheaper one
+        '[:find ?e :where [?e :item/group ?g] [?e :item/score ?s] [(< ?s 4)]])
+      (testing "the scan returns only the range, with its bounds exact"
+        (are [query result] (= result (set (d/q query db)))
+          '[:find [?s ...] :where [?e :item/score ?s] [(< ?s 3)]]                   #{0 1 2}
+          '[:find [?s ...] :where [?e :item/score ?s] [(<= ?s 2)]]                  #{0 1 2}
+          '[:find [?s ...] :where [?e :item/score ?s] [(> ?s 997)]]                 #{998 999}
+          '[:find [?s ...] :where [?e :item/score ?s] [(>= 997 ?s)] [(> ?s 995)]]   #{996 997}
+          '[:find [?s ...] :where [?e :item/score ?s] [(< ?s 2.5)]]                 #{0 1 2}
+          '[:find [?s ...] :where [?e :item/score ?s] [(> ?s 998.5)]]               #{999}
+          '[:find [?s ...] :where [?e :item/score ?s] [(< ?s -1)]]                  #{})
+        (is (= 3 (:rows (first (:clauses (d/explain '[:find ?e :where [?e :item/score ?s] [(< ?s 1)]] db)))))
+            "three items score 0, and the scan read only them")))))
+
+(deftest lookup-joins
+  (each-store [conn {:schema schema}]
+    (load! conn)
+    (let [db (d/db conn)]
+      (testing "a pattern joined to a small bound relation looks each binding up"
+        (are [query inputs clause method] (= method (apply method-of query clause db inputs))
+          '[:find ?s :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]]
+          [[1 2 3]] '[?e :item/id ?id] :lookup-join-avet
+
+          '[:find ?s :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]]
+          [[1 2 3]] '[?e :item/score ?s] :lookup-join-eavt
+
+          '[:find ?e :in $ [?e ...] :where [?e :item/group 3]]
+          [[1 2 3]] '[?e :item/group 3] :lookup-join-eavt
+
+          '[:find ?e :in $ ?name :where [?e :item/name ?name]]
+          ["item-9"] '[?e :item/name ?name] :lookup-join-avet))
+      (testing "the lookups find the same rows a scan does"
+        (let [ids (range 0 3000 7)]
+          (is (= (set (for [i ids] [(mod (* i 7) 1000)]))
+                 (d/q '[:find ?s :with ?e :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]] db ids))))))))
