@@ -306,6 +306,25 @@
                                :person/friends [{:db/id ada}] :user/manager {:db/id bob}}}
                (d/pull db '[* {:user/manager 1}] dan)))))))
 
+(deftest deep-recursion
+  (each-store [conn {:schema {:n/i {:db/valueType :db.type/long :db/unique :db.unique/identity}
+                              :n/next {:db/valueType :db.type/ref}
+                              :n/part {:db/valueType :db.type/ref :db/isComponent true}}}]
+    (let [n 4000
+          depth (fn [m k] (count (take-while some? (iterate k m))))]
+      (d/transact! conn (for [i (range n)] {:n/i i}))
+      (d/transact! conn (for [i (range 1 n)] [:db/add [:n/i i] :n/next [:n/i (dec i)]]))
+      (d/transact! conn (for [i (range n (* 2 n))] {:n/i i}))
+      (d/transact! conn (for [i (range (inc n) (* 2 n))] [:db/add [:n/i i] :n/part [:n/i (dec i)]]))
+      (let [db (d/db conn)]
+        (testing "a chain of refs far deeper than the Java stack would allow"
+          (is (= n (depth (d/pull db '[:n/i {:n/next ...}] [:n/i (dec n)]) :n/next)))
+          (is (= n (depth (d/pull db '[:n/i {:n/_next ...}] [:n/i 0]) (comp first :n/_next))))
+          (testing "ten levels, then {:db/id n}"
+            (is (= 12 (depth (d/pull db '[:n/i {:n/next 10}] [:n/i (dec n)]) :n/next)))))
+        (testing "a chain of components under the wildcard"
+          (is (= n (depth (d/pull db '[*] [:n/i (dec (* 2 n))]) :n/part))))))))
+
 (deftest entity-argument
   (each-store [conn {:schema schema}]
     (let [{:strs [ada i]} (load-data conn)

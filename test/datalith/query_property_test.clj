@@ -169,7 +169,7 @@
 (def gen-query-spec
   (gen/hash-map :inputs (gen/vector (gen/tuple (gen/elements [:scalar :tuple :coll :rel :src]) gen-nums) 0 2)
                 :clauses (gen/vector gen-choice 1 5)
-                :find (gen/tuple (gen/elements [:rel :rel :scalar :coll :tuple :agg :agg :keys])
+                :find (gen/tuple (gen/elements [:rel :rel :scalar :coll :tuple :agg :agg :agg :keys])
                                  gen-nums)
                 :as-of gen/nat))
 
@@ -371,8 +371,14 @@
   (reduce (fn [[cs st] ch] (let [[c st] (interpret st ch)] [(conj cs c) st]))
           [[] st] choices))
 
+(defn- form-vars [form]
+  (distinct (filter #(and (symbol? %) (= \? (first (name %)))) (tree-seq coll? seq form))))
+
 (defn- negation
-  "not or not-join, anchored on a bound variable, or nil when none is bound."
+  "not-join on one bound variable x (its other outer variables are then local
+  to the body), or a not over outer variables; a not whose body has local
+  variables is written as the not-join on the outer variables it uses, since
+  Datomic unifies every variable of a plain not with the enclosing query."
   [st [xn kn an vn cn] subs]
   (when-let [x (pick (mapv first (:vars st)) xn)]
     (let [join? (zero? (mod kn 3))
@@ -380,10 +386,12 @@
           [first-clause st'] (anchored st' x [an vn cn] true)
           [more st'] (clauses-of st' (first subs) clause)
           body (into [first-clause] more)
+          outer (set (map first (:vars st)))
+          shared (filter outer (form-vars body))
           st (assoc st :n (:n st') :rules? (or (:rules? st) (:rules? st')))]
-      [(if join?
-         (apply list 'not-join [x] body)
-         (apply list 'not body))
+      [(cond join? (apply list 'not-join [x] body)
+             (every? outer (form-vars body)) (apply list 'not body)
+             :else (apply list 'not-join (vec shared) body))
        st])))
 
 (defn- disjunction
@@ -488,7 +496,7 @@
                  aggs (vec (distinct [(list (pick fns bn) x) (list (pick fns (+ bn dn)) x)]))
                  aggs (if (even? dn) (subvec aggs 0 1) aggs)
                  group (when (and (odd? cn) (> (count vs) 1)) (pick (remove #{x} vs) cn))
-                 with (when (and (odd? en) (> (count vs) 1))
+                 with (when (and (pos? (mod en 3)) (> (count vs) 1))
                         (pick (remove #{x group} vs) en))]
              [(cond
                 (and (nil? group) (zero? (mod cn 4))) [(first aggs) '.]

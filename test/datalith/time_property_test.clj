@@ -13,7 +13,7 @@
             [datalith.test-util :as tu]))
 
 (def trials
-  (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 25))
+  (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 60))
 
 (def model-schema
   {:p/name {:type :string :card :one}

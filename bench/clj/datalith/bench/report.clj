@@ -94,6 +94,59 @@
       (/ (double (:ops_per_s b)) (double (:ops_per_s a)))
       (/ (double (:p50_ms a)) (double (:p50_ms b))))))
 
+(def ^:private query-ops
+  ["q1-point" "q2-ref" "q3-aggregate" "q4-predicate" "pull-star" "pull-nested" "in-bindings"
+   "as-of-q2" "since"])
+
+(defn- goals-section
+  "The issue's goals for datalith on LMDB (set for 1m, warm), met or missed."
+  [rows]
+  (let [at (into {} (for [r rows] [[(:system r) (:op r)] r]))
+        ours #(at ["datalith-lmdb" %])
+        p50 #(some-> (ours %) :p50_ms double)
+        fmt #(if % (str (fmt-ms %) " ms") "-")
+        mark #(cond (nil? %) "?" % "met" :else "**missed**")
+        slower (for [op query-ops
+                     other ["datomic-mem" "datomic-disk"]
+                     :let [a (ours op) b (at [other op])]
+                     :when (and a b (>= (double (:p50_ms a)) (double (:p50_ms b))))]
+                 (str op " vs " other))
+        compared (some #(at [% "q1-point"]) ["datomic-mem" "datomic-disk"])
+        scaling (fn [kind]
+                  (let [one (ours (str "read-" kind "-1t")) two (ours (str "read-" kind "-2t"))]
+                    (when (and one two) (/ (double (:ops_per_s two)) (double (:ops_per_s one))))))
+        small (keep #(at ["datalith-lmdb-256m" %]) query-ops)
+        load-rate (some-> (ours "load") :ops_per_s double)
+        goal-row (fn [goal target measured met] [goal target measured (mark met)])]
+    (str "### Goals (datalith on LMDB, warm; set for 1m)\n\n"
+         (table ["goal" "target" "measured" ""]
+                [(goal-row "Q1 median" "< 0.05 ms" (fmt (p50 "q1-point"))
+                           (some-> (p50 "q1-point") (< 0.05)))
+                 (goal-row "Q3 median" "< 15 ms" (fmt (p50 "q3-aggregate"))
+                           (some-> (p50 "q3-aggregate") (< 15)))
+                 (goal-row "Q4 median" "< 25 ms" (fmt (p50 "q4-predicate"))
+                           (some-> (p50 "q4-predicate") (< 25)))
+                 (goal-row "load, durable, batched" ">= 300,000 datoms/s"
+                           (if load-rate (str (fmt-rate load-rate) " datoms/s") "-")
+                           (some-> load-rate (>= 300000)))
+                 (goal-row "every query faster than Datomic Local" "all of Q1-Q4, pulls, bindings, as-of, since"
+                           (cond (not compared) "-"
+                                 (seq slower) (str "slower: " (str/join ", " slower))
+                                 :else "faster on all")
+                           (when compared (empty? slower)))
+                 (goal-row "2 reader threads vs 1" ">= 1.8x"
+                           (if (scaling "point")
+                             (str "point " (format "%.2fx" (scaling "point"))
+                                  (some->> (scaling "mix") (format ", mix %.2fx")))
+                             "-")
+                           (some-> (scaling "point") (>= 1.8)))
+                 (goal-row "queried with -Xmx256m" "all reads run"
+                           (if (seq small)
+                             (str (count small) " of " (count query-ops) " reads ran (datalith-lmdb-256m)")
+                             "-")
+                           (when (seq small) (= (count small) (count query-ops))))])
+         "\n\n")))
+
 (defn- scale-section [scale rows meta]
   (let [systems (sort-by #(order-of system-order %) (distinct (map :system rows)))
         ops (sort-by op-order (distinct (map :op rows)))
@@ -110,6 +163,7 @@
                 (when (seq (:mismatches meta))
                   (str "**Results that differed from the expected ones (their timings were not kept):**\n\n"
                        (str/join "\n" (map #(str "- " %) (:mismatches meta))) "\n\n"))))
+         (when (= scale "1m") (goals-section rows))
          "### Latency: p50 ms (p99 ms)\n\n"
          (table (cons "op" systems)
                 (for [op ops :when (not (throughput-op? op))]

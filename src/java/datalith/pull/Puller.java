@@ -14,7 +14,9 @@ import datalith.db.IndexScan;
 import datalith.db.Snapshot;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -25,13 +27,17 @@ import java.util.Set;
  * Pulls entities straight from the indexes into nested Clojure maps, with
  * Datomic's semantics: wildcard, components expanded, other refs as
  * {@code {:db/id n}}, reverse refs, limits, defaults, xforms, renames and
- * (cycle-safe) recursion. One puller reads through one snapshot.
+ * (cycle-safe) recursion. Nested entities are pulled from an explicit stack,
+ * so a deep recursion (a long chain of refs) does not overflow the Java stack.
+ * One puller reads through one snapshot, on one thread.
  */
 public final class Puller {
   private static final Keyword DB_ID = Keyword.intern("db", "id");
 
   private final Db db;
   private final Snapshot snap;
+  /** The entities being pulled (on the stack), with their counts: for cycles. */
+  private final Map<Long, Integer> path = new HashMap<>();
 
   /** Throws {@code :pull/history} for a history view, which Datomic does not pull either. */
   public Puller(Db db, Snapshot snap) {
@@ -76,47 +82,239 @@ public final class Puller {
     if (e < 0) {
       return null;
     }
-    return entity(p, e, new HashSet<>(), p);
+    return run(p, e);
   }
 
   /**
    * The map of entity {@code e}, or null when it has nothing the pattern asks
-   * for. {@code path} holds the entities being pulled above this one (for
-   * cycles); {@code self} is the pattern recursion repeats.
+   * for: a depth-first walk where each frame is one entity being pulled and
+   * waits, on the stack, for the nested entities it refers to.
    */
-  private IPersistentMap entity(PullPattern p, long e, Set<Long> path, PullPattern self) {
-    Map<Object, Object> out = new LinkedHashMap<>();
-    path.add(e);
-    try {
-      if (p.wildcard) {
-        Set<Keyword> explicit = new HashSet<>();
-        for (PullPattern.AttrSpec spec : p.attrs) {
-          explicit.add(spec.name);
-        }
-        out.put(DB_ID, e); // Datomic: [*] gives {:db/id e} even for an entity with no datoms
-        wildcard(e, out, explicit, path);
+  private IPersistentMap run(PullPattern p, long e) {
+    ArrayDeque<Frame> stack = new ArrayDeque<>();
+    path.clear();
+    stack.push(frame(p, e, p));
+    while (true) {
+      Frame f = stack.peek();
+      Request child = f.next();
+      if (child != null) {
+        stack.push(frame(child.pattern, child.e, child.self));
+        continue;
       }
+      stack.pop();
+      leave(f.e);
+      IPersistentMap m = f.finish();
+      if (stack.isEmpty()) {
+        return m;
+      }
+      stack.peek().deliver(m);
+    }
+  }
+
+  private void enter(long e) {
+    path.merge(e, 1, Integer::sum);
+  }
+
+  private void leave(long e) {
+    path.computeIfPresent(e, (k, n) -> n == 1 ? null : n - 1);
+  }
+
+  private boolean onPath(long e) {
+    return path.containsKey(e);
+  }
+
+  /** A nested entity to pull before the current frame can go on. */
+  private record Request(PullPattern pattern, long e, PullPattern self) {}
+
+  /** One key of an entity's map: the values read for it, and what they became. */
+  private static final class Slot {
+    final Object key;
+    final PullPattern.AttrSpec spec; // null for an attribute the wildcard found
+    final Attr attr; // null for :db/id
+    final boolean many;
+    final List<Object> raw; // as read: refs are Long ids
+    final List<Object> done = new ArrayList<>();
+    int next;
+
+    Slot(Object key, PullPattern.AttrSpec spec, Attr attr, boolean many, List<Object> raw) {
+      this.key = key;
+      this.spec = spec;
+      this.attr = attr;
+      this.many = many;
+      this.raw = raw;
+    }
+  }
+
+  /**
+   * Entity {@code e} pulled with pattern {@code p}; {@code self} is the
+   * pattern recursion repeats.
+   */
+  private final class Frame {
+    final long e;
+    final PullPattern self;
+    final Map<Object, Object> out = new LinkedHashMap<>();
+    final List<Slot> slots = new ArrayList<>();
+    int slot;
+
+    Frame(long e, PullPattern self) {
+      this.e = e;
+      this.self = self;
+    }
+
+    /** The next nested entity to pull, or null when every slot is filled. */
+    Request next() {
+      while (slot < slots.size()) {
+        Slot s = slots.get(slot);
+        while (s.next < s.raw.size()) {
+          Object v = s.raw.get(s.next++);
+          if (s.attr == null || !s.attr.isRef()) {
+            s.done.add(v);
+            continue;
+          }
+          Request r = refRequest(s, (Long) v);
+          if (r != null) {
+            return r; // its map comes back through deliver
+          }
+          s.done.add(idMap((Long) v));
+        }
+        close(s);
+        slot++;
+      }
+      return null;
+    }
+
+    /** The map of the nested entity last requested; null drops it (its sub-pattern matched nothing). */
+    void deliver(IPersistentMap m) {
+      if (m != null) {
+        slots.get(slot).done.add(m);
+      }
+    }
+
+    /**
+     * The request that pulls ref {@code target} of slot {@code s}, or null when
+     * it comes back as {@code {:db/id n}}.
+     */
+    private Request refRequest(Slot s, long target) {
+      PullPattern.AttrSpec spec = s.spec;
+      if (spec != null && spec.sub != null) {
+        return new Request(spec.sub, target, spec.sub);
+      }
+      if (spec != null && spec.recursion != 0) {
+        if (onPath(target)) {
+          return null; // a cycle: stop here
+        }
+        PullPattern next = spec.recursion < 0 ? self : deeper(self, spec);
+        return new Request(next, target, next);
+      }
+      if ((spec == null || !spec.reverse) && s.attr.component && !onPath(target)) {
+        return new Request(PullPattern.ALL, target, PullPattern.ALL);
+      }
+      return null; // past the depth limit too: Datomic gives {:db/id n}
+    }
+
+    /** Puts slot {@code s} into the map, with Datomic's :xform and :default rules. */
+    private void close(Slot s) {
+      Object v = s.done.isEmpty() ? null
+          : s.many ? PersistentVector.create(s.done) : s.done.get(0);
+      PullPattern.AttrSpec spec = s.spec;
+      if (spec == null) {
+        out.put(s.key, v); // the wildcard found values: never empty
+        return;
+      }
+      // :xform sees the value, nil when missing; :default (not transformed) stands in for nil
+      if (spec.xform != null) {
+        v = spec.xform.invoke(v);
+      }
+      if (v != null) {
+        out.put(s.key, v);
+      } else if (spec.hasDefault) {
+        out.put(s.key, spec.defaultValue);
+      }
+    }
+
+    IPersistentMap finish() {
+      return out.isEmpty() ? null : toMap(out);
+    }
+  }
+
+  /** A frame for entity {@code e}: reads every value the pattern asks for. */
+  private Frame frame(PullPattern p, long e, PullPattern self) {
+    enter(e);
+    Frame f = new Frame(e, self == null ? p : self);
+    if (p.wildcard) {
+      Set<Keyword> explicit = new HashSet<>();
       for (PullPattern.AttrSpec spec : p.attrs) {
-        if (spec.name == DB_ID) {
-          out.put(spec.as, spec.xform == null ? (Object) e : spec.xform.invoke(e));
-          continue;
+        explicit.add(spec.name);
+      }
+      f.out.put(DB_ID, e); // Datomic: [*] gives {:db/id e} even for an entity with no datoms
+      wildcard(f, explicit);
+    }
+    for (PullPattern.AttrSpec spec : p.attrs) {
+      if (spec.name == DB_ID) {
+        f.slots.add(new Slot(spec.as, spec, null, false, List.of(e)));
+      } else {
+        Slot s = attribute(spec, e);
+        if (s != null) {
+          f.slots.add(s);
         }
-        Object v = attribute(spec, e, path, self == null ? p : self);
-        // Datomic: :xform sees the value, nil when missing; :default (not transformed)
-        // stands in when the result is nil
-        if (spec.xform != null) {
-          v = spec.xform.invoke(v);
+      }
+    }
+    return f;
+  }
+
+  /** Slots for every attribute of {@code e} not named explicitly, in EAVT order. */
+  private void wildcard(Frame f, Set<Keyword> explicit) {
+    IndexScan scan = db.scan(snap, Index.EAVT, new KeyBuilder().putLong(f.e).view());
+    long lastAid = -1;
+    List<Object> vals = null;
+    try {
+      while (scan.next()) {
+        long aid = scan.aid();
+        if (aid != lastAid) {
+          lastAid = aid;
+          Attr a = db.schema().attr(aid);
+          vals = null;
+          if (a != null && !explicit.contains(a.ident)) {
+            vals = new ArrayList<>();
+            f.slots.add(new Slot(a.ident, null, a, a.many, vals));
+          }
         }
-        if (v != null) {
-          out.put(spec.as, v);
-        } else if (spec.hasDefault) {
-          out.put(spec.as, spec.defaultValue);
+        if (vals != null) {
+          vals.add(scan.v());
         }
       }
     } finally {
-      path.remove(e);
+      scan.close();
     }
-    return out.isEmpty() ? null : toMap(out);
+  }
+
+  /**
+   * The slot of one attribute spec for {@code e}: its values as read (at most
+   * its limit), none when the attribute is unknown.
+   */
+  private Slot attribute(PullPattern.AttrSpec spec, long e) {
+    Attr a = db.schema().attr(spec.attr);
+    if (a == null) {
+      return new Slot(spec.as, spec, null, false, List.of());
+    }
+    if (spec.reverse && !a.isRef()) {
+      throw Errors.error("pull/pattern", "A reverse attribute must name a ref attribute: "
+          + spec.name, "element", spec.name);
+    }
+    List<Object> vals = new ArrayList<>();
+    boolean many = spec.reverse ? !a.component : a.many;
+    long limit = many ? spec.limit : 1;
+    IndexScan scan = spec.reverse
+        ? db.scan(snap, Index.VAET, new KeyBuilder().putLong(e).putLong(a.id).view())
+        : db.scan(snap, Index.EAVT, new KeyBuilder().putLong(e).putLong(a.id).view());
+    try {
+      while ((limit < 0 || vals.size() < limit) && scan.next()) {
+        vals.add(spec.reverse ? scan.e() : scan.v());
+      }
+    } finally {
+      scan.close();
+    }
+    return new Slot(spec.as, spec, a, many, vals);
   }
 
   private static IPersistentMap toMap(Map<Object, Object> m) {
@@ -136,120 +334,8 @@ public final class Puller {
     return t.persistent();
   }
 
-  /** Every attribute of {@code e} not named explicitly; components expanded with {@code [*]}. */
-  private void wildcard(long e, Map<Object, Object> out, Set<Keyword> explicit, Set<Long> path) {
-    IndexScan scan = db.scan(snap, Index.EAVT, new KeyBuilder().putLong(e).view());
-    long lastAid = -1;
-    Attr a = null;
-    List<Object> many = null;
-    try {
-      while (scan.next()) {
-        long aid = scan.aid();
-        if (aid != lastAid) {
-          if (many != null) {
-            out.put(a.ident, PersistentVector.create(many));
-            many = null;
-          }
-          a = db.schema().attr(aid);
-          lastAid = aid;
-        }
-        if (a == null || explicit.contains(a.ident)) {
-          continue;
-        }
-        Object v = scan.v();
-        if (a.isRef()) {
-          long ref = (Long) v;
-          v = a.component && !path.contains(ref)
-              ? entityOrId(PullPattern.ALL, ref, path, null) : idMap(ref);
-        }
-        if (a.many) {
-          if (many == null) {
-            many = new ArrayList<>();
-          }
-          many.add(v);
-        } else {
-          out.put(a.ident, v);
-        }
-      }
-      if (many != null) {
-        out.put(a.ident, PersistentVector.create(many));
-      }
-    } finally {
-      scan.close();
-    }
-  }
-
-  private Object entityOrId(PullPattern p, long e, Set<Long> path, PullPattern self) {
-    IPersistentMap m = entity(p, e, path, self);
-    return m == null ? idMap(e) : m;
-  }
-
   private static IPersistentMap idMap(long e) {
     return new PersistentArrayMap(new Object[] {DB_ID, e});
-  }
-
-  /** The value of one attribute spec for {@code e}, or null when it has none. */
-  private Object attribute(PullPattern.AttrSpec spec, long e, Set<Long> path, PullPattern self) {
-    Attr a = db.schema().attr(spec.attr);
-    if (a == null) {
-      return null;
-    }
-    if (spec.reverse && !a.isRef()) {
-      throw Errors.error("pull/pattern", "A reverse attribute must name a ref attribute: "
-          + spec.name, "element", spec.name);
-    }
-    List<Object> vals = new ArrayList<>();
-    boolean many = spec.reverse ? !a.component : a.many;
-    long limit = many ? spec.limit : 1;
-    IndexScan scan = spec.reverse
-        ? db.scan(snap, Index.VAET, new KeyBuilder().putLong(e).putLong(a.id).view())
-        : db.scan(snap, Index.EAVT, new KeyBuilder().putLong(e).putLong(a.id).view());
-    try {
-      while ((limit < 0 || vals.size() < limit) && scan.next()) {
-        vals.add(spec.reverse ? scan.e() : scan.v());
-      }
-    } finally {
-      scan.close();
-    }
-    if (vals.isEmpty()) {
-      return null;
-    }
-    if (a.isRef()) {
-      List<Object> refs = new ArrayList<>(vals.size());
-      for (Object target : vals) {
-        Object m = ref(spec, a, (Long) target, path, self);
-        if (m != null) {
-          refs.add(m);
-        }
-      }
-      vals = refs;
-      if (vals.isEmpty()) {
-        return null;
-      }
-    }
-    return many ? PersistentVector.create(vals) : vals.get(0);
-  }
-
-  /**
-   * What a ref to {@code target} pulls as: a map, or null when a sub-pattern
-   * matches nothing of it (Datomic drops such entities from the result).
-   */
-  private Object ref(PullPattern.AttrSpec spec, Attr a, long target, Set<Long> path,
-      PullPattern self) {
-    if (spec.sub != null) {
-      return entity(spec.sub, target, path, spec.sub);
-    }
-    if (spec.recursion != 0) {
-      if (path.contains(target)) {
-        return idMap(target); // a cycle: stop here
-      }
-      PullPattern next = spec.recursion < 0 ? self : deeper(self, spec);
-      return entity(next, target, path, next);
-    }
-    if (!spec.reverse && a.component && !path.contains(target)) {
-      return entityOrId(PullPattern.ALL, target, path, null);
-    }
-    return idMap(target);
   }
 
   /** {@code self} with the recursion limit of {@code spec} one lower (0: no more recursion). */

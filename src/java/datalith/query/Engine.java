@@ -602,40 +602,7 @@ public final class Engine {
   }
 
   private Rel collectionPattern(Pattern p, Object src) {
-    List<Term> terms = p.terms();
-    List<Variable> vars = new ArrayList<>();
-    for (Term t : terms) {
-      if (t instanceof Variable v && !vars.contains(v)) {
-        vars.add(v);
-      }
-    }
-    List<Object[]> rows = new ArrayList<>();
-    for (Object tuple : (Collection<?>) src) {
-      List<?> l = tuple instanceof List<?> x ? x : tuple instanceof Object[] a ? List.of(a) : null;
-      if (l == null || l.size() < terms.size()) {
-        continue;
-      }
-      Object[] row = new Object[vars.size()];
-      boolean ok = true;
-      for (int i = 0; i < terms.size() && ok; i++) {
-        Term t = terms.get(i);
-        Object val = l.get(i);
-        if (t instanceof Constant c) {
-          ok = Tuple.same(c.value(), val);
-        } else if (t instanceof Variable v) {
-          int idx = vars.indexOf(v);
-          if (row[idx] != null) {
-            ok = Tuple.same(row[idx], val);
-          } else {
-            row[idx] = val;
-          }
-        }
-      }
-      if (ok) {
-        rows.add(row);
-      }
-    }
-    return new Rel(vars.toArray(new Variable[0]), rows).project(vars);
+    return matchTerms(p.terms(), (Collection<?>) src);
   }
 
   private Object[] args(List<Term> terms, Object[] row, Rel r, Scope scope) {
@@ -798,8 +765,61 @@ public final class Engine {
   /** The memo of one rule under one pattern of bound arguments. */
   private static final class Table {
     final Set<Tuple> inputs = new LinkedHashSet<>();
+    /** Inputs not yet evaluated by the fixpoint. */
+    final Set<Tuple> pending = new LinkedHashSet<>();
     final Set<Tuple> results = new LinkedHashSet<>();
     boolean active;
+    /** Computed while another table's fixpoint was running: must be recomputed when called again. */
+    boolean partial;
+  }
+
+  /** How one rule body depends on rule tables, learnt on its first evaluation. */
+  private static final class BodyInfo {
+    /** Its only recursive call, when it is a top-level clause calling its own table once. */
+    RuleCall linearCall;
+    boolean recursive;
+  }
+
+  /** The table keys called while evaluating the current body (null outside rule bodies). */
+  private List<String> calls;
+  private final Map<Rule, BodyInfo> bodyInfo = new IdentityHashMap<>();
+  private final Map<Rule, Map<Object, List<Clause>>> bodyPlans = new IdentityHashMap<>();
+
+  /** The values of {@code tuples} matched against {@code terms}: a relation over their variables. */
+  private static Rel matchTerms(List<Term> terms, Iterable<?> tuples) {
+    List<Variable> vars = new ArrayList<>();
+    for (Term t : terms) {
+      if (t instanceof Variable v && !vars.contains(v)) {
+        vars.add(v);
+      }
+    }
+    List<Object[]> rows = new ArrayList<>();
+    for (Object tuple : tuples) {
+      Object[] vals = tuple instanceof Tuple t ? t.vals : tuple instanceof Object[] a ? a
+          : tuple instanceof List<?> l ? l.toArray() : null;
+      if (vals == null || vals.length < terms.size()) {
+        continue;
+      }
+      Object[] row = new Object[vars.size()];
+      boolean ok = true;
+      for (int i = 0; i < terms.size() && ok; i++) {
+        Term t = terms.get(i);
+        if (t instanceof Constant c) {
+          ok = Tuple.same(c.value(), vals[i]);
+        } else if (t instanceof Variable v) {
+          int idx = vars.indexOf(v);
+          if (row[idx] != null) {
+            ok = Tuple.same(row[idx], vals[i]);
+          } else {
+            row[idx] = vals[i];
+          }
+        }
+      }
+      if (ok) {
+        rows.add(row);
+      }
+    }
+    return new Rel(vars.toArray(new Variable[0]), rows).project(vars);
   }
 
   private void evalRuleCall(Ctx ctx, RuleCall call, Scope scope) {
@@ -840,36 +860,7 @@ public final class Engine {
       ins.add(new Tuple(inputOnly(in, input)));
     }
     Table table = solve(mask.toString(), bodies, input, ins, src);
-    // the results as a relation over the call's variables
-    List<Variable> vars = new ArrayList<>();
-    for (Term t : args) {
-      if (t instanceof Variable v && !vars.contains(v)) {
-        vars.add(v);
-      }
-    }
-    List<Object[]> rows = new ArrayList<>();
-    for (Tuple res : table.results) {
-      Object[] row = new Object[vars.size()];
-      boolean ok = true;
-      for (int i = 0; i < arity && ok; i++) {
-        Term t = args.get(i);
-        Object val = res.vals[i];
-        if (t instanceof Constant c) {
-          ok = Tuple.same(c.value(), val);
-        } else if (t instanceof Variable v) {
-          int idx = vars.indexOf(v);
-          if (row[idx] != null) {
-            ok = Tuple.same(row[idx], val);
-          } else {
-            row[idx] = val;
-          }
-        }
-      }
-      if (ok) {
-        rows.add(row);
-      }
-    }
-    Rel t = new Rel(vars.toArray(new Variable[0]), rows).project(vars);
+    Rel t = matchTerms(args, table.results);
     if (r == null) {
       ctx.joinIn(t, deadline);
     } else {
@@ -893,64 +884,197 @@ public final class Engine {
   }
 
   /**
-   * Computes the rule's tuples for {@code ins} (values of the input positions)
-   * to a fixpoint; recursive calls with the same binding pattern read and extend
-   * the same table.
+   * Computes the rule's tuples for the input-position values {@code ins} to a
+   * fixpoint, semi-naively: each round evaluates every body for the inputs not
+   * seen before, and for the others only the derivations that go through the
+   * previous round's new tuples (driven from those tuples, for bodies that
+   * recurse once into their own table; in full for other recursive bodies).
+   * Recursive calls read and extend the same table.
    */
   private Table solve(String key, List<Rule> bodies, boolean[] input, List<Tuple> ins, Object src) {
     Table table = tables.computeIfAbsent(key, k -> new Table());
-    table.inputs.addAll(ins);
+    if (calls != null) {
+      calls.add(key);
+    }
+    for (Tuple t : ins) {
+      if (table.inputs.add(t)) {
+        table.pending.add(t);
+      }
+    }
     if (table.active) {
       return table; // a recursive call: the enclosing fixpoint iterates until nothing changes
     }
+    if (table.partial) {
+      table.pending.addAll(table.inputs);
+      table.partial = false;
+    }
+    boolean insideOther = false;
+    for (Table t : tables.values()) {
+      insideOther |= t.active;
+    }
     table.active = true;
+    List<String> outerCalls = calls;
     try {
       Map<String, Object> srcs = new HashMap<>(sources);
       srcs.put("$", src);
       Scope scope = new Scope(srcs);
-      boolean changed = true;
-      while (changed) {
+      Set<Tuple> delta = new LinkedHashSet<>();
+      while (true) {
         deadline.check();
-        int inputsBefore = table.inputs.size();
-        int resultsBefore = table.results.size();
-        List<Tuple> round = new ArrayList<>(table.inputs);
-        for (Rule body : bodies) {
-          List<Variable> head = body.vars();
-          List<Variable> inVars = new ArrayList<>();
-          for (int i = 0; i < head.size(); i++) {
-            if (input[i]) {
-              inVars.add(head.get(i));
-            }
-          }
-          Ctx sub = new Ctx();
-          List<Object[]> rows = new ArrayList<>(round.size());
-          for (Tuple t : round) {
-            rows.add(t.vals);
-          }
-          Rel in = new Rel(inVars.toArray(new Variable[0]), rows);
-          sub.add(inVars.isEmpty() ? Rel.unit() : in);
-          evalAll(sub, order(body.clauses(), sub.boundVars(), scope), scope);
-          if (sub.isEmpty()) {
-            continue;
-          }
-          Rel res = sub.take(distinct(head), deadline);
-          int[] cols = res.cols(head);
-          for (int c : cols) {
-            if (c < 0) {
-              throw Errors.error("query/insufficient-binding", "Rule " + body.name()
-                  + " does not bind all its head variables", "rule", body.name());
-            }
-          }
-          for (Object[] row : res.rows) {
-            table.results.add(Tuple.of(row, cols));
+        List<Tuple> fresh = new ArrayList<>(table.pending);
+        table.pending.clear();
+        Set<Tuple> freshSet = new java.util.HashSet<>(fresh);
+        List<Tuple> old = new ArrayList<>(table.inputs.size());
+        for (Tuple t : table.inputs) {
+          if (!freshSet.contains(t)) {
+            old.add(t);
           }
         }
-        changed = table.inputs.size() != inputsBefore || table.results.size() != resultsBefore;
+        Set<Tuple> found = new LinkedHashSet<>();
+        for (Rule body : bodies) {
+          if (!fresh.isEmpty()) {
+            evalBody(key, body, input, fresh, scope, found);
+          }
+          BodyInfo info = bodyInfo.get(body);
+          if (old.isEmpty() || delta.isEmpty() || info == null || !info.recursive) {
+            continue;
+          }
+          if (info.linearCall == null || !evalDelta(body, info.linearCall, input, table, delta,
+              scope, found)) {
+            evalBody(key, body, input, old, scope, found);
+          }
+        }
+        delta = new LinkedHashSet<>();
+        for (Tuple t : found) {
+          if (table.results.add(t)) {
+            delta.add(t);
+          }
+        }
+        if (delta.isEmpty() && table.pending.isEmpty()) {
+          break;
+        }
       }
     } finally {
       table.active = false;
+      calls = outerCalls;
+    }
+    if (insideOther) {
+      table.partial = true;
     }
     return table;
+  }
+
+  private static List<Variable> inputVars(Rule body, boolean[] input) {
+    List<Variable> head = body.vars();
+    List<Variable> inVars = new ArrayList<>();
+    for (int i = 0; i < head.size(); i++) {
+      if (input[i]) {
+        inVars.add(head.get(i));
+      }
+    }
+    return inVars;
+  }
+
+  private List<Clause> bodyPlan(Rule body, Object variant, List<Clause> clauses, Set<Variable> bound,
+      Scope scope) {
+    return bodyPlans.computeIfAbsent(body, b -> new HashMap<>())
+        .computeIfAbsent(variant, v -> order(clauses, bound, scope));
+  }
+
+  /** Evaluates {@code body} in full for {@code ins}, adding its head tuples to {@code found}. */
+  private void evalBody(String key, Rule body, boolean[] input, List<Tuple> ins, Scope scope,
+      Set<Tuple> found) {
+    List<Variable> inVars = inputVars(body, input);
+    Ctx sub = new Ctx();
+    List<Object[]> rows = new ArrayList<>(ins.size());
+    for (Tuple t : ins) {
+      rows.add(t.vals);
+    }
+    sub.add(inVars.isEmpty() ? Rel.unit()
+        : new Rel(inVars.toArray(new Variable[0]), rows).project(distinct(inVars)));
+    List<String> seen = new ArrayList<>();
+    calls = seen;
+    evalAll(sub, bodyPlan(body, "full", body.clauses(), sub.boundVars(), scope), scope);
+    calls = null;
+    if (!bodyInfo.containsKey(body)) {
+      bodyInfo.put(body, classify(key, body, seen));
+    }
+    addHeads(body, sub, found);
+  }
+
+  private BodyInfo classify(String key, Rule body, List<String> seen) {
+    BodyInfo info = new BodyInfo();
+    int self = 0;
+    for (String k : seen) {
+      Table t = tables.get(k);
+      if (k.equals(key)) {
+        self++;
+      }
+      info.recursive |= k.equals(key) || t != null && (t.active || t.partial);
+    }
+    List<RuleCall> top = new ArrayList<>();
+    for (Clause c : body.clauses()) {
+      if (c instanceof RuleCall rc && rc.name().equals(body.name())) {
+        top.add(rc);
+      }
+    }
+    if (self == 1 && seen.size() == 1 && top.size() == 1) {
+      info.linearCall = top.get(0);
+    }
+    return info;
+  }
+
+  /**
+   * The derivations of {@code body} through {@code delta}: its recursive call
+   * replaced by the delta tuples, the rest run from their bindings, heads kept
+   * when their inputs are the table's. False when the body cannot run that way.
+   */
+  private boolean evalDelta(Rule body, RuleCall call, boolean[] input, Table table,
+      Set<Tuple> delta, Scope scope, Set<Tuple> found) {
+    Rel start = matchTerms(call.args(), delta);
+    List<Clause> rest = new ArrayList<>(body.clauses());
+    rest.remove(call);
+    Ctx sub = new Ctx();
+    sub.add(start);
+    List<Clause> plan = bodyPlan(body, "delta", rest, sub.boundVars(), scope);
+    for (Clause c : plan) {
+      Set<Variable> bound = sub.boundVars();
+      if (!bound.containsAll(needs(c))) {
+        return false;
+      }
+    }
+    evalAll(sub, plan, scope);
+    Set<Tuple> heads = new LinkedHashSet<>();
+    if (!sub.isEmpty()) {
+      if (!sub.boundVars().containsAll(body.vars())) {
+        return false;
+      }
+      addHeads(body, sub, heads);
+    }
+    for (Tuple h : heads) {
+      if (table.inputs.contains(new Tuple(inputOnly(h.vals, input)))) {
+        found.add(h);
+      }
+    }
+    return true;
+  }
+
+  private void addHeads(Rule body, Ctx sub, Set<Tuple> found) {
+    if (sub.isEmpty()) {
+      return;
+    }
+    List<Variable> head = body.vars();
+    Rel res = sub.take(distinct(head), deadline);
+    int[] cols = res.cols(head);
+    for (int c : cols) {
+      if (c < 0) {
+        throw Errors.error("query/insufficient-binding", "Rule " + body.name()
+            + " does not bind all its head variables", "rule", body.name());
+      }
+    }
+    for (Object[] row : res.rows) {
+      found.add(Tuple.of(row, cols));
+    }
   }
 
   private static List<Variable> distinct(List<Variable> vs) {
