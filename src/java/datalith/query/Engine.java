@@ -768,9 +768,37 @@ public final class Engine {
     /** Inputs not yet evaluated by the fixpoint. */
     final Set<Tuple> pending = new LinkedHashSet<>();
     final Set<Tuple> results = new LinkedHashSet<>();
+    /** The results by the values of their input positions. */
+    final Map<Tuple, List<Tuple>> byInput = new HashMap<>();
+    final boolean[] input;
     boolean active;
     /** Computed while another table's fixpoint was running: must be recomputed when called again. */
     boolean partial;
+
+    Table(boolean[] input) {
+      this.input = input;
+    }
+
+    boolean add(Tuple result) {
+      if (!results.add(result)) {
+        return false;
+      }
+      byInput.computeIfAbsent(new Tuple(inputOnly(result.vals, input)), k -> new ArrayList<>(2))
+          .add(result);
+      return true;
+    }
+
+    /** The results whose input positions hold one of {@code ins}. */
+    List<Tuple> resultsFor(List<Tuple> ins) {
+      List<Tuple> out = new ArrayList<>();
+      for (Tuple in : ins) {
+        List<Tuple> rs = byInput.get(in);
+        if (rs != null) {
+          out.addAll(rs);
+        }
+      }
+      return out;
+    }
   }
 
   /** How one rule body depends on rule tables, learnt on its first evaluation. */
@@ -860,7 +888,7 @@ public final class Engine {
       ins.add(new Tuple(inputOnly(in, input)));
     }
     Table table = solve(mask.toString(), bodies, input, ins, src);
-    Rel t = matchTerms(args, table.results);
+    Rel t = matchTerms(args, table.resultsFor(ins));
     if (r == null) {
       ctx.joinIn(t, deadline);
     } else {
@@ -892,7 +920,7 @@ public final class Engine {
    * Recursive calls read and extend the same table.
    */
   private Table solve(String key, List<Rule> bodies, boolean[] input, List<Tuple> ins, Object src) {
-    Table table = tables.computeIfAbsent(key, k -> new Table());
+    Table table = tables.computeIfAbsent(key, k -> new Table(input));
     if (calls != null) {
       calls.add(key);
     }
@@ -946,7 +974,7 @@ public final class Engine {
         }
         delta = new LinkedHashSet<>();
         for (Tuple t : found) {
-          if (table.results.add(t)) {
+          if (table.add(t)) {
             delta.add(t);
           }
         }
