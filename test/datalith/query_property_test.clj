@@ -10,8 +10,9 @@
   one Datomic accepts: predicates and functions only on bound variables,
   not/not-join sharing a variable with their scope, or branches over the same
   variables, rules whose bodies bind their heads. Constants that name
-  entities are symbolic ([::eid n], [::lookup n]) until `concretize` resolves
-  them against one database."
+  entities, transactions or attributes are symbolic ([::eid n], [::lookup n],
+  [::tx n], [::attr ident]) until `concretize` resolves them against one
+  database. Shrunk failures are kept as plain tests at the end of the file."
   (:require [clojure.test :refer [deftest is testing]]
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]

@@ -33,6 +33,7 @@ public final class Conn implements AutoCloseable {
     Conn c = new Conn(store);
     Long t;
     Long nextEid;
+    Stats stats;
     try (ReadTxn rt = store.beginRead()) {
       ByteBuffer tb = rt.get(SubDb.META, Meta.T.duplicate());
       ByteBuffer nb = rt.get(SubDb.META, Meta.NEXT_EID.duplicate());
@@ -43,12 +44,16 @@ public final class Conn implements AutoCloseable {
       }
       t = tb == null ? null : tb.getLong(0);
       nextEid = nb == null ? null : nb.getLong(0);
+      ByteBuffer sb = rt.get(SubDb.META, Meta.STATS.duplicate());
+      stats = sb == null ? Stats.EMPTY : Stats.decode(sb);
     }
     if (t == null) {
       c.bootstrap();
     } else {
-      Db boot = new Db(c, Schema.initial(), t, t, Db.NO_AS_OF, Db.NO_SINCE, false, null, nextEid);
-      c.db = new Db(c, loadSchema(boot), t, t, Db.NO_AS_OF, Db.NO_SINCE, false, null, nextEid);
+      Db boot = new Db(c, Schema.initial(), t, t, Db.NO_AS_OF, Db.NO_SINCE, false, null, nextEid,
+          stats);
+      c.db = new Db(c, loadSchema(boot), t, t, Db.NO_AS_OF, Db.NO_SINCE, false, null, nextEid,
+          stats);
     }
     return c;
   }
@@ -69,12 +74,14 @@ public final class Conn implements AutoCloseable {
     java.util.Date epoch = new java.util.Date(0);
     changes.add(new TxChange(new Datom(tx, inst.id, inst.ident, epoch, tx, true), inst,
         datalith.codec.Codec.encode(epoch, inst.valueType), tx));
+    Stats stats = Stats.EMPTY.with(changes);
     try (WriteTxn wt = store.beginWrite()) {
-      Writes.toStore(wt, changes, 0, Schema.FIRST_USER_ID);
+      Writes.toStore(wt, changes, 0, Schema.FIRST_USER_ID, stats);
       wt.put(SubDb.META, Meta.FORMAT.duplicate(), Meta.longVal(Meta.FORMAT_VERSION));
       wt.commit();
     }
-    db = new Db(this, schema, 0, 0, Db.NO_AS_OF, Db.NO_SINCE, false, null, Schema.FIRST_USER_ID);
+    db = new Db(this, schema, 0, 0, Db.NO_AS_OF, Db.NO_SINCE, false, null, Schema.FIRST_USER_ID,
+        stats);
   }
 
   private static Schema loadSchema(Db boot) {
@@ -122,11 +129,13 @@ public final class Conn implements AutoCloseable {
       try (Snapshot s = before.snapshot()) {
         r = Transactor.run(before, s, txData);
       }
+      Stats stats = before.stats.with(r.changes);
       try (WriteTxn wt = store().beginWrite()) {
-        Writes.toStore(wt, r.changes, r.t, r.nextEid);
+        Writes.toStore(wt, r.changes, r.t, r.nextEid, stats);
         wt.commit();
       }
-      Db after = new Db(this, r.schema, r.t, r.t, Db.NO_AS_OF, Db.NO_SINCE, false, null, r.nextEid);
+      Db after = new Db(this, r.schema, r.t, r.t, Db.NO_AS_OF, Db.NO_SINCE, false, null, r.nextEid,
+          stats);
       db = after;
       return new TxReport(before, after, datoms(r.changes), r.tempids);
     } finally {
@@ -147,7 +156,7 @@ public final class Conn implements AutoCloseable {
     Overlay ov = Overlay.copyOf(before.overlay);
     Writes.toOverlay(ov, r.changes, r.t);
     Db after = new Db(this, r.schema, r.t, before.storeT, Db.NO_AS_OF, Db.NO_SINCE, false, ov,
-        r.nextEid);
+        r.nextEid, before.stats.with(r.changes));
     return new TxReport(before, after, datoms(r.changes), r.tempids);
   }
 

@@ -33,9 +33,10 @@ public final class Db {
   final boolean history;
   final Overlay overlay;
   final long nextEid;
+  final Stats stats;
 
   Db(Conn conn, Schema schema, long basisT, long storeT, long asOfT, long sinceT, boolean history,
-      Overlay overlay, long nextEid) {
+      Overlay overlay, long nextEid, Stats stats) {
     this.conn = conn;
     this.schema = schema;
     this.basisT = basisT;
@@ -45,6 +46,12 @@ public final class Db {
     this.history = history;
     this.overlay = overlay;
     this.nextEid = nextEid;
+    this.stats = stats;
+  }
+
+  /** Datom counts per attribute (of the current state: an estimate for views). */
+  public Stats stats() {
+    return stats;
   }
 
   public static long tToTx(long t) {
@@ -92,24 +99,24 @@ public final class Db {
   /** This value as it was at {@code point}: a t, a transaction id or a {@link Date}. */
   public Db asOf(Object point) {
     long t = toT(point);
-    return new Db(conn, schema, basisT, storeT, Math.min(asOfT, t), sinceT, history, overlay, nextEid);
+    return new Db(conn, schema, basisT, storeT, Math.min(asOfT, t), sinceT, history, overlay, nextEid, stats);
   }
 
   /** Only the datoms asserted after {@code point} (a t, a transaction id or a Date). */
   public Db since(Object point) {
     long t = toT(point);
-    return new Db(conn, schema, basisT, storeT, asOfT, Math.max(sinceT, t), history, overlay, nextEid);
+    return new Db(conn, schema, basisT, storeT, asOfT, Math.max(sinceT, t), history, overlay, nextEid, stats);
   }
 
   /** Every assertion and retraction, each as a datom with its {@code added} flag. */
   public Db historyView() {
-    return new Db(conn, schema, basisT, storeT, asOfT, sinceT, true, overlay, nextEid);
+    return new Db(conn, schema, basisT, storeT, asOfT, sinceT, true, overlay, nextEid, stats);
   }
 
   /** This value without as-of, since or history filters. */
   Db current() {
     return asOfT == NO_AS_OF && sinceT == NO_SINCE && !history ? this
-        : new Db(conn, schema, basisT, storeT, NO_AS_OF, NO_SINCE, false, overlay, nextEid);
+        : new Db(conn, schema, basisT, storeT, NO_AS_OF, NO_SINCE, false, overlay, nextEid, stats);
   }
 
   /** The first t at {@code point}: a t, a tx id, or the first transaction at or after a Date. */

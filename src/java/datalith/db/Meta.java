@@ -9,6 +9,8 @@ final class Meta {
   static final ByteBuffer T = key("t");
   /** The next entity id to hand out (8 bytes). */
   static final ByteBuffer NEXT_EID = key("next-eid");
+  /** Datom counts per attribute, for the planner ({@link Stats}). */
+  static final ByteBuffer STATS = key("stats");
   /** The on-disk format version (8 bytes). */
   static final ByteBuffer FORMAT = key("format");
   static final long FORMAT_VERSION = 1;

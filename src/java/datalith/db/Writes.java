@@ -25,9 +25,10 @@ final class Writes {
     this.ov = ov;
   }
 
-  static void toStore(WriteTxn wt, List<TxChange> changes, long t, long nextEid) {
+  static void toStore(WriteTxn wt, List<TxChange> changes, long t, long nextEid, Stats stats) {
     Writes w = new Writes(wt, null);
     w.write(changes, t);
+    wt.put(SubDb.META, Meta.STATS.duplicate(), stats.encode());
     wt.put(SubDb.META, Meta.T.duplicate(), Meta.longVal(t));
     wt.put(SubDb.META, Meta.NEXT_EID.duplicate(), Meta.longVal(nextEid));
   }

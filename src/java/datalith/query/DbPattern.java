@@ -44,8 +44,10 @@ final class DbPattern {
   private boolean impossible;
   private Attr constAttr;
 
-  /** What the last scan did, for explain. */
-  String lastIndex = "none";
+  /** The index the last scan used, for explain. */
+  private Index lastIndex;
+  private long estimate = -1;
+  private static final long ESTIMATE_CAP = 4096;
 
   DbPattern(Pattern pattern, Db db, Snapshot s) {
     this.pattern = pattern;
@@ -134,6 +136,33 @@ final class DbPattern {
       }
     }
     return -1;
+  }
+
+  /** The name of the index the last scan used ("none" before any). */
+  String lastIndexName() {
+    return lastIndex == null ? "none" : lastIndex.name().toLowerCase(java.util.Locale.ROOT);
+  }
+
+  /**
+   * About how many datoms match with only the pattern's constants (and
+   * {@code range}) bound: counted when the answer is small, else taken from the
+   * attribute's statistics. Computed once per pattern and database.
+   */
+  long estimate(Snapshot s, Range range) {
+    if (estimate < 0) {
+      if (impossible) {
+        estimate = 0;
+      } else if (constAt[E] != null || constAttr != null && (constAt[V] != null || range != null)) {
+        long n = scan(s, null, null, ESTIMATE_CAP, range);
+        estimate = n < ESTIMATE_CAP || constAttr == null ? n
+            : Math.max(n, db.stats().count(constAttr.id) / (range != null ? 2 : 1));
+      } else if (constAttr != null) {
+        estimate = db.stats().count(constAttr.id);
+      } else {
+        estimate = db.stats().total();
+      }
+    }
+    return estimate;
   }
 
   /** The pattern's attribute when it is a constant, else null. */
@@ -263,7 +292,7 @@ final class DbPattern {
     } else {
       index = Index.EAVT;
     }
-    lastIndex = index.name().toLowerCase(java.util.Locale.ROOT);
+    lastIndex = index;
     Object vWanted = vInKey ? null : known[V];
     Object txWanted = known[TX];
     Object addedWanted = known[ADDED];

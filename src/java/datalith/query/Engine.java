@@ -352,7 +352,7 @@ public final class Engine {
   }
 
   private static final double LARGE = 1e9;
-  private static final long COUNT_LIMIT = 20_000;
+  private static final long LOOKUP_COST = 8;
 
   private double cost(Clause c, Set<Variable> bound, Scope scope, List<Clause> siblings) {
     boolean joined = false;
@@ -375,8 +375,7 @@ public final class Engine {
       boolean eBound = p.e() instanceof Variable v && bound.contains(v) || p.e() instanceof Constant;
       return eBound ? 1 : 10;
     }
-    long n = dp.scan(snapshot(db), null, null, COUNT_LIMIT, rangeFor(p, dp, siblings));
-    return n >= COUNT_LIMIT ? LARGE / 10 : n + 1;
+    return dp.estimate(snapshot(db), rangeFor(p, dp, siblings)) + 1;
   }
 
   private DbPattern dbPattern(Pattern p, Db db) {
@@ -449,7 +448,7 @@ public final class Engine {
       List<Object[]> rows = new ArrayList<>();
       dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range);
       ctx.joinIn(new Rel(dp.vars, rows), deadline);
-      return "scan-" + dp.lastIndex;
+      return "scan-" + dp.lastIndexName();
     }
     Rel r = ctx.take(boundVars, deadline);
     int[] keyCols = r.cols(boundVars);
@@ -457,13 +456,13 @@ public final class Engine {
     for (Object[] row : r.rows) {
       groups.computeIfAbsent(Tuple.of(row, keyCols), k -> new ArrayList<>(1)).add(row);
     }
-    long threshold = (long) groups.size() * 8 + 16;
-    long n = dp.scan(s, null, null, threshold, range);
-    if (n < threshold && !namesEntities(r, dp, boundVars)) {
+    // a seek costs about as much as scanning LOOKUP_COST datoms
+    if ((long) groups.size() * LOOKUP_COST >= dp.estimate(s, range)
+        && !namesEntities(r, dp, boundVars)) {
       List<Object[]> rows = new ArrayList<>();
       dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range);
       ctx.add(Rel.join(r, new Rel(dp.vars, rows), deadline));
-      return "hash-join-" + dp.lastIndex;
+      return "hash-join-" + dp.lastIndexName();
     }
     // index-lookup join: one prefix scan per distinct binding of the bound variables
     int[] givenPos = new int[boundVars.size()];
@@ -505,7 +504,7 @@ public final class Engine {
       }, Long.MAX_VALUE, range);
     }
     ctx.add(new Rel(outVars, out));
-    return "lookup-join-" + dp.lastIndex;
+    return "lookup-join-" + dp.lastIndexName();
   }
 
   /**
