@@ -40,6 +40,7 @@
     (let [{:keys [db ids]} @state]
       (case op
         :q1-point (d/q (:query arg) db)
+        :q1-param (d/q queries/q1-param db arg)
         :q2-ref (d/q queries/q2 db arg)
         :q3-aggregate (d/q queries/q3 db)
         :q4-predicate (d/q queries/q4 db)

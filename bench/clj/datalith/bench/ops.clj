@@ -43,6 +43,7 @@
                           (->> (repeatedly #(w/email (.nextInt rnd (int n-users))))
                                distinct (take (min 100 n-users)) vec))]
     {:q1-point (mapv (fn [e] {:email e :query (queries/q1 e)}) (emails 100))
+     :q1-param (emails 100)
      :q2-ref (emails 20)
      :q3-aggregate [nil]
      :q4-predicate [nil]
@@ -80,6 +81,7 @@
     (fn [op arg]
       (case op
         :q1-point (users-of [(:email arg)])
+        :q1-param (users-of [arg])
         :q2-ref (q2 arg (count issues) states)
         :q3-aggregate (set (frequencies states))
         :q4-predicate (set (for [i (range (count issues))

@@ -5,6 +5,10 @@
   (:require [datalith.workload :as w]))
 
 (def q1 "Q1, point lookup (datalith.workload/q1)." w/q1)
+(def q1-param
+  "Q1 with the email bound in :in: one query form for all emails (query caches hit)."
+  '[:find ?e ?name :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]])
+
 (def q2 "Q2, ref traversal." w/q2)
 (def q3 "Q3, aggregate." w/q3)
 (def q4 "Q4, predicate." w/q4)

@@ -25,7 +25,7 @@
 (defn op-order
   "Report order of the operations."
   [op]
-  (let [fixed ["load" "q1-point" "q2-ref" "q3-aggregate" "q4-predicate" "pull-star"
+  (let [fixed ["load" "q1-point" "q1-param" "q2-ref" "q3-aggregate" "q4-predicate" "pull-star"
                "pull-nested" "in-bindings" "as-of-q2" "since" "tx-single" "tx-single-nosync"]
         i (order-of fixed op)]
     (if (< i 1000)
@@ -95,7 +95,7 @@
       (/ (double (:p50_ms a)) (double (:p50_ms b))))))
 
 (def ^:private query-ops
-  ["q1-point" "q2-ref" "q3-aggregate" "q4-predicate" "pull-star" "pull-nested" "in-bindings"
+  ["q1-point" "q1-param" "q2-ref" "q3-aggregate" "q4-predicate" "pull-star" "pull-nested" "in-bindings"
    "as-of-q2" "since"])
 
 (defn- goals-section

@@ -223,6 +223,9 @@
     (case op
       :q1-point (do (.setString p 1 (:email arg))
                     (rows p (fn [^ResultSet rs] [(.getLong rs 1) (.getString rs 2)])))
+      :q1-param (let [^PreparedStatement p (ps :q1-point)]
+                  (.setString p 1 arg)
+                  (rows p (fn [^ResultSet rs] [(.getLong rs 1) (.getString rs 2)])))
       :q2-ref (do (.setString p 1 arg)
                   (rows p (fn [^ResultSet rs]
                             [(.getLong rs 1) (.getString rs 2) (keyword (.getString rs 3))])))

@@ -8,6 +8,7 @@
   "The single-threaded read operations, in report order. Arguments (the same
   for every system):
     :q1-point     an email (the query has it as a literal, as in the issue)
+    :q1-param     an email, bound to ?email in :in (one query form for every email)
     :q2-ref       an email: issues assigned to that user, with title and state
     :q3-aggregate nil: issue count per state
     :q4-predicate nil: open issues with priority >= 4, with title and priority
@@ -16,7 +17,7 @@
     :in-bindings  a vector of 100 emails bound to a collection in :in
     :as-of-q2     an email: :q2-ref on the db as of the middle of the load
     :since        nil: the issues whose state changed since a recent t"
-  [:q1-point :q2-ref :q3-aggregate :q4-predicate :pull-star :pull-nested :in-bindings
+  [:q1-point :q1-param :q2-ref :q3-aggregate :q4-predicate :pull-star :pull-nested :in-bindings
    :as-of-q2 :since])
 
 (defprotocol BenchSystem

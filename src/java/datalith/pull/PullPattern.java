@@ -221,8 +221,8 @@ public final class PullPattern {
       }
       Object r;
       try {
-        r = RT.var("clojure.core", "requiring-resolve").invoke(s);
-      } catch (Exception ex) { // requiring-resolve throws FileNotFoundException for a missing ns
+        r = datalith.db.Fns.resolve(s);
+      } catch (Exception ex) { // a missing namespace: FileNotFoundException
         throw bad(pattern, x, "Cannot load :xform function " + s);
       }
       if (r instanceof Var var && var.deref() instanceof IFn) {

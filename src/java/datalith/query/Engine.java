@@ -67,7 +67,9 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class Engine {
   private static final int CACHE_LIMIT = 2048;
   private static final Map<Object, Query> PARSED = new ConcurrentHashMap<>();
-  private static final Map<Query, List<Clause>> PLANS = new ConcurrentHashMap<>();
+  /** Plans by query and rules form (the rules decide which arguments a rule call needs). */
+  private static final Map<List<Object>, List<Clause>> PLANS = new ConcurrentHashMap<>();
+  private static final Map<Object, List<Rule>> RULES = new ConcurrentHashMap<>();
   private static final Keyword K_TIMEOUT = Keyword.intern("timeout");
 
   private final Query query;
@@ -75,6 +77,7 @@ public final class Engine {
   private final Map<Symbol, List<Rule>> rules = new HashMap<>();
   private final Map<String, Object> pullPatterns = new HashMap<>();
   private final Deadline deadline;
+  private Object rulesForm;
   private final List<Object> explain;
   private final IdentityHashMap<Db, Snapshot> snapshots = new IdentityHashMap<>();
   private final Map<Pattern, Map<Db, DbPattern>> patterns = new IdentityHashMap<>();
@@ -158,10 +161,11 @@ public final class Engine {
         }
       }
       Scope scope = new Scope(sources);
-      List<Clause> plan = PLANS.get(query);
+      List<Object> planKey = java.util.Arrays.asList(query, rulesForm);
+      List<Clause> plan = PLANS.get(planKey);
       if (plan == null) {
         plan = order(query.where(), ctx.boundVars(), scope);
-        PLANS.put(query, plan);
+        PLANS.put(planKey, plan);
       }
       evalAll(ctx, plan, scope);
       return find(ctx);
@@ -210,7 +214,15 @@ public final class Engine {
         }
         sources.put(s.name(), x instanceof Object[] arr ? List.of(arr) : x);
       } else if (b instanceof RulesVar) {
-        List<Rule> rs = QueryParser.parseRules(x);
+        List<Rule> rs = RULES.get(x);
+        if (rs == null) {
+          rs = QueryParser.parseRules(x);
+          if (RULES.size() >= CACHE_LIMIT) {
+            RULES.clear();
+          }
+          RULES.put(x, rs);
+        }
+        rulesForm = x;
         query.validateRules(rs);
         for (Rule r : rs) {
           rules.computeIfAbsent(r.name(), k -> new ArrayList<>()).add(r);
@@ -399,6 +411,16 @@ public final class Engine {
         List<Object> inner = explain.subList(mark, explain.size());
         IPersistentMap step = map("clause", query.formOf(c), "method", Keyword.intern(how),
             "rows", (long) ctx.size(), "ms", (System.nanoTime() - before) / 1e6);
+        if (c instanceof Pattern && explained != null) {
+          step = step.assoc(Keyword.intern("index"), Keyword.intern(explained.lastIndexName()))
+              .assoc(Keyword.intern("estimate"), explained.estimate(snapshot(explained.db), explainedRange));
+          if (explainedRange != null) {
+            step = step.assoc(Keyword.intern("range"), PersistentVector.create(
+                explainedRange.lower, explainedRange.lowerInclusive ? ">=" : ">",
+                explainedRange.upper, explainedRange.upperInclusive ? "<=" : "<"));
+          }
+          explained = null;
+        }
         if (!inner.isEmpty() && !(c instanceof RuleCall)) {
           step = step.assoc(Keyword.intern("clauses"), PersistentVector.create(inner));
         }
@@ -438,6 +460,10 @@ public final class Engine {
     DbPattern dp = dbPattern(p, db);
     Snapshot s = snapshot(db);
     DbPattern.Range range = rangeFor(p, dp, siblings);
+    if (explain != null) {
+      explained = dp;
+      explainedRange = range;
+    }
     List<Variable> boundVars = new ArrayList<>();
     for (Variable v : dp.vars) {
       if (ctx.bound(v)) {
@@ -806,6 +832,10 @@ public final class Engine {
     RuleCall linearCall;
     boolean recursive;
   }
+
+  /** The last pattern run and its range, for explain. */
+  private DbPattern explained;
+  private DbPattern.Range explainedRange;
 
   /** The table keys called while evaluating the current body (null outside rule bodies). */
   private List<String> calls;

@@ -156,7 +156,7 @@ final class Functions {
     }
     Object v;
     try {
-      v = RT.var("clojure.core", "requiring-resolve").invoke(sym);
+      v = datalith.db.Fns.resolve(sym);
     } catch (Exception ex) {
       throw Errors.errorWithCause(ex, "query/unknown-fn", "Cannot load function " + sym, "fn", sym);
     }

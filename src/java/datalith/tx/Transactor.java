@@ -492,7 +492,7 @@ public final class Transactor {
     }
     Object f;
     try {
-      f = RT.var("clojure.core", "requiring-resolve").invoke(sym);
+      f = datalith.db.Fns.resolve(sym);
     } catch (Exception ex) {
       throw Errors.errorWithCause(ex, "tx/unknown-fn", "Cannot load transaction function " + sym,
           "fn", sym, "form", l);
