@@ -266,3 +266,16 @@
         (is (= #{} (:friends now)))
         (is (empty? (:avet now)))
         (is (nil? (:lookup now)))))))
+
+(deftest no-history-keeps-snapshots
+  (each-store [conn {:schema {:k/id {:db/unique :db.unique/identity}
+                              :k/n {:db/valueType :db.type/long :db/noHistory true}}}]
+    (d/transact! conn [{:k/id 1 :k/n 5}])
+    (let [old (d/db conn)]
+      (d/transact! conn [{:k/id 1 :k/n 6}])
+      (testing "an older value still sees what it saw"
+        (is (= [5] (map :v (d/datoms old :aevt :k/n))))
+        (is (= [5] (map :v (d/datoms (d/as-of (d/db conn) (d/basis-t old)) :aevt :k/n)))))
+      (testing "the history view leaves retracted :db/noHistory values out"
+        (is (= #{[6 true]}
+               (set (map (juxt :v :added) (d/datoms (d/history (d/db conn)) :aevt :k/n)))))))))

@@ -9,10 +9,10 @@
   read off it. Nothing is ever updated in place.
 
   Entity ids. The model never invents the id of a new entity (nor of a
-  transaction): `transact`
-  resolves every tempid itself (to an existing entity by upsert, or to \"a
-  new entity\") and then asks its caller, through `new-eid`, which id the
-  engine gave each new entity (read from the engine's :tempids or tx-data).
+  transaction): `transact` resolves every tempid itself (to an existing
+  entity by upsert, or to \"a new entity\") and then asks its caller, through
+  `new-eid`, which id the engine gave each new entity (read from the
+  engine's :tempids or tx-data).
   It checks that those ids are fresh and distinct; everything else (upserts,
   lookup refs, conflicts, retractions) it decides alone, and the caller
   compares its :tempids with the engine's.
@@ -26,9 +26,9 @@
     {:db/id e? a v ...}  (a set value for a cardinality-many attribute)
   where an entity is an id (long), a tempid (string), \"datomic.tx\" (the
   transaction's own entity) or a lookup ref [unique-attr value], and a ref
-  value is any of those. In a map, a ref value
-  may also be a nested map (a new entity, or an upsert), and a reverse
-  attribute {:db/id x :ns/_ref y} asserts [y :ns/ref x].
+  value is any of those. In a map, a ref value may also be a nested map (a
+  new entity, or an upsert), and a reverse attribute {:db/id x :ns/_ref y}
+  asserts [y :ns/ref x].
 
   Semantics (Datomic's; every operation reads the database as it was before
   the transaction, so the order of tx-data does not matter):

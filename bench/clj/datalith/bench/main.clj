@@ -123,13 +123,13 @@
 (defn- readers-op
   "{:open :op :close} of concurrent readers of `kind` (:point or :mix) on s."
   [s kind args]
-  (let [q1 (:q1-point args)
-        mix-ops [:q1-point :q2-ref :pull-star :pull-nested]]
+  (let [q1 (:q1-param args)
+        mix-ops [:q1-param :q2-ref :pull-star :pull-nested]]
     {:open #(system/session s)
      :close #(system/end-session s %)
      :op (case kind
            :point (fn [session ^Random rnd]
-                    (system/run-op s session :q1-point (q1 (.nextInt rnd (count q1)))))
+                    (system/run-op s session :q1-param (q1 (.nextInt rnd (count q1)))))
            :mix (fn [session ^Random rnd]
                   (let [op (mix-ops (.nextInt rnd (count mix-ops)))
                         as (args op)]

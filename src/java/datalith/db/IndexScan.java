@@ -149,7 +149,9 @@ public final class IndexScan {
       }
       boolean found = false;
       if (visible) {
-        if (historyMode) {
+        if (historyMode && rt != NONE && rt <= limit && noHistory(k)) {
+          found = false; // a retracted value of a :db/noHistory attribute: not in history
+        } else if (historyMode) {
           boolean emitA = at > since && at <= limit;
           boolean emitR = rt != NONE && rt > since && rt <= limit;
           if (emitA || emitR) {
@@ -191,6 +193,12 @@ public final class IndexScan {
   /** Whether {@link #next()} stopped at the {@link #limitEntries} bound. */
   public boolean overBudget() {
     return overBudget;
+  }
+
+  private boolean noHistory(ByteBuffer k) {
+    long aid = index == Index.EAVT || index == Index.VAET ? k.getLong(8) : k.getLong(0);
+    Attr a = db.schema.attr(aid);
+    return a != null && a.noHistory;
   }
 
   /** Whether the next datom comes from the current key (a history retraction). */

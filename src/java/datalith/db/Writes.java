@@ -73,24 +73,17 @@ final class Writes {
         }
       } else {
         long at = c.assertedTx;
-        boolean keep = !c.attr.noHistory;
+        // history is kept for :db/noHistory too: older database values and as-of must
+        // still see such a value; the history view leaves it out
         index(SubDb.EAVT, eavt(d, vpart, at), true);
-        if (keep) {
-          index(SubDb.HEAVT, eavt(d, vpart, at).putLong(tx), false);
-        }
+        index(SubDb.HEAVT, eavt(d, vpart, at).putLong(tx), false);
         index(SubDb.AEVT, aevt(d, vpart, at), true);
-        if (keep) {
-          index(SubDb.HAEVT, aevt(d, vpart, at).putLong(tx), false);
-        }
+        index(SubDb.HAEVT, aevt(d, vpart, at).putLong(tx), false);
         index(SubDb.AVET, avet(d, vpart, at), true);
-        if (keep) {
-          index(SubDb.HAVET, avet(d, vpart, at).putLong(tx), false);
-        }
+        index(SubDb.HAVET, avet(d, vpart, at).putLong(tx), false);
         if (ref) {
           index(SubDb.VAET, vaet(d, at), true);
-          if (keep) {
-            index(SubDb.HVAET, vaet(d, at).putLong(tx), false);
-          }
+          index(SubDb.HVAET, vaet(d, at).putLong(tx), false);
         }
       }
     }

@@ -325,9 +325,8 @@ public final class Engine {
     while (!remaining.isEmpty()) {
       Clause pick = null;
       for (Clause c : remaining) {
-        // an or that binds new variables is a generator, costed below like a rule call
-        if (!(c instanceof Pattern) && !(c instanceof RuleCall) && bound.containsAll(needs(c))
-            && (!(c instanceof Or) || bound.containsAll(c.binds()))) {
+        if (isFilter(c, bound) && bound.containsAll(needs(c))
+            && !waitsForEarlierData(c, clauses, remaining, bound)) {
           pick = c;
           break;
         }
@@ -335,7 +334,7 @@ public final class Engine {
       if (pick == null) {
         double best = Double.MAX_VALUE;
         for (Clause c : remaining) {
-          if (!bound.containsAll(needs(c))) {
+          if (!bound.containsAll(needs(c)) || isFilter(c, bound)) {
             continue;
           }
           double cost = cost(c, bound, scope, clauses);
@@ -353,6 +352,35 @@ public final class Engine {
       bound.addAll(pick.binds());
     }
     return out;
+  }
+
+  /**
+   * Whether {@code c} is a filter: a predicate, function, not, or an or that binds nothing new
+   * (an or that does is a generator, costed like a rule call).
+   */
+  private static boolean isFilter(Clause c, Set<Variable> bound) {
+    return !(c instanceof Pattern) && !(c instanceof RuleCall)
+        && (!(c instanceof Or) || bound.containsAll(c.binds()));
+  }
+
+  /**
+   * Whether filter {@code c} must wait for a data clause (pattern or rule call) written before it
+   * that shares one of its inputs and can run now: Datomic runs clauses as written, so a filter
+   * must not see values such a clause removes (a function may throw on them).
+   */
+  private boolean waitsForEarlierData(Clause c, List<Clause> clauses, List<Clause> remaining,
+      Set<Variable> bound) {
+    Set<Variable> inputs = needs(c);
+    for (Clause d : clauses) {
+      if (d == c) {
+        return false;
+      }
+      if ((d instanceof Pattern || d instanceof RuleCall) && remaining.contains(d)
+          && bound.containsAll(needs(d)) && !java.util.Collections.disjoint(d.vars(), inputs)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private Set<Variable> needs(Clause c) {
