@@ -279,3 +279,25 @@
       (testing "the history view leaves retracted :db/noHistory values out"
         (is (= #{[6 true]}
                (set (map (juxt :v :added) (d/datoms (d/history (d/db conn)) :aevt :k/n)))))))))
+
+(deftest long-values-sharing-a-key-prefix-stay-in-value-order
+  ;; a value longer than a key keeps a prefix and a hash there: runs of such keys are
+  ;; sorted by value when read, and index-range compares values at its bounds
+  (each-store [conn {:schema {:k/id {:db/unique :db.unique/identity}
+                              :k/name {:db/valueType :db.type/string}}}]
+    (let [ls (apply str (repeat 600 "x"))
+          v #(str ls %)
+          sfx (fn [ds] (apply str (map #(last (:v %)) ds)))]
+      (d/transact! conn (vec (for [c "hgadbecf"] {:k/id (int c) :k/name (v c)})))
+      (let [db (d/db conn)]
+        (is (= "abcdefgh" (sfx (d/datoms db :avet :k/name))))
+        (are [lo hi expected] (= expected (sfx (d/index-range db :k/name lo hi)))
+          (v "c") (v "f") "cde"
+          (v "c") nil     "cdefgh"
+          nil     (v "c") "ab"
+          (v "cc") (v "e") "d")
+        (testing "chunked reads resume after a whole run"
+          (d/transact! conn (vec (for [i (range 600)] {:k/id (+ 1000 i) :k/name (str ls "~" i)})))
+          (let [all (d/datoms (d/db conn) :avet :k/name)]
+            (is (= 608 (count all)))
+            (is (= (sort (map :v all)) (map :v all)))))))))

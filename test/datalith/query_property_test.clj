@@ -623,3 +623,13 @@
       (is (= #{[b]} (d/q '[:find ?x :where [?x :p/num _]
                            (not-join [?x] [_ :p/links ?x] [(identity ?x) ?z] [?z :p/next _])]
                          db))))))
+
+(deftest a-filter-never-sees-values-an-earlier-written-clause-removes
+  ;; the planner ran the smaller [?x :p/name ?w] first and then [(odd? ?w)]
+  ;; at once, on a string; Datomic runs clauses as written, where odd? only
+  ;; ever sees the entity ids of :p/next
+  (tu/each-store [conn {:schema regression-schema}]
+    (d/transact! conn (into [{:db/id "c" :p/id 100 :p/name "a0" :p/next "c"}]
+                            (for [i (range 10)] {:p/id i :p/next "c"})))
+    (is (= #{} (d/q '[:find ?x :where [?x :p/next ?w] [(odd? ?w)] [?x :p/name ?w]]
+                    (d/db conn))))))

@@ -13,7 +13,7 @@
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
   (:refer-clojure :exclude [with])
-  (:import (datalith.db Conn Db Entity Schema TxReport)
+  (:import (datalith.db Conn Db Entity IndexScan Schema TxReport)
            (datalith.query Engine)
            (datalith.pull Puller)
            (datalith.index Datom Index)
@@ -249,10 +249,17 @@
   (when-not (keyword? attr)
     (throw (error :db/invalid-attribute "index-range takes an attribute ident" {:attribute attr})))
   (if-let [prefix (.avetKey db attr nil)]
-    (datom-seq db Index/AVET prefix
-               (when (some? start) (.avetKey db attr start))
-               (when (some? end) (.avetKey db attr end))
-               nil)
+    (let [lo (when (some? start) (.avetKey db attr start))
+          hi (when (some? end) (.avetKey db attr end))
+          ;; a long value's key holds a prefix and a hash: widen the bounds to whole
+          ;; runs of such keys (sorted by value when read) and compare values there
+          lo-wide (Db/widenBound lo false)
+          hi-wide (Db/widenBound hi true)]
+      (cond->> (datom-seq db Index/AVET prefix lo-wide hi-wide nil)
+        (not (identical? lo lo-wide))
+        (drop-while #(neg? (IndexScan/compareValues (.v ^Datom %) start)))
+        (not (identical? hi hi-wide))
+        (take-while #(neg? (IndexScan/compareValues (.v ^Datom %) end)))))
     ()))
 
 (defn tx-range

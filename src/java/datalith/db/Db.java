@@ -206,7 +206,7 @@ public final class Db {
       while (out.size() < n && scan.next()) {
         out.add(scan.datom());
       }
-      if (scan.hasPending()) {
+      while (scan.hasPending()) { // never resume inside one key's datoms or a sorted run
         scan.next();
         out.add(scan.datom());
       }
@@ -389,6 +389,22 @@ public final class Db {
       kb.put(vpart);
     }
     return kb.toBytes();
+  }
+
+  /**
+   * An AVET bound ({@link #avetKey}) widened to take in every long value that
+   * shares its key prefix, whose keys sort by hash: the start of that run for a
+   * lower bound, past its end for an upper one. The bound itself when its value
+   * is short. Callers compare values at the edges.
+   */
+  public static byte[] widenBound(byte[] bound, boolean upper) {
+    if (bound == null || bound.length <= 8 || !Codec.isOverflow(ByteBuffer.wrap(bound), 8)) {
+      return bound;
+    }
+    int hashOff = Codec.overflowHashOffset(ByteBuffer.wrap(bound), 8);
+    byte[] out = java.util.Arrays.copyOf(bound, hashOff + (upper ? 17 : 0));
+    java.util.Arrays.fill(out, hashOff, out.length, (byte) 0xFF);
+    return out;
   }
 
   // ---- the log

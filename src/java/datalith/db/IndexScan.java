@@ -5,6 +5,8 @@ import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.store.Cursor;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Datoms of one index under a key prefix, as one database value sees them:
@@ -38,6 +40,9 @@ public final class IndexScan {
   private boolean pendingRetract;
   private long retractTx;
   private Object value = NOT_READ;
+  private List<Entry> group; // a sorted run of long values being served, or null
+  private int groupPos;
+  private byte[] groupLastKey; // the group's last key in index order, to resume after
   private Datom datom;
   private long budget = Long.MAX_VALUE; // index entries next() may still step over
   private boolean overBudget;
@@ -106,6 +111,25 @@ public final class IndexScan {
       added = false;
       return true;
     }
+    if (group != null) {
+      if (groupPos < group.size()) {
+        serve(group.get(groupPos++));
+        return true;
+      }
+      group = null;
+    }
+    advanceConsumed();
+    if (!findVisible(null)) {
+      return false;
+    }
+    if (index != Index.VAET && Codec.isOverflow(key, valueOffset())) {
+      collectGroup();
+      serve(group.get(groupPos++));
+    }
+    return true;
+  }
+
+  private void advanceConsumed() {
     if (consumed != null) {
       if (consumed == cur) {
         curValid = cur.next();
@@ -114,6 +138,73 @@ public final class IndexScan {
       }
       consumed = null;
     }
+  }
+
+  private int valueOffset() {
+    return index == Index.AVET ? 8 : 16;
+  }
+
+  /** One datom of a group of long values, copied out of the index. */
+  private record Entry(byte[] key, long tx, boolean added, Object value) {}
+
+  /**
+   * Long values keep only a prefix and a hash in their keys, so keys whose
+   * values share that prefix sort by hash: reads the whole run of them and
+   * sorts it by value, so that every scan is in value order.
+   */
+  private void collectGroup() {
+    int voff = valueOffset();
+    int hashOff = Codec.overflowHashOffset(key, voff);
+    ByteBuffer prefix = ByteBuffer.allocate(hashOff);
+    prefix.put(0, key, 0, hashOff);
+    List<Entry> entries = new ArrayList<>();
+    do {
+      byte[] k = new byte[keyLen];
+      key.get(0, k);
+      Object v = db.decodeValue(snap, ByteBuffer.wrap(k), voff);
+      entries.add(new Entry(k, tx, added, v));
+      if (pendingRetract) {
+        entries.add(new Entry(k, retractTx, false, v));
+        pendingRetract = false;
+      }
+      advanceConsumed();
+    } while (findVisible(prefix));
+    groupLastKey = entries.get(entries.size() - 1).key;
+    entries.sort((x, y) -> compareValues(x.value, y.value));
+    group = entries;
+    groupPos = 0;
+  }
+
+  /** Value order where values have one (strings, keywords, bytes, ...); else equal. */
+  @SuppressWarnings("unchecked")
+  public static int compareValues(Object x, Object y) {
+    if (x instanceof byte[] a && y instanceof byte[] b) {
+      return java.util.Arrays.compareUnsigned(a, b);
+    }
+    if (x != null && y != null && x.getClass() == y.getClass() && x instanceof Comparable) {
+      try {
+        return ((Comparable<Object>) x).compareTo(y);
+      } catch (RuntimeException ex) {
+        return 0;
+      }
+    }
+    return 0;
+  }
+
+  private void serve(Entry e) {
+    key = ByteBuffer.wrap(e.key);
+    keyLen = e.key.length;
+    tx = e.tx;
+    added = e.added;
+    value = e.value;
+  }
+
+  /**
+   * Positions on the next visible key (setting key, tx, added, consumed);
+   * with a {@code groupPrefix}, stops (false, nothing consumed) at the first
+   * key that does not start with it.
+   */
+  private boolean findVisible(ByteBuffer groupPrefix) {
     while (true) {
       boolean cv = curValid && inRange(cur.key(), cur.key().limit());
       boolean hv = hist != null && histValid && inRange(hist.key(), hist.key().limit() - 8);
@@ -135,6 +226,10 @@ public final class IndexScan {
       Cursor src = takeCur ? cur : hist;
       ByteBuffer k = src.key();
       int len = takeCur ? k.limit() : k.limit() - 8;
+      if (groupPrefix != null && (len < groupPrefix.limit()
+          || Codec.compareBytes(k, 0, groupPrefix.limit(), groupPrefix, 0, groupPrefix.limit()) != 0)) {
+        return false;
+      }
       long atx = k.getLong(len - 8);
       long rtx = takeCur ? 0 : k.getLong(len);
       long at = Db.txToT(atx);
@@ -203,7 +298,7 @@ public final class IndexScan {
 
   /** Whether the next datom comes from the current key (a history retraction). */
   boolean hasPending() {
-    return pendingRetract;
+    return pendingRetract || group != null && groupPos < group.size();
   }
 
   /** The current datom's entity id. */
@@ -261,6 +356,9 @@ public final class IndexScan {
 
   /** The index key (without history suffix) of the current datom, to resume after. */
   byte[] lastKey() {
+    if (group != null) {
+      return groupLastKey;
+    }
     byte[] out = new byte[keyLen];
     key.get(0, out);
     return out;
