@@ -319,20 +319,45 @@ public final class IndexScan {
   /** The current datom's value (decoded on first call; refs are Long ids). */
   public Object v() {
     if (value == NOT_READ) {
-      switch (index) {
-        case EAVT:
-        case AEVT:
-          value = db.decodeValue(snap, key, 16);
-          break;
-        case AVET:
-          value = db.decodeValue(snap, key, 8);
-          break;
-        default:
-          value = key.getLong(0);
-          break;
-      }
+      value = index == Index.VAET ? (Object) key.getLong(0) : cachedDecode(valueOffset());
     }
     return value;
+  }
+
+  // A few recently decoded short values: attributes with few distinct values
+  // (states, types, flags) then decode each value once per scan, not per datom.
+  private static final int CACHE_SIZE = 8;
+  private static final int CACHE_MAX_BYTES = 32;
+  private final ByteBuffer[] cacheKeys = new ByteBuffer[CACHE_SIZE];
+  private final Object[] cacheVals = new Object[CACHE_SIZE];
+  private int cacheNext;
+  private int cacheHits;
+  private int cacheMisses;
+
+  private Object cachedDecode(int off) {
+    boolean cacheable = cacheMisses < 256 || cacheHits > cacheMisses;
+    if (!cacheable || Codec.isOverflow(key, off) || key.get(off) == Codec.T_BYTES) {
+      return db.decodeValue(snap, key, off);
+    }
+    int len = Codec.skipKeyPart(key, off) - off;
+    if (len > CACHE_MAX_BYTES) {
+      return db.decodeValue(snap, key, off);
+    }
+    for (int i = 0; i < CACHE_SIZE; i++) {
+      ByteBuffer c = cacheKeys[i];
+      if (c != null && c.limit() == len && Codec.compareBytes(key, off, len, c, 0, len) == 0) {
+        cacheHits++;
+        return cacheVals[i];
+      }
+    }
+    cacheMisses++;
+    Object v = db.decodeValue(snap, key, off);
+    ByteBuffer copy = ByteBuffer.allocate(len);
+    copy.put(0, key, off, len);
+    cacheKeys[cacheNext] = copy;
+    cacheVals[cacheNext] = v;
+    cacheNext = (cacheNext + 1) % CACHE_SIZE;
+    return v;
   }
 
   /** The current datom's transaction id (the retracting one for a history retraction). */

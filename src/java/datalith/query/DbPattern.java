@@ -189,6 +189,16 @@ final class DbPattern {
    * @return the number of matches
    */
   long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range) {
+    return scan(s, given, sink, limit, range, null);
+  }
+
+  /**
+   * Like {@link #scan(Snapshot, Object[], Sink, long, Range)}, skipping (before
+   * reading anything else of them) the datoms whose entity is not in
+   * {@code entities} (null: no such filter).
+   */
+  long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
+      java.util.Set<Object> entities) {
     if (impossible) {
       return 0;
     }
@@ -304,6 +314,9 @@ final class DbPattern {
     }
     try {
       while (n < limit && scan.next()) {
+        if (entities != null && !entities.contains(scan.e())) {
+          continue;
+        }
         if (!eInKey && e != null && scan.e() != e) {
           continue;
         }

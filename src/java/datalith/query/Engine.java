@@ -392,7 +392,7 @@ public final class Engine {
   }
 
   private static final double LARGE = 1e9;
-  private static final long LOOKUP_COST = 8;
+  private static final long LOOKUP_COST = 3;
 
   private double cost(Clause c, Set<Variable> bound, Scope scope, List<Clause> siblings) {
     boolean joined = false;
@@ -514,7 +514,16 @@ public final class Engine {
     if ((long) groups.size() * LOOKUP_COST >= dp.estimate(s, range)
         && !namesEntities(r, dp, boundVars)) {
       List<Object[]> rows = new ArrayList<>();
-      dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range);
+      // when the entity is bound, datoms of other entities are skipped before decoding
+      java.util.Set<Object> entities = null;
+      if (p.e() instanceof Variable ev && boundVars.contains(ev)) {
+        entities = new java.util.HashSet<>();
+        int col = r.col(ev);
+        for (Object[] row : r.rows) {
+          entities.add(row[col]);
+        }
+      }
+      dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range, entities);
       ctx.add(Rel.join(r, new Rel(dp.vars, rows), deadline));
       return "hash-join-" + dp.lastIndexName();
     }
