@@ -135,9 +135,32 @@
                         as (args op)]
                     (system/run-op s session op (as (.nextInt rnd (count as)))))))}))
 
+(defn- copy-tree! [^File from ^File to]
+  (doseq [^File f (file-seq from) :when (.isFile f)]
+    (let [target (io/file to (str (.relativize (.toPath from) (.toPath f))))]
+      (io/make-parents target)
+      (io/copy f target))))
+
+(defn- snapshot-classpath!
+  "This JVM's classpath with its source directories (not compiled classes or
+  jars) copied under dir, so that a child JVM started later loads the same
+  Clojure sources even if someone edits them meanwhile."
+  [^File dir]
+  (system/delete-tree dir)
+  (str/join File/pathSeparator
+            (map-indexed (fn [i entry]
+                           (let [f (io/file entry)]
+                             (if (and (.isDirectory f) (not (str/ends-with? entry "classes")))
+                               (let [copy (io/file dir (str i))]
+                                 (copy-tree! f copy)
+                                 (.getPath copy))
+                               entry)))
+                         (str/split (System/getProperty "java.class.path")
+                                    (re-pattern File/pathSeparator)))))
+
 (defn- small-heap-run!
   "Queries the LMDB database in dir from a child JVM with -Xmx256m; its rows."
-  [^File dir points args ^Map ids opts scale datoms ^File out]
+  [^File dir points args ^Map ids opts scale datoms ^File out classpath]
   (let [pull-ids (into {} (for [op [:pull-star :pull-nested] t (args op)] [t (.get ids t)]))
         plan {:dir (.getAbsolutePath dir) :points points :args args :ids pull-ids
               :reps (:reps opts) :warmup-ms (:warmup-ms opts) :max-ms (:max-ms opts)}
@@ -146,7 +169,7 @@
         java (str (io/file (System/getProperty "java.home") "bin" "java"))
         cmd [java "-Xmx256m" "--add-opens=java.base/java.nio=ALL-UNNAMED"
              "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"
-             "-cp" (System/getProperty "java.class.path")
+             "-cp" classpath
              "clojure.main" "-m" "datalith.bench.small-heap" (.getPath plan-file)]
         pb (doto (ProcessBuilder. ^java.util.List cmd)
              (.redirectError java.lang.ProcessBuilder$Redirect/INHERIT))
@@ -231,7 +254,7 @@
         (datalith/release! lmdb)
         (doseq [r (let [res (@loads "datalith-lmdb")]
                     (small-heap-run! (io/file data-dir "datalith-lmdb") (ops/system-points pts res)
-                                     args (:ids res) opts scale datoms out))]
+                                     args (:ids res) opts scale datoms out (:classpath opts)))]
           (log (format "  %-18s %-18s p50 %10.4f ms" (:system r) (:op r) (double (:p50_ms r))))
           (swap! rows conj r)))
       {:rows @rows :mismatches @mismatches}
@@ -242,8 +265,9 @@
         (system/delete-tree data-dir)))))
 
 (defn -main [& argv]
-  (let [opts (parse-args argv)
-        out (io/file (:out opts))
+  (let [parsed (parse-args argv)
+        out (io/file (:out parsed))
+        opts (assoc parsed :classpath (snapshot-classpath! (io/file out "data" "classpath")))
         csv (io/file out "results.csv")
         meta-file (io/file out "runs.edn")]
     (.mkdirs out)
@@ -262,8 +286,10 @@
         (spit meta-file (pr-str meta))
         (report/write-report! (io/file out "report.md") all meta)
         (report/write-chart! out scale rows)
-        (log "wrote" (str csv) "," (str (io/file out "report.md")) "and latency-" scale ".png")
+        (log (str "wrote " csv ", " (io/file out "report.md") " and "
+                  (io/file out (str "latency-" scale ".png"))))
         (when (seq mismatches)
           (log (count mismatches) "mismatch(es): their timings were not kept"))))
+    (system/delete-tree (io/file out "data"))
     (shutdown-agents)
     (System/exit 0)))
