@@ -93,6 +93,8 @@ public final class Codec {
   // bytes of full encoding an overflow key part keeps, leaving room for marker and hash
   private static final int OVERFLOW_PREFIX = MAX_INLINE - 20;
   private static final byte[] NIL = {T_NIL};
+  // the shortest overflow form: a prefix cut at most one byte short, the marker, the hash
+  private static final int MIN_OVERFLOW_PART = OVERFLOW_PREFIX - 1 + 2 + Escaping.HASH_LENGTH;
 
   private Codec() {}
 
@@ -454,7 +456,9 @@ public final class Codec {
 
   /** Whether the key part starting at {@code off} of b is an overflow form. */
   public static boolean isOverflow(ByteBuffer b, int off) {
-    return width(b.get(off)) == 0 && b.get(Escaping.terminal(b, off + 1) + 1) == Escaping.OVF;
+    // an overflow form is never shorter than MIN_OVERFLOW_PART: most keys are told at once
+    return b.limit() - off >= MIN_OVERFLOW_PART && width(b.get(off)) == 0
+        && b.get(Escaping.terminal(b, off + 1) + 1) == Escaping.OVF;
   }
 
   /**
