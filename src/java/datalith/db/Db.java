@@ -252,15 +252,10 @@ public final class Db {
       if (v == null) {
         return -1;
       }
-      return lookup(s, a, a.isRef() ? refValue(s, v) : v);
+      return lookup(s, a, a.isRef() ? entid(s, v) : v);
     }
     throw Errors.error("db/invalid-entity",
         "Expected an entity id, an ident or a lookup ref", "entity", ref);
-  }
-
-  /** The entity id for a ref attribute's value given as id, ident or lookup ref; -1 if none. */
-  long refValue(Snapshot s, Object v) {
-    return entid(s, v);
   }
 
   /** The entity whose unique attribute {@code a} has value {@code v}, or -1. */

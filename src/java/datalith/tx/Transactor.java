@@ -333,7 +333,7 @@ public final class Transactor {
           throw Errors.error("tx/invalid-attribute", "A reverse attribute must name a ref attribute",
               "attribute", kw, "form", m);
         }
-        for (Object r : refValues(a, v)) {
+        for (Object r : refValues(v)) {
           Object src = r instanceof Map<?, ?> nested ? expandMap(nested) : entityRef(r, m);
           markEntity(src);
           ops.add(new Op(ADD, m, src, a, e, null));
@@ -354,7 +354,7 @@ public final class Transactor {
   }
 
   /** The values of a ref attribute given in a map: one, or a collection of refs/maps. */
-  private Collection<?> refValues(Attr a, Object v) {
+  private Collection<?> refValues(Object v) {
     if (v instanceof Map || isLookupRef(v)) {
       return List.of(v);
     }
