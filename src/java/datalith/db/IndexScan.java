@@ -4,8 +4,12 @@ import datalith.codec.Codec;
 import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.store.Cursor;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -20,18 +24,30 @@ public final class IndexScan {
   private final Db db;
   private final Snapshot snap;
   private final Index index;
+  private final int valueOffset;
   private final Cursor cur;
   private final Cursor hist; // null when the view needs no history
-  private final ByteBuffer prefix;
-  private final int prefixLen;
+  // the prefix, copied: its bytes (and a spare array for the next one), its whole 8-byte words
+  private static final byte[] NO_BYTES = {};
+  private static final long[] NO_WORDS = {};
+  private byte[] prefixBytes = NO_BYTES;
+  private byte[] spareBytes = NO_BYTES;
+  private long[] prefixWords = NO_WORDS;
+  private int prefixLen;
   private final boolean storeFilter;
   private final long limit;
   private final long since;
   private final boolean historyMode;
-  private final ByteBuffer upper; // exclusive bound on the key, or null
+  private ByteBuffer upper; // exclusive bound on the key, or null
+  private int upperFrom; // upper starts with the prefix's first upperFrom bytes
   private static final Object NOT_READ = new Object();
-  private boolean curValid;
+  private boolean curValid; // cur is positioned
   private boolean histValid;
+  private ByteBuffer curKey; // cur's key while it is in range, else null
+  private ByteBuffer histKey; // hist's key while in range (its datom key is in range), else null
+  // every key the cursors moved over since they were positioned at the prefix starts with the
+  // prefix: false when the scan began at a seek key or after a resume key
+  private boolean fromPrefix;
   private Cursor consumed; // the cursor holding the current key, moved on the next call
   private ByteBuffer key; // the current key: valid until the next call
   private int keyLen; // its length without a history suffix
@@ -55,12 +71,11 @@ public final class IndexScan {
    */
   IndexScan(Db db, Snapshot snap, Index index, ByteBuffer prefix, ByteBuffer seek, ByteBuffer upper,
       byte[] resumeAfter) {
-    this.upper = upper;
     this.db = db;
     this.snap = snap;
     this.index = index;
-    this.prefix = prefix;
-    this.prefixLen = prefix.limit();
+    this.valueOffset = index == Index.AVET ? 8 : 16;
+    setRange(prefix, upper);
     this.storeFilter = snap.storeLatestT > db.storeT;
     this.limit = Math.min(db.basisT, db.asOfT);
     this.since = db.sinceT;
@@ -74,6 +89,7 @@ public final class IndexScan {
       ByteBuffer start = seek == null ? prefix : seek;
       curValid = cur.seek(start);
       histValid = hist != null && hist.seek(start);
+      fromPrefix = seek == null;
     } else {
       ByteBuffer r = ByteBuffer.allocateDirect(resumeAfter.length).put(resumeAfter).flip();
       curValid = cur.seek(r);
@@ -87,15 +103,200 @@ public final class IndexScan {
         }
       }
     }
+    curKey = curValid ? ranged(cur.key(), 0) : null;
+    histKey = histValid ? ranged(hist.key(), 8) : null;
+  }
+
+  private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class,
+      ByteOrder.BIG_ENDIAN);
+
+  /**
+   * Sets the prefix (bytes 0 to limit of {@code prefix}, copied) and the upper bound; the old
+   * prefix's bytes are left in {@link #spareBytes}.
+   */
+  private void setRange(ByteBuffer prefix, ByteBuffer upper) {
+    int n = prefix.limit();
+    byte[] b = spareBytes;
+    if (b.length < n) {
+      b = new byte[Math.max(n, 16)];
+    }
+    prefix.get(0, b, 0, n);
+    spareBytes = prefixBytes;
+    prefixBytes = b;
+    prefixLen = n;
+    if (prefixWords.length < n >>> 3) {
+      prefixWords = new long[b.length >>> 3];
+    }
+    for (int i = 0; i + 8 <= n; i += 8) {
+      prefixWords[i >>> 3] = (long) LONGS.get(b, i);
+    }
+    this.upper = upper;
+    upperFrom = upper != null && upper.limit() >= n
+        && Codec.compareBytes(upper, 0, n, ByteBuffer.wrap(b), 0, n) == 0 ? n : 0;
+  }
+
+  /** The sign of comparing all of key {@code k} with the prefix. */
+  private int compareToPrefix(ByteBuffer k) {
+    int kl = k.limit();
+    int n = prefixLen;
+    int m = Math.min(kl, n);
+    if (k.order() != ByteOrder.BIG_ENDIAN) {
+      return Codec.compareBytes(k, 0, kl, ByteBuffer.wrap(prefixBytes), 0, n);
+    }
+    int i = 0;
+    for (; i + 8 <= m; i += 8) {
+      long x = k.getLong(i);
+      long y = prefixWords[i >>> 3];
+      if (x != y) {
+        return Long.compareUnsigned(x, y);
+      }
+    }
+    for (; i < m; i++) {
+      int x = k.get(i) & 0xFF;
+      int y = prefixBytes[i] & 0xFF;
+      if (x != y) {
+        return x - y;
+      }
+    }
+    return kl - n;
+  }
+
+  /**
+   * {@link Codec#compareBytes} with a profile of its own, for index keys (big-endian cursor
+   * keys): the shared one sees buffers of every kind.
+   */
+  private static int compareKeys(ByteBuffer a, int aOff, int aLen, ByteBuffer b, int bOff,
+      int bLen) {
+    if (a.order() != ByteOrder.BIG_ENDIAN || b.order() != ByteOrder.BIG_ENDIAN) {
+      return Codec.compareBytes(a, aOff, aLen, b, bOff, bLen);
+    }
+    int n = Math.min(aLen, bLen);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+      long x = a.getLong(aOff + i);
+      long y = b.getLong(bOff + i);
+      if (x != y) {
+        return Long.compareUnsigned(x, y);
+      }
+    }
+    for (; i < n; i++) {
+      int x = a.get(aOff + i) & 0xFF;
+      int y = b.get(bOff + i) & 0xFF;
+      if (x != y) {
+        return x - y;
+      }
+    }
+    return aLen - bLen;
+  }
+
+  /**
+   * Re-positions this scan on the datoms under {@code prefix}, as a new scan of the same index
+   * and database value with that prefix and no seek key or upper bound would see them, reusing
+   * its cursors: when successive prefixes ascend, the cursors move forward from where they are
+   * (often without a seek). The prefix is the bytes of {@code prefix} from its position to its
+   * limit, read during this call only: the caller may change the buffer once it returns.
+   * Forgets the current datom and any {@link #limitEntries} bound.
+   */
+  public void restart(ByteBuffer prefix) {
+    ByteBuffer p = prefix.position() == 0 ? prefix : prefix.slice();
+    int oldLen = prefixLen;
+    setRange(p, null);
+    // Every key the cursors moved over since they were positioned at the old prefix starts with
+    // it; when all such keys sort before p, none of them is >= p, so a cursor that is not before
+    // p is at its first key >= p already (and one past the end has none).
+    int m = Math.min(oldLen, prefixLen);
+    boolean forward = fromPrefix
+        && Arrays.compareUnsigned(spareBytes, 0, m, prefixBytes, 0, m) < 0;
+    datom = null;
+    value = NOT_READ;
+    key = null;
+    keyLen = 0;
+    consumed = null;
+    pendingRetract = false;
+    group = null;
+    groupPos = 0;
+    groupLastKey = null;
+    budget = Long.MAX_VALUE;
+    overBudget = false;
+    curValid = reposition(cur, curValid, forward, p);
+    curKey = curValid ? ranged(cur.key(), 0) : null;
+    if (hist != null) {
+      histValid = reposition(hist, histValid, forward, p);
+      histKey = histValid ? ranged(hist.key(), 8) : null;
+    }
+    fromPrefix = true;
+  }
+
+  private int stepHits; // restarts that found their first key by one step forward
+  private int stepMisses; // restarts that stepped and still had to seek
+
+  /** Positions {@code c} at its first key >= the prefix {@code p}; whether there is one. */
+  private boolean reposition(Cursor c, boolean valid, boolean forward, ByteBuffer p) {
+    if (!valid) {
+      return forward ? false : c.seek(p);
+    }
+    if (compareToPrefix(c.key()) >= 0) {
+      return forward || c.seek(p);
+    }
+    // Before p: when p's keys (or the keys after them) follow closely, as in a join looking up
+    // ascending ids, the next key is the first one >= p. Stops trying when that rarely works.
+    if (stepMisses < 64 || stepHits >= stepMisses) {
+      if (!c.next()) {
+        stepHits++;
+        return false;
+      }
+      if (compareToPrefix(c.key()) >= 0) {
+        stepHits++;
+        return true;
+      }
+      stepMisses++;
+    }
+    return c.seek(p);
   }
 
   private static boolean equalsAt(ByteBuffer k, int off, int len, ByteBuffer r) {
     return len == r.limit() && Codec.compareBytes(k, off, len, r, 0, len) == 0;
   }
 
+  /** {@code k} when its first {@code k.limit() - suffix} bytes are in range, else null. */
+  private ByteBuffer ranged(ByteBuffer k, int suffix) {
+    return inRange(k, k.limit() - suffix) ? k : null;
+  }
+
   private boolean inRange(ByteBuffer k, int len) {
-    return len >= prefixLen && Codec.compareBytes(k, 0, prefixLen, prefix, 0, prefixLen) == 0
-        && (upper == null || Codec.compareBytes(k, 0, len, upper, 0, upper.limit()) < 0);
+    int n = prefixLen;
+    if (len < n) {
+      return false;
+    }
+    if (k.order() == ByteOrder.BIG_ENDIAN) {
+      long[] w = prefixWords;
+      int i = 0;
+      for (; i + 8 <= n; i += 8) {
+        if (k.getLong(i) != w[i >>> 3]) {
+          return false;
+        }
+      }
+      for (; i < n; i++) {
+        if (k.get(i) != prefixBytes[i]) {
+          return false;
+        }
+      }
+    } else if (Codec.compareBytes(k, 0, n, ByteBuffer.wrap(prefixBytes), 0, n) != 0) {
+      return false;
+    }
+    // the first upperFrom bytes of upper are the prefix's, which k starts with
+    int f = upperFrom;
+    return upper == null || compareKeys(k, f, len - f, upper, f, upper.limit() - f) < 0;
+  }
+
+  private void stepCur() {
+    curValid = cur.next();
+    curKey = curValid ? ranged(cur.key(), 0) : null;
+  }
+
+  private void stepHist() {
+    histValid = hist.next();
+    histKey = histValid ? ranged(hist.key(), 8) : null;
   }
 
   /**
@@ -122,7 +323,7 @@ public final class IndexScan {
     if (!findVisible(null)) {
       return false;
     }
-    if (index != Index.VAET && Codec.isOverflow(key, valueOffset())) {
+    if (index != Index.VAET && Codec.isOverflow(key, valueOffset)) {
       collectGroup();
       serve(group.get(groupPos++));
     }
@@ -132,16 +333,12 @@ public final class IndexScan {
   private void advanceConsumed() {
     if (consumed != null) {
       if (consumed == cur) {
-        curValid = cur.next();
+        stepCur();
       } else {
-        histValid = hist.next();
+        stepHist();
       }
       consumed = null;
     }
-  }
-
-  private int valueOffset() {
-    return index == Index.AVET ? 8 : 16;
   }
 
   /** One datom of a group of long values, copied out of the index. */
@@ -153,7 +350,7 @@ public final class IndexScan {
    * sorts it by value, so that every scan is in value order.
    */
   private void collectGroup() {
-    int voff = valueOffset();
+    int voff = valueOffset;
     int hashOff = Codec.overflowHashOffset(key, voff);
     ByteBuffer prefix = ByteBuffer.allocate(hashOff);
     prefix.put(0, key, 0, hashOff);
@@ -206,9 +403,9 @@ public final class IndexScan {
    */
   private boolean findVisible(ByteBuffer groupPrefix) {
     while (true) {
-      boolean cv = curValid && inRange(cur.key(), cur.key().limit());
-      boolean hv = hist != null && histValid && inRange(hist.key(), hist.key().limit() - 8);
-      if (!cv && !hv) {
+      ByteBuffer c = curKey;
+      ByteBuffer h = histKey;
+      if (c == null && h == null) {
         key = null;
         return false;
       }
@@ -217,14 +414,10 @@ public final class IndexScan {
         key = null;
         return false;
       }
-      boolean takeCur = cv;
-      if (cv && hv) {
-        ByteBuffer c = cur.key();
-        ByteBuffer h = hist.key();
-        takeCur = Codec.compareBytes(c, 0, c.limit(), h, 0, h.limit() - 8) < 0;
-      }
+      boolean takeCur = h == null
+          || c != null && compareKeys(c, 0, c.limit(), h, 0, h.limit() - 8) < 0;
       Cursor src = takeCur ? cur : hist;
-      ByteBuffer k = src.key();
+      ByteBuffer k = takeCur ? c : h;
       int len = takeCur ? k.limit() : k.limit() - 8;
       if (groupPrefix != null && (len < groupPrefix.limit()
           || Codec.compareBytes(k, 0, groupPrefix.limit(), groupPrefix, 0, groupPrefix.limit()) != 0)) {
@@ -269,9 +462,9 @@ public final class IndexScan {
         return true;
       }
       if (takeCur) {
-        curValid = cur.next();
+        stepCur();
       } else {
-        histValid = hist.next();
+        stepHist();
       }
     }
   }
@@ -319,45 +512,118 @@ public final class IndexScan {
   /** The current datom's value (decoded on first call; refs are Long ids). */
   public Object v() {
     if (value == NOT_READ) {
-      value = index == Index.VAET ? (Object) key.getLong(0) : cachedDecode(valueOffset());
+      value = index == Index.VAET ? (Object) key.getLong(0) : cachedDecode(valueOffset);
     }
     return value;
   }
 
   // A few recently decoded short values: attributes with few distinct values
   // (states, types, flags) then decode each value once per scan, not per datom.
+  // Each entry is a whole key part (never an overflow form or bytes) of length
+  // len: its big-endian 8-byte words at 0, 8, ... before the last 8 bytes, then
+  // the word of its last 8 bytes; shorter than 8 bytes, the bytes left-aligned
+  // in one word.
   private static final int CACHE_SIZE = 8;
   private static final int CACHE_MAX_BYTES = 32;
-  private final ByteBuffer[] cacheKeys = new ByteBuffer[CACHE_SIZE];
-  private final Object[] cacheVals = new Object[CACHE_SIZE];
+  private long[][] cacheWords; // allocated on the first miss
+  private int[] cacheLens; // 0 = empty
+  private Object[] cacheVals;
   private int cacheNext;
+  private int cacheLast; // the entry of the last hit
   private int cacheHits;
   private int cacheMisses;
 
   private Object cachedDecode(int off) {
+    ByteBuffer k = key;
     boolean cacheable = cacheMisses < 256 || cacheHits > cacheMisses;
-    if (!cacheable || Codec.isOverflow(key, off) || key.get(off) == Codec.T_BYTES) {
-      return db.decodeValue(snap, key, off);
+    if (!cacheable || k.order() != ByteOrder.BIG_ENDIAN) {
+      return db.decodeValue(snap, k, off);
     }
-    int len = Codec.skipKeyPart(key, off) - off;
-    if (len > CACHE_MAX_BYTES) {
-      return db.decodeValue(snap, key, off);
-    }
-    for (int i = 0; i < CACHE_SIZE; i++) {
-      ByteBuffer c = cacheKeys[i];
-      if (c != null && c.limit() == len && Codec.compareBytes(key, off, len, c, 0, len) == 0) {
+    // Key parts are self-delimiting: no whole key part is a proper prefix of another (fixed
+    // widths follow from the tag; escaped bodies end at their first unescaped 00 00, or at an
+    // overflow marker only past MAX_INLINE - 20 bytes). So when the key's bytes at off start
+    // with a cached key part, the key part at off is that one, and no length is needed.
+    if (cacheLens != null) {
+      int avail = keyLen - off;
+      int last = cacheLast;
+      if (cachedAt(last, k, off, avail)) {
         cacheHits++;
-        return cacheVals[i];
+        return cacheVals[last];
+      }
+      for (int i = 0; i < CACHE_SIZE; i++) {
+        if (i != last && cachedAt(i, k, off, avail)) {
+          cacheHits++;
+          cacheLast = i;
+          return cacheVals[i];
+        }
       }
     }
+    if (k.get(off) == Codec.T_BYTES || Codec.isOverflow(k, off)) {
+      return db.decodeValue(snap, k, off);
+    }
+    int len = Codec.skipKeyPart(k, off) - off;
+    if (len > CACHE_MAX_BYTES) {
+      return db.decodeValue(snap, k, off);
+    }
     cacheMisses++;
-    Object v = db.decodeValue(snap, key, off);
-    ByteBuffer copy = ByteBuffer.allocate(len);
-    copy.put(0, key, off, len);
-    cacheKeys[cacheNext] = copy;
-    cacheVals[cacheNext] = v;
-    cacheNext = (cacheNext + 1) % CACHE_SIZE;
+    Object v = db.decodeValue(snap, k, off);
+    if (cacheLens == null) {
+      cacheWords = new long[CACHE_SIZE][];
+      cacheLens = new int[CACHE_SIZE];
+      cacheVals = new Object[CACHE_SIZE];
+    }
+    int at = cacheNext;
+    long[] w = cacheWords[at];
+    if (w == null) {
+      w = cacheWords[at] = new long[CACHE_MAX_BYTES / 8 + 1];
+    }
+    if (len >= 8) {
+      int n = (len - 1) >>> 3;
+      for (int j = 0; j < n; j++) {
+        w[j] = k.getLong(off + 8 * j);
+      }
+      w[n] = k.getLong(off + len - 8);
+    } else {
+      long x = 0;
+      for (int i = 0; i < len; i++) {
+        x |= (k.get(off + i) & 0xFFL) << (56 - 8 * i);
+      }
+      w[0] = x;
+    }
+    cacheLens[at] = len;
+    cacheVals[at] = v;
+    cacheLast = at;
+    cacheNext = (at + 1) % CACHE_SIZE;
     return v;
+  }
+
+  /** Whether the big-endian {@code k} holds cache entry {@code i} at {@code off}. */
+  private boolean cachedAt(int i, ByteBuffer k, int off, int avail) {
+    int len = cacheLens[i];
+    if (len == 0 || len > avail) {
+      return false;
+    }
+    long[] w = cacheWords[i];
+    if (len >= 8) {
+      // the last word first: values that share a start (a keyword's namespace) differ there
+      int n = (len - 1) >>> 3; // the words before the last one
+      if (k.getLong(off + len - 8) != w[n]) {
+        return false;
+      }
+      for (int j = 0; j < n; j++) {
+        if (k.getLong(off + 8 * j) != w[j]) {
+          return false;
+        }
+      }
+      return true;
+    }
+    long x = w[0];
+    for (int j = 0; j < len; j++) {
+      if (k.get(off + j) != (byte) (x >>> (56 - 8 * j))) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** The current datom's transaction id (the retracting one for a history retraction). */

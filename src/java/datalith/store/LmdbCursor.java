@@ -12,6 +12,7 @@ final class LmdbCursor implements Cursor {
   private final LmdbReadTxn txn;
   private LmdbReader.Slot slot; // null once closed
   private boolean positioned; // false before the first positioning and after running off an end
+  private ByteBuffer key; // the cursor's key view while positioned, else null
 
   LmdbCursor(LmdbReadTxn txn, LmdbReader.Slot slot) {
     this.txn = txn;
@@ -27,16 +28,17 @@ final class LmdbCursor implements Cursor {
     return s.cursor;
   }
 
-  private boolean moved(boolean found) {
+  private boolean moved(boolean found, org.lmdbjava.Cursor<ByteBuffer> c) {
     positioned = found;
+    key = found ? c.key() : null;
     return found;
   }
 
   @Override
   public boolean seek(ByteBuffer key) {
-    lmdb();
+    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
     try {
-      return moved(slot.seek(key));
+      return moved(slot.seek(key), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot seek", e);
     }
@@ -46,7 +48,7 @@ final class LmdbCursor implements Cursor {
   public boolean first() {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
     try {
-      return moved(c.first());
+      return moved(c.first(), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot move to the first key", e);
     }
@@ -56,7 +58,7 @@ final class LmdbCursor implements Cursor {
   public boolean last() {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
     try {
-      return moved(c.last());
+      return moved(c.last(), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot move to the last key", e);
     }
@@ -66,7 +68,7 @@ final class LmdbCursor implements Cursor {
   public boolean next() {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
     try {
-      return positioned && moved(c.next());
+      return positioned && moved(c.next(), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot move to the next key", e);
     }
@@ -76,7 +78,7 @@ final class LmdbCursor implements Cursor {
   public boolean prev() {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
     try {
-      return positioned && moved(c.prev());
+      return positioned && moved(c.prev(), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot move to the previous key", e);
     }
@@ -84,11 +86,14 @@ final class LmdbCursor implements Cursor {
 
   @Override
   public ByteBuffer key() {
-    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
-    if (!positioned) {
-      throw new IllegalStateException("The cursor is not positioned");
+    // The view is re-pointed by every move, so it only needs checking that the transaction is
+    // still open: a closed one's reader may serve another transaction through the same view.
+    ByteBuffer k = key;
+    if (k != null && txn.isOpen()) {
+      return k;
     }
-    return c.key();
+    lmdb();
+    throw new IllegalStateException("The cursor is not positioned");
   }
 
   @Override
@@ -105,6 +110,7 @@ final class LmdbCursor implements Cursor {
     LmdbReader.Slot s = slot;
     if (s != null) {
       slot = null;
+      key = null;
       if (txn.isOpen()) {
         txn.reader().giveBack(s);
       }

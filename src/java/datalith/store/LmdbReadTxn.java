@@ -64,7 +64,10 @@ final class LmdbReadTxn implements ReadTxn {
               + " waiting in beginWrite)"
           : "The read transaction");
     }
-    user = Thread.currentThread();
+    Thread t = Thread.currentThread();
+    if (user != t) { // a store only when the thread changes: this runs on every cursor move
+      user = t;
+    }
     return r;
   }
 
