@@ -15,9 +15,12 @@
              "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"]
   ;; lein bench --scale 100k --systems datalith-lmdb,datomic,sqlite --reps 200   (see bench/README.md)
   ;; lein jmh [REGEX]                                                          (JMH, see bench/README.md)
+  ;; lein bench-synthetic --reps 100 --systems datalith-mem,datalith-lmdb        (see bench/README.md)
   :aliases {"bench" ["with-profile" "+bench" "run" "-m" "datalith.bench.main"]
+            "bench-synthetic" ["with-profile" "+bench" "run" "-m" "datalith.bench.synthetic"]
             "jmh" ["with-profile" "+jmh" "run" "-m" "datalith.bench.jmh"]}
-  ;; Keep :bench and :jmh in step with the deps.edn aliases of the same name (bin/check-deps).
+  ;; Keep :bench and :jmh in step with the deps.edn aliases of the same name (bin/check-deps);
+  ;; deps.edn's :bench-synthetic alias only swaps :bench's main for datalith.bench.synthetic.
   :profiles {:dev {:dependencies [[org.clojure/test.check "1.1.1"]]}
              :bench {:target-path "target/bench"
                      :source-paths ["bench/clj"]

@@ -1,7 +1,11 @@
 (ns datalith.bench.harness
   "The timing harness: warm-up, then many timed repetitions, percentiles over
-  the repetitions; and the same for several threads at once."
-  (:import (java.util Arrays Random)
+  the repetitions; and the same for several threads at once. Also the line
+  describing the machine that the reports carry."
+  (:require [clojure.string :as str])
+  (:import (java.lang.management ManagementFactory)
+           (java.nio.file Files Paths)
+           (java.util Arrays Random)
            (java.util.concurrent CountDownLatch)
            (java.util.concurrent.atomic AtomicBoolean)))
 
@@ -118,3 +122,20 @@
                     (+ off n))
                   0 parts)
           (stats all total elapsed))))))
+
+(defn machine
+  "One line describing this machine and JVM."
+  []
+  (let [cpu (or (try (some #(some-> (re-find #"^model name\s*:\s*(.+)" %) second str/trim)
+                          (Files/readAllLines (Paths/get "/proc/cpuinfo" (make-array String 0))))
+                    (catch Exception _ nil))
+                "unknown CPU")
+        os (ManagementFactory/getOperatingSystemMXBean)
+        mem (when (instance? com.sun.management.OperatingSystemMXBean os)
+              (.getTotalMemorySize ^com.sun.management.OperatingSystemMXBean os))]
+    (format "%s, %d cores, %s RAM; %s %s; Java %s (%s), max heap %d MiB"
+            cpu (.availableProcessors (Runtime/getRuntime))
+            (if mem (format "%.0f GiB" (/ mem 1073741824.0)) "?")
+            (System/getProperty "os.name") (System/getProperty "os.version")
+            (System/getProperty "java.version") (System/getProperty "java.vm.name")
+            (quot (.maxMemory (Runtime/getRuntime)) 1048576))))

@@ -16,8 +16,6 @@
             [datalith.progress :as progress]
             [datalith.workload :as w])
   (:import (java.io File)
-           (java.lang.management ManagementFactory)
-           (java.nio.file Files Paths)
            (java.time Instant)
            (java.util Map Random)))
 
@@ -79,23 +77,6 @@
     "datomic-disk" (datomic/disk (io/file data-dir "datomic-disk"))
     "sqlite" (sqlite/sqlite (io/file data-dir "sqlite"))
     (throw (ex-info (str "Unknown system " sys-name "\n" usage) {}))))
-
-(defn machine
-  "One line describing this machine and JVM."
-  []
-  (let [cpu (or (try (some #(some-> (re-find #"^model name\s*:\s*(.+)" %) second str/trim)
-                          (Files/readAllLines (Paths/get "/proc/cpuinfo" (make-array String 0))))
-                    (catch Exception _ nil))
-                "unknown CPU")
-        os (ManagementFactory/getOperatingSystemMXBean)
-        mem (when (instance? com.sun.management.OperatingSystemMXBean os)
-              (.getTotalMemorySize ^com.sun.management.OperatingSystemMXBean os))]
-    (format "%s, %d cores, %s RAM; %s %s; Java %s (%s), max heap %d MiB"
-            cpu (.availableProcessors (Runtime/getRuntime))
-            (if mem (format "%.0f GiB" (/ mem 1073741824.0)) "?")
-            (System/getProperty "os.name") (System/getProperty "os.version")
-            (System/getProperty "java.version") (System/getProperty "java.vm.name")
-            (quot (.maxMemory (Runtime/getRuntime)) 1048576))))
 
 ;; ---------------------------------------------------------------- one scale
 
@@ -279,7 +260,7 @@
             all (concat kept rows)
             meta (assoc (report/read-meta meta-file) scale
                         {:command (str "lein bench " (str/join " " argv))
-                         :machine (machine)
+                         :machine (harness/machine)
                          :date (str (Instant/now))
                          :mismatches mismatches})]
         (report/write-csv! csv all)
