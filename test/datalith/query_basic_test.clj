@@ -282,3 +282,26 @@
                       :where [$then ?e :person/age ?old] [$now ?e :person/age ?new]
                       [(not= ?old ?new)] [$now ?e :person/name ?n]]
                     (d/as-of db t1) db)))))))
+
+(deftest values-equal-as-clojure-sees-them
+  (each-store [conn {:schema schema}]
+    (let [ids (people! conn)
+          db (d/db conn)]
+      (testing "integers of any width join, group and name entities as the long they equal"
+        (is (= #{[1 :b] [1 :c] [1 :d]}
+               (d/q '[:find ?x ?z :in $a $b :where [$a ?x ?y] [$b ?y ?z]]
+                    [[1 (int 2)]] [[2 :b] [(short 2) :c] [2N :d]])))
+        (is (= #{[1 3]} (d/q '[:find ?k (count ?v) :in [[?k ?v]]] [[1 :a] [(int 1) :b] [1N :c]])))
+        (is (= #{["Alice"] ["Bob"]}
+               (d/q '[:find ?n :in $ [?e ...] :where [?e :person/name ?n]]
+                    db [(int (ids "Alice")) (biginteger (ids "Bob"))]))))
+      (testing "rows repeat when a pattern leaves a position out, and count once"
+        (is (= 1 (d/q '[:find (count ?e) . :where [?e :person/tag _]] db)))
+        (is (= #{[(ids "Alice")]} (d/q '[:find ?e :where [?e :person/tag]] db))))
+      (testing "a history repeats entity, attribute and value across transactions"
+        (d/transact! conn [[:db/retract (ids "Bob") :person/age 25]])
+        (d/transact! conn [[:db/add (ids "Bob") :person/age 25]])
+        (is (= 1 (d/q '[:find (count ?a) . :in $ ?e :where [?e :person/age ?a]]
+                      (d/history (d/db conn)) (ids "Bob"))))
+        (is (= 2 (d/q '[:find (count ?a) . :with ?tx :in $ ?e :where [?e :person/age ?a ?tx true]]
+                      (d/history (d/db conn)) (ids "Bob"))))))))

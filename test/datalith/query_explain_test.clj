@@ -67,8 +67,8 @@
           '[?e :item/id 42]))
       (testing "the rest joins on what is bound, by entity id"
         (is (= [['[?e :item/id 42] :scan-avet]
-                ['[?e :item/score ?s] :lookup-join-eavt]
-                ['[?e :item/group ?g] :lookup-join-eavt]]
+                ['[?e :item/score ?s] :lookup-join-aevt]
+                ['[?e :item/group ?g] :lookup-join-aevt]]
                (plan '[:find ?s :where [?e :item/score ?s] [?e :item/group ?g] [?e :item/id 42]] db))))
       (testing "a predicate runs as soon as its variables are bound"
         (let [clauses (mapv first (plan '[:find ?g :where [(even? ?s)] [?e :item/group ?g] [?e :item/name ?x]
@@ -115,10 +115,10 @@
           [[1 2 3]] '[?e :item/id ?id] :lookup-join-avet
 
           '[:find ?s :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]]
-          [[1 2 3]] '[?e :item/score ?s] :lookup-join-eavt
+          [[1 2 3]] '[?e :item/score ?s] :lookup-join-aevt
 
           '[:find ?e :in $ [?e ...] :where [?e :item/group 3]]
-          [[1 2 3]] '[?e :item/group 3] :lookup-join-eavt
+          [[1 2 3]] '[?e :item/group 3] :lookup-join-aevt
 
           '[:find ?e :in $ ?name :where [?e :item/name ?name]]
           ["item-9"] '[?e :item/name ?name] :lookup-join-avet))
@@ -126,3 +126,15 @@
         (let [ids (range 0 3000 7)]
           (is (= (set (for [i ids] [(mod (* i 7) 1000)]))
                  (d/q '[:find ?s :with ?e :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]] db ids))))))))
+
+(deftest plans-follow-the-data
+  (testing "a cached plan is made again once a source has grown fourfold"
+    (each-store [conn {:schema {:t/a {:db/valueType :db.type/long}
+                                :t/b {:db/valueType :db.type/long}}}]
+      (let [query '[:find ?e :where [?e :t/a 1] [?e :t/b 1]]]
+        (d/transact! conn (concat (for [i (range 2)] {:t/a 1 :t/b 1})
+                                  (for [i (range 50)] {:t/a 2 :t/b 1})))
+        (is (= '[?e :t/a 1] (ffirst (plan query (d/db conn)))) "two datoms before fifty")
+        (d/transact! conn (for [i (range 20000)] {:t/a 1}))
+        (is (= '[?e :t/b 1] (ffirst (plan query (d/db conn)))) "52 datoms before 20,002")
+        (is (= 2 (count (d/q query (d/db conn)))))))))

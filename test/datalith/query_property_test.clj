@@ -129,7 +129,7 @@
 (def rules
   "The rules a query may invoke: transitive closures right- and left-
   recursive, mutual recursion, a rule with a required argument, one with a
-  predicate, one made of other rules."
+  predicate, one made of other rules, a right-recursive one whose step filters."
   '[[(reach ?a ?b) [?a :p/next ?b]]
     [(reach ?a ?b) [?a :p/next ?c] (reach ?c ?b)]
     [(linked ?a ?b) [?a :p/links ?b]]
@@ -141,13 +141,15 @@
     [(near [?a] ?b) [?b :p/next ?a]]
     [(small ?e ?n) [?e :p/num ?n] [(< ?n 3)]]
     [(either ?a ?b) (reach ?a ?b)]
-    [(either ?a ?b) (linked ?a ?b)]])
+    [(either ?a ?b) (linked ?a ?b)]
+    [(climb ?a ?n) [?a :p/num ?n]]
+    [(climb ?a ?n) [?a :p/links ?c] [(!= ?a ?c)] (climb ?c ?n)]])
 
 (def rule-sigs
   "rule name -> [sorts of its arguments, number of required arguments]."
   '{reach [[:ref :ref] 0] linked [[:ref :ref] 0] odd-hop [[:ref :ref] 0]
     even-hop [[:ref :ref] 0] near [[:ref :ref] 1] small [[:ref :long] 0]
-    either [[:ref :ref] 0]})
+    either [[:ref :ref] 0] climb [[:ref :long] 0]})
 
 ;; ---------------------------------------------------------------- query choices
 

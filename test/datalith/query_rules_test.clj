@@ -101,6 +101,29 @@
                (d/q '[:find ?i ?j :in $ % :where (reach ?a ?b) [?a :node/id ?i] [?b :node/id ?j]] db rules)))
         (is (= #{} (d/q '[:find ?j :in $ % :where [?a :node/id 4] (reach ?a ?b) [?b :node/id ?j]] db rules)))))))
 
+(deftest right-recursion-over-long-chains
+  (each-store [conn {:schema schema}]
+    (let [ids (graph! conn 1001)
+          db (d/db conn)
+          node-of (into {} (map (fn [[i e]] [e i]) ids))]
+      (testing "each node reaches the rest of a 1,000-hop chain, answered for the node asked only"
+        (are [start result] (= result (d/q '[:find (count ?t) . :in $ % ?s :where (reach ?s ?t)]
+                                           db reach (ids start)))
+          0 1000
+          900 100
+          1000 nil))
+      (testing "several steps and exits, a step that filters, an exit with a constant"
+        (let [rules '[[(hop ?a ?b) [?a :node/next ?b] [?b :node/id ?i] [(even? ?i)]]
+                      [(hop ?a ?b) [?a :node/id 500] [(ground :end) ?b]]
+                      [(hop ?a ?b) [?a :node/next ?c] (hop ?c ?b)]
+                      [(hop ?a ?b) [?c :node/next ?a] [?c :node/id 0] (hop ?c ?b)]]
+              hops (fn [start] (set (map #(node-of % %)
+                                         (d/q '[:find [?b ...] :in $ % ?s :where (hop ?s ?b)]
+                                              db rules (ids start)))))]
+          (is (= (conj (set (range 402 1001 2)) :end) (hops 400)))
+          (is (= (conj (set (range 2 1001 2)) :end) (hops 1)) "node 1 steps back to 0")
+          (is (= #{} (hops 1000))))))))
+
 (deftest mutually-recursive-rules
   (each-store [conn {:schema schema}]
     (graph! conn 10 [[9 5]])

@@ -154,8 +154,12 @@ final class DbPattern {
         estimate = 0;
       } else if (constAt[E] != null || constAttr != null && (constAt[V] != null || range != null)) {
         long n = scan(s, null, null, ESTIMATE_CAP, range);
+        long all = constAttr == null ? n : db.stats().count(constAttr.id);
+        // past the cap, a range is taken as half the attribute's datoms, and one
+        // value as the geometric mean of the cap and them (neither end is likely)
         estimate = n < ESTIMATE_CAP || constAttr == null ? n
-            : Math.max(n, db.stats().count(constAttr.id) / (range != null ? 2 : 1));
+            : range != null && constAt[V] == null ? Math.max(n, all / 2)
+            : Math.max(n, (long) Math.sqrt((double) n * all));
       } else if (constAttr != null) {
         estimate = db.stats().count(constAttr.id);
       } else {
@@ -163,6 +167,28 @@ final class DbPattern {
       }
     }
     return estimate;
+  }
+
+  /**
+   * Whether the matches are distinct datoms told apart by the pattern's terms:
+   * entity, attribute and value are each a constant or a variable, and the view
+   * is not a history (which repeats an entity, attribute and value across transactions).
+   */
+  boolean distinctRows() {
+    for (int i = E; i <= V; i++) {
+      if (constAt[i] == null && varAt[i] < 0) {
+        return false;
+      }
+    }
+    return !db.isHistory();
+  }
+
+  /** A capacity for the matches of a scan, without reading anything: an estimate if one was made. */
+  int sizeHint() {
+    long n = estimate >= 0 ? estimate
+        : constAttr != null && constAt[E] == null && constAt[V] == null ? db.stats().count(constAttr.id)
+        : 16;
+    return (int) Math.min(n + 1, 1 << 20);
   }
 
   /** The pattern's attribute when it is a constant, else null. */
@@ -198,7 +224,30 @@ final class DbPattern {
    * {@code entities} (null: no such filter).
    */
   long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
-      java.util.Set<Object> entities) {
+      LongSet entities) {
+    return scan(s, given, sink, limit, range, entities, null);
+  }
+
+  /**
+   * The index scans of an index-lookup join, kept open across its many small
+   * scans and moved on to each next prefix; close it when the join is done.
+   */
+  static final class Reuse implements AutoCloseable {
+    private final java.util.EnumMap<Index, IndexScan> scans = new java.util.EnumMap<>(Index.class);
+    private final KeyBuilder kb = new KeyBuilder(true);
+
+    @Override
+    public void close() {
+      for (IndexScan scan : scans.values()) {
+        scan.close();
+      }
+      scans.clear();
+    }
+  }
+
+  /** Like the other scans, reusing {@code reuse}'s open scans when it is not null. */
+  long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
+      LongSet entities, Reuse reuse) {
     if (impossible) {
       return 0;
     }
@@ -253,25 +302,28 @@ final class DbPattern {
         return 0;
       }
     }
-    KeyBuilder kb = new KeyBuilder();
+    KeyBuilder kb = reuse != null ? reuse.kb.reset() : new KeyBuilder();
     Index index;
     boolean eInKey = false;
     boolean aInKey = false;
     boolean vInKey = false;
     ByteBuffer seek = null;
     ByteBuffer upper = null;
-    if (e != null) {
+    if (e != null && attr != null) {
+      // AEVT rather than EAVT: an attribute's datoms lie together there, so the
+      // ascending entities of a lookup join seek within the pages at hand
+      index = Index.AEVT;
+      kb.putLong(attr.id).putLong(e);
+      eInKey = true;
+      aInKey = true;
+      if (vpart != null) {
+        kb.put(vpart);
+        vInKey = true;
+      }
+    } else if (e != null) {
       index = Index.EAVT;
       kb.putLong(e);
       eInKey = true;
-      if (attr != null) {
-        kb.putLong(attr.id);
-        aInKey = true;
-        if (vpart != null) {
-          kb.put(vpart);
-          vInKey = true;
-        }
-      }
     } else if (attr != null && vref != null) {
       index = Index.VAET;
       kb.putLong((Long) vref).putLong(attr.id);
@@ -308,7 +360,19 @@ final class DbPattern {
     Object addedWanted = known[ADDED];
     Object[] out = new Object[vars.length];
     long n = 0;
-    IndexScan scan = db.scanRange(s, index, kb.view(), seek, upper);
+    IndexScan scan;
+    boolean reused = reuse != null && seek == null && upper == null;
+    if (reused) {
+      scan = reuse.scans.get(index);
+      if (scan == null) {
+        scan = db.scan(s, index, kb.view());
+        reuse.scans.put(index, scan);
+      } else {
+        scan.restart(kb.view());
+      }
+    } else {
+      scan = db.scanRange(s, index, kb.view(), seek, upper);
+    }
     if (sink == null) {
       scan.limitEntries(limit); // a count: as-of and since views may hide most entries
     }
@@ -347,7 +411,9 @@ final class DbPattern {
         n = limit;
       }
     } finally {
-      scan.close();
+      if (!reused) {
+        scan.close();
+      }
     }
     return n;
   }

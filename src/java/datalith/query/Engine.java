@@ -4,6 +4,7 @@ import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.ITransientCollection;
 import clojure.lang.Keyword;
+import clojure.lang.LazilyPersistentVector;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashSet;
 import clojure.lang.PersistentVector;
@@ -161,11 +162,16 @@ public final class Engine {
         }
       }
       Scope scope = new Scope(sources);
-      List<Object> planKey = java.util.Arrays.asList(query, rulesForm);
+      // a plan fits the sizes it was made for: a source four times larger plans again
+      List<Object> planKey = java.util.Arrays.asList(query, rulesForm, sizeClasses());
       List<Clause> plan = PLANS.get(planKey);
       if (plan == null) {
         plan = order(query.where(), ctx.boundVars(), scope);
         PLANS.put(planKey, plan);
+      }
+      List<Object[]> streamed = streamAggregate(ctx, plan, scope);
+      if (streamed != null) {
+        return shape(streamed);
       }
       evalAll(ctx, plan, scope);
       return find(ctx);
@@ -174,6 +180,18 @@ public final class Engine {
         s.close();
       }
     }
+  }
+
+  /** For each database source, by name, the base-4 magnitude of its datom count. */
+  private List<Object> sizeClasses() {
+    List<Object> out = new ArrayList<>();
+    for (Map.Entry<String, Object> e : new java.util.TreeMap<>(sources).entrySet()) {
+      if (e.getValue() instanceof Db db) {
+        out.add(e.getKey());
+        out.add((64 - Long.numberOfLeadingZeros(db.stats().total())) / 2);
+      }
+    }
+    return out;
   }
 
   /** Throws {@code :query/unknown-fn} for the first function of {@code clauses} that is unknown. */
@@ -392,7 +410,7 @@ public final class Engine {
   }
 
   private static final double LARGE = 1e9;
-  private static final long LOOKUP_COST = 3;
+  private static final long LOOKUP_COST = 8;
 
   private double cost(Clause c, Set<Variable> bound, Scope scope, List<Clause> siblings) {
     boolean joined = false;
@@ -498,34 +516,48 @@ public final class Engine {
         boundVars.add(v);
       }
     }
+    boolean distinct = dp.distinctRows();
     if (boundVars.isEmpty()) {
-      List<Object[]> rows = new ArrayList<>();
+      List<Object[]> rows = new ArrayList<>(dp.sizeHint());
       dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range);
-      ctx.joinIn(new Rel(dp.vars, rows), deadline);
+      ctx.joinIn(new Rel(dp.vars, rows, distinct), deadline);
       return "scan-" + dp.lastIndexName();
     }
     Rel r = ctx.take(boundVars, deadline);
     int[] keyCols = r.cols(boundVars);
-    Map<Tuple, List<Object[]>> groups = new LinkedHashMap<>();
-    for (Object[] row : r.rows) {
-      groups.computeIfAbsent(Tuple.of(row, keyCols), k -> new ArrayList<>(1)).add(row);
-    }
+    // distinct rows bound on every column have as many distinct keys as rows
+    boolean keyPerRow = r.distinct && keyCols.length == r.vars.length;
+    Map<Object, Object> groups = keyPerRow ? null : groupRows(r, keyCols);
+    long distinctKeys = groups == null ? r.rows.size() : groups.size();
     // a seek costs about as much as scanning LOOKUP_COST datoms
-    if ((long) groups.size() * LOOKUP_COST >= dp.estimate(s, range)
+    if (distinctKeys * LOOKUP_COST >= dp.estimate(s, range)
         && !namesEntities(r, dp, boundVars)) {
       List<Object[]> rows = new ArrayList<>();
       // when the entity is bound, datoms of other entities are skipped before decoding
-      java.util.Set<Object> entities = null;
+      LongSet entities = null;
       if (p.e() instanceof Variable ev && boundVars.contains(ev)) {
-        entities = new java.util.HashSet<>();
+        entities = new LongSet((int) distinctKeys);
         int col = r.col(ev);
         for (Object[] row : r.rows) {
-          entities.add(row[col]);
+          // other values (strings, ...) name no entity; integers of any width do
+          Object k = Tuple.key(row[col]);
+          if (k instanceof Long id) {
+            entities.add(id);
+          }
         }
       }
       dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range, entities);
-      ctx.add(Rel.join(r, new Rel(dp.vars, rows), deadline));
+      Rel scanned = new Rel(dp.vars, rows, distinct);
+      if (entities != null && r.vars.length == 1) {
+        // r is a set of entities, which the scan kept to: the join is the scan
+        ctx.add(scanned);
+      } else {
+        ctx.add(Rel.join(r, scanned, deadline));
+      }
       return "hash-join-" + dp.lastIndexName();
+    }
+    if (groups == null) {
+      groups = groupRows(r, keyCols);
     }
     // index-lookup join: one prefix scan per distinct binding of the bound variables
     int[] givenPos = new int[boundVars.size()];
@@ -550,24 +582,55 @@ public final class Engine {
     List<Object[]> out = new ArrayList<>();
     Object[] given = new Object[dp.vars.length];
     int count = 0;
-    for (Map.Entry<Tuple, List<Object[]>> g : groups.entrySet()) {
-      if ((++count & 1023) == 0) {
-        deadline.check();
-      }
-      java.util.Arrays.fill(given, null);
-      Object[] key = g.getKey().vals;
-      for (int i = 0; i < givenPos.length; i++) {
-        given[givenPos[i]] = key[i];
-      }
-      List<Object[]> rowsOfKey = g.getValue();
-      dp.scan(s, given, vals -> {
-        for (Object[] row : rowsOfKey) {
-          out.add(Rel.concat(row, vals, freshCols));
-        }
-      }, Long.MAX_VALUE, range);
+    Collection<Object> keys = groups.keySet();
+    if (keyCols.length == 1 && allLongs(keys)) {
+      // ascending ids seek forward through the index, mostly within the page at hand
+      List<Object> sorted = new ArrayList<>(keys);
+      sorted.sort((x, y) -> Long.compare((Long) x, (Long) y));
+      keys = sorted;
     }
-    ctx.add(new Rel(outVars, out));
+    try (DbPattern.Reuse reuse = new DbPattern.Reuse()) {
+      for (Object k : keys) {
+        if ((++count & 1023) == 0) {
+          deadline.check();
+        }
+        Object g = groups.get(k);
+        Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);
+        java.util.Arrays.fill(given, null);
+        for (int i = 0; i < givenPos.length; i++) {
+          given[givenPos[i]] = first[keyCols[i]];
+        }
+        dp.scan(s, given, vals -> {
+          if (g instanceof Object[] row) {
+            out.add(Rel.concat(row, vals, freshCols));
+          } else {
+            for (Object[] row : (Rel.RowList) g) {
+              out.add(Rel.concat(row, vals, freshCols));
+            }
+          }
+        }, Long.MAX_VALUE, range, null, reuse);
+      }
+    }
+    ctx.add(new Rel(outVars, out, r.distinct && distinct));
     return "lookup-join-" + dp.lastIndexName();
+  }
+
+  /** The rows of {@code r} by their key at {@code keyCols}: one row (Object[]) or a Rel.RowList. */
+  private static Map<Object, Object> groupRows(Rel r, int[] keyCols) {
+    Map<Object, Object> groups = new LinkedHashMap<>();
+    for (Object[] row : r.rows) {
+      groups.merge(Tuple.key(row, keyCols), row, Rel::addRow);
+    }
+    return groups;
+  }
+
+  private static boolean allLongs(Collection<Object> xs) {
+    for (Object x : xs) {
+      if (!(x instanceof Long)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**
@@ -691,7 +754,7 @@ public final class Engine {
         out.add(row);
       }
     }
-    ctx.add(new Rel(r.vars, out));
+    ctx.add(r.filtered(out));
   }
 
   private void evalFn(Ctx ctx, FnBinding fb, Scope scope) {
@@ -769,12 +832,12 @@ public final class Engine {
     Ctx sub = new Ctx();
     sub.add(r.project(joinVars));
     evalAll(sub, order(n.clauses(), sub.boundVars(), scope), scope);
-    Set<Tuple> matched = new java.util.HashSet<>();
+    Set<Object> matched = new java.util.HashSet<>();
     if (!sub.isEmpty()) {
       Rel res = sub.take(joinVars, deadline);
       int[] cols = res.cols(joinVars);
       for (Object[] row : res.rows) {
-        matched.add(Tuple.of(row, cols));
+        matched.add(Tuple.key(row, cols));
       }
     }
     ctx.add(r.semiJoin(joinVars, matched, false));
@@ -814,7 +877,7 @@ public final class Engine {
     for (Tuple t : union) {
       rows.add(t.vals);
     }
-    Rel u = new Rel(joinVars.toArray(new Variable[0]), rows);
+    Rel u = new Rel(joinVars.toArray(new Variable[0]), rows, true);
     if (r == null) {
       ctx.joinIn(u, deadline);
     } else {
@@ -1002,6 +1065,14 @@ public final class Engine {
       table.pending.addAll(table.inputs);
       table.partial = false;
     }
+    if (!table.pending.isEmpty()) {
+      // such a rule calls no other, so its answers are final even inside another rule's fixpoint
+      RightLinear rl = rightLinear.computeIfAbsent(key, k -> RightLinear.of(bodies, input));
+      if (rl.applies) {
+        solveRightLinear(rl, table, src);
+        return table;
+      }
+    }
     boolean insideOther = false;
     for (Table t : tables.values()) {
       insideOther |= t.active;
@@ -1056,6 +1127,209 @@ public final class Engine {
       table.partial = true;
     }
     return table;
+  }
+
+  private final Map<String, RightLinear> rightLinear = new HashMap<>();
+
+  /**
+   * A rule whose recursive bodies only pass their outputs through, as
+   * {@code (reach ?a ?b) <- [?a :next ?x] (reach ?x ?b)} does: its answers for
+   * an input are the exit bodies' answers for every input reachable from it by
+   * the recursive bodies' steps. Solved that way, an input costs the inputs it
+   * reaches, where the tabled fixpoint would also answer each of them in turn
+   * (a chain of n would cost n squared).
+   */
+  private static final class RightLinear {
+    boolean applies;
+    final List<Rule> exits = new ArrayList<>();
+    final List<Rule> steps = new ArrayList<>();
+    final Map<Rule, RuleCall> calls = new IdentityHashMap<>();
+    final Map<Rule, List<Clause>> rests = new IdentityHashMap<>();
+
+    static RightLinear of(List<Rule> bodies, boolean[] input) {
+      RightLinear rl = new RightLinear();
+      boolean anyInput = false;
+      boolean anyOutput = false;
+      for (boolean b : input) {
+        anyInput |= b;
+        anyOutput |= !b;
+      }
+      if (!anyInput || !anyOutput) {
+        return rl;
+      }
+      for (Rule body : bodies) {
+        if (new java.util.HashSet<>(body.vars()).size() != body.vars().size()) {
+          return rl;
+        }
+        List<RuleCall> top = new ArrayList<>();
+        List<Clause> rest = new ArrayList<>();
+        for (Clause c : body.clauses()) {
+          if (c instanceof RuleCall rc) {
+            top.add(rc);
+          } else if (callsRules(List.of(c))) {
+            return rl;
+          } else {
+            rest.add(c);
+          }
+        }
+        if (top.isEmpty()) {
+          rl.exits.add(body);
+          continue;
+        }
+        RuleCall call = top.get(0);
+        if (top.size() > 1 || !call.name().equals(body.name()) || call.args().size() != input.length
+            || !call.src().name().equals("$")) {
+          return rl;
+        }
+        for (int i = 0; i < input.length; i++) {
+          Term arg = call.args().get(i);
+          if (input[i] ? !(arg instanceof Variable || arg instanceof Constant)
+              : arg != body.vars().get(i) || usedBy(rest, (Variable) arg)) {
+            return rl;
+          }
+        }
+        rl.steps.add(body);
+        rl.calls.put(body, call);
+        rl.rests.put(body, rest);
+      }
+      rl.applies = !rl.steps.isEmpty() && !rl.exits.isEmpty();
+      return rl;
+    }
+
+    private static boolean usedBy(List<Clause> clauses, Variable v) {
+      for (Clause c : clauses) {
+        if (c.vars().contains(v)) {
+          return true;
+        }
+      }
+      return false;
+    }
+
+    private static boolean callsRules(List<Clause> clauses) {
+      for (Clause c : clauses) {
+        if (c instanceof RuleCall
+            || c instanceof Not n && callsRules(n.clauses())) {
+          return true;
+        }
+        if (c instanceof Or o) {
+          for (datalith.query.parser.And b : o.branches()) {
+            if (callsRules(b.clauses())) {
+              return true;
+            }
+          }
+        }
+      }
+      return false;
+    }
+  }
+
+  /**
+   * Answers the table's pending inputs of a {@link RightLinear} rule: the inputs
+   * each reaches through the steps, found set-at-a-time with the input they came
+   * from carried along, then the exit bodies run once over all of them.
+   */
+  private void solveRightLinear(RightLinear rl, Table table, Object src) {
+    boolean[] input = table.input;
+    int k = table.pending.iterator().next().vals.length;
+    Variable[] origin = new Variable[k];
+    for (int j = 0; j < k; j++) {
+      origin[j] = Variable.of("?__origin" + j);
+    }
+    Map<String, Object> srcs = new HashMap<>(sources);
+    srcs.put("$", src);
+    Scope scope = new Scope(srcs);
+    // (origin values, reached input values) pairs, each 2k long
+    Set<Tuple> seen = new LinkedHashSet<>();
+    List<Object[]> frontier = new ArrayList<>();
+    for (Tuple in : table.pending) {
+      Object[] pair = new Object[2 * k];
+      System.arraycopy(in.vals, 0, pair, 0, k);
+      System.arraycopy(in.vals, 0, pair, k, k);
+      if (seen.add(new Tuple(pair))) {
+        frontier.add(pair);
+      }
+    }
+    table.pending.clear();
+    while (!frontier.isEmpty()) {
+      deadline.check();
+      List<Object[]> next = new ArrayList<>();
+      for (Rule body : rl.steps) {
+        Ctx sub = new Ctx();
+        sub.add(new Rel(pairVars(origin, body, input), frontier));
+        evalAll(sub, bodyPlan(body, "step", rl.rests.get(body), sub.boundVars(), scope), scope);
+        if (sub.isEmpty()) {
+          continue;
+        }
+        RuleCall call = rl.calls.get(body);
+        List<Variable> want = new ArrayList<>(List.of(origin));
+        for (int i = 0; i < input.length; i++) {
+          if (input[i] && call.args().get(i) instanceof Variable v && !want.contains(v)) {
+            want.add(v);
+          }
+        }
+        Rel res = sub.take(want, deadline);
+        for (Object[] row : res.rows) {
+          Object[] pair = new Object[2 * k];
+          for (int j = 0; j < k; j++) {
+            pair[j] = row[res.col(origin[j])];
+          }
+          int j = k;
+          for (int i = 0; i < input.length; i++) {
+            if (input[i]) {
+              Term arg = call.args().get(i);
+              pair[j++] = arg instanceof Constant c ? c.value() : row[res.col((Variable) arg)];
+            }
+          }
+          if (seen.add(new Tuple(pair))) {
+            next.add(pair);
+          }
+        }
+      }
+      frontier = next;
+    }
+    List<Object[]> reached = new ArrayList<>(seen.size());
+    for (Tuple t : seen) {
+      reached.add(t.vals);
+    }
+    for (Rule body : rl.exits) {
+      Ctx sub = new Ctx();
+      sub.add(new Rel(pairVars(origin, body, input), reached, true));
+      evalAll(sub, bodyPlan(body, "exit", body.clauses(), sub.boundVars(), scope), scope);
+      if (sub.isEmpty()) {
+        continue;
+      }
+      List<Variable> want = new ArrayList<>(List.of(origin));
+      want.addAll(body.vars());
+      Rel res = sub.take(want, deadline);
+      for (Object[] row : res.rows) {
+        Object[] full = new Object[input.length];
+        int j = 0;
+        boolean ok = true;
+        for (int i = 0; i < input.length; i++) {
+          int col = res.col(input[i] ? origin[j++] : body.vars().get(i));
+          ok &= col >= 0;
+          full[i] = col >= 0 ? row[col] : null;
+        }
+        if (!ok) {
+          throw Errors.error("query/insufficient-binding", "Rule " + body.name()
+              + " does not bind all its head variables", "rule", body.name());
+        }
+        table.add(new Tuple(full));
+      }
+    }
+  }
+
+  /** The origin variables, then {@code body}'s head variables at the input positions. */
+  private static Variable[] pairVars(Variable[] origin, Rule body, boolean[] input) {
+    Variable[] vars = new Variable[2 * origin.length];
+    System.arraycopy(origin, 0, vars, 0, origin.length);
+    int j = origin.length;
+    for (int i = 0; i < input.length; i++) {
+      if (input[i]) {
+        vars[j++] = body.vars().get(i);
+      }
+    }
+    return vars;
   }
 
   private static List<Variable> inputVars(Rule body, boolean[] input) {
@@ -1203,7 +1477,8 @@ public final class Engine {
             "vars", PersistentVector.create(v.symbol()), "form", query.form());
       }
     }
-    Rel proj = all.project(needed);
+    // columns are found by variable, so distinct rows of just the needed variables serve as they are
+    Rel proj = all.distinct && all.vars.length == needed.size() ? all : all.project(needed);
     boolean aggregate = false;
     for (FindElement el : els) {
       aggregate |= el instanceof Aggregate;
@@ -1234,70 +1509,163 @@ public final class Engine {
     }
   }
 
-  private static List<Object[]> project(Rel proj, List<FindElement> els) {
+  /** The find tuples of {@code proj}, the distinct rows of the find and :with variables. */
+  private List<Object[]> project(Rel proj, List<FindElement> els) {
     int[] cols = new int[els.size()];
+    boolean same = cols.length == proj.vars.length;
     for (int i = 0; i < cols.length; i++) {
       cols[i] = proj.col(els.get(i).var());
+      same &= cols[i] == i;
+    }
+    if (same) {
+      return proj.rows;
     }
     List<Object[]> out = new ArrayList<>(proj.rows.size());
-    Set<Tuple> seen = new java.util.HashSet<>();
+    // without :with, every variable of proj is found, so its distinct rows stay distinct
+    Set<Object> seen = query.with().isEmpty() ? null : new java.util.HashSet<>();
     for (Object[] row : proj.rows) {
-      Tuple t = Tuple.of(row, cols);
-      if (seen.add(t)) {
-        out.add(t.vals);
+      if (seen == null || seen.add(Tuple.key(row, cols))) {
+        out.add(Rel.values(row, cols));
       }
     }
     return out;
   }
 
+  /** The rows of one group of an aggregate query, counted, and kept when an aggregate reads them. */
+  private static final class Group {
+    final Object[] first;
+    final List<Object[]> rows;
+    long count;
+
+    Group(Object[] first, boolean keepRows) {
+      this.first = first;
+      this.rows = keepRows ? new ArrayList<>() : null;
+    }
+  }
+
   private List<Object[]> aggregate(Rel proj, List<FindElement> els, Rel all, Ctx ctx) {
-    List<Integer> groupCols = new ArrayList<>();
-    for (FindElement el : els) {
-      if (el instanceof FindVar fv) {
-        groupCols.add(proj.col(fv.var()));
+    Grouper grouper = new Grouper(proj.vars, els);
+    for (Object[] row : proj.rows) {
+      grouper.add(row, false);
+    }
+    return grouper.finish(all, ctx);
+  }
+
+  /** The groups of an aggregate query, fed distinct rows over {@code vars} one at a time. */
+  private final class Grouper {
+    private final Variable[] vars;
+    private final List<FindElement> els;
+    private final int[] gc;
+    private final boolean keepRows;
+    private final Map<Object, Group> groups = new LinkedHashMap<>();
+    private long rows;
+
+    Grouper(Variable[] vars, List<FindElement> els) {
+      this.vars = vars;
+      this.els = els;
+      List<Integer> groupCols = new ArrayList<>();
+      boolean keep = false;
+      for (FindElement el : els) {
+        if (el instanceof FindVar fv) {
+          groupCols.add(indexOf(vars, fv.var()));
+        }
+        // the rows are distinct, so a count is the number of rows: no need to keep them
+        keep |= el instanceof Aggregate a && !(a.isBuiltin() && a.fn().getName().equals("count"));
+      }
+      this.gc = groupCols.stream().mapToInt(Integer::intValue).toArray();
+      this.keepRows = keep;
+    }
+
+    /** Adds a row; {@code reused}: the caller reuses the array, so a kept row is copied. */
+    void add(Object[] row, boolean reused) {
+      rows++;
+      Object key = gc.length == 0 ? List.of() : Tuple.key(row, gc);
+      Group g = groups.get(key);
+      Object[] kept = reused && (g == null || keepRows) ? row.clone() : row;
+      if (g == null) {
+        g = new Group(kept, keepRows);
+        groups.put(key, g);
+      }
+      g.count++;
+      if (keepRows) {
+        g.rows.add(kept);
       }
     }
-    int[] gc = groupCols.stream().mapToInt(Integer::intValue).toArray();
-    Map<Tuple, List<Object[]>> groups = new LinkedHashMap<>();
-    for (Object[] row : proj.rows) {
-      groups.computeIfAbsent(Tuple.of(row, gc), k -> new ArrayList<>()).add(row);
-    }
-    if (groups.isEmpty() && gc.length == 0) {
-      groups.put(new Tuple(new Object[0]), new ArrayList<>());
-    }
-    List<Object[]> out = new ArrayList<>();
-    for (Map.Entry<Tuple, List<Object[]>> g : groups.entrySet()) {
-      Object[] res = new Object[els.size()];
-      int gi = 0;
-      for (int i = 0; i < els.size(); i++) {
-        FindElement el = els.get(i);
-        if (el instanceof FindVar) {
-          res[i] = g.getKey().vals[gi++];
-        } else {
-          Aggregate a = (Aggregate) el;
-          int col = proj.col(a.var());
-          List<Object> vals = new ArrayList<>(g.getValue().size());
-          for (Object[] row : g.getValue()) {
-            vals.add(row[col]);
+
+    /** The result tuples; {@code all} and {@code ctx} give aggregates' variable arguments. */
+    List<Object[]> finish(Rel all, Ctx ctx) {
+      if (gc.length == 0 && rows == 0) {
+        // Datomic answers an aggregate over nothing with no rows
+        return new ArrayList<>();
+      }
+      List<Object[]> out = new ArrayList<>(groups.size());
+      for (Group g : groups.values()) {
+        Object[] res = new Object[els.size()];
+        int gi = 0;
+        for (int i = 0; i < els.size(); i++) {
+          FindElement el = els.get(i);
+          if (el instanceof FindVar) {
+            res[i] = g.first[gc[gi++]];
+          } else if (g.rows == null) {
+            res[i] = g.count;
+          } else {
+            Aggregate a = (Aggregate) el;
+            int col = indexOf(vars, a.var());
+            List<Object> vals = new ArrayList<>(g.rows.size());
+            for (Object[] row : g.rows) {
+              vals.add(row[col]);
+            }
+            Object[] aArgs = new Object[a.args().size()];
+            for (int k = 0; k < aArgs.length; k++) {
+              Term t = a.args().get(k);
+              aArgs[k] = t instanceof Constant c ? c.value()
+                  : t instanceof Variable v ? aggregateArg(v, all, ctx)
+                  : t instanceof SrcVar src ? new Scope(sources).source(src) : null;
+            }
+            IFn user = a.isBuiltin() ? null : Functions.resolve(a.fn());
+            res[i] = Aggregates.apply(a.fn(), user, aArgs, vals);
           }
-          Object[] aArgs = new Object[a.args().size()];
-          for (int k = 0; k < aArgs.length; k++) {
-            Term t = a.args().get(k);
-            aArgs[k] = t instanceof Constant c ? c.value()
-                : t instanceof Variable v ? aggregateArg(v, all, ctx)
-                : t instanceof SrcVar src ? new Scope(sources).source(src) : null;
+        }
+        out.add(res);
+      }
+      return out;
+    }
+  }
+
+  /**
+   * An aggregate over one data pattern, grouped as the scan goes without keeping
+   * its rows; null when the query is not that simple (then it runs as usual).
+   */
+  private List<Object[]> streamAggregate(Ctx ctx, List<Clause> plan, Scope scope) {
+    if (explain != null || plan.size() != 1 || !(plan.get(0) instanceof Pattern p)
+        || !ctx.boundVars().isEmpty() || !(scope.source(p.src()) instanceof Db db)) {
+      return null;
+    }
+    List<FindElement> els = query.findElements();
+    Set<Variable> needed = new LinkedHashSet<>(query.with());
+    boolean aggregate = false;
+    for (FindElement el : els) {
+      needed.add(el.var());
+      if (el instanceof Pull) {
+        return null;
+      }
+      if (el instanceof Aggregate a) {
+        aggregate = true;
+        for (Term t : a.args()) {
+          if (t instanceof Variable) {
+            return null;
           }
-          IFn user = a.isBuiltin() ? null : Functions.resolve(a.fn());
-          res[i] = Aggregates.apply(a.fn(), user, aArgs, vals);
         }
       }
-      out.add(res);
     }
-    if (gc.length == 0 && proj.rows.isEmpty()) {
-      // Datomic answers an aggregate over nothing with no rows
-      return new ArrayList<>();
+    DbPattern dp = dbPattern(p, db);
+    if (!aggregate || !dp.distinctRows() || !needed.equals(new LinkedHashSet<>(List.of(dp.vars)))) {
+      return null; // the rows of the needed variables must be the scan's distinct rows
     }
-    return out;
+    Grouper grouper = new Grouper(dp.vars, els);
+    dp.scan(snapshot(db), null, vals -> grouper.add(vals, true), Long.MAX_VALUE,
+        rangeFor(p, dp, plan));
+    return grouper.finish(null, null);
   }
 
   /** The value of an aggregate's variable argument (?n in (sample ?n ?x)), any of its values. */
@@ -1332,7 +1700,7 @@ public final class Engine {
     }
     ITransientCollection set = PersistentHashSet.EMPTY.asTransient();
     for (Object[] t : tuples) {
-      set = set.conj(rm == null ? PersistentVector.create(t) : returnMap(rm, t));
+      set = set.conj(rm == null ? LazilyPersistentVector.createOwning(t) : returnMap(rm, t));
     }
     return set.persistent();
   }

@@ -2,7 +2,6 @@ package datalith.query;
 
 import datalith.query.parser.Variable;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -11,23 +10,36 @@ import java.util.Set;
 
 /**
  * A relation: rows of values over a list of distinct variables. Rows are
- * {@code Object[]} in column order; a relation built by this package holds no
- * duplicate rows unless said otherwise.
+ * {@code Object[]} in column order. Rows may repeat unless {@link #distinct}
+ * says they do not; projections remove repeats, and skip that work when the
+ * relation is known to be distinct.
  */
 final class Rel {
   final Variable[] vars;
   final List<Object[]> rows;
+  /** True when no two rows are equal (scans of whole datoms, joins and filters of such). */
+  final boolean distinct;
 
   Rel(Variable[] vars, List<Object[]> rows) {
+    this(vars, rows, false);
+  }
+
+  Rel(Variable[] vars, List<Object[]> rows, boolean distinct) {
     this.vars = vars;
     this.rows = rows;
+    this.distinct = distinct;
+  }
+
+  /** The rows {@code rows}, a subset of this relation's, over the same variables. */
+  Rel filtered(List<Object[]> rows) {
+    return new Rel(vars, rows, distinct);
   }
 
   /** The relation with one empty row: the identity of joins. */
   static Rel unit() {
     List<Object[]> rows = new ArrayList<>(1);
     rows.add(new Object[0]);
-    return new Rel(new Variable[0], rows);
+    return new Rel(new Variable[0], rows, true);
   }
 
   int col(Variable v) {
@@ -51,18 +63,41 @@ final class Rel {
     return out;
   }
 
-  /** Distinct rows of the given variables (all of which this relation has). */
+  /** Distinct rows of the given distinct variables (all of which this relation has). */
   Rel project(List<Variable> vs) {
     int[] cols = cols(vs);
-    Set<Tuple> seen = new HashSet<>();
+    Variable[] outVars = vs.toArray(new Variable[0]);
+    if (distinct && cols.length == vars.length) {
+      // every column, maybe reordered: the rows are already distinct
+      boolean same = true;
+      for (int i = 0; i < cols.length; i++) {
+        same &= cols[i] == i;
+      }
+      if (same) {
+        return this;
+      }
+      List<Object[]> out = new ArrayList<>(rows.size());
+      for (Object[] row : rows) {
+        out.add(values(row, cols));
+      }
+      return new Rel(outVars, out, true);
+    }
+    Set<Object> seen = new HashSet<>();
     List<Object[]> out = new ArrayList<>();
     for (Object[] row : rows) {
-      Tuple t = Tuple.of(row, cols);
-      if (seen.add(t)) {
-        out.add(t.vals);
+      if (seen.add(Tuple.key(row, cols))) {
+        out.add(values(row, cols));
       }
     }
-    return new Rel(vs.toArray(new Variable[0]), out);
+    return new Rel(outVars, out, true);
+  }
+
+  static Object[] values(Object[] row, int[] cols) {
+    Object[] out = new Object[cols.length];
+    for (int i = 0; i < cols.length; i++) {
+      out[i] = row[cols[i]];
+    }
+    return out;
   }
 
   /** The natural join: a hash join on shared variables, a product when there are none. */
@@ -85,6 +120,7 @@ final class Rel {
       outVars[a.vars.length + i] = bOnly.get(i);
     }
     int[] bExtra = b.cols(bOnly);
+    boolean distinct = a.distinct && b.distinct;
     List<Object[]> out = new ArrayList<>();
     if (shared.isEmpty()) {
       for (Object[] ra : a.rows) {
@@ -93,29 +129,55 @@ final class Rel {
           out.add(concat(ra, rb, bExtra));
         }
       }
-      return new Rel(outVars, out);
+      return new Rel(outVars, out, distinct);
     }
     int[] aKey = a.cols(shared);
     int[] bKey = b.cols(shared);
     boolean buildA = a.rows.size() < b.rows.size();
-    Map<Tuple, List<Object[]>> table = new HashMap<>();
-    for (Object[] r : buildA ? a.rows : b.rows) {
-      table.computeIfAbsent(Tuple.of(r, buildA ? aKey : bKey), k -> new ArrayList<>(2)).add(r);
+    List<Object[]> build = buildA ? a.rows : b.rows;
+    int[] buildKey = buildA ? aKey : bKey;
+    // key -> its one row (Object[]) or its rows (RowList)
+    Map<Object, Object> table = new HashMap<>(Math.max(16, build.size() * 4 / 3 + 1));
+    for (Object[] r : build) {
+      table.merge(Tuple.key(r, buildKey), r, Rel::addRow);
     }
+    int[] probeKey = buildA ? bKey : aKey;
     int n = 0;
     for (Object[] probe : buildA ? b.rows : a.rows) {
       if ((++n & 4095) == 0) {
         deadline.check();
       }
-      List<Object[]> matches = table.get(Tuple.of(probe, buildA ? bKey : aKey));
+      Object matches = table.get(Tuple.key(probe, probeKey));
       if (matches == null) {
         continue;
       }
-      for (Object[] m : matches) {
+      if (matches instanceof Object[] m) {
         out.add(buildA ? concat(m, probe, bExtra) : concat(probe, m, bExtra));
+      } else {
+        for (Object[] m : (RowList) matches) {
+          out.add(buildA ? concat(m, probe, bExtra) : concat(probe, m, bExtra));
+        }
       }
     }
-    return new Rel(outVars, out);
+    return new Rel(outVars, out, distinct);
+  }
+
+  /** Rows sharing a hash key, in a map whose lone rows are stored bare. */
+  static final class RowList extends ArrayList<Object[]> {
+    RowList(Object[] a, Object[] b) {
+      super(4);
+      add(a);
+      add(b);
+    }
+  }
+
+  /** Merges row(s) {@code more} into the row(s) {@code old} held under one key. */
+  static Object addRow(Object old, Object more) {
+    if (old instanceof RowList list) {
+      list.add((Object[]) more);
+      return list;
+    }
+    return new RowList((Object[]) old, (Object[]) more);
   }
 
   static Object[] concat(Object[] a, Object[] b, int[] bCols) {
@@ -127,16 +189,18 @@ final class Rel {
     return r;
   }
 
-  /** Rows of this relation whose values at {@code vs} are (keep) or are not (drop) in {@code keys}. */
-  Rel semiJoin(List<Variable> vs, Collection<Tuple> keys, boolean keep) {
-    Set<Tuple> set = keys instanceof Set<Tuple> s ? s : new HashSet<>(keys);
+  /**
+   * Rows of this relation whose values at {@code vs} are (keep) or are not (drop)
+   * in {@code keys}, a set of {@link Tuple#key(Object[], int[])} keys over {@code vs}.
+   */
+  Rel semiJoin(List<Variable> vs, Set<Object> keys, boolean keep) {
     int[] cols = cols(vs);
     List<Object[]> out = new ArrayList<>();
     for (Object[] row : rows) {
-      if (set.contains(Tuple.of(row, cols)) == keep) {
+      if (keys.contains(Tuple.key(row, cols)) == keep) {
         out.add(row);
       }
     }
-    return new Rel(vars, out);
+    return filtered(out);
   }
 }
