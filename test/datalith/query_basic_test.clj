@@ -305,3 +305,31 @@
                       (d/history (d/db conn)) (ids "Bob"))))
         (is (= 2 (d/q '[:find (count ?a) . :with ?tx :in $ ?e :where [?e :person/age ?a ?tx true]]
                       (d/history (d/db conn)) (ids "Bob"))))))))
+
+(deftest results-are-clojure-sets
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [r (d/q '[:find ?n :where [_ :person/name ?n]] (d/db conn))
+          expected #{["Alice"] ["Bob"] ["Carol"] ["Dan"]}]
+      (is (set? r))
+      (is (instance? java.util.Set r))
+      (is (= expected r))
+      (is (= r expected))
+      (is (.equals r expected))
+      (is (.equals (java.util.HashSet. ^java.util.Collection expected) r))
+      (is (= (hash expected) (hash r)))
+      (is (= (.hashCode expected) (.hashCode r)))
+      (is (= 4 (count r)))
+      (is (= (sort expected) (sort r)))
+      (is (contains? r ["Bob"]))
+      (is (not (contains? r ["Zed"])))
+      (is (= ["Bob"] (r ["Bob"]) (get r ["Bob"])))
+      (is (= :none (r ["Zed"] :none)))
+      (is (= (conj expected ["Zed"]) (conj r ["Zed"])))
+      (is (= (disj expected ["Bob"]) (disj r ["Bob"])))
+      (is (= (into expected [["Y"] ["Z"]]) (into r [["Y"] ["Z"]])))
+      (is (= #{} (empty r)))
+      (is (= {:k 1} (meta (with-meta r {:k 1}))))
+      (is (= 1 ({expected 1} r)) "usable as a map key equal to the same set")
+      (is (= (count (pr-str expected)) (count (pr-str r))))
+      (is (nil? (seq (d/q '[:find ?e :where [?e :person/name "Nobody"]] (d/db conn))))))))

@@ -227,7 +227,8 @@ public final class IndexScan {
     fromPrefix = true;
   }
 
-  private int stepHits; // restarts that found their first key by one step forward
+  private static final int MAX_STEPS = 16;
+  private int stepHits; // restarts that found their first key by a few steps forward
   private int stepMisses; // restarts that stepped and still had to seek
 
   /** Positions {@code c} at its first key >= the prefix {@code p}; whether there is one. */
@@ -241,13 +242,16 @@ public final class IndexScan {
     // Before p: when p's keys (or the keys after them) follow closely, as in a join looking up
     // ascending ids, the next key is the first one >= p. Stops trying when that rarely works.
     if (stepMisses < 64 || stepHits >= stepMisses) {
-      if (!c.next()) {
-        stepHits++;
-        return false;
-      }
-      if (compareToPrefix(c.key()) >= 0) {
-        stepHits++;
-        return true;
+      // a step costs a fraction of a seek, which descends the tree and lands on a cold page
+      for (int i = 0; i < MAX_STEPS; i++) {
+        if (!c.next()) {
+          stepHits++;
+          return false;
+        }
+        if (compareToPrefix(c.key()) >= 0) {
+          stepHits++;
+          return true;
+        }
       }
       stepMisses++;
     }

@@ -422,12 +422,31 @@ final class DbPattern {
       (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF,
       (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF};
 
+  /** Variables whose values scans leave null (by index into {@link #vars}), or null. */
+  private boolean[] unread;
+
+  /**
+   * Makes later scans leave {@code vs}' values null, unread, where the caller
+   * needs only that the matches are distinct; a variable that occurs twice in
+   * the pattern is read all the same.
+   */
+  void leaveUnread(java.util.Collection<Variable> vs) {
+    unread = new boolean[vars.length];
+    for (int i = 0; i < vars.length; i++) {
+      int occurrences = 0;
+      for (int at : varAt) {
+        occurrences += at == i ? 1 : 0;
+      }
+      unread[i] = vs.contains(vars[i]) && occurrences == 1;
+    }
+  }
+
   /** Writes the datom's values into {@code out}; false when a repeated variable disagrees. */
   private boolean fill(IndexScan scan, Object[] out) {
     java.util.Arrays.fill(out, null);
     for (int i = 0; i < 5; i++) {
       int idx = varAt[i];
-      if (idx < 0) {
+      if (idx < 0 || unread != null && unread[idx]) {
         continue;
       }
       Object val;

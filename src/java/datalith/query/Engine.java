@@ -2,7 +2,6 @@ package datalith.query;
 
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
-import clojure.lang.ITransientCollection;
 import clojure.lang.Keyword;
 import clojure.lang.LazilyPersistentVector;
 import clojure.lang.PersistentArrayMap;
@@ -410,7 +409,7 @@ public final class Engine {
   }
 
   private static final double LARGE = 1e9;
-  private static final long LOOKUP_COST = 8;
+  private static final long LOOKUP_COST = 3;
 
   private double cost(Clause c, Set<Variable> bound, Scope scope, List<Clause> siblings) {
     boolean joined = false;
@@ -1576,9 +1575,28 @@ public final class Engine {
       this.keepRows = keep;
     }
 
+    // the groups of the last few one-column keys by identity: a scan hands out the same
+    // object for a repeated value, so a few distinct values group without hashing
+    private final Object[] recentKeys = new Object[8];
+    private final Group[] recentGroups = new Group[8];
+    private int recentNext;
+
     /** Adds a row; {@code reused}: the caller reuses the array, so a kept row is copied. */
     void add(Object[] row, boolean reused) {
       rows++;
+      if (gc.length == 1) {
+        Object v = row[gc[0]];
+        for (int i = 0; i < recentKeys.length; i++) {
+          if (recentKeys[i] == v && v != null) {
+            Group g = recentGroups[i];
+            g.count++;
+            if (keepRows) {
+              g.rows.add(reused ? row.clone() : row);
+            }
+            return;
+          }
+        }
+      }
       Object key = gc.length == 0 ? List.of() : Tuple.key(row, gc);
       Group g = groups.get(key);
       Object[] kept = reused && (g == null || keepRows) ? row.clone() : row;
@@ -1589,6 +1607,11 @@ public final class Engine {
       g.count++;
       if (keepRows) {
         g.rows.add(kept);
+      }
+      if (gc.length == 1) {
+        recentKeys[recentNext] = row[gc[0]];
+        recentGroups[recentNext] = g;
+        recentNext = (recentNext + 1) % recentKeys.length;
       }
     }
 
@@ -1663,6 +1686,16 @@ public final class Engine {
       return null; // the rows of the needed variables must be the scan's distinct rows
     }
     Grouper grouper = new Grouper(dp.vars, els);
+    if (!grouper.keepRows) {
+      // only counts: the counted and :with variables matter only as distinct datoms
+      Set<Variable> unread = new java.util.HashSet<>(needed);
+      for (FindElement el : els) {
+        if (el instanceof FindVar fv) {
+          unread.remove(fv.var());
+        }
+      }
+      dp.leaveUnread(unread);
+    }
     dp.scan(snapshot(db), null, vals -> grouper.add(vals, true), Long.MAX_VALUE,
         rangeFor(p, dp, plan));
     return grouper.finish(null, null);
@@ -1698,11 +1731,17 @@ public final class Engine {
       return tuples.isEmpty() ? null : rm == null ? PersistentVector.create(tuples.get(0))
           : returnMap(rm, tuples.get(0));
     }
-    ITransientCollection set = PersistentHashSet.EMPTY.asTransient();
-    for (Object[] t : tuples) {
-      set = set.conj(rm == null ? LazilyPersistentVector.createOwning(t) : returnMap(rm, t));
+    Object[] items = new Object[tuples.size()];
+    for (int i = 0; i < items.length; i++) {
+      Object[] t = tuples.get(i);
+      items[i] = rm == null ? LazilyPersistentVector.createOwning(t) : returnMap(rm, t);
     }
-    return set.persistent();
+    boolean pulls = false;
+    for (FindElement el : query.findElements()) {
+      pulls |= el instanceof Pull;
+    }
+    // tuples are distinct, unless pulls made equal maps of different entities
+    return pulls ? PersistentHashSet.create(items) : new ResultSet(items);
   }
 
   private static Object returnMap(ReturnMap rm, Object[] t) {
