@@ -534,8 +534,7 @@ public final class Codec {
 
   // the big-endian long at index i, whatever b's byte order
   private static long longAt(ByteBuffer b, int i) {
-    long v = b.getLong(i);
-    return b.order() == ByteOrder.BIG_ENDIAN ? v : Long.reverseBytes(v);
+    return Bytes.longAt(b, i);
   }
 
   private static int intAt(ByteBuffer b, int i) {

@@ -60,7 +60,7 @@ final class Escaping {
     int limit = b.limit();
     while (true) {
       if (i + 8 <= limit) {
-        long w = b.getLong(i);
+        long w = Bytes.longAt(b, i);
         // nonzero exactly when some byte of w is zero, whatever the byte order
         if (((w - LOW_BITS) & ~w & HIGH_BITS) == 0) {
           i += 8;

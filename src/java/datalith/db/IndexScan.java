@@ -1,5 +1,6 @@
 package datalith.db;
 
+import datalith.codec.Bytes;
 import datalith.codec.Codec;
 import datalith.index.Datom;
 import datalith.index.Index;
@@ -145,7 +146,7 @@ public final class IndexScan {
     }
     int i = 0;
     for (; i + 8 <= m; i += 8) {
-      long x = k.getLong(i);
+      long x = Bytes.longAt(k, i);
       long y = prefixWords[i >>> 3];
       if (x != y) {
         return Long.compareUnsigned(x, y);
@@ -173,8 +174,8 @@ public final class IndexScan {
     int n = Math.min(aLen, bLen);
     int i = 0;
     for (; i + 8 <= n; i += 8) {
-      long x = a.getLong(aOff + i);
-      long y = b.getLong(bOff + i);
+      long x = Bytes.longAt(a, aOff + i);
+      long y = Bytes.longAt(b, bOff + i);
       if (x != y) {
         return Long.compareUnsigned(x, y);
       }
@@ -276,7 +277,7 @@ public final class IndexScan {
       long[] w = prefixWords;
       int i = 0;
       for (; i + 8 <= n; i += 8) {
-        if (k.getLong(i) != w[i >>> 3]) {
+        if (Bytes.longAt(k, i) != w[i >>> 3]) {
           return false;
         }
       }
@@ -427,8 +428,8 @@ public final class IndexScan {
           || Codec.compareBytes(k, 0, groupPrefix.limit(), groupPrefix, 0, groupPrefix.limit()) != 0)) {
         return false;
       }
-      long atx = k.getLong(len - 8);
-      long rtx = takeCur ? 0 : k.getLong(len);
+      long atx = Bytes.longAt(k, len - 8);
+      long rtx = takeCur ? 0 : Bytes.longAt(k, len);
       long at = Db.txToT(atx);
       long rt = takeCur ? NONE : Db.txToT(rtx);
       boolean visible = true;
@@ -488,7 +489,7 @@ public final class IndexScan {
   }
 
   private boolean noHistory(ByteBuffer k) {
-    long aid = index == Index.EAVT || index == Index.VAET ? k.getLong(8) : k.getLong(0);
+    long aid = index == Index.EAVT || index == Index.VAET ? Bytes.longAt(k, 8) : Bytes.longAt(k, 0);
     Attr a = db.schema.attr(aid);
     return a != null && a.noHistory;
   }
@@ -501,22 +502,22 @@ public final class IndexScan {
   /** The current datom's entity id. */
   public long e() {
     switch (index) {
-      case EAVT: return key.getLong(0);
-      case AEVT: return key.getLong(8);
-      case AVET: return key.getLong(keyLen - 16);
-      default: return key.getLong(16);
+      case EAVT: return Bytes.longAt(key, 0);
+      case AEVT: return Bytes.longAt(key, 8);
+      case AVET: return Bytes.longAt(key, keyLen - 16);
+      default: return Bytes.longAt(key, 16);
     }
   }
 
   /** The current datom's attribute id. */
   public long aid() {
-    return index == Index.EAVT || index == Index.VAET ? key.getLong(8) : key.getLong(0);
+    return index == Index.EAVT || index == Index.VAET ? Bytes.longAt(key, 8) : Bytes.longAt(key, 0);
   }
 
   /** The current datom's value (decoded on first call; refs are Long ids). */
   public Object v() {
     if (value == NOT_READ) {
-      value = index == Index.VAET ? (Object) key.getLong(0) : cachedDecode(valueOffset);
+      value = index == Index.VAET ? (Object) Bytes.longAt(key, 0) : cachedDecode(valueOffset);
     }
     return value;
   }
@@ -584,9 +585,9 @@ public final class IndexScan {
     if (len >= 8) {
       int n = (len - 1) >>> 3;
       for (int j = 0; j < n; j++) {
-        w[j] = k.getLong(off + 8 * j);
+        w[j] = Bytes.longAt(k, off + 8 * j);
       }
-      w[n] = k.getLong(off + len - 8);
+      w[n] = Bytes.longAt(k, off + len - 8);
     } else {
       long x = 0;
       for (int i = 0; i < len; i++) {
@@ -611,11 +612,11 @@ public final class IndexScan {
     if (len >= 8) {
       // the last word first: values that share a start (a keyword's namespace) differ there
       int n = (len - 1) >>> 3; // the words before the last one
-      if (k.getLong(off + len - 8) != w[n]) {
+      if (Bytes.longAt(k, off + len - 8) != w[n]) {
         return false;
       }
       for (int j = 0; j < n; j++) {
-        if (k.getLong(off + 8 * j) != w[j]) {
+        if (Bytes.longAt(k, off + 8 * j) != w[j]) {
           return false;
         }
       }

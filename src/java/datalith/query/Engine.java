@@ -1232,7 +1232,7 @@ public final class Engine {
     int k = table.pending.iterator().next().vals.length;
     Variable[] origin = new Variable[k];
     for (int j = 0; j < k; j++) {
-      origin[j] = Variable.of("?__origin" + j);
+      origin[j] = Variable.of("?__datalith.origin" + j); // a name no query writes
     }
     Map<String, Object> srcs = new HashMap<>(sources);
     srcs.put("$", src);
