@@ -139,3 +139,19 @@
             (System/getProperty "os.name") (System/getProperty "os.version")
             (System/getProperty "java.version") (System/getProperty "java.vm.name")
             (quot (.maxMemory (Runtime/getRuntime)) 1048576))))
+
+(defn split-list "The comma-separated items of `s`." [s] (remove str/blank? (str/split s #",")))
+
+(defn parse-args
+  "Command-line options `argv` applied to `defaults`: `setters` maps each
+  option to (fn [opts value]) returning the new options; -h/--help prints
+  `usage` and exits."
+  [defaults setters usage argv]
+  (loop [opts defaults [k v & more :as args] argv]
+    (cond
+      (empty? args) opts
+      (#{"-h" "--help"} k) (do (println usage) (System/exit 0))
+      (nil? v) (throw (ex-info (str "Option " k " needs a value\n" usage) {}))
+      :else (if-let [set-opt (setters k)]
+              (recur (set-opt opts v) more)
+              (throw (ex-info (str "Unknown option " k "\n" usage) {}))))))

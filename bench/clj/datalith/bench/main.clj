@@ -41,33 +41,23 @@
    :reps 200 :warmup-ms 1000 :max-ms 20000 :batch-size 1000 :threads [1 2 4 8]
    :read-ms 3000 :tx-reps 200 :small-heap true :out "bench/out"})
 
-(defn- split [s] (remove str/blank? (str/split s #",")))
+(def ^:private setters
+  {"--scale" #(assoc %1 :scales (vec (harness/split-list %2)))
+   "--systems" #(assoc %1 :systems (vec (distinct (mapcat (fn [s] (if (= s "datomic")
+                                                                     ["datomic-mem" "datomic-disk"]
+                                                                     [s]))
+                                                           (harness/split-list %2)))))
+   "--reps" #(assoc %1 :reps (parse-long %2))
+   "--warmup-ms" #(assoc %1 :warmup-ms (parse-long %2))
+   "--max-ms" #(assoc %1 :max-ms (parse-long %2))
+   "--batch-size" #(assoc %1 :batch-size (parse-long %2))
+   "--threads" #(assoc %1 :threads (mapv parse-long (harness/split-list %2)))
+   "--read-ms" #(assoc %1 :read-ms (parse-long %2))
+   "--tx-reps" #(assoc %1 :tx-reps (parse-long %2))
+   "--small-heap" #(assoc %1 :small-heap (parse-boolean %2))
+   "--out" #(assoc %1 :out %2)})
 
-(defn- parse-args [argv]
-  (loop [opts defaults [k v & more :as args] argv]
-    (cond
-      (empty? args) opts
-      (#{"-h" "--help"} k) (do (println usage) (System/exit 0))
-      (nil? v) (throw (ex-info (str "Option " k " needs a value\n" usage) {}))
-      :else
-      (recur (case k
-               "--scale" (assoc opts :scales (vec (split v)))
-               "--systems" (assoc opts :systems
-                                  (vec (distinct (mapcat #(if (= % "datomic")
-                                                            ["datomic-mem" "datomic-disk"]
-                                                            [%])
-                                                         (split v)))))
-               "--reps" (assoc opts :reps (parse-long v))
-               "--warmup-ms" (assoc opts :warmup-ms (parse-long v))
-               "--max-ms" (assoc opts :max-ms (parse-long v))
-               "--batch-size" (assoc opts :batch-size (parse-long v))
-               "--threads" (assoc opts :threads (mapv parse-long (split v)))
-               "--read-ms" (assoc opts :read-ms (parse-long v))
-               "--tx-reps" (assoc opts :tx-reps (parse-long v))
-               "--small-heap" (assoc opts :small-heap (parse-boolean v))
-               "--out" (assoc opts :out v)
-               (throw (ex-info (str "Unknown option " k "\n" usage) {})))
-             more))))
+(defn- parse-args [argv] (harness/parse-args defaults setters usage argv))
 
 (defn- make-system [sys-name ^File data-dir]
   (case sys-name

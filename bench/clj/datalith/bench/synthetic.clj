@@ -45,23 +45,14 @@
 
 (def kinds [:a :b :c :d :e])
 
-(defn- split [s] (remove str/blank? (str/split s #",")))
+(def ^:private setters
+  {"--systems" #(assoc %1 :systems (vec (distinct (harness/split-list %2))))
+   "--reps" #(assoc %1 :reps (parse-long %2))
+   "--warmup-ms" #(assoc %1 :warmup-ms (parse-long %2))
+   "--max-ms" #(assoc %1 :max-ms (parse-long %2))
+   "--out" #(assoc %1 :out %2)})
 
-(defn- parse-args [argv]
-  (loop [opts defaults [k v & more :as args] argv]
-    (cond
-      (empty? args) opts
-      (#{"-h" "--help"} k) (do (println usage) (System/exit 0))
-      (nil? v) (throw (ex-info (str "Option " k " needs a value\n" usage) {}))
-      :else
-      (recur (case k
-               "--systems" (assoc opts :systems (vec (distinct (split v))))
-               "--reps" (assoc opts :reps (parse-long v))
-               "--warmup-ms" (assoc opts :warmup-ms (parse-long v))
-               "--max-ms" (assoc opts :max-ms (parse-long v))
-               "--out" (assoc opts :out v)
-               (throw (ex-info (str "Unknown option " k "\n" usage) {})))
-             more))))
+(defn- parse-args [argv] (harness/parse-args defaults setters usage argv))
 
 (defn- log [& xs] (binding [*out* *err*] (apply println xs) (flush)))
 

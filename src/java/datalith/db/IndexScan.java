@@ -163,34 +163,6 @@ public final class IndexScan {
   }
 
   /**
-   * {@link Codec#compareBytes} with a profile of its own, for index keys (big-endian cursor
-   * keys): the shared one sees buffers of every kind.
-   */
-  private static int compareKeys(ByteBuffer a, int aOff, int aLen, ByteBuffer b, int bOff,
-      int bLen) {
-    if (a.order() != ByteOrder.BIG_ENDIAN || b.order() != ByteOrder.BIG_ENDIAN) {
-      return Codec.compareBytes(a, aOff, aLen, b, bOff, bLen);
-    }
-    int n = Math.min(aLen, bLen);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-      long x = Bytes.longAt(a, aOff + i);
-      long y = Bytes.longAt(b, bOff + i);
-      if (x != y) {
-        return Long.compareUnsigned(x, y);
-      }
-    }
-    for (; i < n; i++) {
-      int x = a.get(aOff + i) & 0xFF;
-      int y = b.get(bOff + i) & 0xFF;
-      if (x != y) {
-        return x - y;
-      }
-    }
-    return aLen - bLen;
-  }
-
-  /**
    * Re-positions this scan on the datoms under {@code prefix}, as a new scan of the same index
    * and database value with that prefix and no seek key or upper bound would see them, reusing
    * its cursors: when successive prefixes ascend, the cursors move forward from where they are
@@ -291,7 +263,7 @@ public final class IndexScan {
     }
     // the first upperFrom bytes of upper are the prefix's, which k starts with
     int f = upperFrom;
-    return upper == null || compareKeys(k, f, len - f, upper, f, upper.limit() - f) < 0;
+    return upper == null || Codec.compareBytes(k, f, len - f, upper, f, upper.limit() - f) < 0;
   }
 
   private void stepCur() {
@@ -420,7 +392,7 @@ public final class IndexScan {
         return false;
       }
       boolean takeCur = h == null
-          || c != null && compareKeys(c, 0, c.limit(), h, 0, h.limit() - 8) < 0;
+          || c != null && Codec.compareBytes(c, 0, c.limit(), h, 0, h.limit() - 8) < 0;
       Cursor src = takeCur ? cur : hist;
       ByteBuffer k = takeCur ? c : h;
       int len = takeCur ? k.limit() : k.limit() - 8;
