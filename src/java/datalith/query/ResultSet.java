@@ -146,15 +146,7 @@ final class ResultSet extends AFn
     if (o == this) {
       return true;
     }
-    if (!(o instanceof Set<?> other) || other.size() != items.length) {
-      return false;
-    }
-    for (Object x : other) {
-      if (!contains(x)) {
-        return false;
-      }
-    }
-    return true;
+    return o instanceof Set<?> other && other.size() == items.length && containsAll(other);
   }
 
   @Override
