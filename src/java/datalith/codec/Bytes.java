@@ -15,11 +15,18 @@ import java.nio.ByteOrder;
 public final class Bytes {
   private static final VarHandle LONG_BE =
       MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+  private static final VarHandle ARRAY_LONG_BE =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
   private Bytes() {}
 
   /** The big-endian long at absolute index {@code i} of {@code b}, whatever b's byte order. */
   public static long longAt(ByteBuffer b, int i) {
     return (long) LONG_BE.get(b, i);
+  }
+
+  /** The big-endian long at index {@code i} of {@code b}. */
+  public static long longAt(byte[] b, int i) {
+    return (long) ARRAY_LONG_BE.get(b, i);
   }
 }

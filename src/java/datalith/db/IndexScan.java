@@ -5,10 +5,7 @@ import datalith.codec.Codec;
 import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.store.Cursor;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -108,9 +105,6 @@ public final class IndexScan {
     histKey = histValid ? ranged(hist.key(), 8) : null;
   }
 
-  private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class,
-      ByteOrder.BIG_ENDIAN);
-
   /**
    * Sets the prefix (bytes 0 to limit of {@code prefix}, copied) and the upper bound; the old
    * prefix's bytes are left in {@link #spareBytes}.
@@ -129,7 +123,7 @@ public final class IndexScan {
       prefixWords = new long[b.length >>> 3];
     }
     for (int i = 0; i + 8 <= n; i += 8) {
-      prefixWords[i >>> 3] = (long) LONGS.get(b, i);
+      prefixWords[i >>> 3] = Bytes.longAt(b, i);
     }
     this.upper = upper;
     upperFrom = upper != null && upper.limit() >= n
@@ -141,9 +135,6 @@ public final class IndexScan {
     int kl = k.limit();
     int n = prefixLen;
     int m = Math.min(kl, n);
-    if (k.order() != ByteOrder.BIG_ENDIAN) {
-      return Codec.compareBytes(k, 0, kl, ByteBuffer.wrap(prefixBytes), 0, n);
-    }
     int i = 0;
     for (; i + 8 <= m; i += 8) {
       long x = Bytes.longAt(k, i);
@@ -245,21 +236,18 @@ public final class IndexScan {
     if (len < n) {
       return false;
     }
-    if (k.order() == ByteOrder.BIG_ENDIAN) {
-      long[] w = prefixWords;
-      int i = 0;
-      for (; i + 8 <= n; i += 8) {
-        if (Bytes.longAt(k, i) != w[i >>> 3]) {
-          return false;
-        }
+    // Bytes.longAt reads big-endian whatever the buffer's order, as prefixWords were made
+    long[] w = prefixWords;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+      if (Bytes.longAt(k, i) != w[i >>> 3]) {
+        return false;
       }
-      for (; i < n; i++) {
-        if (k.get(i) != prefixBytes[i]) {
-          return false;
-        }
+    }
+    for (; i < n; i++) {
+      if (k.get(i) != prefixBytes[i]) {
+        return false;
       }
-    } else if (Codec.compareBytes(k, 0, n, ByteBuffer.wrap(prefixBytes), 0, n) != 0) {
-      return false;
     }
     // the first upperFrom bytes of upper are the prefix's, which k starts with
     int f = upperFrom;
@@ -513,7 +501,7 @@ public final class IndexScan {
   private Object cachedDecode(int off) {
     ByteBuffer k = key;
     boolean cacheable = cacheMisses < 256 || cacheHits > cacheMisses;
-    if (!cacheable || k.order() != ByteOrder.BIG_ENDIAN) {
+    if (!cacheable) {
       return db.decodeValue(snap, k, off);
     }
     // Key parts are self-delimiting: no whole key part is a proper prefix of another (fixed
@@ -574,7 +562,7 @@ public final class IndexScan {
     return v;
   }
 
-  /** Whether the big-endian {@code k} holds cache entry {@code i} at {@code off}. */
+  /** Whether {@code k} holds cache entry {@code i} at {@code off}. */
   private boolean cachedAt(int i, ByteBuffer k, int off, int avail) {
     int len = cacheLens[i];
     if (len == 0 || len > avail) {

@@ -2,18 +2,22 @@ package datalith.db;
 
 import java.util.Arrays;
 
-/** An open-addressing map from long keys to objects; no boxing on lookup. Not thread-safe while written. */
-final class LongMap<V> {
+/**
+ * An open-addressing map from long keys to objects; no boxing on lookup. Not thread-safe while
+ * written. Long.MIN_VALUE marks empty slots and is no key. Internal: public for the query
+ * engine's entity filters.
+ */
+public final class LongMap<V> {
   private static final long EMPTY = Long.MIN_VALUE;
   private long[] keys;
   private Object[] vals;
   private int size;
 
-  LongMap() {
+  public LongMap() {
     this(16);
   }
 
-  LongMap(int capacity) {
+  public LongMap(int capacity) {
     int cap = Integer.highestOneBit(Math.max(4, capacity * 2 - 1)) << 1;
     keys = new long[cap];
     Arrays.fill(keys, EMPTY);
@@ -26,7 +30,7 @@ final class LongMap<V> {
   }
 
   @SuppressWarnings("unchecked")
-  V get(long k) {
+  public V get(long k) {
     int mask = keys.length - 1;
     for (int i = mix(k) & mask; ; i = (i + 1) & mask) {
       long key = keys[i];
@@ -39,7 +43,7 @@ final class LongMap<V> {
     }
   }
 
-  void put(long k, V v) {
+  public void put(long k, V v) {
     if ((size + 1) * 2 > keys.length) {
       grow();
     }
@@ -58,7 +62,7 @@ final class LongMap<V> {
     }
   }
 
-  int size() {
+  public int size() {
     return size;
   }
 

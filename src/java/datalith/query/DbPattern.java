@@ -4,6 +4,7 @@ import clojure.lang.Keyword;
 import datalith.db.Attr;
 import datalith.db.Db;
 import datalith.db.IndexScan;
+import datalith.db.LongMap;
 import datalith.db.Snapshot;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
@@ -224,7 +225,7 @@ final class DbPattern {
    * {@code entities} (null: no such filter).
    */
   long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
-      LongSet entities) {
+      LongMap<Boolean> entities) {
     return scan(s, given, sink, limit, range, entities, null);
   }
 
@@ -247,7 +248,7 @@ final class DbPattern {
 
   /** Like the other scans, reusing {@code reuse}'s open scans when it is not null. */
   long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
-      LongSet entities, Reuse reuse) {
+      LongMap<Boolean> entities, Reuse reuse) {
     if (impossible) {
       return 0;
     }
@@ -378,7 +379,7 @@ final class DbPattern {
     }
     try {
       while (n < limit && scan.next()) {
-        if (entities != null && !entities.contains(scan.e())) {
+        if (entities != null && entities.get(scan.e()) == null) {
           continue;
         }
         if (!eInKey && e != null && scan.e() != e) {

@@ -11,6 +11,7 @@ import clojure.lang.RT;
 import clojure.lang.Symbol;
 import datalith.db.Db;
 import datalith.db.Errors;
+import datalith.db.LongMap;
 import datalith.db.Snapshot;
 import datalith.pull.PullPattern;
 import datalith.pull.Puller;
@@ -533,15 +534,15 @@ public final class Engine {
         && !namesEntities(r, dp, boundVars)) {
       List<Object[]> rows = new ArrayList<>();
       // when the entity is bound, datoms of other entities are skipped before decoding
-      LongSet entities = null;
+      LongMap<Boolean> entities = null;
       if (p.e() instanceof Variable ev && boundVars.contains(ev)) {
-        entities = new LongSet((int) distinctKeys);
+        entities = new LongMap<>((int) distinctKeys);
         int col = r.col(ev);
         for (Object[] row : r.rows) {
-          // other values (strings, ...) name no entity; integers of any width do
+          // other values (strings, negative numbers, ...) name no entity; integers of any width do
           Object k = Tuple.key(row[col]);
-          if (k instanceof Long id) {
-            entities.add(id);
+          if (k instanceof Long id && id >= 0) {
+            entities.put(id, Boolean.TRUE);
           }
         }
       }
@@ -1310,8 +1311,7 @@ public final class Engine {
           full[i] = col >= 0 ? row[col] : null;
         }
         if (!ok) {
-          throw Errors.error("query/insufficient-binding", "Rule " + body.name()
-              + " does not bind all its head variables", "rule", body.name());
+          throw headUnbound(body);
         }
         table.add(new Tuple(full));
       }
@@ -1435,13 +1435,17 @@ public final class Engine {
     int[] cols = res.cols(head);
     for (int c : cols) {
       if (c < 0) {
-        throw Errors.error("query/insufficient-binding", "Rule " + body.name()
-            + " does not bind all its head variables", "rule", body.name());
+        throw headUnbound(body);
       }
     }
     for (Object[] row : res.rows) {
       found.add(Tuple.of(row, cols));
     }
+  }
+
+  private static RuntimeException headUnbound(Rule body) {
+    return Errors.error("query/insufficient-binding", "Rule " + body.name()
+        + " does not bind all its head variables", "rule", body.name());
   }
 
   private static List<Variable> distinct(List<Variable> vs) {

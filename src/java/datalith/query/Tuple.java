@@ -22,11 +22,7 @@ final class Tuple {
 
   /** The values of {@code row} at {@code cols}. */
   static Tuple of(Object[] row, int[] cols) {
-    Object[] k = new Object[cols.length];
-    for (int i = 0; i < cols.length; i++) {
-      k[i] = row[cols[i]];
-    }
-    return new Tuple(k);
+    return new Tuple(Rel.values(row, cols));
   }
 
   /**
