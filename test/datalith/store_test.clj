@@ -275,6 +275,54 @@
                  (range 4))]
       (is (< 10000 (count model))))))
 
+;; LMDB's cursor reads a leaf page in Java once it lands on one (LmdbCursor): walks mixing
+;; steps, seeks near and far and value reads cross pages in both directions, over keys of every
+;; length and values on overflow pages, and must agree with the model at every move.
+(defn- walk-op
+  "Makes a random move of `c` from model index `at` of `ks`; returns [index-the-model-expects
+  found?]."
+  [^Cursor c ^java.util.Random rnd ks at rand-key]
+  (let [n (count ks)
+        index-of (fn [^bytes k]
+                   (let [i (java.util.Collections/binarySearch ks k unsigned-byte-comparator)]
+                     (if (neg? i) (- (inc i)) i)))
+        seek (fn [^bytes k] [(index-of k) (.seek c (buf k (.nextBoolean rnd)))])]
+    (case (int (.nextInt rnd 10))
+      (0 1 2 3) [(inc at) (.next c)]
+      (4 5) [(dec at) (.prev c)]
+      6 (seek (ks (max 0 (min (dec n) (+ at (- (.nextInt rnd 200) 100))))))
+      7 (seek (rand-key))
+      8 (if (.nextBoolean rnd) [0 (.first c)] [(dec n) (.last c)])
+      ;; just after a stored key: that key with a zero byte added
+      9 (let [^bytes k (ks (max 0 (min (dec n) at)))]
+          (seek (Arrays/copyOf k (inc (alength k))))))))
+
+(deftest cursor-walks-across-pages
+  (with-each-store [s {"map-size" (* 4 1024 1024) "sync" false}]
+    (let [rnd (java.util.Random. 7)
+          rand-bytes (fn [n] (let [b (byte-array n)] (.nextBytes rnd b) b))
+          rand-key #(rand-bytes (inc (.nextInt rnd (if (zero? (.nextInt rnd 20)) 511 24))))
+          rand-val #(rand-bytes (case (int (.nextInt rnd 10))
+                                  0 (+ 4000 (.nextInt rnd 9000)) ; on overflow pages
+                                  1 0
+                                  (.nextInt rnd 40)))
+          model (into (sorted-map-by unsigned-byte-comparator)
+                      (repeatedly 6000 (fn [] [(rand-key) (rand-val)])))
+          ks (vec (keys model))
+          expect (fn [i] (when (< -1 i (count ks)) [(vec (ks i)) (vec (model (ks i)))]))]
+      (commit! s (map (fn [[k v]] [SubDb/EAVT k v]) model))
+      (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
+        (is (= 20000
+               (loop [step 0 at (if (.first c) 0 -1)]
+                 (if (= step 20000)
+                   step
+                   (let [[at' found?] (walk-op c rnd ks at rand-key)
+                         got (when found? [(vec (bytes-of (.key c))) (vec (bytes-of (.val c)))])]
+                     (if (= (expect at') got)
+                       (recur (inc step) (if found? at' (if (.first c) 0 -1)))
+                       (do (is (= (expect at') got) (str "step " step))
+                           step)))))))))))
+
 ;; ---- isolation -------------------------------------------------------------
 
 (deftest snapshot-isolation

@@ -1,18 +1,46 @@
 package datalith.store;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.lmdbjava.GetOp;
 import org.lmdbjava.LmdbException;
 
 /**
  * A cursor of an {@link LmdbReadTxn}: a handle on one of its reader's pooled LMDB cursors. Its
  * key and value are read-only views into the memory map, re-pointed on every move.
+ *
+ * <p>A call into LMDB through JNR costs about as much as reading a whole leaf page, so once the
+ * LMDB cursor has landed on a leaf page this cursor reads that page itself: moves within the
+ * page, and seeks to keys the page holds, are done in Java from the map, and LMDB is called only
+ * to cross to another page or seek elsewhere. A read transaction's pages never change, and every
+ * page is checked against LMDB's layout before it is read this way; a page that does not match
+ * (another LMDB version, a page of another kind) is left to LMDB.
  */
 final class LmdbCursor implements Cursor {
+
+  // LMDB 0.9's page layout (mdb.c): a 16-byte header {pgno u64, pad u16, flags u16, lower u16,
+  // upper u16}, then (lower - 16) / 2 u16 offsets of the page's nodes in key order. A leaf node
+  // is {lo u16, hi u16, flags u16, ksize u16, key, data}: its data size is lo | hi << 16, and
+  // the F_BIGDATA flag puts the data on an overflow page. Everything is in native byte order.
+  private static final int PAGE_HEADER = 16;
+  private static final int NODE_HEADER = 8;
+  private static final int P_LEAF = 0x02;
+  private static final int F_BIGDATA = 0x01;
+  // LMDB's page size is the system's; pages of this size are read in Java (on a system with
+  // larger pages, such as 16 KiB on Apple silicon, LMDB does all the reading)
+  private static final int SMALLEST_SYSTEM_PAGE = 4096;
 
   private final LmdbReadTxn txn;
   private LmdbReader.Slot slot; // null once closed
   private boolean positioned; // false before the first positioning and after running off an end
   private ByteBuffer key; // the cursor's key view while positioned, else null
+
+  // the leaf page read in Java: page is its address, 0 when the cursor is not on one
+  private long page;
+  private int count; // its keys
+  private int index; // the current key's place in it, -1 until needed
+  private int lmdbIndex; // where LMDB's cursor is on it, -1 until needed
+  private long lmdbKey; // the address of LMDB's current key
 
   LmdbCursor(LmdbReadTxn txn, LmdbReader.Slot slot) {
     this.txn = txn;
@@ -28,20 +56,146 @@ final class LmdbCursor implements Cursor {
     return s.cursor;
   }
 
+  /** After a move of LMDB's cursor: takes its key and the leaf page that holds it. */
   private boolean moved(boolean found, org.lmdbjava.Cursor<ByteBuffer> c) {
     positioned = found;
-    key = found ? c.key() : null;
-    return found;
+    page = 0;
+    if (!found) {
+      key = null;
+      return false;
+    }
+    ByteBuffer k = c.key();
+    key = k;
+    int ps = txn.pageSize;
+    long at = ReadOnlyBufferProxy.base(k);
+    if (ps != SMALLEST_SYSTEM_PAGE) {
+      return true;
+    }
+    // the map starts on a boundary of the system's pages, so the page holding k starts here and
+    // lies in one system page with k
+    long p = at & -ps;
+    ByteBuffer pv = slot.pageView;
+    ReadOnlyBufferProxy.point(pv, p, ps);
+    pv.order(ByteOrder.nativeOrder());
+    long pgno = pv.getLong(0);
+    int lower = Short.toUnsignedInt(pv.getShort(12));
+    int upper = Short.toUnsignedInt(pv.getShort(14));
+    if (Short.toUnsignedInt(pv.getShort(10)) != P_LEAF
+        || lower < PAGE_HEADER || lower > upper || upper > ps
+        || txn.mapAddress(p, pgno) != p - pgno * ps) {
+      return true;
+    }
+    page = p;
+    count = (lower - PAGE_HEADER) >>> 1;
+    index = -1;
+    lmdbIndex = -1;
+    lmdbKey = at;
+    return true;
+  }
+
+  /** The current key's place on the page, found from LMDB's key; false if it is not there. */
+  private boolean placed() {
+    if (index >= 0) {
+      return true;
+    }
+    ByteBuffer pv = slot.pageView;
+    int node = (int) (lmdbKey - page) - NODE_HEADER;
+    for (int i = 0; i < count; i++) {
+      if (Short.toUnsignedInt(pv.getShort(PAGE_HEADER + 2 * i)) == node) {
+        if (Short.toUnsignedInt(pv.getShort(node + 6)) != key.limit()) {
+          break;
+        }
+        index = i;
+        lmdbIndex = i;
+        return true;
+      }
+    }
+    page = 0; // not the layout this reads: leave the page to LMDB
+    return false;
+  }
+
+  /** The offset of node {@code i} on the page, checked to lie within it. */
+  private int node(int i) {
+    ByteBuffer pv = slot.pageView;
+    int node = Short.toUnsignedInt(pv.getShort(PAGE_HEADER + 2 * i));
+    if (node < PAGE_HEADER || node + NODE_HEADER + Short.toUnsignedInt(pv.getShort(node + 6))
+        > txn.pageSize) {
+      throw new IllegalStateException("LMDB page " + page + " has a node out of bounds");
+    }
+    return node;
+  }
+
+  /** Makes key {@code i} of the page current. */
+  private boolean at(int i) {
+    int node = node(i);
+    ByteBuffer k = slot.keyView;
+    ReadOnlyBufferProxy.point(k, page + node + NODE_HEADER,
+        Short.toUnsignedInt(slot.pageView.getShort(node + 6)));
+    index = i;
+    key = k;
+    positioned = true;
+    return true;
+  }
+
+  /** Brings LMDB's cursor to the current key, for a move that LMDB makes. */
+  private void sync(org.lmdbjava.Cursor<ByteBuffer> c) {
+    if (page == 0 || index == lmdbIndex) {
+      return;
+    }
+    if (!c.get(key, GetOp.MDB_SET_KEY)) {
+      throw new IllegalStateException("LMDB lost key " + index + " of page " + page);
+    }
+    lmdbIndex = index;
+    lmdbKey = ReadOnlyBufferProxy.base(c.key());
   }
 
   @Override
   public boolean seek(ByteBuffer key) {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    if (page != 0 && key.remaining() <= Errors.MAX_KEY_SIZE && key.remaining() > 0 && placed()) {
+      int i = search(key);
+      if (i >= 0) {
+        return at(i);
+      }
+    }
     try {
       return moved(slot.seek(key), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot seek", e);
     }
+  }
+
+  /**
+   * The place of the first key {@code >= probe} on the page when the page holds it (the probe
+   * sorts after its first key and not after its last), else -1.
+   */
+  private int search(ByteBuffer probe) {
+    if (compare(probe, 0) < 0 || compare(probe, count - 1) > 0) {
+      return -1;
+    }
+    int lo = 0; // compare(probe, lo) >= 0
+    int hi = count - 1; // compare(probe, hi) <= 0
+    while (hi - lo > 1) {
+      int mid = (lo + hi) >>> 1;
+      int d = compare(probe, mid);
+      if (d == 0) {
+        return mid;
+      }
+      if (d < 0) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    return compare(probe, lo) == 0 ? lo : hi;
+  }
+
+  private int compare(ByteBuffer probe, int i) {
+    int node = node(i);
+    ByteBuffer v = slot.nodeView;
+    ReadOnlyBufferProxy.point(v, page + node + NODE_HEADER,
+        Short.toUnsignedInt(slot.pageView.getShort(node + 6)));
+    return ReadOnlyBufferProxy.compareUnsigned(probe, v);
   }
 
   @Override
@@ -67,8 +221,15 @@ final class LmdbCursor implements Cursor {
   @Override
   public boolean next() {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    if (!positioned) {
+      return false;
+    }
+    if (page != 0 && placed() && index + 1 < count) {
+      return at(index + 1);
+    }
     try {
-      return positioned && moved(c.next(), c);
+      sync(c);
+      return moved(c.next(), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot move to the next key", e);
     }
@@ -77,8 +238,15 @@ final class LmdbCursor implements Cursor {
   @Override
   public boolean prev() {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    if (!positioned) {
+      return false;
+    }
+    if (page != 0 && placed() && index > 0) {
+      return at(index - 1);
+    }
     try {
-      return positioned && moved(c.prev(), c);
+      sync(c);
+      return moved(c.prev(), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot move to the previous key", e);
     }
@@ -102,6 +270,25 @@ final class LmdbCursor implements Cursor {
     if (!positioned) {
       throw new IllegalStateException("The cursor is not positioned");
     }
+    if (page != 0 && index != lmdbIndex) {
+      ByteBuffer pv = slot.pageView;
+      int node = node(index);
+      if ((Short.toUnsignedInt(pv.getShort(node + 4)) & F_BIGDATA) == 0) {
+        int ksize = Short.toUnsignedInt(pv.getShort(node + 6));
+        int size = Short.toUnsignedInt(pv.getShort(node)) | Short.toUnsignedInt(pv.getShort(node + 2)) << 16;
+        if (node + NODE_HEADER + ksize + size > txn.pageSize) {
+          throw new IllegalStateException("LMDB page " + page + " has a value out of bounds");
+        }
+        ByteBuffer v = slot.valView;
+        ReadOnlyBufferProxy.point(v, page + node + NODE_HEADER + ksize, size);
+        return v;
+      }
+      try {
+        sync(c);
+      } catch (LmdbException e) {
+        throw txn.failure("Cannot read a value", e);
+      }
+    }
     return c.val();
   }
 
@@ -111,6 +298,7 @@ final class LmdbCursor implements Cursor {
     if (s != null) {
       slot = null;
       key = null;
+      page = 0;
       if (txn.isOpen()) {
         txn.reader().giveBack(s);
       }

@@ -46,9 +46,15 @@ final class LmdbReadTxn implements ReadTxn {
   private LmdbReader reader; // null once closed
   private Thread user; // the thread of the last operation
   private boolean closedForGrowth;
+  private long mapAddress; // the map's place (0 until known) and size while this is open
+  final long mapSize;
+  final int pageSize;
 
   LmdbReadTxn(LmdbStore store, LmdbReader reader, long stamp, Opened opened) {
     this.store = store;
+    this.mapAddress = store.mapAddress();
+    this.mapSize = store.mapSize();
+    this.pageSize = store.pageSize();
     this.reader = reader;
     this.stamp = stamp;
     this.opened = opened;
@@ -69,6 +75,20 @@ final class LmdbReadTxn implements ReadTxn {
       user = t;
     }
     return r;
+  }
+
+  /**
+   * The address of the map, given that {@code page} is the address of page number {@code pgno}
+   * as read there; 0 when that is not where the map starts.
+   */
+  long mapAddress(long page, long pgno) {
+    long m = mapAddress;
+    if (m == 0 && pgno >= 0 && pgno * pageSize < mapSize) {
+      m = page - pgno * pageSize;
+      mapAddress = m;
+      store.mapAddress(m);
+    }
+    return m;
   }
 
   boolean isOpen() {

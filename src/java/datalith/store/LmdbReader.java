@@ -19,6 +19,11 @@ final class LmdbReader {
     final SubDb db;
     final Cursor<ByteBuffer> cursor;
     private final ByteBuffer probe = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
+    // views into the map for reading a leaf page in Java (see LmdbCursor)
+    final ByteBuffer pageView = ReadOnlyBufferProxy.newView();
+    final ByteBuffer keyView = ReadOnlyBufferProxy.newView();
+    final ByteBuffer valView = ReadOnlyBufferProxy.newView();
+    final ByteBuffer nodeView = ReadOnlyBufferProxy.newView();
     private int epoch; // the reader epoch the cursor was last renewed in
     private boolean lent;
 
@@ -48,6 +53,10 @@ final class LmdbReader {
     void detach() {
       ReadOnlyBufferProxy.detach(cursor.key());
       ReadOnlyBufferProxy.detach(cursor.val());
+      ReadOnlyBufferProxy.detach(pageView);
+      ReadOnlyBufferProxy.detach(keyView);
+      ReadOnlyBufferProxy.detach(valView);
+      ReadOnlyBufferProxy.detach(nodeView);
     }
   }
 

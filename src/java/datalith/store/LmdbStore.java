@@ -86,6 +86,7 @@ public final class LmdbStore implements Store {
   private volatile int state = OPEN;
   private volatile long growTo; // the map size wanted, 0 when no growth is pending
   private volatile long mapSize;
+  private volatile long mapAddress; // where the map starts in this process, 0 until a read finds it
   private volatile Thread writerThread; // the thread that began the open write transaction
 
   private LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
@@ -97,6 +98,27 @@ public final class LmdbStore implements Store {
     this.dbis = dbis;
     this.pageSize = env.stat().pageSize;
     this.mapSize = env.info().mapSize;
+  }
+
+  /**
+   * The map's address, or 0 when not known yet (lmdbjava's EnvInfo does not give it); stable
+   * while a read transaction is open, as it holds the map lock.
+   */
+  long mapAddress() {
+    return mapAddress;
+  }
+
+  /** Records the map's address, as a read transaction found it. */
+  void mapAddress(long address) {
+    mapAddress = address;
+  }
+
+  long mapSize() {
+    return mapSize;
+  }
+
+  int pageSize() {
+    return pageSize;
   }
 
   /**
@@ -449,6 +471,7 @@ public final class LmdbStore implements Store {
     if (size > mapSize) {
       env.setMapSize(size);
       mapSize = size;
+      mapAddress = 0; // a resize may move the map
     }
     synchronized (gate) {
       if (growTo <= mapSize) {

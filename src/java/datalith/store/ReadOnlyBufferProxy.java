@@ -85,7 +85,8 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
     return ByteBuffer.allocateDirect(0).asReadOnlyBuffer();
   }
 
-  private static void point(ByteBuffer buffer, long address, int size) {
+  /** Points {@code buffer} (one of ours) at {@code size} bytes at {@code address}, big-endian. */
+  static void point(ByteBuffer buffer, long address, int size) {
     try {
       PUT_FIELD_LONG.invokeExact((Object) buffer, ADDRESS_OFFSET, address);
       PUT_FIELD_INT.invokeExact((Object) buffer, CAPACITY_OFFSET, size);
@@ -94,6 +95,15 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
     }
     buffer.clear();
     buffer.order(ByteOrder.BIG_ENDIAN);
+  }
+
+  /** The address of {@code buffer}'s first byte (position 0); it must be direct. */
+  static long base(ByteBuffer buffer) {
+    try {
+      return (long) GET_FIELD_LONG.invokeExact((Object) buffer, ADDRESS_OFFSET);
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
   }
 
   private static long address(ByteBuffer buffer) {
