@@ -3,6 +3,7 @@ package datalith.codec;
 import clojure.lang.Keyword;
 import clojure.lang.Symbol;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 
 /**
  * Strings, keywords and symbols. Each UTF-16 code unit is written on its own in
@@ -49,11 +50,25 @@ final class Text {
 
   /** The string whose escaped bytes are {@code [from, to)} of b. */
   static String get(ByteBuffer b, int from, int to) {
-    char[] cs = new char[to - from];
+    byte[] bytes = new byte[to - from];
+    b.get(from, bytes);
+    // Without escaped zeros (00) and surrogates (lead byte ED, which U+D000-U+D7FF share),
+    // the bytes are standard UTF-8, which the JDK decodes fastest (ASCII at memory speed).
+    boolean utf8 = true;
+    for (byte x : bytes) {
+      if (x == 0 || x == (byte) 0xED) {
+        utf8 = false;
+        break;
+      }
+    }
+    if (utf8) {
+      return new String(bytes, StandardCharsets.UTF_8);
+    }
+    char[] cs = new char[bytes.length];
     int n = 0;
-    int i = from;
-    while (i < to) {
-      int x = b.get(i) & 0xFF;
+    int i = 0;
+    while (i < bytes.length) {
+      int x = bytes[i] & 0xFF;
       if (x == 0) {
         cs[n++] = 0;
         i += 2;
@@ -61,10 +76,10 @@ final class Text {
         cs[n++] = (char) x;
         i += 1;
       } else if (x < 0xE0) {
-        cs[n++] = (char) (((x & 0x1F) << 6) | (b.get(i + 1) & 0x3F));
+        cs[n++] = (char) (((x & 0x1F) << 6) | (bytes[i + 1] & 0x3F));
         i += 2;
       } else {
-        cs[n++] = (char) (((x & 0x0F) << 12) | ((b.get(i + 1) & 0x3F) << 6) | (b.get(i + 2) & 0x3F));
+        cs[n++] = (char) (((x & 0x0F) << 12) | ((bytes[i + 1] & 0x3F) << 6) | (bytes[i + 2] & 0x3F));
         i += 3;
       }
     }
