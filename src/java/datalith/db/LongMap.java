@@ -66,6 +66,18 @@ public final class LongMap<V> {
     return size;
   }
 
+  /** The keys, in no particular order. */
+  public long[] keys() {
+    long[] out = new long[size];
+    int n = 0;
+    for (long k : keys) {
+      if (k != EMPTY) {
+        out[n++] = k;
+      }
+    }
+    return out;
+  }
+
   LongMap<V> copy() {
     LongMap<V> m = new LongMap<>(4);
     m.keys = keys.clone();

@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 public final class KeyBuilder {
   private final boolean direct;
   private ByteBuffer buf;
+  private ByteBuffer shared; // the view sharedView() re-points, a duplicate of buf
 
   /** A builder backed by a heap buffer: cheap to make, copied by the store when it seeks. */
   public KeyBuilder() {
@@ -52,6 +53,19 @@ public final class KeyBuilder {
     return buf.duplicate().flip();
   }
 
+  /**
+   * Like {@link #view()}, but the same buffer on every call (no allocation): valid until the
+   * next change to this builder or the next call.
+   */
+  public ByteBuffer sharedView() {
+    ByteBuffer v = shared;
+    if (v == null) {
+      v = buf.duplicate();
+      shared = v;
+    }
+    return v.clear().limit(buf.position());
+  }
+
   /** A copy of the bytes written so far. */
   public byte[] toBytes() {
     byte[] out = new byte[buf.position()];
@@ -66,6 +80,7 @@ public final class KeyBuilder {
       buf.flip();
       bigger.put(buf);
       buf = bigger;
+      shared = null;
     }
   }
 }

@@ -4,7 +4,6 @@ import clojure.lang.Keyword;
 import datalith.db.Attr;
 import datalith.db.Db;
 import datalith.db.IndexScan;
-import datalith.db.LongMap;
 import datalith.db.Snapshot;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
@@ -225,7 +224,7 @@ final class DbPattern {
    * {@code entities} (null: no such filter).
    */
   long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
-      LongMap<Boolean> entities) {
+      IdSet entities) {
     return scan(s, given, sink, limit, range, entities, null);
   }
 
@@ -236,6 +235,8 @@ final class DbPattern {
   static final class Reuse implements AutoCloseable {
     private final java.util.EnumMap<Index, IndexScan> scans = new java.util.EnumMap<>(Index.class);
     private final KeyBuilder kb = new KeyBuilder(true);
+    private Object[] known; // scan()'s arrays, made once for all the join's scans
+    private Object[] out;
 
     @Override
     public void close() {
@@ -248,12 +249,21 @@ final class DbPattern {
 
   /** Like the other scans, reusing {@code reuse}'s open scans when it is not null. */
   long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
-      LongMap<Boolean> entities, Reuse reuse) {
+      IdSet entities, Reuse reuse) {
     if (impossible) {
       return 0;
     }
     // effective known values per position
-    Object[] known = constAt.clone();
+    Object[] known;
+    if (reuse == null) {
+      known = constAt.clone();
+    } else {
+      if (reuse.known == null) {
+        reuse.known = new Object[constAt.length];
+      }
+      known = reuse.known;
+      System.arraycopy(constAt, 0, known, 0, constAt.length);
+    }
     if (given != null) {
       for (int i = 0; i < 5; i++) {
         if (varAt[i] >= 0 && given[varAt[i]] != null) {
@@ -359,7 +369,15 @@ final class DbPattern {
     Object vWanted = vInKey ? null : known[V];
     Object txWanted = known[TX];
     Object addedWanted = known[ADDED];
-    Object[] out = new Object[vars.length];
+    Object[] out;
+    if (reuse == null) {
+      out = new Object[vars.length];
+    } else {
+      if (reuse.out == null || reuse.out.length != vars.length) {
+        reuse.out = new Object[vars.length];
+      }
+      out = reuse.out;
+    }
     long n = 0;
     IndexScan scan;
     boolean reused = reuse != null && seek == null && upper == null;
@@ -369,7 +387,7 @@ final class DbPattern {
         scan = db.scan(s, index, kb.view());
         reuse.scans.put(index, scan);
       } else {
-        scan.restart(kb.view());
+        scan.restart(kb.sharedView());
       }
     } else {
       scan = db.scanRange(s, index, kb.view(), seek, upper);
@@ -379,7 +397,7 @@ final class DbPattern {
     }
     try {
       while (n < limit && scan.next()) {
-        if (entities != null && entities.get(scan.e()) == null) {
+        if (entities != null && !entities.contains(scan.e())) {
           continue;
         }
         if (!eInKey && e != null && scan.e() != e) {

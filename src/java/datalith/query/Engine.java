@@ -527,39 +527,55 @@ public final class Engine {
     int[] keyCols = r.cols(boundVars);
     // distinct rows bound on every column have as many distinct keys as rows
     boolean keyPerRow = r.distinct && keyCols.length == r.vars.length;
-    Map<Object, Object> groups = keyPerRow ? null : groupRows(r, keyCols);
-    long distinctKeys = groups == null ? r.rows.size() : groups.size();
+    // rows by key: one long column is grouped without boxing keys again or hashing objects
+    LongMap<Object> longGroups = null;
+    Map<Object, Object> groups = null;
+    if (!keyPerRow) {
+      longGroups = keyCols.length == 1 ? groupLongs(r, keyCols[0]) : null;
+      groups = longGroups == null ? groupRows(r, keyCols) : null;
+    }
+    long distinctKeys = longGroups != null ? longGroups.size()
+        : groups != null ? groups.size() : r.rows.size();
     // a seek costs about as much as scanning LOOKUP_COST datoms
-    if (distinctKeys * LOOKUP_COST >= dp.estimate(s, range)
-        && !namesEntities(r, dp, boundVars)) {
-      List<Object[]> rows = new ArrayList<>();
+    if (distinctKeys * LOOKUP_COST >= dp.estimate(s, range)) {
       // when the entity is bound, datoms of other entities are skipped before decoding
-      LongMap<Boolean> entities = null;
-      if (p.e() instanceof Variable ev && boundVars.contains(ev)) {
-        entities = new LongMap<>((int) distinctKeys);
-        int col = r.col(ev);
-        for (Object[] row : r.rows) {
-          // other values (strings, negative numbers, ...) name no entity; integers of any width do
-          Object k = Tuple.key(row[col]);
-          if (k instanceof Long id && id >= 0) {
-            entities.put(id, Boolean.TRUE);
-          }
+      IdSet entities = null;
+      Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
+      if (ev != null) {
+        entities = IdSet.ofColumn(r.rows, r.col(ev)); // null: an ident or lookup ref is bound
+      }
+      if ((ev == null || entities != null) && !namesEntities(r, dp, boundVars, ev)) {
+        List<Object[]> rows = new ArrayList<>();
+        dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range, entities);
+        Rel scanned = new Rel(dp.vars, rows, distinct);
+        if (entities != null && r.vars.length == 1) {
+          // r is a set of entities, which the scan kept to: the join is the scan
+          ctx.add(scanned);
+        } else {
+          ctx.add(Rel.join(r, scanned, deadline));
         }
+        return "hash-join-" + dp.lastIndexName();
       }
-      dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range, entities);
-      Rel scanned = new Rel(dp.vars, rows, distinct);
-      if (entities != null && r.vars.length == 1) {
-        // r is a set of entities, which the scan kept to: the join is the scan
-        ctx.add(scanned);
-      } else {
-        ctx.add(Rel.join(r, scanned, deadline));
+    }
+    // index-lookup join: one prefix scan per distinct binding of the bound variables, in
+    // ascending order when the bindings are ids, so that the scans move forward through the index
+    List<Object> ordered; // the rows of each binding: one row (Object[]) or a Rel.RowList
+    if (longGroups == null && groups == null && keyCols.length == 1) {
+      longGroups = groupLongs(r, keyCols[0]);
+    }
+    if (longGroups != null) {
+      long[] keys = longGroups.keys();
+      IdSet.sortDistinct(keys);
+      ordered = new ArrayList<>(keys.length);
+      for (long k : keys) {
+        ordered.add(longGroups.get(k));
       }
-      return "hash-join-" + dp.lastIndexName();
+    } else {
+      if (groups == null) {
+        groups = groupRows(r, keyCols);
+      }
+      ordered = new ArrayList<>(groups.values());
     }
-    if (groups == null) {
-      groups = groupRows(r, keyCols);
-    }
-    // index-lookup join: one prefix scan per distinct binding of the bound variables
     int[] givenPos = new int[boundVars.size()];
     for (int i = 0; i < givenPos.length; i++) {
       givenPos[i] = indexOf(dp.vars, boundVars.get(i));
@@ -582,19 +598,11 @@ public final class Engine {
     List<Object[]> out = new ArrayList<>();
     Object[] given = new Object[dp.vars.length];
     int count = 0;
-    Collection<Object> keys = groups.keySet();
-    if (keyCols.length == 1 && allLongs(keys)) {
-      // ascending ids seek forward through the index, mostly within the page at hand
-      List<Object> sorted = new ArrayList<>(keys);
-      sorted.sort((x, y) -> Long.compare((Long) x, (Long) y));
-      keys = sorted;
-    }
     try (DbPattern.Reuse reuse = new DbPattern.Reuse()) {
-      for (Object k : keys) {
+      for (Object g : ordered) {
         if ((++count & 1023) == 0) {
           deadline.check();
         }
-        Object g = groups.get(k);
         Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);
         java.util.Arrays.fill(given, null);
         for (int i = 0; i < givenPos.length; i++) {
@@ -624,21 +632,30 @@ public final class Engine {
     return groups;
   }
 
-  private static boolean allLongs(Collection<Object> xs) {
-    for (Object x : xs) {
-      if (!(x instanceof Long)) {
-        return false;
+  /** Like {@link #groupRows} on the one column {@code col}; null unless it holds only longs. */
+  private static LongMap<Object> groupLongs(Rel r, int col) {
+    LongMap<Object> groups = new LongMap<>(r.rows.size());
+    for (Object[] row : r.rows) {
+      if (!(row[col] instanceof Long k)) {
+        return null;
       }
+      Object old = groups.get(k);
+      groups.put(k, old == null ? row : Rel.addRow(old, row));
     }
-    return true;
+    return groups;
   }
 
   /**
    * Whether a bound value is an ident or lookup ref where {@code dp} reads an id (entity,
    * attribute or ref value position): only the index-lookup join resolves those, not the hash join.
+   * Variable {@code checked} (may be null) is not looked at again.
    */
-  private static boolean namesEntities(Rel r, DbPattern dp, List<Variable> boundVars) {
+  private static boolean namesEntities(Rel r, DbPattern dp, List<Variable> boundVars,
+      Variable checked) {
     for (Variable v : boundVars) {
+      if (v == checked) {
+        continue;
+      }
       int pos = dp.positionOf(v);
       if (pos > 2 || pos == 2 && (dp.constAttr() == null || !dp.constAttr().isRef())) {
         continue;
