@@ -127,6 +127,25 @@
           (is (= (set (for [i ids] [(mod (* i 7) 1000)]))
                  (d/q '[:find ?s :with ?e :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]] db ids))))))))
 
+(deftest hash-joins-keep-to-bound-entities
+  (each-store [conn {:schema schema}]
+    (load! conn)
+    (let [db (d/db conn)
+          q '[:find ?e ?name :in $ [?e ...] :where [?e :item/name ?name]]
+          ids (vec (sort (d/q '[:find [?e ...] :where [?e :item/id]] db)))
+          named (fn [es] (set (for [e es] [e (:item/name (d/pull db [:item/name] e))])))
+          bound (fn [xs] [(method-of q '[?e :item/name ?name] db xs) (d/q q db xs)])]
+      (testing "ids close together (a bitmap), as ints or longs, with values that name no entity"
+        (let [some-ids (take-nth 2 ids)]
+          (is (= [:hash-join-aevt (named some-ids)]
+                 (bound (concat some-ids [-4 "x" 2.5]))))
+          (is (= [:hash-join-aevt (named some-ids)]
+                 (bound (map int some-ids))))))
+      (testing "ids far apart (a hash set)"
+        (let [some-ids (take-nth 3 ids)]
+          (is (= [:hash-join-aevt (named some-ids)]
+                 (bound (concat some-ids [(bit-shift-left 1 50) Long/MAX_VALUE])))))))))
+
 (deftest plans-follow-the-data
   (testing "a cached plan is made again once a source has grown fourfold"
     (each-store [conn {:schema {:t/a {:db/valueType :db.type/long}
