@@ -149,6 +149,33 @@ final class LmdbCursor implements Cursor {
     lmdbKey = ReadOnlyBufferProxy.base(c.key());
   }
 
+  // LMDB 0.9's MDB_cursor (mdb.c) on a 64-bit system: four pointers, an unsigned int (padded
+  // to 8 bytes) and three more pointers, then mc_snum and mc_top (u16), mc_flags (u32), the page
+  // stack mc_pg[32] and the index stack mc_ki[32] (u16): mc_ki[mc_top] is its place on its leaf.
+  private static final int MC_TOP = 66;
+  private static final int MC_PG = 72;
+  private static final int MC_KI = MC_PG + 8 * 32;
+
+  /**
+   * Like {@link #sync} before LMDB steps off the page: when LMDB's cursor is found where it was
+   * left (its leaf page is this page and its index there is lmdbIndex), moving it along its page
+   * is writing the current index into it, as LMDB's own step within a page does.
+   */
+  private void syncToStep(org.lmdbjava.Cursor<ByteBuffer> c) {
+    long a = slot.address;
+    if (page != 0 && index != lmdbIndex && a != 0 && Long.BYTES == 8) {
+      int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
+      if (top < 32 && ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * top) == page
+          && ReadOnlyBufferProxy.nativeShort(a + MC_KI + 2L * top) == lmdbIndex) {
+        ReadOnlyBufferProxy.putNativeShort(a + MC_KI + 2L * top, index);
+        lmdbIndex = index;
+        lmdbKey = key == slot.keyView ? ReadOnlyBufferProxy.base(key) : lmdbKey;
+        return;
+      }
+    }
+    sync(c);
+  }
+
   @Override
   public boolean seek(ByteBuffer key) {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
@@ -228,7 +255,7 @@ final class LmdbCursor implements Cursor {
       return at(index + 1);
     }
     try {
-      sync(c);
+      syncToStep(c);
       return moved(c.next(), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot move to the next key", e);
@@ -245,7 +272,7 @@ final class LmdbCursor implements Cursor {
       return at(index - 1);
     }
     try {
-      sync(c);
+      syncToStep(c);
       return moved(c.prev(), c);
     } catch (LmdbException e) {
       throw txn.failure("Cannot move to the previous key", e);

@@ -24,6 +24,7 @@ final class LmdbReader {
     final ByteBuffer keyView = ReadOnlyBufferProxy.newView();
     final ByteBuffer valView = ReadOnlyBufferProxy.newView();
     final ByteBuffer nodeView = ReadOnlyBufferProxy.newView();
+    final long address; // of the cursor's MDB_cursor struct, 0 when unknown (see LmdbCursor)
     private int epoch; // the reader epoch the cursor was last renewed in
     private boolean lent;
 
@@ -31,6 +32,7 @@ final class LmdbReader {
       this.db = db;
       this.cursor = cursor;
       this.epoch = epoch;
+      this.address = addressOf(cursor);
     }
 
     /** Positions at the first key >= {@code key}, for keys of any length. */
@@ -57,6 +59,26 @@ final class LmdbReader {
       ReadOnlyBufferProxy.detach(keyView);
       ReadOnlyBufferProxy.detach(valView);
       ReadOnlyBufferProxy.detach(nodeView);
+    }
+  }
+
+  private static final java.lang.reflect.Field PTR_CURSOR = ptrCursorField();
+
+  private static java.lang.reflect.Field ptrCursorField() {
+    try {
+      java.lang.reflect.Field f = Cursor.class.getDeclaredField("ptrCursor");
+      f.setAccessible(true);
+      return f.getType() == jnr.ffi.Pointer.class ? f : null;
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return null; // another lmdbjava: LmdbCursor syncs LMDB's cursor by seeking
+    }
+  }
+
+  private static long addressOf(Cursor<ByteBuffer> cursor) {
+    try {
+      return PTR_CURSOR == null ? 0 : ((jnr.ffi.Pointer) PTR_CURSOR.get(cursor)).address();
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return 0;
     }
   }
 

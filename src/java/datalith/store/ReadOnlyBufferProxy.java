@@ -24,6 +24,8 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
   // sun.misc.Unsafe through method handles: javac -Werror rejects naming the class.
   private static final MethodHandle GET_ADDRESS; // (long address) -> long
   private static final MethodHandle PUT_ADDRESS; // (long address, long value) -> void
+  private static final MethodHandle GET_SHORT; // (long address) -> short
+  private static final MethodHandle PUT_SHORT; // (long address, short value) -> void
   private static final MethodHandle GET_FIELD_LONG; // (Object, long offset) -> long
   private static final MethodHandle PUT_FIELD_LONG; // (Object, long offset, long) -> void
   private static final MethodHandle PUT_FIELD_INT; // (Object, long offset, int) -> void
@@ -41,6 +43,10 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
           MethodType.methodType(long.class, long.class)).bindTo(unsafe);
       PUT_ADDRESS = lookup.findVirtual(unsafeClass, "putLong",
           MethodType.methodType(void.class, long.class, long.class)).bindTo(unsafe);
+      GET_SHORT = lookup.findVirtual(unsafeClass, "getShort",
+          MethodType.methodType(short.class, long.class)).bindTo(unsafe);
+      PUT_SHORT = lookup.findVirtual(unsafeClass, "putShort",
+          MethodType.methodType(void.class, long.class, short.class)).bindTo(unsafe);
       GET_FIELD_LONG = lookup.findVirtual(unsafeClass, "getLong",
           MethodType.methodType(long.class, Object.class, long.class)).bindTo(unsafe);
       PUT_FIELD_LONG = lookup.findVirtual(unsafeClass, "putLong",
@@ -95,6 +101,33 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
     }
     buffer.clear();
     buffer.order(ByteOrder.BIG_ENDIAN);
+  }
+
+  /** The native-order long at {@code address}, which must be readable native memory. */
+  static long nativeLong(long address) {
+    try {
+      return (long) GET_ADDRESS.invokeExact(address);
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /** The native-order unsigned short at {@code address}, which must be readable native memory. */
+  static int nativeShort(long address) {
+    try {
+      return Short.toUnsignedInt((short) GET_SHORT.invokeExact(address));
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /** Writes a native-order short at {@code address}, which must be writable native memory. */
+  static void putNativeShort(long address, int value) {
+    try {
+      PUT_SHORT.invokeExact(address, (short) value);
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
   }
 
   /** The address of {@code buffer}'s first byte (position 0); it must be direct. */
