@@ -32,6 +32,16 @@ final class DbPattern {
     void accept(Object[] values);
   }
 
+  /** Receives the entity id of each match, for a pattern whose one variable is the entity. */
+  interface IdSink extends Sink {
+    void acceptId(long e);
+
+    @Override
+    default void accept(Object[] values) {
+      acceptId((Long) values[0]);
+    }
+  }
+
   final Pattern pattern;
   final Db db;
   /** The pattern's distinct variables, in position order. */
@@ -189,6 +199,12 @@ final class DbPattern {
         : constAttr != null && constAt[E] == null && constAt[V] == null ? db.stats().count(constAttr.id)
         : 16;
     return (int) Math.min(n + 1, 1 << 20);
+  }
+
+  /** Whether the pattern's one variable is its entity: its matches are ids, see {@link IdSink}. */
+  boolean bindsOnlyEntity() {
+    return vars.length == 1 && varAt[E] == 0 && varAt[A] < 0 && varAt[V] < 0 && varAt[TX] < 0
+        && varAt[ADDED] < 0;
   }
 
   /** The pattern's attribute when it is a constant, else null. */
@@ -395,6 +411,7 @@ final class DbPattern {
     if (sink == null) {
       scan.limitEntries(limit); // a count: as-of and since views may hide most entries
     }
+    IdSink idSink = sink instanceof IdSink ids && bindsOnlyEntity() ? ids : null;
     try {
       while (n < limit && scan.next()) {
         if (entities != null && !entities.contains(scan.e())) {
@@ -418,7 +435,12 @@ final class DbPattern {
         if (range != null && !range.contains(scan.v())) {
           continue;
         }
-        if (!fill(scan, out)) {
+        if (idSink != null) {
+          n++;
+          idSink.acceptId(scan.e());
+          continue;
+        }
+        if (!fill(scan, out, eInKey ? e : null)) {
           continue;
         }
         n++;
@@ -460,8 +482,11 @@ final class DbPattern {
     }
   }
 
-  /** Writes the datom's values into {@code out}; false when a repeated variable disagrees. */
-  private boolean fill(IndexScan scan, Object[] out) {
+  /**
+   * Writes the datom's values into {@code out}; false when a repeated variable disagrees. {@code e}
+   * is the entity every key of the scan holds (its boxed id, reused), or null.
+   */
+  private boolean fill(IndexScan scan, Object[] out, Long e) {
     java.util.Arrays.fill(out, null);
     for (int i = 0; i < 5; i++) {
       int idx = varAt[i];
@@ -470,7 +495,7 @@ final class DbPattern {
       }
       Object val;
       switch (i) {
-        case E: val = scan.e(); break;
+        case E: val = e != null ? e : (Object) scan.e(); break; // e: the id every key holds
         case A: val = scan.aid(); break;
         case V: val = scan.v(); break;
         case TX: val = scan.tx(); break;

@@ -47,6 +47,7 @@ import datalith.query.parser.SrcVar;
 import datalith.query.parser.Term;
 import datalith.query.parser.Variable;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -518,6 +519,13 @@ public final class Engine {
     }
     boolean distinct = dp.distinctRows();
     if (boundVars.isEmpty()) {
+      if (dp.bindsOnlyEntity()) {
+        // a set of entities: kept as longs (Rel.IdRows)
+        IdCollector ids = new IdCollector(dp.sizeHint());
+        dp.scan(s, null, ids, Long.MAX_VALUE, range);
+        ctx.joinIn(new Rel(dp.vars, new Rel.IdRows(ids.ids, ids.n), distinct), deadline);
+        return "scan-" + dp.lastIndexName();
+      }
       List<Object[]> rows = new ArrayList<>(dp.sizeHint());
       dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range);
       ctx.joinIn(new Rel(dp.vars, rows, distinct), deadline);
@@ -621,6 +629,24 @@ public final class Engine {
     }
     ctx.add(new Rel(outVars, out, r.distinct && distinct));
     return "lookup-join-" + dp.lastIndexName();
+  }
+
+  /** The ids of a scan's matches, in a growing array. */
+  private static final class IdCollector implements DbPattern.IdSink {
+    long[] ids;
+    int n;
+
+    IdCollector(int capacity) {
+      ids = new long[Math.max(16, capacity)];
+    }
+
+    @Override
+    public void acceptId(long e) {
+      if (n == ids.length) {
+        ids = Arrays.copyOf(ids, n * 2);
+      }
+      ids[n++] = e;
+    }
   }
 
   /** The rows of {@code r} by their key at {@code keyCols}: one row (Object[]) or a Rel.RowList. */
@@ -747,27 +773,49 @@ public final class Engine {
     return matchTerms(p.terms(), (Collection<?>) src);
   }
 
-  private Object[] args(List<Term> terms, Object[] row, Rel r, Scope scope) {
-    Object[] out = new Object[terms.size()];
-    for (int i = 0; i < out.length; i++) {
-      Term t = terms.get(i);
-      if (t instanceof Variable v) {
-        out[i] = row[r.col(v)];
-      } else if (t instanceof Constant c) {
-        out[i] = c.value();
-      } else if (t instanceof SrcVar s) {
-        out[i] = scope.source(s);
+  /**
+   * The arguments of a call, read from each row of {@code r}: the columns of its variables are
+   * found once, and with four arguments or fewer, which {@link Functions#call} passes one by one,
+   * one array serves every row.
+   */
+  private static final class Args {
+    private final int[] cols; // per argument, its column in r, or -1 for a constant or source
+    private final Object[] fixed; // the constants and sources in place
+    private final boolean shared;
+
+    Args(List<Term> terms, Rel r, Scope scope) {
+      cols = new int[terms.size()];
+      fixed = new Object[terms.size()];
+      for (int i = 0; i < cols.length; i++) {
+        Term t = terms.get(i);
+        cols[i] = t instanceof Variable v ? r.col(v) : -1;
+        if (t instanceof Constant c) {
+          fixed[i] = c.value();
+        } else if (t instanceof SrcVar src) {
+          fixed[i] = scope.source(src);
+        }
       }
+      shared = cols.length <= 4;
     }
-    return out;
+
+    Object[] of(Object[] row) {
+      Object[] out = shared ? fixed : fixed.clone();
+      for (int i = 0; i < cols.length; i++) {
+        if (cols[i] >= 0) {
+          out[i] = row[cols[i]];
+        }
+      }
+      return out;
+    }
   }
 
   private void evalPredicate(Ctx ctx, Predicate p, Scope scope) {
     IFn f = Functions.resolve(p.fn());
     Rel r = ctx.take(new ArrayList<>(p.vars()), deadline);
+    Args args = new Args(p.args(), r, scope);
     List<Object[]> out = new ArrayList<>();
     for (Object[] row : r.rows) {
-      if (RT.booleanCast(Functions.call(f, p.fn(), args(p.args(), row, r, scope)))) {
+      if (RT.booleanCast(Functions.call(f, p.fn(), args.of(row)))) {
         out.add(row);
       }
     }
@@ -795,8 +843,9 @@ public final class Engine {
     }
     Rel shape = new Rel(vars, null);
     List<Object[]> out = new ArrayList<>();
+    Args args = new Args(fb.args(), r, scope);
     for (Object[] row : r.rows) {
-      Object result = Functions.call(f, fb.fn(), args(fb.args(), row, r, scope));
+      Object result = Functions.call(f, fb.fn(), args.of(row));
       if (result == null) {
         continue;
       }

@@ -27,10 +27,11 @@ final class IdSet {
    * ident or lookup ref, which only an index-lookup join resolves.
    */
   static IdSet ofColumn(List<Object[]> rows, int col) {
+    if (rows instanceof Rel.IdRows idRows) {
+      return of(idRows.ids(), idRows.size());
+    }
     long[] ids = new long[Math.max(16, rows.size())];
     int n = 0;
-    long lo = Long.MAX_VALUE;
-    long hi = Long.MIN_VALUE;
     for (Object[] row : rows) {
       Object x = row[col];
       long id;
@@ -43,12 +44,20 @@ final class IdSet {
       } else {
         continue;
       }
-      if (id < 0) {
-        continue;
+      if (id >= 0) {
+        ids[n++] = id;
       }
-      ids[n++] = id;
-      lo = Math.min(lo, id);
-      hi = Math.max(hi, id);
+    }
+    return of(ids, n);
+  }
+
+  /** The first {@code n} of {@code ids}, which are not negative. */
+  private static IdSet of(long[] ids, int n) {
+    long lo = Long.MAX_VALUE;
+    long hi = Long.MIN_VALUE;
+    for (int i = 0; i < n; i++) {
+      lo = Math.min(lo, ids[i]);
+      hi = Math.max(hi, ids[i]);
     }
     if (n == 0) {
       return new IdSet(0, new long[0], null);

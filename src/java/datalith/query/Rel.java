@@ -35,6 +35,45 @@ final class Rel {
     return new Rel(vars, rows, distinct);
   }
 
+  /**
+   * The rows of a one-column relation of entity ids, held as longs: a hash join that only
+   * filters its scan by them ({@link IdSet}) reads the ids without a row or a box for each. Any
+   * other use makes the rows, once.
+   */
+  static final class IdRows extends java.util.AbstractList<Object[]> implements java.util.RandomAccess {
+    private final long[] ids;
+    private final int size;
+    private Object[][] made; // the rows, once asked for
+
+    IdRows(long[] ids, int size) {
+      this.ids = ids;
+      this.size = size;
+    }
+
+    /** The ids: the first {@link #size()} longs; not to be changed. */
+    long[] ids() {
+      return ids;
+    }
+
+    @Override
+    public int size() {
+      return size;
+    }
+
+    @Override
+    public Object[] get(int i) {
+      Object[][] m = made;
+      if (m == null) {
+        m = new Object[size][];
+        for (int j = 0; j < size; j++) {
+          m[j] = new Object[] {ids[j]};
+        }
+        made = m;
+      }
+      return m[java.util.Objects.checkIndex(i, size)];
+    }
+  }
+
   /** The relation with one empty row: the identity of joins. */
   static Rel unit() {
     List<Object[]> rows = new ArrayList<>(1);
