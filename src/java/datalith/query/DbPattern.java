@@ -53,6 +53,7 @@ final class DbPattern {
   /** A constant that can match nothing (unknown ident, missing lookup ref, wrong type). */
   private boolean impossible;
   private Attr constAttr;
+  private boolean valueOrder; // see preferValueOrder
 
   /** The index the last scan used, for explain. */
   private Index lastIndex;
@@ -375,7 +376,7 @@ final class DbPattern {
         upper = new KeyBuilder().putLong(attr.id).put(hi).put(MAX_SUFFIX).view();
       }
     } else if (attr != null) {
-      index = Index.AEVT;
+      index = valueOrder ? Index.AVET : Index.AEVT;
       kb.putLong(attr.id);
       aInKey = true;
     } else {
@@ -471,6 +472,14 @@ final class DbPattern {
    * needs only that the matches are distinct; a variable that occurs twice in
    * the pattern is read all the same.
    */
+  /**
+   * Makes a scan of the whole attribute (nothing else bound) run in value order (AVET) rather
+   * than entity order (AEVT): each value's datoms then come together, as grouping by it wants.
+   */
+  void preferValueOrder() {
+    valueOrder = true;
+  }
+
   void leaveUnread(java.util.Collection<Variable> vs) {
     unread = new boolean[vars.length];
     for (int i = 0; i < vars.length; i++) {

@@ -1756,6 +1756,11 @@ public final class Engine {
       return null; // the rows of the needed variables must be the scan's distinct rows
     }
     Grouper grouper = new Grouper(dp.vars, els);
+    for (FindElement el : els) {
+      if (el instanceof FindVar fv && fv.var() == p.v()) {
+        dp.preferValueOrder(); // grouped by the value: each group's datoms together
+      }
+    }
     if (!grouper.keepRows) {
       // only counts: the counted and :with variables matter only as distinct datoms
       Set<Variable> unread = new java.util.HashSet<>(needed);
