@@ -414,41 +414,8 @@ final class DbPattern {
     }
     IdSink idSink = sink instanceof IdSink ids && bindsOnlyEntity() ? ids : null;
     try {
-      while (n < limit && scan.next()) {
-        if (entities != null && !entities.contains(scan.e())) {
-          continue;
-        }
-        if (!eInKey && e != null && scan.e() != e) {
-          continue;
-        }
-        if (!aInKey && attr != null && scan.aid() != attr.id) {
-          continue;
-        }
-        if (vWanted != null && !Tuple.same(scan.v(), vWanted)) {
-          continue;
-        }
-        if (txWanted != null && !(txWanted instanceof Number t && t.longValue() == scan.tx())) {
-          continue;
-        }
-        if (addedWanted != null && !addedWanted.equals(scan.added())) {
-          continue;
-        }
-        if (range != null && !range.contains(scan.v())) {
-          continue;
-        }
-        if (idSink != null) {
-          n++;
-          idSink.acceptId(scan.e());
-          continue;
-        }
-        if (!fill(scan, out, eInKey ? e : null)) {
-          continue;
-        }
-        n++;
-        if (sink != null) {
-          sink.accept(out);
-        }
-      }
+      n = drain(scan, limit, sink, idSink, out, entities, eInKey ? e : null, eInKey ? null : e,
+          aInKey ? null : attr, vWanted, txWanted, addedWanted, range);
       if (scan.overBudget()) {
         n = limit;
       }
@@ -472,6 +439,53 @@ final class DbPattern {
    * needs only that the matches are distinct; a variable that occurs twice in
    * the pattern is read all the same.
    */
+  /**
+   * The matches of {@code scan}, given to the sinks: the scan loop on its own, small enough for
+   * the JIT to compile with the scan's steps inlined. {@code keyE} is the entity every key holds;
+   * {@code e}, {@code attr} and the wanted values (each null when not wanted) are checked.
+   */
+  private long drain(IndexScan scan, long limit, Sink sink, IdSink idSink, Object[] out,
+      IdSet entities, Long keyE, Long e, Attr attr, Object vWanted, Object txWanted,
+      Object addedWanted, Range range) {
+    long n = 0;
+    while (n < limit && scan.next()) {
+      if (entities != null && !entities.contains(scan.e())) {
+        continue;
+      }
+      if (e != null && scan.e() != e) {
+        continue;
+      }
+      if (attr != null && scan.aid() != attr.id) {
+        continue;
+      }
+      if (vWanted != null && !Tuple.same(scan.v(), vWanted)) {
+        continue;
+      }
+      if (txWanted != null && !(txWanted instanceof Number t && t.longValue() == scan.tx())) {
+        continue;
+      }
+      if (addedWanted != null && !addedWanted.equals(scan.added())) {
+        continue;
+      }
+      if (range != null && !range.contains(scan.v())) {
+        continue;
+      }
+      if (idSink != null) {
+        n++;
+        idSink.acceptId(scan.e());
+        continue;
+      }
+      if (!fill(scan, out, keyE)) {
+        continue;
+      }
+      n++;
+      if (sink != null) {
+        sink.accept(out);
+      }
+    }
+    return n;
+  }
+
   /**
    * Makes a scan of the whole attribute (nothing else bound) run in value order (AVET) rather
    * than entity order (AEVT): each value's datoms then come together, as grouping by it wants.
