@@ -17,6 +17,11 @@
  * with absolute gets, or read a {@code duplicate()}; leave their position and limit alone.
  * Buffers passed to writes are copied before the call returns.
  *
+ * <p>Speed: a call into LMDB through JNR costs as much as reading a leaf page, so an LMDB cursor
+ * reads the leaf page it has landed on in Java, checking the page against LMDB 0.9's layout
+ * first: steps and seeks within the page never call LMDB, and crossing to the next page is one
+ * call (see {@link datalith.store.LmdbCursor}).
+ *
  * <p>Errors are {@code ex-info}s whose {@code :error} is {@code :store/lmdb},
  * {@code :store/map-full}, {@code :store/key-size} or {@code :store/option}; use after close
  * throws an {@link java.lang.IllegalStateException} whose {@code ex-data} has
