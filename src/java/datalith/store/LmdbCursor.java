@@ -14,7 +14,9 @@ import org.lmdbjava.LmdbException;
  * page, and seeks to keys the page holds, are done in Java from the map, and LMDB is called only
  * to cross to another page or seek elsewhere. A read transaction's pages never change, and every
  * page is checked against LMDB's layout before it is read this way; a page that does not match
- * (another LMDB version, a page of another kind) is left to LMDB.
+ * (another LMDB version, a page of another kind) is left to LMDB. LMDB's own cursor (its
+ * MDB_cursor struct) is read for its place on the page, and when it is found where it was left,
+ * moved along the page by writing its index, so that stepping off the page is one call.
  */
 final class LmdbCursor implements Cursor {
 
@@ -26,6 +28,12 @@ final class LmdbCursor implements Cursor {
   private static final int NODE_HEADER = 8;
   private static final int P_LEAF = 0x02;
   private static final int F_BIGDATA = 0x01;
+  // LMDB 0.9's MDB_cursor (mdb.c) on a 64-bit system: four pointers, an unsigned int (padded
+  // to 8 bytes) and three more pointers, then mc_snum and mc_top (u16), mc_flags (u32), the page
+  // stack mc_pg[32] and the index stack mc_ki[32] (u16): mc_ki[mc_top] is its place on its leaf.
+  private static final int MC_TOP = 66;
+  private static final int MC_PG = 72;
+  private static final int MC_KI = MC_PG + 8 * 32;
   // LMDB's page size is the system's; pages of this size are read in Java (on a system with
   // larger pages, such as 16 KiB on Apple silicon, LMDB does all the reading)
   private static final int SMALLEST_SYSTEM_PAGE = 4096;
@@ -100,7 +108,11 @@ final class LmdbCursor implements Cursor {
     }
     ByteBuffer pv = slot.pageView;
     int node = (int) (lmdbKey - page) - NODE_HEADER;
-    for (int i = 0; i < count; i++) {
+    // LMDB's cursor knows its place (mc_ki[mc_top]); else the node offsets are searched for it
+    int known = lmdbPlace();
+    int from = known >= 0 ? known : 0;
+    int to = known >= 0 ? known + 1 : count;
+    for (int i = from; i < to; i++) {
       if (Short.toUnsignedInt(pv.getShort(PAGE_HEADER + 2 * i)) == node) {
         if (Short.toUnsignedInt(pv.getShort(node + 6)) != key.limit()) {
           break;
@@ -112,6 +124,20 @@ final class LmdbCursor implements Cursor {
     }
     page = 0; // not the layout this reads: leave the page to LMDB
     return false;
+  }
+
+  /** LMDB's cursor's index on the page, read from its MDB_cursor when that is on it; else -1. */
+  private int lmdbPlace() {
+    long a = slot.address;
+    if (a == 0) {
+      return -1;
+    }
+    int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
+    if (top >= 32 || ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * top) != page) {
+      return -1;
+    }
+    int i = ReadOnlyBufferProxy.nativeShort(a + MC_KI + 2L * top);
+    return i < count ? i : -1;
   }
 
   /** The offset of node {@code i} on the page, checked to lie within it. */
@@ -149,29 +175,19 @@ final class LmdbCursor implements Cursor {
     lmdbKey = ReadOnlyBufferProxy.base(c.key());
   }
 
-  // LMDB 0.9's MDB_cursor (mdb.c) on a 64-bit system: four pointers, an unsigned int (padded
-  // to 8 bytes) and three more pointers, then mc_snum and mc_top (u16), mc_flags (u32), the page
-  // stack mc_pg[32] and the index stack mc_ki[32] (u16): mc_ki[mc_top] is its place on its leaf.
-  private static final int MC_TOP = 66;
-  private static final int MC_PG = 72;
-  private static final int MC_KI = MC_PG + 8 * 32;
-
   /**
    * Like {@link #sync} before LMDB steps off the page: when LMDB's cursor is found where it was
    * left (its leaf page is this page and its index there is lmdbIndex), moving it along its page
    * is writing the current index into it, as LMDB's own step within a page does.
    */
   private void syncToStep(org.lmdbjava.Cursor<ByteBuffer> c) {
-    long a = slot.address;
-    if (page != 0 && index != lmdbIndex && a != 0 && Long.BYTES == 8) {
+    if (page != 0 && index != lmdbIndex && lmdbPlace() == lmdbIndex) {
+      long a = slot.address;
       int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
-      if (top < 32 && ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * top) == page
-          && ReadOnlyBufferProxy.nativeShort(a + MC_KI + 2L * top) == lmdbIndex) {
-        ReadOnlyBufferProxy.putNativeShort(a + MC_KI + 2L * top, index);
-        lmdbIndex = index;
-        lmdbKey = key == slot.keyView ? ReadOnlyBufferProxy.base(key) : lmdbKey;
-        return;
-      }
+      ReadOnlyBufferProxy.putNativeShort(a + MC_KI + 2L * top, index);
+      lmdbIndex = index;
+      lmdbKey = ReadOnlyBufferProxy.base(key);
+      return;
     }
     sync(c);
   }
