@@ -371,9 +371,9 @@ public final class Codec {
       case T_BOOLEAN:
         return b.get(off + 1) != 0;
       case T_LONG:
-        return longAt(b, off + 1) ^ Long.MIN_VALUE;
+        return Bytes.longAt(b, off + 1) ^ Long.MIN_VALUE;
       case T_DOUBLE:
-        long bits = longAt(b, off + 1);
+        long bits = Bytes.longAt(b, off + 1);
         return Double.longBitsToDouble(bits < 0 ? bits ^ Long.MIN_VALUE : ~bits);
       case T_FLOAT:
         int fbits = intAt(b, off + 1);
@@ -383,9 +383,9 @@ public final class Codec {
       case T_BIGDEC:
         return Numeric.decodeBigDec(b, off);
       case T_INSTANT:
-        return new Date(longAt(b, off + 1) ^ Long.MIN_VALUE);
+        return new Date(Bytes.longAt(b, off + 1) ^ Long.MIN_VALUE);
       case T_UUID:
-        return new UUID(longAt(b, off + 1) ^ Long.MIN_VALUE, longAt(b, off + 9) ^ Long.MIN_VALUE);
+        return new UUID(Bytes.longAt(b, off + 1) ^ Long.MIN_VALUE, Bytes.longAt(b, off + 9) ^ Long.MIN_VALUE);
       case T_STRING:
         return Text.decodeString(b, off);
       case T_KEYWORD:
@@ -393,7 +393,7 @@ public final class Codec {
       case T_SYMBOL:
         return Text.decodeSymbol(b, off);
       case T_REF:
-        return longAt(b, off + 1);
+        return Bytes.longAt(b, off + 1);
       case T_BYTES:
         return Escaping.body(b, off + 1);
       case T_TUPLE:
@@ -516,8 +516,8 @@ public final class Codec {
     int n = Math.min(aLen, cLen);
     int i = 0;
     for (; i + 8 <= n; i += 8) {
-      long x = longAt(b, aOff + i);
-      long y = longAt(c, cOff + i);
+      long x = Bytes.longAt(b, aOff + i);
+      long y = Bytes.longAt(c, cOff + i);
       if (x != y) {
         return Long.compareUnsigned(x, y);
       }
@@ -530,11 +530,6 @@ public final class Codec {
       }
     }
     return aLen - cLen;
-  }
-
-  // the big-endian long at index i, whatever b's byte order
-  private static long longAt(ByteBuffer b, int i) {
-    return Bytes.longAt(b, i);
   }
 
   private static int intAt(ByteBuffer b, int i) {

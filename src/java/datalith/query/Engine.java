@@ -186,7 +186,8 @@ public final class Engine {
   /** For each database source, by name, the base-4 magnitude of its datom count. */
   private List<Object> sizeClasses() {
     List<Object> out = new ArrayList<>();
-    for (Map.Entry<String, Object> e : new java.util.TreeMap<>(sources).entrySet()) {
+    // a query form names its sources in one order, which the map keeps
+    for (Map.Entry<String, Object> e : sources.entrySet()) {
       if (e.getValue() instanceof Db db) {
         out.add(e.getKey());
         out.add((64 - Long.numberOfLeadingZeros(db.stats().total())) / 2);
@@ -1334,17 +1335,24 @@ public final class Engine {
           }
         }
         Rel res = sub.take(want, deadline);
+        // per pair position: its column in res, or -1 for a constant argument (in consts)
+        int[] cols = new int[2 * k];
+        Object[] consts = new Object[2 * k];
+        for (int j = 0; j < k; j++) {
+          cols[j] = res.col(origin[j]);
+        }
+        int at = k;
+        for (int i = 0; i < input.length; i++) {
+          if (input[i]) {
+            Term arg = call.args().get(i);
+            cols[at] = arg instanceof Constant c ? -1 : res.col((Variable) arg);
+            consts[at++] = arg instanceof Constant c ? c.value() : null;
+          }
+        }
         for (Object[] row : res.rows) {
           Object[] pair = new Object[2 * k];
-          for (int j = 0; j < k; j++) {
-            pair[j] = row[res.col(origin[j])];
-          }
-          int j = k;
-          for (int i = 0; i < input.length; i++) {
-            if (input[i]) {
-              Term arg = call.args().get(i);
-              pair[j++] = arg instanceof Constant c ? c.value() : row[res.col((Variable) arg)];
-            }
+          for (int j = 0; j < pair.length; j++) {
+            pair[j] = cols[j] >= 0 ? row[cols[j]] : consts[j];
           }
           if (seen.add(new Tuple(pair))) {
             next.add(pair);
@@ -1367,19 +1375,16 @@ public final class Engine {
       List<Variable> want = new ArrayList<>(List.of(origin));
       want.addAll(body.vars());
       Rel res = sub.take(want, deadline);
-      for (Object[] row : res.rows) {
-        Object[] full = new Object[input.length];
-        int j = 0;
-        boolean ok = true;
-        for (int i = 0; i < input.length; i++) {
-          int col = res.col(input[i] ? origin[j++] : body.vars().get(i));
-          ok &= col >= 0;
-          full[i] = col >= 0 ? row[col] : null;
-        }
-        if (!ok) {
+      int[] cols = new int[input.length];
+      int j = 0;
+      for (int i = 0; i < input.length; i++) {
+        cols[i] = res.col(input[i] ? origin[j++] : body.vars().get(i));
+        if (cols[i] < 0) {
           throw headUnbound(body);
         }
-        table.add(new Tuple(full));
+      }
+      for (Object[] row : res.rows) {
+        table.add(new Tuple(Rel.values(row, cols)));
       }
     }
   }
