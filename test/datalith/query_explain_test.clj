@@ -122,6 +122,16 @@
 
           '[:find ?e :in $ ?name :where [?e :item/name ?name]]
           ["item-9"] '[?e :item/name ?name] :lookup-join-avet))
+      (testing "bound entities are looked up while few; once they are more than one in twenty of
+                the attribute's datoms, one scan kept to them meets them all"
+        (let [es (vec (sort (d/q '[:find [?e ...] :where [?e :item/id]] db)))
+              q '[:find ?e ?s :in $ [?e ...] :where [?e :item/score ?s]]
+              scores (fn [xs] (set (for [e xs] [e (:item/score (d/pull db [:item/score] e))])))]
+          (are [k method] (let [xs (take-nth 7 (take (* 7 k) es))]
+                            (= [method (scores xs)]
+                               [(method-of q '[?e :item/score ?s] db xs) (d/q q db xs)]))
+            100 :lookup-join-aevt
+            200 :hash-join-aevt)))
       (testing "the lookups find the same rows a scan does"
         (let [ids (range 0 3000 7)]
           (is (= (set (for [i ids] [(mod (* i 7) 1000)]))
