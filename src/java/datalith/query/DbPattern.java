@@ -435,11 +435,6 @@ final class DbPattern {
   private boolean[] unread;
 
   /**
-   * Makes later scans leave {@code vs}' values null, unread, where the caller
-   * needs only that the matches are distinct; a variable that occurs twice in
-   * the pattern is read all the same.
-   */
-  /**
    * The matches of {@code scan}, given to the sinks: the scan loop on its own, small enough for
    * the JIT to compile with the scan's steps inlined. {@code keyE} is the entity every key holds;
    * {@code e}, {@code attr} and the wanted values (each null when not wanted) are checked.
@@ -494,6 +489,11 @@ final class DbPattern {
     valueOrder = true;
   }
 
+  /**
+   * Makes later scans leave {@code vs}' values null, unread, where the caller
+   * needs only that the matches are distinct; a variable that occurs twice in
+   * the pattern is read all the same.
+   */
   void leaveUnread(java.util.Collection<Variable> vs) {
     unread = new boolean[vars.length];
     for (int i = 0; i < vars.length; i++) {
