@@ -32,6 +32,24 @@
      :ops-per-s (/ n (/ elapsed-ns 1e9))
      :n n}))
 
+(defn settle!
+  "Waits until this JVM has been nearly idle for two windows of 200 ms in a row
+  (under 5% of one core: the background indexing, JIT compilation and GC that
+  follow a bulk load), or until max-ms have passed; returns the ms waited. Run
+  before timed reads, so that no system is timed while another one is busy."
+  [max-ms]
+  (let [os (ManagementFactory/getOperatingSystemMXBean)
+        cpu-ns #(.getProcessCpuTime ^com.sun.management.OperatingSystemMXBean os)
+        t0 (System/nanoTime)
+        give-up (+ t0 (* (long max-ms) 1000000))]
+    (loop [quiet 0]
+      (if (or (= quiet 2) (> (System/nanoTime) give-up))
+        (quot (- (System/nanoTime) t0) 1000000)
+        (let [c0 (cpu-ns) w0 (System/nanoTime)
+              _ (Thread/sleep 200)
+              busy (/ (double (- (cpu-ns) c0)) (- (System/nanoTime) w0))]
+          (recur (if (< busy 0.05) (inc quiet) 0)))))))
+
 (defn measure
   "Calls (f arg) cycling through `args`: for warmup-ms untimed (at least 5
   calls), then `reps` timed calls, stopping early once max-ms have passed

@@ -72,6 +72,13 @@
 
 (defn- log [& xs] (binding [*out* *err*] (apply println xs) (flush)))
 
+(defn- settled!
+  "Waits up to max-ms for this JVM to go quiet before timing `what`; logs a wait of over a second."
+  [max-ms what]
+  (let [ms (harness/settle! max-ms)]
+    (when (> ms 1000)
+      (log (format "  (waited %.1f s for the JVM to go quiet before %s)" (/ ms 1000.0) what)))))
+
 (defn- show-diff [expected got]
   (if (and (set? expected) (set? got))
     (str "expected " (count expected) " rows, got " (count got)
@@ -196,17 +203,20 @@
           (swap! revs assoc sname (ops/reverse-ids (:ids res)))
           (system/prepare! s (ops/system-points pts res))))
       (System/gc)
+      (settled! 120000 "the reads")
       (doseq [op system/read-ops
               s systems
               :let [sname (system/system-name s)]]
         (if-let [problem (check s (@revs sname) expect op (args op))]
           (do (log "  MISMATCH" problem)
               (swap! mismatches conj problem))
-          (row! s (name op)
-                (harness/measure #(system/run-op s nil op %) (args op) opts))))
+          (do (settled! 5000 (str sname " " (name op)))
+              (row! s (name op)
+                    (harness/measure #(system/run-op s nil op %) (args op) opts)))))
       (doseq [kind [:point :mix]
               threads (:threads opts)
               s systems]
+        (settled! 5000 (str (system/system-name s) " readers"))
         (row! s (str "read-" (name kind) "-" threads "t")
               (harness/measure-threads (readers-op s kind args) threads
                                        {:warmup-ms (quot (long (:read-ms opts)) 3)
