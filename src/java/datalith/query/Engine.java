@@ -1599,7 +1599,8 @@ public final class Engine {
     }
     List<Object[]> out = new ArrayList<>(proj.rows.size());
     // without :with, every variable of proj is found, so its distinct rows stay distinct
-    Set<Object> seen = query.with().isEmpty() ? null : new java.util.HashSet<>();
+    Set<Object> seen = query.with().isEmpty() ? null
+        : new java.util.HashSet<>(Math.max(16, proj.rows.size() * 4 / 3 + 1));
     for (Object[] row : proj.rows) {
       if (seen == null || seen.add(Tuple.key(row, cols))) {
         out.add(Rel.values(row, cols));

@@ -121,8 +121,8 @@ final class Rel {
       }
       return new Rel(outVars, out, true);
     }
-    Set<Object> seen = new HashSet<>();
-    List<Object[]> out = new ArrayList<>();
+    Set<Object> seen = new HashSet<>(Math.max(16, rows.size() * 4 / 3 + 1));
+    List<Object[]> out = new ArrayList<>(rows.size());
     for (Object[] row : rows) {
       if (seen.add(Tuple.key(row, cols))) {
         out.add(values(row, cols));
