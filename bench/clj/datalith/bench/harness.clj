@@ -51,18 +51,25 @@
           (recur (if (< busy 0.05) (inc quiet) 0)))))))
 
 (defn measure
-  "Calls (f arg) cycling through `args`: for warmup-ms untimed (at least 5
-  calls), then `reps` timed calls, stopping early once max-ms have passed
-  (after at least min-reps). Returns `stats`; ops-per-s is reps over the sum
-  of their times."
-  [f args {:keys [warmup-ms reps max-ms min-reps] :or {min-reps 10}}]
+  "Calls (f arg) cycling through `args`: untimed for at least warmup-ms and at
+  least warmup-calls calls (5 when not given), though never past
+  max-warmup-ms (default: warmup-ms) unless fewer than 5 calls were made;
+  then `reps` timed calls, stopping early once max-ms have passed (after at
+  least min-reps). Returns `stats`; ops-per-s is reps over the sum of their
+  times."
+  [f args {:keys [warmup-ms warmup-calls max-warmup-ms reps max-ms min-reps]
+           :or {min-reps 10 warmup-calls 5}}]
   (let [args (vec args)
         n-args (count args)
-        warm-until (+ (System/nanoTime) (* (long warmup-ms) 1000000))]
+        t0 (System/nanoTime)
+        warm-until (+ t0 (* (long warmup-ms) 1000000))
+        warm-cap (+ t0 (* (long (max (long warmup-ms) (long (or max-warmup-ms warmup-ms)))) 1000000))]
     (loop [i 0]
-      (when (or (< i 5) (< (System/nanoTime) warm-until))
-        (vreset! sink (f (args (mod i n-args))))
-        (recur (inc i))))
+      (let [now (System/nanoTime)]
+        (when (or (< i 5)
+                  (and (< now warm-cap) (or (< i (long warmup-calls)) (< now warm-until))))
+          (vreset! sink (f (args (mod i n-args))))
+          (recur (inc i)))))
     (let [times (long-array reps)
           stop-at (+ (System/nanoTime) (* (long max-ms) 1000000))
           n (loop [i 0]

@@ -28,6 +28,8 @@
                      (datomic = both Datomic Local systems; default: all)
   --reps N           timed repetitions per read (default 200)
   --warmup-ms N      untimed warm-up per read and system (default 1000)
+  --warmup-calls N   and at least N untimed calls, within --max-warmup-ms (default 300)
+  --max-warmup-ms N  (default 20000)
   --max-ms N         a read stops after N ms of timed repetitions (at least 10; default 20000)
   --batch-size N     issues per load transaction (default 1000)
   --threads LIST     concurrent readers (default 1,2,4,8)
@@ -38,7 +40,8 @@
 
 (def ^:private defaults
   {:scales ["100k"] :systems ["datalith-lmdb" "datalith-mem" "datomic-mem" "datomic-disk" "sqlite"]
-   :reps 200 :warmup-ms 1000 :max-ms 20000 :batch-size 1000 :threads [1 2 4 8]
+   :reps 200 :warmup-ms 1000 :warmup-calls 300 :max-warmup-ms 20000 :max-ms 20000
+   :batch-size 1000 :threads [1 2 4 8]
    :read-ms 3000 :tx-reps 200 :small-heap true :out "bench/out"})
 
 (def ^:private setters
@@ -49,6 +52,8 @@
                                                            (harness/split-list %2)))))
    "--reps" #(assoc %1 :reps (parse-long %2))
    "--warmup-ms" #(assoc %1 :warmup-ms (parse-long %2))
+   "--warmup-calls" #(assoc %1 :warmup-calls (parse-long %2))
+   "--max-warmup-ms" #(assoc %1 :max-warmup-ms (parse-long %2))
    "--max-ms" #(assoc %1 :max-ms (parse-long %2))
    "--batch-size" #(assoc %1 :batch-size (parse-long %2))
    "--threads" #(assoc %1 :threads (mapv parse-long (harness/split-list %2)))
@@ -141,7 +146,8 @@
   [^File dir points args ^Map ids opts scale datoms ^File out classpath]
   (let [pull-ids (into {} (for [op [:pull-star :pull-nested] t (args op)] [t (.get ids t)]))
         plan {:dir (.getAbsolutePath dir) :points points :args args :ids pull-ids
-              :reps (:reps opts) :warmup-ms (:warmup-ms opts) :max-ms (:max-ms opts)}
+              :reps (:reps opts) :warmup-ms (:warmup-ms opts) :warmup-calls (:warmup-calls opts)
+              :max-warmup-ms (:max-warmup-ms opts) :max-ms (:max-ms opts)}
         plan-file (io/file out (str "small-heap-plan-" scale ".edn"))
         _ (spit plan-file (pr-str plan))
         java (str (io/file (System/getProperty "java.home") "bin" "java"))
