@@ -134,3 +134,37 @@
   (each-store [conn {:schema schema}]
     (people! conn)
     (is (nil? (d/q '[:find (count ?e) . :where [?e :person/age 99]] (d/db conn))))))
+
+(deftest counts-by-value
+  (each-store [conn {:schema {:t/state {:db/valueType :db.type/keyword}
+                              :t/label {:db/valueType :db.type/string}}}]
+    (let [long-a (apply str "a" (repeat 500 "x")) ; kept as a prefix and a hash in index keys
+          long-b (apply str "a" (repeat 500 "x") "b")
+          state (fn [i] (cond (< i 2000) :s/open (< i 5000) :s/closed (= i 5000) :s/lone :else :s/late))
+          label (fn [i] (case (int (mod i 3)) 0 long-a 1 long-b "short"))
+          tx1 (d/transact! conn (for [i (range 6000)]
+                                  {:db/id (str i) :t/state (state i) :t/label (label i)}))
+          ids (mapv #((:tempids tx1) (str %)) (range 6000))
+          before (d/db conn)
+          ;; moves 700 entities from open to closed: retractions in the history
+          _ (d/transact! conn (for [i (range 700)] [:db/add (ids i) :t/state :s/closed]))
+          db (d/db conn)
+          q '[:find ?s (count ?e) :where [?e :t/state ?s]]
+          naive (fn [db attr]
+                  (set (seq (frequencies (map second (d/q [:find '?e '?v :where ['?e attr '?v]] db))))))]
+      (testing "runs of one value over many leaf pages, a value with one datom, after retractions"
+        (is (= #{[:s/open 1300] [:s/closed 3700] [:s/lone 1] [:s/late 999]} (d/q q db)))
+        (is (= (naive db :t/state) (d/q q db))))
+      (testing "long values (a prefix and a hash in the key) are counted one datom at a time"
+        (is (= #{[long-a 2000] [long-b 2000] ["short" 2000]}
+               (d/q '[:find ?l (count ?e) :where [?e :t/label ?l]] db))))
+      (testing "as-of, since and history views count what they see"
+        (is (= #{[:s/open 2000] [:s/closed 3000] [:s/lone 1] [:s/late 999]} (d/q q before)))
+        (is (= #{[:s/open 2000] [:s/closed 3000] [:s/lone 1] [:s/late 999]}
+               (d/q q (d/as-of db (d/basis-t before)))))
+        (is (= #{[:s/closed 700]} (d/q q (d/since db (d/basis-t before)))))
+        (is (= #{[:s/open 2000] [:s/closed 3700] [:s/lone 1] [:s/late 999]}
+               (d/q '[:find ?s (count ?e) :where [?e :t/state ?s _ true]] (d/history db)))))
+      (testing "the counts agree with grouping the rows themselves"
+        (is (= (d/q q db)
+               (d/q '[:find ?s (count ?e) :with ?x :where [?e :t/state ?s] [(identity ?e) ?x]] db)))))))

@@ -59,6 +59,7 @@ public final class IndexScan {
   private byte[] groupLastKey; // the group's last key in index order, to resume after
   private Datom datom;
   private long budget = Long.MAX_VALUE; // index entries next() may still step over
+  private boolean limited; // limitEntries set the budget
   private boolean overBudget;
 
   /**
@@ -184,6 +185,7 @@ public final class IndexScan {
     groupPos = 0;
     groupLastKey = null;
     budget = Long.MAX_VALUE;
+    limited = false;
     overBudget = false;
     curValid = reposition(cur, curValid, forward, p);
     curKey = curValid ? ranged(cur.key(), 0) : null;
@@ -438,12 +440,69 @@ public final class IndexScan {
   }
 
   /**
+   * Whether {@link #countRun} may be used: the view needs no history (so every current datom in
+   * range is visible), the scan has no upper bound and no {@link #limitEntries} bound.
+   */
+  public boolean runsCountable() {
+    return hist == null && since == Db.NO_SINCE && upper == null && !limited;
+  }
+
+  /**
+   * The end of the current datom's value in its key, where the key holds the whole value (not a
+   * long value's prefix and hash); else -1. The key's first that many bytes are its run key for
+   * {@link #countRun}: in AVET, the attribute and the value.
+   */
+  public int valueEnd() {
+    if (group != null || pendingRetract || index == Index.VAET
+        || Codec.isOverflow(key, valueOffset)) {
+      return -1;
+    }
+    return Codec.skipKeyPart(key, valueOffset);
+  }
+
+  private ByteBuffer runPrefix = ByteBuffer.allocate(0);
+
+  /**
+   * Counts the current datom and the ones after it whose keys start with the current key's first
+   * {@code n} bytes, and moves past them: the next {@link #next()} gives the first datom after
+   * them. The cursor passes whole leaf pages of them at a time where the store can (LMDB), so
+   * the count reads about one key per page. Only where {@link #runsCountable()}.
+   */
+  public long countRun(int n) {
+    if (!runsCountable() || consumed != cur) {
+      throw new IllegalStateException("countRun needs a current datom of a view without history");
+    }
+    if (runPrefix.capacity() < n) {
+      runPrefix = ByteBuffer.allocate(Math.max(n, 64));
+    }
+    ByteBuffer prefix = runPrefix.clear().limit(n);
+    prefix.put(0, key, 0, n);
+    long c = 1;
+    while (true) {
+      c += cur.skipRun(prefix);
+      stepCur();
+      ByteBuffer k = curKey;
+      if (k == null || k.limit() < n || Codec.compareBytes(k, 0, n, prefix, 0, n) != 0) {
+        break;
+      }
+      c++;
+    }
+    // the cursor is on the first key after the run: next() takes it without a step
+    consumed = null;
+    key = null;
+    datom = null;
+    value = NOT_READ;
+    return c;
+  }
+
+  /**
    * Makes {@link #next()} give up (false, with {@link #overBudget()} true) after
    * stepping over {@code n} index entries, visible or not: a bound on the work
    * of a count, where an as-of or since view may hide most entries of a range.
    */
   public void limitEntries(long n) {
     budget = n;
+    limited = true;
   }
 
   /** Whether {@link #next()} stopped at the {@link #limitEntries} bound. */

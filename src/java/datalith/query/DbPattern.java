@@ -9,6 +9,7 @@ import datalith.index.Index;
 import datalith.index.KeyBuilder;
 import datalith.query.parser.Constant;
 import datalith.query.parser.Pattern;
+import datalith.query.parser.Placeholder;
 import datalith.query.parser.Term;
 import datalith.query.parser.Variable;
 import java.nio.ByteBuffer;
@@ -479,6 +480,41 @@ final class DbPattern {
       }
     }
     return n;
+  }
+
+  /** Receives the counts of {@link #countByValue}. */
+  interface ValueCounts {
+    void accept(Object value, long count);
+  }
+
+  /**
+   * For a pattern {@code [?e a ?v]} (an attribute, two distinct variables, ?e left unread, nothing
+   * else): gives {@code counts} each value of the attribute with its number of datoms, in value
+   * order, counting runs of AVET keys rather than reading each datom (a whole LMDB leaf page of
+   * one value at a time). False, having given nothing, when the pattern or the view (as-of,
+   * since, history) does not allow it.
+   */
+  boolean countByValue(Snapshot s, ValueCounts counts) {
+    if (impossible || constAttr == null || varAt[E] < 0 || varAt[V] < 0 || varAt[E] == varAt[V]
+        || unread == null || !unread[varAt[E]] || !(termAt(TX) instanceof Placeholder)
+        || !(termAt(ADDED) instanceof Placeholder)) {
+      return false;
+    }
+    IndexScan scan = db.scan(s, Index.AVET, new KeyBuilder().putLong(constAttr.id).view());
+    try {
+      if (!scan.runsCountable()) {
+        return false;
+      }
+      lastIndex = Index.AVET;
+      while (scan.next()) {
+        int n = scan.valueEnd();
+        Object v = scan.v();
+        counts.accept(v, n < 0 ? 1 : scan.countRun(n));
+      }
+      return true;
+    } finally {
+      scan.close();
+    }
   }
 
   /**

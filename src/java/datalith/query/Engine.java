@@ -1662,13 +1662,18 @@ public final class Engine {
 
     /** Adds a row; {@code reused}: the caller reuses the array, so a kept row is copied. */
     void add(Object[] row, boolean reused) {
-      rows++;
+      add(row, reused, 1);
+    }
+
+    /** Adds {@code n} rows alike to {@code row} as far as the groups go (only when no rows are kept). */
+    void add(Object[] row, boolean reused, long n) {
+      rows += n;
       if (gc.length == 1) {
         Object v = row[gc[0]];
         for (int i = 0; i < recentKeys.length; i++) {
           if (recentKeys[i] == v && v != null) {
             Group g = recentGroups[i];
-            g.count++;
+            g.count += n;
             if (keepRows) {
               g.rows.add(reused ? row.clone() : row);
             }
@@ -1683,7 +1688,7 @@ public final class Engine {
         g = new Group(kept, keepRows);
         groups.put(key, g);
       }
-      g.count++;
+      g.count += n;
       if (keepRows) {
         g.rows.add(kept);
       }
@@ -1780,8 +1785,21 @@ public final class Engine {
       }
       dp.leaveUnread(unread);
     }
-    dp.scan(snapshot(db), null, vals -> grouper.add(vals, true), Long.MAX_VALUE,
-        rangeFor(p, dp, plan));
+    DbPattern.Range range = rangeFor(p, dp, plan);
+    if (!grouper.keepRows && range == null && grouper.gc.length == 1
+        && dp.vars[grouper.gc[0]] == p.v()) {
+      // counts by the value alone: AVET's runs of keys per value are counted, not read
+      int vAt = grouper.gc[0];
+      boolean counted = dp.countByValue(snapshot(db), (v, n) -> {
+        Object[] row = new Object[dp.vars.length];
+        row[vAt] = v;
+        grouper.add(row, false, n);
+      });
+      if (counted) {
+        return grouper.finish(null, null);
+      }
+    }
+    dp.scan(snapshot(db), null, vals -> grouper.add(vals, true), Long.MAX_VALUE, range);
     return grouper.finish(null, null);
   }
 

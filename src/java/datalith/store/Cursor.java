@@ -24,6 +24,16 @@ public interface Cursor extends AutoCloseable {
   /** Moves backward; false (and invalid) before the start. */
   boolean prev();
 
+  /**
+   * From a key that starts with {@code prefix} (its bytes 0 to limit), moves forward over the keys
+   * after it that start with it too, as far as the store can pass them in bulk (LMDB: to the last
+   * such key on the current leaf page), staying on a key with the prefix; returns how many keys it
+   * moved over. 0 means no bulk move was possible: the caller steps with {@link #next()}.
+   */
+  default long skipRun(ByteBuffer prefix) {
+    return 0;
+  }
+
   /** The current key: read-only, big-endian, position 0. */
   ByteBuffer key();
 

@@ -163,6 +163,24 @@ final class LmdbCursor implements Cursor {
     return true;
   }
 
+  @Override
+  public long skipRun(ByteBuffer prefix) {
+    if (!positioned || page == 0 || !placed() || index >= count - 1) {
+      return 0;
+    }
+    ByteBuffer pv = slot.pageView;
+    ByteBuffer p = prefix.order() == pv.order() ? prefix : prefix.duplicate().order(pv.order());
+    int last = KeyPrefix.lastOfRun(index, count - 1, i -> {
+      int node = node(i);
+      return KeyPrefix.at(pv, node + NODE_HEADER, Short.toUnsignedInt(pv.getShort(node + 6)), p);
+    });
+    int moved = last - index;
+    if (moved > 0) {
+      at(last);
+    }
+    return moved;
+  }
+
   /** Brings LMDB's cursor to the current key, for a move that LMDB makes. */
   private void sync(org.lmdbjava.Cursor<ByteBuffer> c) {
     if (page == 0 || index == lmdbIndex) {

@@ -1,6 +1,7 @@
 package datalith.store;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 
 /**
  * A cursor over one tree of a {@link MemStore} snapshot: a stack of (node, index) from the root
@@ -127,6 +128,25 @@ final class MemCursor implements Cursor {
       }
     }
     return invalid();
+  }
+
+  @Override
+  public long skipRun(ByteBuffer prefix) {
+    check();
+    if (leaf < 0) {
+      return 0;
+    }
+    BTree.Leaf l = (BTree.Leaf) path[leaf];
+    int from = index[leaf];
+    if (from >= l.size - 1) {
+      return 0;
+    }
+    ByteOrder order = l.keyViews[from].order();
+    ByteBuffer p = prefix.order() == order ? prefix : prefix.duplicate().order(order);
+    int last = KeyPrefix.lastOfRun(from, l.size - 1,
+        i -> KeyPrefix.at(l.keyViews[i], 0, l.keyViews[i].limit(), p));
+    index[leaf] = last;
+    return last - from;
   }
 
   private BTree.Leaf current() {
