@@ -151,6 +151,16 @@
                  (bound (concat some-ids [-4 "x" 2.5]))))
           (is (= [:hash-join-aevt (named some-ids)]
                  (bound (map int some-ids))))))
+      (testing "long values (a prefix and a hash in the key), and a view that merges history"
+        (let [some-ids (take-nth 2 ids)
+              long-name #(apply str "item-" % (repeat 400 "x"))
+              before (d/db conn)]
+          (d/transact! conn (for [e (take-nth 3 ids)] [:db/add e :item/name (long-name e)]))
+          (let [db (d/db conn)
+                named (fn [db es] (set (for [e es] [e (:item/name (d/pull db [:item/name] e))])))]
+            (is (= [:hash-join-aevt (named db some-ids)]
+                   [(method-of q '[?e :item/name ?name] db some-ids) (d/q q db some-ids)]))
+            (is (= (named before some-ids) (d/q q (d/as-of db (d/basis-t before)) some-ids))))))
       (testing "ids far apart (a hash set)"
         (let [some-ids (take-nth 3 ids)]
           (is (= [:hash-join-aevt (named some-ids)]

@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.LongPredicate;
 
 /**
  * Datoms of one index under a key prefix, as one database value sees them:
@@ -300,6 +301,56 @@ public final class IndexScan {
     return true;
   }
 
+  /**
+   * Like {@link #next()}, to the next visible datom whose entity {@code keep} accepts. Without a
+   * history to merge, the entity is read from each key before anything else of it, so the
+   * datoms of other entities cost a step and a test each.
+   */
+  public boolean next(LongPredicate keep) {
+    if (hist != null || group != null || pendingRetract) {
+      while (next()) {
+        if (keep.test(e())) {
+          return true;
+        }
+      }
+      return false;
+    }
+    datom = null;
+    value = NOT_READ;
+    if (consumed != null) {
+      stepCur();
+      consumed = null;
+    }
+    while (true) {
+      ByteBuffer k = curKey;
+      if (k == null || --budget < 0) {
+        overBudget = k != null;
+        key = null;
+        return false;
+      }
+      int len = k.limit();
+      if (keep.test(entityAt(k, len))) {
+        long atx = Bytes.longAt(k, len - 8);
+        long at = Db.txToT(atx);
+        if (at <= limit && at > since) {
+          tx = atx;
+          added = true;
+          key = k;
+          keyLen = len;
+          consumed = cur;
+          if (index != Index.VAET && Codec.isOverflow(key, valueOffset)) {
+            // a long value: its run is read and sorted as next() does, then filtered the same way
+            collectGroup();
+            serve(group.get(groupPos++));
+            return keep.test(e()) || next(keep);
+          }
+          return true;
+        }
+      }
+      stepCur();
+    }
+  }
+
   private void advanceConsumed() {
     if (consumed != null) {
       if (consumed == cur) {
@@ -523,11 +574,16 @@ public final class IndexScan {
 
   /** The current datom's entity id. */
   public long e() {
+    return entityAt(key, keyLen);
+  }
+
+  /** The entity id of datom key {@code k} of length {@code len} (without a history suffix). */
+  private long entityAt(ByteBuffer k, int len) {
     switch (index) {
-      case EAVT: return Bytes.longAt(key, 0);
-      case AEVT: return Bytes.longAt(key, 8);
-      case AVET: return Bytes.longAt(key, keyLen - 16);
-      default: return Bytes.longAt(key, 16);
+      case EAVT: return Bytes.longAt(k, 0);
+      case AEVT: return Bytes.longAt(k, 8);
+      case AVET: return Bytes.longAt(k, len - 16);
+      default: return Bytes.longAt(k, 16);
     }
   }
 

@@ -444,10 +444,7 @@ final class DbPattern {
       IdSet entities, Long keyE, Long e, Attr attr, Object vWanted, Object txWanted,
       Object addedWanted, Range range) {
     long n = 0;
-    while (n < limit && scan.next()) {
-      if (entities != null && !entities.contains(scan.e())) {
-        continue;
-      }
+    while (n < limit && (entities == null ? scan.next() : scan.next(entities))) {
       if (e != null && scan.e() != e) {
         continue;
       }

@@ -10,7 +10,7 @@ import java.util.List;
  * together, as the ids of one kind of entity do, otherwise a hash set. A scan asks it once per
  * datom, before decoding anything else of the datom.
  */
-final class IdSet {
+final class IdSet implements java.util.function.LongPredicate {
   private final long min;
   private final long[] bits; // bit (id - min) of the span, or null when sparse
   private final LongMap<Boolean> sparse;
@@ -110,6 +110,11 @@ final class IdSet {
         ids[k++] = lo + ((long) w << 6) + Long.numberOfTrailingZeros(b);
       }
     }
+  }
+
+  @Override
+  public boolean test(long id) {
+    return contains(id);
   }
 
   boolean contains(long id) {
