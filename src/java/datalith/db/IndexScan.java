@@ -303,51 +303,28 @@ public final class IndexScan {
 
   /**
    * Like {@link #next()}, to the next visible datom whose entity {@code keep} accepts. Without a
-   * history to merge, the entity is read from each key before anything else of it, so the
-   * datoms of other entities cost a step and a test each.
+   * history to merge, the keys of other entities are passed before anything else of them is read
+   * (their visibility, their value), at the cost of a step and a test each.
    */
   public boolean next(LongPredicate keep) {
-    if (hist != null || group != null || pendingRetract) {
-      while (next()) {
-        if (keep.test(e())) {
-          return true;
+    while (true) {
+      if (hist == null && group == null && !pendingRetract) {
+        advanceConsumed();
+        for (ByteBuffer k = curKey; k != null && !keep.test(entityAt(k, k.limit())); k = curKey) {
+          if (--budget < 0) {
+            overBudget = true;
+            key = null;
+            return false;
+          }
+          stepCur();
         }
       }
-      return false;
-    }
-    datom = null;
-    value = NOT_READ;
-    if (consumed != null) {
-      stepCur();
-      consumed = null;
-    }
-    while (true) {
-      ByteBuffer k = curKey;
-      if (k == null || --budget < 0) {
-        overBudget = k != null;
-        key = null;
+      if (!next()) {
         return false;
       }
-      int len = k.limit();
-      if (keep.test(entityAt(k, len))) {
-        long atx = Bytes.longAt(k, len - 8);
-        long at = Db.txToT(atx);
-        if (at <= limit && at > since) {
-          tx = atx;
-          added = true;
-          key = k;
-          keyLen = len;
-          consumed = cur;
-          if (index != Index.VAET && Codec.isOverflow(key, valueOffset)) {
-            // a long value: its run is read and sorted as next() does, then filtered the same way
-            collectGroup();
-            serve(group.get(groupPos++));
-            return keep.test(e()) || next(keep);
-          }
-          return true;
-        }
+      if (keep.test(e())) {
+        return true;
       }
-      stepCur();
     }
   }
 

@@ -112,12 +112,9 @@ final class IdSet implements java.util.function.LongPredicate {
     }
   }
 
+  /** Whether {@code id} is in the set. */
   @Override
   public boolean test(long id) {
-    return contains(id);
-  }
-
-  boolean contains(long id) {
     long[] b = bits;
     if (b == null) {
       return sparse.get(id) != null;

@@ -8,25 +8,11 @@ final class KeyPrefix {
 
   /**
    * Whether the {@code len} bytes of {@code b} from {@code off} start with {@code prefix} (its
-   * bytes 0 to limit). Both buffers must have one byte order, as the words compared are read in it.
+   * bytes 0 to limit), whatever the buffers' byte orders.
    */
   static boolean at(ByteBuffer b, int off, int len, ByteBuffer prefix) {
     int n = prefix.limit();
-    if (len < n) {
-      return false;
-    }
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-      if (b.getLong(off + j) != prefix.getLong(j)) {
-        return false;
-      }
-    }
-    for (; j < n; j++) {
-      if (b.get(off + j) != prefix.get(j)) {
-        return false;
-      }
-    }
-    return true;
+    return len >= n && b.slice(off, n).mismatch(prefix) < 0;
   }
 
   /**

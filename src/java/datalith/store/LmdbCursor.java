@@ -169,10 +169,10 @@ final class LmdbCursor implements Cursor {
       return 0;
     }
     ByteBuffer pv = slot.pageView;
-    ByteBuffer p = prefix.order() == pv.order() ? prefix : prefix.duplicate().order(pv.order());
     int last = KeyPrefix.lastOfRun(index, count - 1, i -> {
       int node = node(i);
-      return KeyPrefix.at(pv, node + NODE_HEADER, Short.toUnsignedInt(pv.getShort(node + 6)), p);
+      return KeyPrefix.at(pv, node + NODE_HEADER, Short.toUnsignedInt(pv.getShort(node + 6)),
+          prefix);
     });
     int moved = last - index;
     if (moved > 0) {

@@ -1,7 +1,6 @@
 package datalith.store;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
  * A cursor over one tree of a {@link MemStore} snapshot: a stack of (node, index) from the root
@@ -141,10 +140,8 @@ final class MemCursor implements Cursor {
     if (from >= l.size - 1) {
       return 0;
     }
-    ByteOrder order = l.keyViews[from].order();
-    ByteBuffer p = prefix.order() == order ? prefix : prefix.duplicate().order(order);
     int last = KeyPrefix.lastOfRun(from, l.size - 1,
-        i -> KeyPrefix.at(l.keyViews[i], 0, l.keyViews[i].limit(), p));
+        i -> KeyPrefix.at(l.keyViews[i], 0, l.keyViews[i].limit(), prefix));
     index[leaf] = last;
     return last - from;
   }
