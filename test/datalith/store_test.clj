@@ -297,6 +297,27 @@
       9 (let [^bytes k (ks (max 0 (min (dec n) at)))]
           (seek (Arrays/copyOf k (inc (alength k))))))))
 
+(defn- walks-agree
+  "Commits `model` (a sorted map of byte arrays) to `s`, then walks a cursor over it by `steps`
+  random moves and scans it whole both ways, checking each against the model."
+  [^Store s model steps ^java.util.Random rnd rand-key]
+  (let [ks (vec (keys model))
+        expect (fn [i] (when (< -1 i (count ks)) [(vec (ks i)) (vec (model (ks i)))]))]
+    (commit! s (map (fn [[k v]] [SubDb/EAVT k v]) model))
+    (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
+      (is (= (view model) (view (scan r SubDb/EAVT))))
+      (is (= (reverse (view model)) (view (scan r SubDb/EAVT false))))
+      (is (= steps
+             (loop [step 0 at (if (.first c) 0 -1)]
+               (if (= step steps)
+                 step
+                 (let [[at' found?] (walk-op c rnd ks at rand-key)
+                       got (when found? [(vec (bytes-of (.key c))) (vec (bytes-of (.val c)))])]
+                   (if (= (expect at') got)
+                     (recur (inc step) (if found? at' (if (.first c) 0 -1)))
+                     (do (is (= (expect at') got) (str "step " step))
+                         step))))))))))
+
 (deftest cursor-walks-across-pages
   (with-each-store [s {"map-size" (* 4 1024 1024) "sync" false}]
     (let [rnd (java.util.Random. 7)
@@ -305,23 +326,21 @@
           rand-val #(rand-bytes (case (int (.nextInt rnd 10))
                                   0 (+ 4000 (.nextInt rnd 9000)) ; on overflow pages
                                   1 0
-                                  (.nextInt rnd 40)))
-          model (into (sorted-map-by unsigned-byte-comparator)
-                      (repeatedly 6000 (fn [] [(rand-key) (rand-val)])))
-          ks (vec (keys model))
-          expect (fn [i] (when (< -1 i (count ks)) [(vec (ks i)) (vec (model (ks i)))]))]
-      (commit! s (map (fn [[k v]] [SubDb/EAVT k v]) model))
-      (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
-        (is (= 20000
-               (loop [step 0 at (if (.first c) 0 -1)]
-                 (if (= step 20000)
-                   step
-                   (let [[at' found?] (walk-op c rnd ks at rand-key)
-                         got (when found? [(vec (bytes-of (.key c))) (vec (bytes-of (.val c)))])]
-                     (if (= (expect at') got)
-                       (recur (inc step) (if found? at' (if (.first c) 0 -1)))
-                       (do (is (= (expect at') got) (str "step " step))
-                           step)))))))))))
+                                  (.nextInt rnd 40)))]
+      (walks-agree s (into (sorted-map-by unsigned-byte-comparator)
+                           (repeatedly 6000 (fn [] [(rand-key) (rand-val)])))
+                   20000 rnd rand-key))))
+
+;; Keys of 300 to 500 bytes put about ten on a page, leaf or branch: 5000 of them make a tree
+;; four pages deep, whose leaves the cursor crosses to through two and three levels of branches.
+(deftest cursor-walks-a-deep-tree
+  (with-each-store [s {"map-size" (* 16 1024 1024) "sync" false}]
+    (let [rnd (java.util.Random. 11)
+          rand-bytes (fn [n] (let [b (byte-array n)] (.nextBytes rnd b) b))
+          rand-key #(rand-bytes (+ 300 (.nextInt rnd 200)))]
+      (walks-agree s (into (sorted-map-by unsigned-byte-comparator)
+                           (repeatedly 5000 (fn [] [(rand-key) (rand-bytes (.nextInt rnd 16))])))
+                   20000 rnd rand-key))))
 
 ;; ---- isolation -------------------------------------------------------------
 

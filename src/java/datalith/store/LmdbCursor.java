@@ -17,6 +17,11 @@ import org.lmdbjava.LmdbException;
  * (another LMDB version, a page of another kind) is left to LMDB. LMDB's own cursor (its
  * MDB_cursor struct) is read for its place on the page, and when it is found where it was left,
  * moved along the page by writing its index, so that stepping off the page is one call.
+ *
+ * <p>Stepping off a leaf page to its neighbour is done in Java too: the path of branch pages from
+ * the root to the leaf is read once from LMDB's cursor, then followed and kept here, so that a
+ * long scan calls LMDB only to start. LMDB's cursor stays where it was meanwhile and is brought
+ * to the current key (one seek) before any move LMDB makes.
  */
 final class LmdbCursor implements Cursor {
 
@@ -26,6 +31,7 @@ final class LmdbCursor implements Cursor {
   // the F_BIGDATA flag puts the data on an overflow page. Everything is in native byte order.
   private static final int PAGE_HEADER = 16;
   private static final int NODE_HEADER = 8;
+  private static final int P_BRANCH = 0x01;
   private static final int P_LEAF = 0x02;
   private static final int F_BIGDATA = 0x01;
   // LMDB 0.9's MDB_cursor (mdb.c) on a 64-bit system: four pointers, an unsigned int (padded
@@ -47,8 +53,14 @@ final class LmdbCursor implements Cursor {
   private long page;
   private int count; // its keys
   private int index; // the current key's place in it, -1 until needed
-  private int lmdbIndex; // where LMDB's cursor is on it, -1 until needed
+  private int lmdbIndex; // where LMDB's cursor is on it, -1 until needed, ELSEWHERE if not on it
   private long lmdbKey; // the address of LMDB's current key
+  private static final int ELSEWHERE = -2;
+  // the pages from the root to the leaf page (path[pathTop] == page when it is that page's path)
+  // and the child taken on each branch page
+  private final long[] path = new long[32];
+  private final int[] pathIndex = new int[32];
+  private int pathTop = -1;
 
   LmdbCursor(LmdbReadTxn txn, LmdbReader.Slot slot) {
     this.txn = txn;
@@ -142,10 +154,11 @@ final class LmdbCursor implements Cursor {
 
   /** The offset of node {@code i} on the page, checked to lie within it. */
   private int node(int i) {
-    ByteBuffer pv = slot.pageView;
-    int node = Short.toUnsignedInt(pv.getShort(PAGE_HEADER + 2 * i));
-    if (node < PAGE_HEADER || node + NODE_HEADER + Short.toUnsignedInt(pv.getShort(node + 6))
-        > txn.pageSize) {
+    // i < count, so its offset lies in the page's header; the node is checked to lie in the page
+    long p = page;
+    int node = ReadOnlyBufferProxy.nativeShort(p + PAGE_HEADER + 2 * i);
+    if (node < PAGE_HEADER
+        || node + NODE_HEADER + ReadOnlyBufferProxy.nativeShort(p + node + 6) > txn.pageSize) {
       throw new IllegalStateException("LMDB page " + page + " has a node out of bounds");
     }
     return node;
@@ -156,7 +169,7 @@ final class LmdbCursor implements Cursor {
     int node = node(i);
     ByteBuffer k = slot.keyView;
     ReadOnlyBufferProxy.point(k, page + node + NODE_HEADER,
-        Short.toUnsignedInt(slot.pageView.getShort(node + 6)));
+        ReadOnlyBufferProxy.nativeShort(page + node + 6));
     index = i;
     key = k;
     positioned = true;
@@ -179,6 +192,113 @@ final class LmdbCursor implements Cursor {
       at(last);
     }
     return moved;
+  }
+
+  /**
+   * The number of keys of the map's page at address {@code p} when it is a page of kind
+   * {@code flags} (P_BRANCH or P_LEAF) whose header is sound; else -1.
+   */
+  private int pageKeys(long p, int flags) {
+    long base = txn.pageAddress(0);
+    int ps = txn.pageSize;
+    long pgno = (p - base) / ps;
+    if (base == 0 || p != txn.pageAddress(pgno) || ReadOnlyBufferProxy.nativeLong(p) != pgno
+        || ReadOnlyBufferProxy.nativeShort(p + 10) != flags) {
+      return -1;
+    }
+    int lower = ReadOnlyBufferProxy.nativeShort(p + 12);
+    int upper = ReadOnlyBufferProxy.nativeShort(p + 14);
+    if (lower <= PAGE_HEADER || lower > upper || upper > ps) {
+      return -1;
+    }
+    return (lower - PAGE_HEADER) >>> 1;
+  }
+
+  /** The address of the page node {@code i} of branch page {@code p} points to, or 0. */
+  private long child(long p, int i) {
+    int node = ReadOnlyBufferProxy.nativeShort(p + PAGE_HEADER + 2L * i);
+    if (node < PAGE_HEADER || node + NODE_HEADER > txn.pageSize) {
+      return 0;
+    }
+    long at = p + node;
+    // a branch node's page number: its lo and hi halves and the high word in its flags
+    long pgno = ReadOnlyBufferProxy.nativeShort(at) | (long) ReadOnlyBufferProxy.nativeShort(at + 2) << 16
+        | (long) ReadOnlyBufferProxy.nativeShort(at + 4) << 32;
+    return txn.pageAddress(pgno);
+  }
+
+  /** Whether {@link #path} leads to the current page, read from LMDB's cursor if need be. */
+  private boolean pathKnown() {
+    if (pathTop >= 0 && path[pathTop] == page) {
+      return true;
+    }
+    pathTop = -1;
+    long a = slot.address;
+    if (a == 0) {
+      return false;
+    }
+    int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
+    if (top < 1 || top >= 32 || ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * top) != page) {
+      return false; // a tree of one page, or LMDB's cursor is not on this page
+    }
+    for (int l = 0; l < top; l++) {
+      long b = ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * l);
+      int i = ReadOnlyBufferProxy.nativeShort(a + MC_KI + 2L * l);
+      if (i >= pageKeys(b, P_BRANCH)) {
+        return false;
+      }
+      path[l] = b;
+      pathIndex[l] = i;
+    }
+    path[top] = page;
+    pathTop = top;
+    return true;
+  }
+
+  /**
+   * Moves to the first key of the next leaf page ({@code forward}) or the last key of the
+   * previous one, along the branch pages: 1 when it did, 0 when there is no such page (the cursor
+   * is then off the end, as LMDB leaves it), -1 when LMDB must make the move.
+   */
+  private int cross(boolean forward) {
+    if (!pathKnown()) {
+      return -1;
+    }
+    int d = forward ? 1 : -1;
+    int level = pathTop - 1;
+    while (level >= 0) {
+      int i = pathIndex[level] + d;
+      if (i >= 0 && i < pageKeys(path[level], P_BRANCH)) {
+        break;
+      }
+      level--;
+    }
+    if (level < 0) {
+      positioned = false;
+      key = null;
+      page = 0;
+      return 0;
+    }
+    // down from the branch page that has a neighbour, along its edge nearest the old leaf
+    pathIndex[level] += d;
+    int n = 0;
+    for (int l = level; l < pathTop; l++) {
+      long c = child(path[l], pathIndex[l]);
+      n = pageKeys(c, l + 1 == pathTop ? P_LEAF : P_BRANCH);
+      if (n <= 0) {
+        pathTop = -1; // not a layout this reads: LMDB makes the move
+        return -1;
+      }
+      path[l + 1] = c;
+      pathIndex[l + 1] = forward ? 0 : n - 1;
+    }
+    page = path[pathTop];
+    count = n;
+    lmdbIndex = ELSEWHERE;
+    ByteBuffer pv = slot.pageView;
+    ReadOnlyBufferProxy.point(pv, page, txn.pageSize);
+    pv.order(ByteOrder.nativeOrder());
+    return at(forward ? 0 : n - 1) ? 1 : 0;
   }
 
   /** Brings LMDB's cursor to the current key, for a move that LMDB makes. */
@@ -285,8 +405,14 @@ final class LmdbCursor implements Cursor {
     if (!positioned) {
       return false;
     }
-    if (page != 0 && placed() && index + 1 < count) {
-      return at(index + 1);
+    if (page != 0 && placed()) {
+      if (index + 1 < count) {
+        return at(index + 1);
+      }
+      int crossed = cross(true);
+      if (crossed >= 0) {
+        return crossed == 1;
+      }
     }
     try {
       syncToStep(c);
@@ -302,8 +428,14 @@ final class LmdbCursor implements Cursor {
     if (!positioned) {
       return false;
     }
-    if (page != 0 && placed() && index > 0) {
-      return at(index - 1);
+    if (page != 0 && placed()) {
+      if (index > 0) {
+        return at(index - 1);
+      }
+      int crossed = cross(false);
+      if (crossed >= 0) {
+        return crossed == 1;
+      }
     }
     try {
       syncToStep(c);

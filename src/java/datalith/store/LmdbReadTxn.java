@@ -91,6 +91,18 @@ final class LmdbReadTxn implements ReadTxn {
     return m;
   }
 
+  /**
+   * The address of page {@code pgno} in the map, once the map's place is known (from a page
+   * LMDB gave, see {@link #mapAddress}); 0 when it is not, or the page lies outside the map.
+   */
+  long pageAddress(long pgno) {
+    long m = mapAddress;
+    if (m == 0 || pgno < 0 || pgno >= (mapSize / pageSize)) {
+      return 0;
+    }
+    return m + pgno * pageSize;
+  }
+
   boolean isOpen() {
     return reader != null;
   }
