@@ -538,42 +538,41 @@ public final class Engine {
     }
     Rel r = ctx.take(boundVars, deadline);
     int[] keyCols = r.cols(boundVars);
+    // when the entity is bound, datoms of other entities are skipped before decoding
+    Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
+    // the entities a hash join keeps its scan to, which also counts them; null when an ident
+    // or lookup ref is bound, which only the lookup join resolves
+    IdSet entities = ev == null ? null : IdSet.ofColumn(r.rows, r.col(ev));
     // distinct rows bound on every column have as many distinct keys as rows
     boolean keyPerRow = r.distinct && keyCols.length == r.vars.length;
     // rows by key: one long column is grouped without boxing keys again or hashing objects
     LongMap<Object> longGroups = null;
     Map<Object, Object> groups = null;
-    if (!keyPerRow) {
-      longGroups = keyCols.length == 1 ? groupLongs(r, keyCols[0]) : null;
+    long distinctKeys;
+    if (keyPerRow) {
+      distinctKeys = r.rows.size();
+    } else if (keyCols.length == 1 && entities != null) {
+      distinctKeys = entities.size();
+    } else {
+      longGroups = keyCols.length == 1 ? Rel.longTable(r.rows, keyCols[0]) : null;
       groups = longGroups == null ? groupRows(r, keyCols) : null;
+      distinctKeys = longGroups != null ? longGroups.size() : groups.size();
     }
-    long distinctKeys = longGroups != null ? longGroups.size()
-        : groups != null ? groups.size() : r.rows.size();
-    // when the entity is bound, datoms of other entities are skipped before decoding
-    Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
-    if (distinctKeys * (ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED) >= dp.estimate(s, range)) {
-      IdSet entities = null;
-      if (ev != null) {
-        entities = IdSet.ofColumn(r.rows, r.col(ev)); // null: an ident or lookup ref is bound
-      }
-      if ((ev == null || entities != null) && !namesEntities(r, dp, boundVars, ev)) {
-        List<Object[]> rows = new ArrayList<>();
-        dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range, entities);
-        Rel scanned = new Rel(dp.vars, rows, distinct);
-        if (entities != null && r.vars.length == 1) {
-          // r is a set of entities, which the scan kept to: the join is the scan
-          ctx.add(scanned);
-        } else {
-          ctx.add(Rel.join(r, scanned, deadline));
-        }
-        return "hash-join-" + dp.lastIndexName();
-      }
+    if (distinctKeys * (ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED) >= dp.estimate(s, range)
+        && (ev == null || entities != null) && !namesEntities(r, dp, boundVars, ev)) {
+      List<Object[]> rows = new ArrayList<>(entities == null ? dp.sizeHint()
+          : Math.min(entities.size(), dp.sizeHint()));
+      dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range, entities);
+      Rel scanned = new Rel(dp.vars, rows, distinct);
+      // when r is a set of entities, which the scan kept to, the join is the scan
+      ctx.add(entities != null && r.vars.length == 1 ? scanned : Rel.join(r, scanned, deadline));
+      return "hash-join-" + dp.lastIndexName();
     }
     // index-lookup join: one prefix scan per distinct binding of the bound variables, in
     // ascending order when the bindings are ids, so that the scans move forward through the index
     List<Object> ordered; // the rows of each binding: one row (Object[]) or a Rel.RowList
     if (longGroups == null && groups == null && keyCols.length == 1) {
-      longGroups = groupLongs(r, keyCols[0]);
+      longGroups = Rel.longTable(r.rows, keyCols[0]);
     }
     if (longGroups != null) {
       long[] keys = longGroups.keys();
@@ -658,19 +657,6 @@ public final class Engine {
     Map<Object, Object> groups = new LinkedHashMap<>();
     for (Object[] row : r.rows) {
       groups.merge(Tuple.key(row, keyCols), row, Rel::addRow);
-    }
-    return groups;
-  }
-
-  /** Like {@link #groupRows} on the one column {@code col}; null unless it holds only longs. */
-  private static LongMap<Object> groupLongs(Rel r, int col) {
-    LongMap<Object> groups = new LongMap<>(r.rows.size());
-    for (Object[] row : r.rows) {
-      if (!(row[col] instanceof Long k)) {
-        return null;
-      }
-      Object old = groups.get(k);
-      groups.put(k, old == null ? row : Rel.addRow(old, row));
     }
     return groups;
   }

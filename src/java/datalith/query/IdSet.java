@@ -14,11 +14,26 @@ final class IdSet implements java.util.function.LongPredicate {
   private final long min;
   private final long[] bits; // bit (id - min) of the span, or null when sparse
   private final LongMap<Boolean> sparse;
+  private final int size;
 
   private IdSet(long min, long[] bits, LongMap<Boolean> sparse) {
     this.min = min;
     this.bits = bits;
     this.sparse = sparse;
+    int n = 0;
+    if (bits != null) {
+      for (long w : bits) {
+        n += Long.bitCount(w);
+      }
+    } else {
+      n = sparse.size();
+    }
+    this.size = n;
+  }
+
+  /** How many distinct ids the set holds. */
+  int size() {
+    return size;
   }
 
   /**

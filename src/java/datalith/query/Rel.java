@@ -1,5 +1,6 @@
 package datalith.query;
 
+import datalith.db.LongMap;
 import datalith.query.parser.Variable;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -175,10 +176,15 @@ final class Rel {
     boolean buildA = a.rows.size() < b.rows.size();
     List<Object[]> build = buildA ? a.rows : b.rows;
     int[] buildKey = buildA ? aKey : bKey;
-    // key -> its one row (Object[]) or its rows (RowList)
-    Map<Object, Object> table = new HashMap<>(Math.max(16, build.size() * 4 / 3 + 1));
-    for (Object[] r : build) {
-      table.merge(Tuple.key(r, buildKey), r, Rel::addRow);
+    // key -> its one row (Object[]) or its rows (RowList); one column of longs (entity ids, most
+    // often) is hashed as primitive longs
+    LongMap<Object> longTable = buildKey.length == 1 ? longTable(build, buildKey[0]) : null;
+    Map<Object, Object> table = null;
+    if (longTable == null) {
+      table = new HashMap<>(Math.max(16, build.size() * 4 / 3 + 1));
+      for (Object[] r : build) {
+        table.merge(Tuple.key(r, buildKey), r, Rel::addRow);
+      }
     }
     int[] probeKey = buildA ? bKey : aKey;
     int n = 0;
@@ -186,7 +192,13 @@ final class Rel {
       if ((++n & 4095) == 0) {
         deadline.check();
       }
-      Object matches = table.get(Tuple.key(probe, probeKey));
+      Object matches;
+      if (longTable != null) {
+        // only a long key can equal one of the table's
+        matches = Tuple.key(probe[probeKey[0]]) instanceof Long k ? longTable.get(k) : null;
+      } else {
+        matches = table.get(Tuple.key(probe, probeKey));
+      }
       if (matches == null) {
         continue;
       }
@@ -199,6 +211,23 @@ final class Rel {
       }
     }
     return new Rel(outVars, out, distinct);
+  }
+
+  /**
+   * The rows of {@code rows} by their value at {@code col}, one row (Object[]) or a
+   * {@link RowList} per key, when every such value's key ({@link Tuple#key(Object)}) is a long;
+   * else null.
+   */
+  static LongMap<Object> longTable(List<Object[]> rows, int col) {
+    LongMap<Object> table = new LongMap<>(rows.size());
+    for (Object[] row : rows) {
+      if (!(Tuple.key(row[col]) instanceof Long k)) {
+        return null;
+      }
+      Object old = table.get(k);
+      table.put(k, old == null ? row : addRow(old, row));
+    }
+    return table;
   }
 
   /** Rows sharing a hash key, in a map whose lone rows are stored bare. */
