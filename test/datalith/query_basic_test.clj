@@ -292,6 +292,14 @@
                (d/q '[:find ?x ?z :in $a $b :where [$a ?x ?y] [$b ?y ?z]]
                     [[1 (int 2)]] [[2 :b] [(short 2) :c] [2N :d]])))
         (is (= #{[1 3]} (d/q '[:find ?k (count ?v) :in [[?k ?v]]] [[1 :a] [(int 1) :b] [1N :c]])))
+        ;; a join hashes one column of integers as longs; other values on either side match
+        ;; only their equals
+        (is (= #{[1 :b] [1 :c]}
+               (d/q '[:find ?x ?z :in $a $b :where [$a ?x ?y] [$b ?y ?z]]
+                    [[1 2] [3 "2"] [4 2.0]] [[2 :b] [(int 2) :c]])))
+        (is (= #{[1 :b] [3 :s]}
+               (d/q '[:find ?x ?z :in $a $b :where [$a ?x ?y] [$b ?y ?z]]
+                    [[1 2] [3 "2"]] [[2 :b] ["2" :s] [2.5 :t]])))
         (is (= #{["Alice"] ["Bob"]}
                (d/q '[:find ?n :in $ [?e ...] :where [?e :person/name ?n]]
                     db [(int (ids "Alice")) (biginteger (ids "Bob"))]))))

@@ -540,9 +540,13 @@ public final class Engine {
     int[] keyCols = r.cols(boundVars);
     // when the entity is bound, datoms of other entities are skipped before decoding
     Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
-    // the entities a hash join keeps its scan to, which also counts them; null when an ident
-    // or lookup ref is bound, which only the lookup join resolves
-    IdSet entities = ev == null ? null : IdSet.ofColumn(r.rows, r.col(ev));
+    long scanCost = dp.estimate(s, range);
+    long lookupCost = ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED;
+    // the entities a hash join keeps its scan to, which also counts them: made when the rows
+    // are enough for a hash join (before counting their distinct keys); null when an ident or
+    // lookup ref is bound, which only the lookup join resolves
+    IdSet entities = ev != null && r.rows.size() * lookupCost >= scanCost
+        ? IdSet.ofColumn(r.rows, r.col(ev)) : null;
     // distinct rows bound on every column have as many distinct keys as rows
     boolean keyPerRow = r.distinct && keyCols.length == r.vars.length;
     // rows by key: one long column is grouped without boxing keys again or hashing objects
@@ -558,10 +562,10 @@ public final class Engine {
       groups = longGroups == null ? groupRows(r, keyCols) : null;
       distinctKeys = longGroups != null ? longGroups.size() : groups.size();
     }
-    if (distinctKeys * (ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED) >= dp.estimate(s, range)
-        && (ev == null || entities != null) && !namesEntities(r, dp, boundVars, ev)) {
-      List<Object[]> rows = new ArrayList<>(entities == null ? dp.sizeHint()
-          : Math.min(entities.size(), dp.sizeHint()));
+    if (distinctKeys * lookupCost >= scanCost && (ev == null || entities != null)
+        && !namesEntities(r, dp, boundVars, ev)) {
+      List<Object[]> rows = entities == null ? new ArrayList<>()
+          : new ArrayList<>(Math.min(entities.size(), dp.sizeHint()));
       dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range, entities);
       Rel scanned = new Rel(dp.vars, rows, distinct);
       // when r is a set of entities, which the scan kept to, the join is the scan
