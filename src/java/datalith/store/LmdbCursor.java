@@ -57,7 +57,7 @@ final class LmdbCursor implements Cursor {
   private long lmdbKey; // the address of LMDB's current key
   private static final int ELSEWHERE = -2;
   // the pages from the root to the leaf page (path[pathTop] == page when it is that page's path)
-  // and the child taken on each branch page
+  // and the child taken on each branch page (the leaf's own entry is unused: index is its place)
   private final long[] path = new long[32];
   private final int[] pathIndex = new int[32];
   private int pathTop = -1;
@@ -222,7 +222,8 @@ final class LmdbCursor implements Cursor {
     }
     long at = p + node;
     // a branch node's page number: its lo and hi halves and the high word in its flags
-    long pgno = ReadOnlyBufferProxy.nativeShort(at) | (long) ReadOnlyBufferProxy.nativeShort(at + 2) << 16
+    long pgno = ReadOnlyBufferProxy.nativeShort(at)
+        | (long) ReadOnlyBufferProxy.nativeShort(at + 2) << 16
         | (long) ReadOnlyBufferProxy.nativeShort(at + 4) << 32;
     return txn.pageAddress(pgno);
   }
