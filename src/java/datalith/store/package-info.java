@@ -19,8 +19,9 @@
  *
  * <p>Speed: a call into LMDB through JNR costs as much as reading a leaf page, so an LMDB cursor
  * reads the leaf page it has landed on in Java, checking the page against LMDB 0.9's layout
- * first: steps and seeks within the page never call LMDB, and crossing to the next page is one
- * call (see {@link datalith.store.LmdbCursor}).
+ * first: steps and seeks within the page never call LMDB, and crossing to the next or previous
+ * leaf follows the branch pages in Java too, so a scan calls LMDB only to start (see
+ * {@link datalith.store.LmdbCursor}).
  *
  * <p>Errors are {@code ex-info}s whose {@code :error} is {@code :store/lmdb},
  * {@code :store/map-full}, {@code :store/key-size} or {@code :store/option}; use after close
