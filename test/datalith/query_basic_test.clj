@@ -300,6 +300,12 @@
         (is (= #{[1 :b] [3 :s]}
                (d/q '[:find ?x ?z :in $a $b :where [$a ?x ?y] [$b ?y ?z]]
                     [[1 2] [3 "2"]] [[2 :b] ["2" :s] [2.5 :t]])))
+        (is (= #{[1 :min] [3 :two]}
+               (d/q '[:find ?x ?z :in $a $b :where [$a ?x ?y] [$b ?y ?z]]
+                    [[1 Long/MIN_VALUE] [3 2] [4 5]] [[Long/MIN_VALUE :min] [2 :two]])))
+        (is (= #{[1 :min]}
+               (d/q '[:find ?x ?z :in $a $b :where [$a ?x ?y] [$b ?y ?z]]
+                    [[1 Long/MIN_VALUE] [3 7] [4 5]] [[Long/MIN_VALUE :min] [2 :two]])))
         (is (= #{["Alice"] ["Bob"]}
                (d/q '[:find ?n :in $ [?e ...] :where [?e :person/name ?n]]
                     db [(int (ids "Alice")) (biginteger (ids "Bob"))]))))

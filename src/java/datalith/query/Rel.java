@@ -215,13 +215,13 @@ final class Rel {
 
   /**
    * The rows of {@code rows} by their value at {@code col}, one row (Object[]) or a
-   * {@link RowList} per key, when every such value's key ({@link Tuple#key(Object)}) is a long;
-   * else null.
+   * {@link RowList} per key, when every such value's key ({@link Tuple#key(Object)}) is a long
+   * other than Long.MIN_VALUE (the map's empty mark); else null.
    */
   static LongMap<Object> longTable(List<Object[]> rows, int col) {
     LongMap<Object> table = new LongMap<>(rows.size());
     for (Object[] row : rows) {
-      if (!(Tuple.key(row[col]) instanceof Long k)) {
+      if (!(Tuple.key(row[col]) instanceof Long k) || k == Long.MIN_VALUE) {
         return null;
       }
       Object old = table.get(k);
