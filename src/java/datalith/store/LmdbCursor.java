@@ -94,19 +94,13 @@ final class LmdbCursor implements Cursor {
     // the map starts on a boundary of the system's pages, so the page holding k starts here and
     // lies in one system page with k
     long p = at & -ps;
-    ByteBuffer pv = slot.pageView;
-    ReadOnlyBufferProxy.point(pv, p, ps);
-    pv.order(ByteOrder.nativeOrder());
-    long pgno = pv.getLong(0);
-    int lower = Short.toUnsignedInt(pv.getShort(12));
-    int upper = Short.toUnsignedInt(pv.getShort(14));
-    if (Short.toUnsignedInt(pv.getShort(10)) != P_LEAF
-        || lower < PAGE_HEADER || lower > upper || upper > ps
-        || txn.mapAddress(p, pgno) != p - pgno * ps) {
+    long pgno = ReadOnlyBufferProxy.nativeLong(p);
+    // the first page seen tells where the map starts; a page not where that puts it is not read
+    int n = txn.mapAddress(p, pgno) == p - pgno * ps ? pageKeys(p, P_LEAF) : -1;
+    if (n < 0) {
       return true;
     }
-    page = p;
-    count = (lower - PAGE_HEADER) >>> 1;
+    enter(p, n);
     index = -1;
     lmdbIndex = -1;
     lmdbKey = at;
@@ -293,13 +287,18 @@ final class LmdbCursor implements Cursor {
       path[l + 1] = c;
       pathIndex[l + 1] = forward ? 0 : n - 1;
     }
-    page = path[pathTop];
-    count = n;
+    enter(path[pathTop], n);
     lmdbIndex = ELSEWHERE;
-    ByteBuffer pv = slot.pageView;
-    ReadOnlyBufferProxy.point(pv, page, txn.pageSize);
-    pv.order(ByteOrder.nativeOrder());
     return at(forward ? 0 : n - 1) ? 1 : 0;
+  }
+
+  /** Makes the checked leaf page at {@code p}, with {@code n} keys, the one read in Java. */
+  private void enter(long p, int n) {
+    page = p;
+    count = n;
+    ByteBuffer pv = slot.pageView;
+    ReadOnlyBufferProxy.point(pv, p, txn.pageSize);
+    pv.order(ByteOrder.nativeOrder());
   }
 
   /** Brings LMDB's cursor to the current key, for a move that LMDB makes. */
