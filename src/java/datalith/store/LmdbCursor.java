@@ -29,17 +29,17 @@ final class LmdbCursor implements Cursor {
   // upper u16}, then (lower - 16) / 2 u16 offsets of the page's nodes in key order. A leaf node
   // is {lo u16, hi u16, flags u16, ksize u16, key, data}: its data size is lo | hi << 16, and
   // the F_BIGDATA flag puts the data on an overflow page. Everything is in native byte order.
-  private static final int PAGE_HEADER = 16;
-  private static final int NODE_HEADER = 8;
-  private static final int P_BRANCH = 0x01;
-  private static final int P_LEAF = 0x02;
+  static final int PAGE_HEADER = 16;
+  static final int NODE_HEADER = 8;
+  static final int P_BRANCH = 0x01;
+  static final int P_LEAF = 0x02;
   private static final int F_BIGDATA = 0x01;
   // LMDB 0.9's MDB_cursor (mdb.c) on a 64-bit system: four pointers, an unsigned int (padded
   // to 8 bytes) and three more pointers, then mc_snum and mc_top (u16), mc_flags (u32), the page
   // stack mc_pg[32] and the index stack mc_ki[32] (u16): mc_ki[mc_top] is its place on its leaf.
-  private static final int MC_TOP = 66;
-  private static final int MC_PG = 72;
-  private static final int MC_KI = MC_PG + 8 * 32;
+  static final int MC_TOP = 66;
+  static final int MC_PG = 72;
+  static final int MC_KI = MC_PG + 8 * 32;
   // LMDB's page size is the system's; pages of this size are read in Java (on a system with
   // larger pages, such as 16 KiB on Apple silicon, LMDB does all the reading)
   private static final int SMALLEST_SYSTEM_PAGE = 4096;

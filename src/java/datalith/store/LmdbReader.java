@@ -74,7 +74,7 @@ final class LmdbReader {
     }
   }
 
-  private static long addressOf(Cursor<ByteBuffer> cursor) {
+  static long addressOf(Cursor<ByteBuffer> cursor) {
     try {
       return PTR_CURSOR == null ? 0 : ((jnr.ffi.Pointer) PTR_CURSOR.get(cursor)).address();
     } catch (ReflectiveOperationException | RuntimeException e) {

@@ -82,7 +82,6 @@ public final class LmdbStore implements Store {
   private final Set<LmdbReadTxn.Opened> parked = ConcurrentHashMap.newKeySet(); // in beginWrite
   private final Object gate = new Object(); // notified when a pending growth is done
   private final WriteLog log = new WriteLog(); // the open write transaction's writes
-  private final Replayer replayer = new Replayer();
   private volatile int state = OPEN;
   private volatile long growTo; // the map size wanted, 0 when no growth is pending
   private volatile long mapSize;
@@ -344,6 +343,21 @@ public final class LmdbStore implements Store {
     return new Write();
   }
 
+  /**
+   * How {@code db} lies in the file, from LMDB, as of the last commit: {@code :entries},
+   * {@code :depth}, {@code :leaf-pages}, {@code :branch-pages} and {@code :overflow-pages}.
+   */
+  public Map<Keyword, Long> pageStats(SubDb db) {
+    try (LmdbReadTxn r = (LmdbReadTxn) beginRead()) {
+      org.lmdbjava.Stat s = dbis.get(db.ordinal()).stat(r.reader().txn);
+      return Map.of(Keyword.intern("entries"), s.entries, Keyword.intern("depth"), (long) s.depth,
+          Keyword.intern("leaf-pages"), s.leafPages, Keyword.intern("branch-pages"), s.branchPages,
+          Keyword.intern("overflow-pages"), s.overflowPages);
+    } catch (LmdbException e) {
+      throw failure("Cannot read the statistics of " + db, e);
+    }
+  }
+
   @Override
   public boolean durable() {
     return sync;
@@ -503,21 +517,6 @@ public final class LmdbStore implements Store {
     }
   }
 
-  /** Applies a {@link WriteLog} to the LMDB write transaction of a commit. Writer only. */
-  private final class Replayer implements WriteLog.Replay {
-    private Txn<ByteBuffer> txn;
-
-    @Override
-    public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
-      dbis.get(db.ordinal()).put(txn, key, val);
-    }
-
-    @Override
-    public void delete(SubDb db, ByteBuffer key) {
-      dbis.get(db.ordinal()).delete(txn, key);
-    }
-  }
-
   /** The write transaction: buffers writes, applies them all in one LMDB txn on commit. */
   private final class Write implements WriteTxn {
     private boolean open = true;
@@ -571,14 +570,14 @@ public final class LmdbStore implements Store {
       try {
         Txn<ByteBuffer> txn = env.txnWrite();
         try {
-          replayer.txn = txn;
-          log.replay(replayer);
+          try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize)) {
+            log.replay(replay);
+          } // its cursors closed before the commit, or before the abort
           txn.commit();
           return true;
         } catch (Env.MapFullException e) {
           return false;
         } finally {
-          replayer.txn = null;
           txn.close(); // aborts unless committed
         }
       } catch (LmdbException e) {

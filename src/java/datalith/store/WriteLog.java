@@ -10,11 +10,22 @@ import java.util.ArrayList;
  */
 final class WriteLog {
 
-  /** Receives the logged operations in order. */
+  /**
+   * Receives the logged operations sorted by sub-database, and by key within each (LMDB's order:
+   * unsigned bytes, a prefix first); one key's operations keep the order they were logged in.
+   * Buffers are valid during the call only.
+   */
   interface Replay {
-    void put(SubDb db, ByteBuffer key, ByteBuffer val);
+    /**
+     * {@code nextPut}: the key of the next operation when it is a put into the same
+     * sub-database (its value is {@code nextValSize} bytes), else null.
+     */
+    void put(SubDb db, ByteBuffer key, ByteBuffer val, ByteBuffer nextPut, int nextValSize);
 
     void delete(SubDb db, ByteBuffer key);
+
+    /** Called after the last operation on {@code db}. */
+    void end(SubDb db);
   }
 
   private static final byte PUT = 1;
@@ -59,34 +70,94 @@ final class WriteLog {
     }
   }
 
-  /** Calls {@code to} once per entry, in order, with direct buffers valid during the call. */
+  /** Calls {@code to} once per entry, in the order {@link Replay} describes. */
   void replay(Replay to) {
-    for (int c = 0; c < chunks.size() && c <= current; c++) {
-      ByteBuffer chunk = chunks.get(c);
+    long[] order = sorted();
+    ByteBuffer nextView = null;
+    for (int i = 0; i < order.length; i++) {
+      ByteBuffer chunk = chunks.get((int) (order[i] >>> 32));
       byte[] array = chunk.array();
-      int end = chunk.position();
-      for (int at = 0; at < end; ) {
-        byte op = chunk.get(at);
-        SubDb db = DBS[chunk.get(at + 1)];
-        int keySize = Short.toUnsignedInt(chunk.getShort(at + 2));
-        int valSize = chunk.getInt(at + 4);
-        at += HEADER;
-        key.clear();
-        key.put(array, at, keySize).flip();
-        at += keySize;
-        if (op == PUT) {
-          if (val.capacity() < valSize) {
-            val = ByteBuffer.allocateDirect(Math.max(valSize, 2 * val.capacity()));
-          }
-          val.clear();
-          val.put(array, at, valSize).flip();
-          at += valSize;
-          to.put(db, key, val);
-        } else {
-          to.delete(db, key);
+      int at = (int) order[i];
+      byte op = array[at];
+      SubDb db = DBS[array[at + 1]];
+      int keySize = keySize(array, at);
+      int valSize = chunk.getInt(at + 4);
+      key.clear();
+      key.put(array, at + HEADER, keySize).flip();
+      if (op == PUT) {
+        if (val.capacity() < valSize) {
+          val = ByteBuffer.allocateDirect(Math.max(valSize, 2 * val.capacity()));
         }
+        val.clear();
+        val.put(array, at + HEADER + keySize, valSize).flip();
+        ByteBuffer nextPut = null;
+        int nextValSize = 0;
+        if (i + 1 < order.length) {
+          ByteBuffer next = chunks.get((int) (order[i + 1] >>> 32));
+          int nat = (int) order[i + 1];
+          if (next.get(nat) == PUT && next.get(nat + 1) == db.ordinal()) {
+            nextView = next.duplicate();
+            nextPut = nextView.limit(nat + HEADER + keySize(next.array(), nat))
+                .position(nat + HEADER);
+            nextValSize = next.getInt(nat + 4);
+          }
+        }
+        to.put(db, key, val, nextPut, nextValSize);
+      } else {
+        to.delete(db, key);
+      }
+      if (i + 1 == order.length || chunks.get((int) (order[i + 1] >>> 32)).get((int) order[i + 1] + 1)
+          != db.ordinal()) {
+        to.end(db);
       }
     }
+  }
+
+  private static int keySize(byte[] array, int at) {
+    return (array[at + 2] & 0xFF) << 8 | (array[at + 3] & 0xFF);
+  }
+
+  /**
+   * The entries (chunk index << 32 | offset) sorted by sub-database, then key; a stable sort, so
+   * that one key's entries keep their order.
+   */
+  private long[] sorted() {
+    int n = 0;
+    for (int c = 0; c < chunks.size() && c <= current; c++) {
+      ByteBuffer chunk = chunks.get(c);
+      for (int at = 0; at < chunk.position(); at = next(chunk, at)) {
+        n++;
+      }
+    }
+    Long[] order = new Long[n];
+    n = 0;
+    for (int c = 0; c < chunks.size() && c <= current; c++) {
+      ByteBuffer chunk = chunks.get(c);
+      for (int at = 0; at < chunk.position(); at = next(chunk, at)) {
+        order[n++] = (long) c << 32 | at;
+      }
+    }
+    java.util.Arrays.sort(order, (x, y) -> {
+      byte[] a = chunks.get((int) (x >>> 32)).array();
+      byte[] b = chunks.get((int) (y >>> 32)).array();
+      int ax = (int) (long) x;
+      int by = (int) (long) y;
+      if (a[ax + 1] != b[by + 1]) {
+        return Integer.compare(a[ax + 1], b[by + 1]);
+      }
+      return java.util.Arrays.compareUnsigned(a, ax + HEADER, ax + HEADER + keySize(a, ax),
+          b, by + HEADER, by + HEADER + keySize(b, by));
+    });
+    long[] out = new long[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = order[i];
+    }
+    return out;
+  }
+
+  /** The offset of the entry after the one at {@code at}. */
+  private static int next(ByteBuffer chunk, int at) {
+    return at + HEADER + keySize(chunk.array(), at) + chunk.getInt(at + 4); // a delete's is 0
   }
 
   private void append(byte op, SubDb db, ByteBuffer k, ByteBuffer v) {

@@ -23,6 +23,11 @@
  * leaf follows the branch pages in Java too, so a scan calls LMDB only to start (see
  * {@link datalith.store.LmdbCursor}).
  *
+ * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
+ * transaction in key order; runs of keys that land in the middle of a tree (new entities' datoms
+ * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
+ * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}).
+ *
  * <p>Errors are {@code ex-info}s whose {@code :error} is {@code :store/lmdb},
  * {@code :store/map-full}, {@code :store/key-size} or {@code :store/option}; use after close
  * throws an {@link java.lang.IllegalStateException} whose {@code ex-data} has

@@ -1,0 +1,208 @@
+package datalith.store;
+
+import static datalith.store.LmdbCursor.MC_KI;
+import static datalith.store.LmdbCursor.MC_PG;
+import static datalith.store.LmdbCursor.MC_TOP;
+import static datalith.store.LmdbCursor.NODE_HEADER;
+import static datalith.store.LmdbCursor.PAGE_HEADER;
+import static datalith.store.LmdbCursor.P_LEAF;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.lmdbjava.Cursor;
+import org.lmdbjava.Dbi;
+import org.lmdbjava.Txn;
+
+/**
+ * Applies a {@link WriteLog} to an LMDB write transaction, in key order, keeping leaf pages full
+ * where keys arrive in runs.
+ *
+ * <p>LMDB splits a full leaf page in the middle, unless the new key goes at the page's end: then
+ * the old page stays full and the new key starts the next one. The datoms of new entities go at
+ * the end of each attribute's keys in AEVT and AVET, in the middle of the tree, on a page that
+ * also holds the next attribute's (or value's) first keys, so every split there was a middle one
+ * and those indexes had their pages half full: 45 AEVT keys a page where 83 fit, twice the pages
+ * for a scan to read.
+ *
+ * <p>So when a put lands in the right half of a page left too full for the next put, and the
+ * next put goes right after it, before the page's next key, the keys after it on the page are
+ * taken out and put back once the log's keys have passed them. The run is then written at the
+ * page's end, and LMDB fills each page before it starts the next. A lone put moves nothing.
+ *
+ * <p>Pages are read as {@link LmdbCursor} reads them, by LMDB 0.9's layout, checked first; a page
+ * this cannot read soundly (or a value on an overflow page) is left to LMDB as it is.
+ */
+final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
+  private static final int KIND = 0x6F; // a page's kind flags, less P_DIRTY (0x10)
+
+  private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
+  private final Txn<ByteBuffer> txn;
+  private final int pageSize;
+  @SuppressWarnings("unchecked")
+  private final Cursor<ByteBuffer>[] cursors = new Cursor[SubDb.values().length];
+  private final long[] addresses = new long[cursors.length]; // of their MDB_cursor structs
+  // the keys taken off pages, with their values, to put back
+  private final TreeMap<byte[], byte[]> moved = new TreeMap<>(Arrays::compareUnsigned);
+  private final ByteBuffer view = ReadOnlyBufferProxy.newView();
+  private final ByteBuffer k = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
+  private ByteBuffer v = ByteBuffer.allocateDirect(256);
+
+  LmdbReplay(List<Dbi<ByteBuffer>> dbis, Txn<ByteBuffer> txn, int pageSize) {
+    this.dbis = dbis;
+    this.txn = txn;
+    this.pageSize = pageSize;
+  }
+
+  @Override
+  public void put(SubDb db, ByteBuffer key, ByteBuffer val, ByteBuffer nextPut, int nextValSize) {
+    putBackUpTo(db, key);
+    Cursor<ByteBuffer> c = cursor(db);
+    c.put(key, val);
+    if (nextPut != null) {
+      makeRoomAfter(db, nextPut, nextValSize);
+    }
+  }
+
+  @Override
+  public void delete(SubDb db, ByteBuffer key) {
+    putBackUpTo(db, key);
+    dbis.get(db.ordinal()).delete(txn, key);
+  }
+
+  @Override
+  public void end(SubDb db) {
+    putBackUpTo(db, null);
+  }
+
+  /** Puts back the moved keys that sort at or before {@code key} (all of them: null). */
+  private void putBackUpTo(SubDb db, ByteBuffer key) {
+    while (!moved.isEmpty()) {
+      if (key != null && compare(moved.firstKey(), key) > 0) {
+        return;
+      }
+      Map.Entry<byte[], byte[]> e = moved.pollFirstEntry();
+      byte[] mk = e.getKey();
+      byte[] mv = e.getValue();
+      k.clear();
+      k.put(mk).flip();
+      if (v.capacity() < mv.length) {
+        v = ByteBuffer.allocateDirect(Math.max(mv.length, 2 * v.capacity()));
+      }
+      v.clear();
+      v.put(mv).flip();
+      cursor(db).put(k, v);
+    }
+  }
+
+  /**
+   * After a put: when the next put into {@code db} goes right after it on its page, which has no
+   * room for it, and the keys after it are at most half the page, takes them off the page.
+   */
+  private void makeRoomAfter(SubDb db, ByteBuffer nextPut, int nextValSize) {
+    long a = addresses[db.ordinal()];
+    if (a == 0) {
+      return;
+    }
+    int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
+    if (top < 0 || top >= 32) {
+      return;
+    }
+    long p = ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * top);
+    int i = ReadOnlyBufferProxy.nativeShort(a + MC_KI + 2L * top);
+    if (p == 0 || (ReadOnlyBufferProxy.nativeShort(p + 10) & KIND) != P_LEAF) {
+      return;
+    }
+    int lower = ReadOnlyBufferProxy.nativeShort(p + 12);
+    int upper = ReadOnlyBufferProxy.nativeShort(p + 14);
+    if (lower < PAGE_HEADER || upper < lower || upper > pageSize) {
+      return;
+    }
+    int count = (lower - PAGE_HEADER) >>> 1;
+    int need = 2 + ((NODE_HEADER + nextPut.remaining() + nextValSize + 1) & ~1); // even, as LMDB
+    if (i + 1 >= count || i < count / 2 || upper - lower >= need) {
+      return;
+    }
+    int n = count - 1 - i;
+    byte[][] keys = new byte[n][];
+    byte[][] vals = new byte[n][];
+    for (int j = 0; j < n; j++) {
+      int node = ReadOnlyBufferProxy.nativeShort(p + PAGE_HEADER + 2L * (i + 1 + j));
+      if (node < lower || node + NODE_HEADER > pageSize
+          || ReadOnlyBufferProxy.nativeShort(p + node + 4) != 0) {
+        return; // out of bounds, or a value on an overflow page: left to LMDB
+      }
+      int ksize = ReadOnlyBufferProxy.nativeShort(p + node + 6);
+      int dsize = ReadOnlyBufferProxy.nativeShort(p + node)
+          | ReadOnlyBufferProxy.nativeShort(p + node + 2) << 16;
+      if (ksize == 0 || node + NODE_HEADER + (long) ksize + dsize > pageSize) {
+        return;
+      }
+      keys[j] = copy(p + node + NODE_HEADER, ksize);
+      vals[j] = copy(p + node + NODE_HEADER + ksize, dsize);
+      if (j == 0 && compare(nextPut, keys[0]) >= 0) {
+        return; // the next put goes past the page's next key
+      }
+    }
+    Dbi<ByteBuffer> dbi = dbis.get(db.ordinal());
+    for (byte[] key : keys) {
+      k.clear();
+      k.put(key).flip();
+      if (!dbi.delete(txn, k)) {
+        throw new IllegalStateException("LMDB lost a key of page " + p + " while writing");
+      }
+    }
+    for (int j = 0; j < n; j++) {
+      moved.put(keys[j], vals[j]);
+    }
+  }
+
+  private byte[] copy(long address, int size) {
+    byte[] out = new byte[size];
+    if (size > 0) {
+      ReadOnlyBufferProxy.point(view, address, size);
+      view.get(0, out);
+    }
+    return out;
+  }
+
+  /** LMDB's order of keys: unsigned bytes, a prefix first. */
+  private static int compare(byte[] a, ByteBuffer b) {
+    int bp = b.position();
+    int n = Math.min(a.length, b.remaining());
+    for (int i = 0; i < n; i++) {
+      int d = (a[i] & 0xFF) - (b.get(bp + i) & 0xFF);
+      if (d != 0) {
+        return d;
+      }
+    }
+    return a.length - b.remaining();
+  }
+
+  private static int compare(ByteBuffer a, byte[] b) {
+    return -compare(b, a);
+  }
+
+  private Cursor<ByteBuffer> cursor(SubDb db) {
+    Cursor<ByteBuffer> c = cursors[db.ordinal()];
+    if (c == null) {
+      c = dbis.get(db.ordinal()).openCursor(txn);
+      cursors[db.ordinal()] = c;
+      addresses[db.ordinal()] = LmdbReader.addressOf(c);
+    }
+    return c;
+  }
+
+  /** Closes the cursors: before the transaction commits or aborts. */
+  @Override
+  public void close() {
+    for (int i = 0; i < cursors.length; i++) {
+      if (cursors[i] != null) {
+        cursors[i].close();
+        cursors[i] = null;
+      }
+    }
+  }
+}
