@@ -48,26 +48,32 @@ final class Text {
     return p;
   }
 
+  // the bytes of a string being decoded, copied out of the index: one array per thread
+  private static final int SCRATCH_MAX = 1024;
+  private static final ThreadLocal<byte[]> SCRATCH = ThreadLocal.withInitial(() -> new byte[256]);
+
   /** The string whose escaped bytes are {@code [from, to)} of b. */
   static String get(ByteBuffer b, int from, int to) {
-    byte[] bytes = new byte[to - from];
-    b.get(from, bytes);
+    int len = to - from;
+    byte[] bytes = len <= SCRATCH_MAX ? scratch(len) : new byte[len];
+    b.get(from, bytes, 0, len);
     // Without escaped zeros (00) and surrogates (lead byte ED, which U+D000-U+D7FF share),
     // the bytes are standard UTF-8, which the JDK decodes fastest (ASCII at memory speed).
     boolean utf8 = true;
-    for (byte x : bytes) {
+    for (int i = 0; i < len; i++) {
+      byte x = bytes[i];
       if (x == 0 || x == (byte) 0xED) {
         utf8 = false;
         break;
       }
     }
     if (utf8) {
-      return new String(bytes, StandardCharsets.UTF_8);
+      return new String(bytes, 0, len, StandardCharsets.UTF_8);
     }
-    char[] cs = new char[bytes.length];
+    char[] cs = new char[len];
     int n = 0;
     int i = 0;
-    while (i < bytes.length) {
+    while (i < len) {
       int x = bytes[i] & 0xFF;
       if (x == 0) {
         cs[n++] = 0;
@@ -84,6 +90,16 @@ final class Text {
       }
     }
     return new String(cs, 0, n);
+  }
+
+  /** This thread's scratch array, of at least {@code len} bytes. */
+  private static byte[] scratch(int len) {
+    byte[] s = SCRATCH.get();
+    if (s.length < len) {
+      s = new byte[Math.max(len, 2 * s.length)];
+      SCRATCH.set(s);
+    }
+    return s;
   }
 
   /** {@code tag | s | 00 00}. */

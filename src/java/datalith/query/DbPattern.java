@@ -55,6 +55,8 @@ final class DbPattern {
   private boolean impossible;
   private Attr constAttr;
   private boolean valueOrder; // see preferValueOrder
+  /** Whether a variable occurs at two positions, which a match must then agree on. */
+  private final boolean repeatsVar;
 
   /** The index the last scan used, for explain. */
   private Index lastIndex;
@@ -77,6 +79,11 @@ final class DbPattern {
       }
     }
     this.vars = vs.toArray(new Variable[0]);
+    int positions = 0;
+    for (int at : varAt) {
+      positions += at >= 0 ? 1 : 0;
+    }
+    this.repeatsVar = positions > vars.length;
     if (termAt(A) instanceof Constant c) {
       constAttr = attrOf(c.value());
       if (constAttr == null) {
@@ -466,6 +473,10 @@ final class DbPattern {
       if (idSink != null) {
         n++;
         idSink.acceptId(scan.e());
+        continue;
+      }
+      if (sink == null && !repeatsVar) {
+        n++; // a count, for an estimate: nothing to read
         continue;
       }
       if (!fill(scan, out, keyE)) {
