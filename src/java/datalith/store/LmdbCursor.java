@@ -194,15 +194,15 @@ final class LmdbCursor implements Cursor {
    */
   private int pageKeys(long p, int flags) {
     long base = txn.pageAddress(0);
-    int ps = txn.pageSize;
-    long pgno = (p - base) / ps;
-    if (base == 0 || p != txn.pageAddress(pgno) || ReadOnlyBufferProxy.nativeLong(p) != pgno
+    long pgno = (p - base) >> txn.pageShift;
+    if (base == 0 || txn.pageShift < 0 || p != txn.pageAddress(pgno)
+        || ReadOnlyBufferProxy.nativeLong(p) != pgno
         || ReadOnlyBufferProxy.nativeShort(p + 10) != flags) {
       return -1;
     }
     int lower = ReadOnlyBufferProxy.nativeShort(p + 12);
     int upper = ReadOnlyBufferProxy.nativeShort(p + 14);
-    if (lower <= PAGE_HEADER || lower > upper || upper > ps) {
+    if (lower <= PAGE_HEADER || lower > upper || upper > txn.pageSize) {
       return -1;
     }
     return (lower - PAGE_HEADER) >>> 1;

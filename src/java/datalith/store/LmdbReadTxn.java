@@ -49,12 +49,17 @@ final class LmdbReadTxn implements ReadTxn {
   private long mapAddress; // the map's place (0 until known) and size while this is open
   final long mapSize;
   final int pageSize;
+  private final long pages; // the map's size in pages
+  /** log2 of the page size (a power of two, as every system's is), or -1 when it is not one. */
+  final int pageShift;
 
   LmdbReadTxn(LmdbStore store, LmdbReader reader, long stamp, Opened opened) {
     this.store = store;
     this.mapAddress = store.mapAddress();
     this.mapSize = store.mapSize();
     this.pageSize = store.pageSize();
+    this.pages = mapSize / pageSize;
+    this.pageShift = Integer.bitCount(pageSize) == 1 ? Integer.numberOfTrailingZeros(pageSize) : -1;
     this.reader = reader;
     this.stamp = stamp;
     this.opened = opened;
@@ -97,7 +102,7 @@ final class LmdbReadTxn implements ReadTxn {
    */
   long pageAddress(long pgno) {
     long m = mapAddress;
-    if (m == 0 || pgno < 0 || pgno >= (mapSize / pageSize)) {
+    if (m == 0 || pgno < 0 || pgno >= pages) {
       return 0;
     }
     return m + pgno * pageSize;
