@@ -63,6 +63,18 @@
         '[:find ?n :where [?e :person/age ?a] [(> ?a 29.5)] [(< ?a 30.5)] [?e :person/name ?n]] #{["Alice"] ["Carol"]}
         '[:find ?n :where [?e :person/score ?s] [(< ?s 2)] [?e :person/name ?n]]        #{["Alice"]}
         '[:find ?n :where [?e :person/name ?n] [(< ?n "Bz")]]                            #{["Alice"] ["Bob"]})
+      (testing "a comparison the pattern's range holds every value to is not run again; a stricter one is"
+        (are [query result] (= result (d/q query db))
+          '[:find ?n :where [?e :person/age ?a] [(>= ?a 30)] [(> ?a 30)] [?e :person/name ?n]]   #{}
+          '[:find ?n :where [?e :person/age ?a] [(> ?a 30)] [(>= ?a 30)] [?e :person/name ?n]]   #{}
+          '[:find ?n :where [?e :person/age ?a] [(> ?a 29)] [(>= ?a 30)] [?e :person/name ?n]]   #{["Alice"] ["Carol"]}
+          '[:find ?n :where [?e :person/age ?a] [(<= ?a 30)] [(< ?a 30)] [?e :person/name ?n]]   #{["Bob"]}
+          '[:find ?n :where [?e :person/age ?a] [(< ?a 30)] [(<= 30 ?a)] [?e :person/name ?n]]   #{}
+          '[:find ?n :where [?e :person/age ?a] [(< ?a 30.5)] [(< ?a 31)] [?e :person/name ?n]]  #{["Alice"] ["Bob"] ["Carol"]})
+        (is (= [:in-range :filter]
+               (->> (d/explain '[:find ?n :where [?e :person/age ?a] [(>= ?a 30)] [(> ?a 30)]
+                                 [?e :person/name ?n]] db)
+                    :clauses (keep #(#{:in-range :filter} (:method %)))))))
       (testing "a bound from an input"
         (is (= #{["Bob"]}
              (d/q '[:find ?n :in $ ?max :where [?e :person/age ?a] [(< ?a ?max)] [?e :person/name ?n]]

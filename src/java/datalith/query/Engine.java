@@ -450,6 +450,8 @@ public final class Engine {
   // ---------------------------------------------------------------- clauses
 
   private void evalAll(Ctx ctx, List<Clause> clauses, Scope scope) {
+    // comparisons that a pattern's range already held every row of its variable to
+    Set<Clause> implied = null;
     for (Clause c : clauses) {
       deadline.check();
       if (ctx.isEmpty()) {
@@ -457,7 +459,16 @@ public final class Engine {
       }
       long before = explain == null ? 0 : System.nanoTime();
       int mark = explain == null ? 0 : explain.size();
-      String how = eval(ctx, c, scope, clauses);
+      String how;
+      if (implied != null && implied.contains(c)) {
+        how = "in-range";
+      } else {
+        lastRange = null;
+        how = eval(ctx, c, scope, clauses);
+        if (c instanceof Pattern p && lastRange != null) {
+          implied = impliedBy(p, lastRange, clauses, implied);
+        }
+      }
       if (explain != null) {
         // the steps of a not or or body nest under it; a rule's fixpoint rounds are left out
         List<Object> inner = explain.subList(mark, explain.size());
@@ -512,6 +523,7 @@ public final class Engine {
     DbPattern dp = dbPattern(p, db);
     Snapshot s = snapshot(db);
     DbPattern.Range range = rangeFor(p, dp, siblings);
+    lastRange = range; // every path below keeps the pattern's rows to it
     if (explain != null) {
       explained = dp;
       explainedRange = range;
@@ -751,6 +763,70 @@ public final class Engine {
       }
     }
     return lo == null && hi == null ? null : new DbPattern.Range(lo, loIn, hi, hiIn);
+  }
+
+  /** The range the last pattern evaluated held its value variable to, or null. */
+  private DbPattern.Range lastRange;
+
+  /**
+   * Adds to {@code implied} (made when null) the comparisons among {@code siblings} of pattern
+   * {@code p}'s value variable with a constant that every value in {@code range} satisfies: once
+   * the pattern has run, every row holds such a value, so the comparison would keep them all.
+   * Range and comparison compare alike ({@link Compare}).
+   */
+  private static Set<Clause> impliedBy(Pattern p, DbPattern.Range range, List<Clause> siblings,
+      Set<Clause> implied) {
+    Variable v = (Variable) p.v();
+    for (Clause c : siblings) {
+      if (!(c instanceof Predicate pr) || pr.args().size() != 2
+          || pr.fn().getNamespace() != null) {
+        continue;
+      }
+      Term a = pr.args().get(0);
+      Term b = pr.args().get(1);
+      String op;
+      Object k;
+      if (a == v && b instanceof Constant cb) {
+        op = pr.fn().getName();
+        k = cb.value();
+      } else if (b == v && a instanceof Constant ca) {
+        op = flip(pr.fn().getName());
+        k = ca.value();
+      } else {
+        continue;
+      }
+      if (k == null) {
+        continue;
+      }
+      boolean holds;
+      switch (op) {
+        case ">=":
+          holds = range.lower != null && Compare.compare(range.lower, k) >= 0;
+          break;
+        case ">": {
+          int cmp = range.lower == null ? -1 : Compare.compare(range.lower, k);
+          holds = cmp > 0 || cmp == 0 && !range.lowerInclusive;
+          break;
+        }
+        case "<=":
+          holds = range.upper != null && Compare.compare(range.upper, k) <= 0;
+          break;
+        case "<": {
+          int cmp = range.upper == null ? 1 : Compare.compare(range.upper, k);
+          holds = cmp < 0 || cmp == 0 && !range.upperInclusive;
+          break;
+        }
+        default:
+          holds = false;
+      }
+      if (holds) {
+        if (implied == null) {
+          implied = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        }
+        implied.add(c);
+      }
+    }
+    return implied;
   }
 
   private static String flip(String op) {
