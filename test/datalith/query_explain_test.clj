@@ -161,6 +161,18 @@
             (is (= [:hash-join-aevt (named db some-ids)]
                    [(method-of q '[?e :item/name ?name] db some-ids) (d/q q db some-ids)]))
             (is (= (named before some-ids) (d/q q (d/as-of db (d/basis-t before)) some-ids))))))
+      (testing "bound rows with more than the entity, several to an entity, met by rank in the bitmap"
+        (let [q2 '[:find ?e ?tag ?name :in $ [[?e ?tag]] :where [?e :item/name ?name]]
+              some-ids (take-nth 2 ids)
+              rows (concat (for [e some-ids] [e :a])
+                           (for [e (take-nth 3 some-ids)] [(int e) :b])
+                           [[-4 :c] [(+ 10 (peek ids)) :d]])
+              expect (set (for [[e tag] rows :let [e (long e)] :when (some #{e} ids)]
+                            [e tag (:item/name (d/pull db [:item/name] e))]))]
+          (is (= [:hash-join-aevt expect]
+                 [(method-of q2 '[?e :item/name ?name] db rows) (d/q q2 db rows)]))
+          (testing "and a value that is no id, joined by hashing"
+            (is (= expect (d/q q2 db (conj (vec rows) ["x" :e])))))))
       (testing "ids far apart (a hash set)"
         (let [some-ids (take-nth 3 ids)]
           (is (= [:hash-join-aevt (named some-ids)]

@@ -576,6 +576,14 @@ public final class Engine {
     }
     if (distinctKeys * lookupCost >= scanCost && (ev == null || entities != null)
         && !namesEntities(r, dp, boundVars, ev)) {
+      Object[] byRank = entities != null && r.vars.length > 1 && keyCols.length == 1
+          ? entities.rowsByRank(r.rows, keyCols[0]) : null;
+      if (byRank != null) {
+        // the join is done as the scan goes: its entities ascend, and so do their ranks in the
+        // set, so each datom finds its rows in an array read in order (no hash table to build)
+        ctx.add(joinByRank(r, dp, ev, entities, byRank, s, range));
+        return "hash-join-" + dp.lastIndexName();
+      }
       List<Object[]> rows = entities == null ? new ArrayList<>()
           : new ArrayList<>(Math.min(entities.size(), dp.sizeHint()));
       dp.scan(s, null, vals -> rows.add(vals.clone()), Long.MAX_VALUE, range, entities);
@@ -763,6 +771,40 @@ public final class Engine {
       }
     }
     return lo == null && hi == null ? null : new DbPattern.Range(lo, loIn, hi, hiIn);
+  }
+
+  /**
+   * The join of {@code r} with the pattern's datoms, whose entity {@code ev} is the one variable
+   * they share: a scan kept to {@code entities}, r's rows found by the rank of each datom's
+   * entity in that set ({@link IdSet#rowsByRank}). Rows as {@link Rel#join} makes them.
+   */
+  private Rel joinByRank(Rel r, DbPattern dp, Variable ev, IdSet entities, Object[] byRank,
+      Snapshot s, DbPattern.Range range) {
+    List<Variable> fresh = new ArrayList<>();
+    for (Variable v : dp.vars) {
+      if (!r.has(v)) {
+        fresh.add(v);
+      }
+    }
+    int[] freshCols = new int[fresh.size()];
+    Variable[] outVars = Arrays.copyOf(r.vars, r.vars.length + fresh.size());
+    for (int i = 0; i < freshCols.length; i++) {
+      freshCols[i] = indexOf(dp.vars, fresh.get(i));
+      outVars[r.vars.length + i] = fresh.get(i);
+    }
+    int eAt = indexOf(dp.vars, ev);
+    List<Object[]> out = new ArrayList<>(Math.min(r.rows.size(), dp.sizeHint()));
+    dp.scan(s, null, vals -> {
+      Object rows = byRank[entities.rank((Long) vals[eAt])];
+      if (rows instanceof Object[] row) {
+        out.add(Rel.concat(row, vals, freshCols));
+      } else if (rows != null) {
+        for (Object[] row : (Rel.RowList) rows) {
+          out.add(Rel.concat(row, vals, freshCols));
+        }
+      }
+    }, Long.MAX_VALUE, range, entities);
+    return new Rel(outVars, out, r.distinct && dp.distinctRows());
   }
 
   /** The range the last pattern evaluated held its value variable to, or null. */

@@ -15,6 +15,7 @@ final class IdSet implements java.util.function.LongPredicate {
   private final long[] bits; // bit (id - min) of the span, or null when sparse
   private final LongMap<Boolean> sparse;
   private final int size;
+  private int[] before; // per word of bits, the ids in the words before it; made on first use
 
   private IdSet(long min, long[] bits, LongMap<Boolean> sparse) {
     this.min = min;
@@ -125,6 +126,52 @@ final class IdSet implements java.util.function.LongPredicate {
         ids[k++] = lo + ((long) w << 6) + Long.numberOfTrailingZeros(b);
       }
     }
+  }
+
+  /**
+   * The rows of {@code rows} by the rank among this set's ids of their id in column {@code col}
+   * (one row, or a {@link Rel.RowList}); rows whose value is no id of the set are left out. Null
+   * when the set is not a bitmap, or a value is no integer: the caller joins another way.
+   */
+  Object[] rowsByRank(List<Object[]> rows, int col) {
+    if (bits == null) {
+      return null;
+    }
+    Object[] out = new Object[size];
+    for (Object[] row : rows) {
+      Object x = row[col];
+      long id;
+      if (x instanceof Long l) {
+        id = l;
+      } else if (Tuple.key(x) instanceof Long l) {
+        id = l;
+      } else {
+        return null;
+      }
+      if (test(id)) {
+        int at = rank(id);
+        Object old = out[at];
+        out[at] = old == null ? row : Rel.addRow(old, row);
+      }
+    }
+    return out;
+  }
+
+  /** How many of the set's ids are below {@code id}, which is one of them; bitmap sets only. */
+  int rank(long id) {
+    int[] b = before;
+    if (b == null) {
+      b = new int[bits.length];
+      int n = 0;
+      for (int w = 0; w < bits.length; w++) {
+        b[w] = n;
+        n += Long.bitCount(bits[w]);
+      }
+      before = b;
+    }
+    long d = id - min;
+    int w = (int) (d >>> 6);
+    return b[w] + Long.bitCount(bits[w] & ((1L << d) - 1));
   }
 
   /** Whether {@code id} is in the set. */
