@@ -32,6 +32,7 @@ public final class IndexScan {
   private byte[] prefixBytes = NO_BYTES;
   private byte[] spareBytes = NO_BYTES;
   private long[] prefixWords = NO_WORDS;
+  private long prefixLastWord; // the prefix's last 8 bytes, when it has 8 or more
   private int prefixLen;
   private final boolean storeFilter;
   private final long limit;
@@ -127,6 +128,7 @@ public final class IndexScan {
     for (int i = 0; i + 8 <= n; i += 8) {
       prefixWords[i >>> 3] = Bytes.longAt(b, i);
     }
+    prefixLastWord = n >= 8 ? Bytes.longAt(b, n - 8) : 0;
     this.upper = upper;
     upperFrom = upper != null && upper.limit() >= n
         && Codec.compareBytes(upper, 0, n, ByteBuffer.wrap(b), 0, n) == 0 ? n : 0;
@@ -250,9 +252,16 @@ public final class IndexScan {
         return false;
       }
     }
-    for (; i < n; i++) {
-      if (k.get(i) != prefixBytes[i]) {
+    if (i < n && n >= 8) {
+      // the bytes past the last whole word: the prefix's last 8 bytes, read as one word
+      if (Bytes.longAt(k, n - 8) != prefixLastWord) {
         return false;
+      }
+    } else {
+      for (; i < n; i++) {
+        if (k.get(i) != prefixBytes[i]) {
+          return false;
+        }
       }
     }
     // the first upperFrom bytes of upper are the prefix's, which k starts with
