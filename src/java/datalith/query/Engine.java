@@ -1705,6 +1705,18 @@ public final class Engine {
     if (same) {
       return proj.rows;
     }
+    if (query.with().isEmpty() && isPermutation(cols, proj.vars.length)) {
+      // every variable found once, in another order: the rows, which are this query's own (pulls
+      // write into them too), are reordered where they are
+      Object[] tmp = new Object[cols.length];
+      for (Object[] row : proj.rows) {
+        for (int i = 0; i < cols.length; i++) {
+          tmp[i] = row[cols[i]];
+        }
+        System.arraycopy(tmp, 0, row, 0, cols.length);
+      }
+      return proj.rows;
+    }
     List<Object[]> out = new ArrayList<>(proj.rows.size());
     // without :with, every variable of proj is found, so its distinct rows stay distinct
     Set<Object> seen = query.with().isEmpty() ? null
@@ -1715,6 +1727,20 @@ public final class Engine {
       }
     }
     return out;
+  }
+
+  private static boolean isPermutation(int[] cols, int n) {
+    if (cols.length != n) {
+      return false;
+    }
+    boolean[] hit = new boolean[n];
+    for (int c : cols) {
+      if (c < 0 || c >= n || hit[c]) {
+        return false;
+      }
+      hit[c] = true;
+    }
+    return true;
   }
 
   /** The rows of one group of an aggregate query, counted, and kept when an aggregate reads them. */
