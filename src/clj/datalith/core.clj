@@ -294,7 +294,8 @@
 (defn explain
   "Runs `query` like `q` and returns the plan it used, as data: each clause in
   the order run, the method (scan, lookup-join, hash-join with the index used,
-  filter, anti-join, union, rule), the rows after it, and its time."
+  filter, in-range for a comparison an earlier pattern's range already met,
+  anti-join, union, rule), the rows after it, and its time."
   [query & inputs]
   (Engine/explain query (object-array inputs)))
 

@@ -73,7 +73,6 @@ final class WriteLog {
   /** Calls {@code to} once per entry, in the order {@link Replay} describes. */
   void replay(Replay to) {
     long[] order = sorted();
-    ByteBuffer nextView = null;
     for (int i = 0; i < order.length; i++) {
       ByteBuffer chunk = chunks.get((int) (order[i] >>> 32));
       byte[] array = chunk.array();
@@ -96,8 +95,7 @@ final class WriteLog {
           ByteBuffer next = chunks.get((int) (order[i + 1] >>> 32));
           int nat = (int) order[i + 1];
           if (next.get(nat) == PUT && next.get(nat + 1) == db.ordinal()) {
-            nextView = next.duplicate();
-            nextPut = nextView.limit(nat + HEADER + keySize(next.array(), nat))
+            nextPut = next.duplicate().limit(nat + HEADER + keySize(next.array(), nat))
                 .position(nat + HEADER);
             nextValSize = next.getInt(nat + 4);
           }
@@ -106,11 +104,15 @@ final class WriteLog {
       } else {
         to.delete(db, key);
       }
-      if (i + 1 == order.length || chunks.get((int) (order[i + 1] >>> 32)).get((int) order[i + 1] + 1)
-          != db.ordinal()) {
+      if (i + 1 == order.length || dbOf(order[i + 1]) != db) {
         to.end(db);
       }
     }
+  }
+
+  /** The sub-database of entry {@code entry} (chunk index << 32 | offset). */
+  private SubDb dbOf(long entry) {
+    return DBS[chunks.get((int) (entry >>> 32)).get((int) entry + 1)];
   }
 
   private static int keySize(byte[] array, int at) {
