@@ -131,7 +131,7 @@ final class WriteLog {
         n++;
       }
     }
-    Long[] order = new Long[n];
+    long[] order = new long[n];
     n = 0;
     for (int c = 0; c < chunks.size() && c <= current; c++) {
       ByteBuffer chunk = chunks.get(c);
@@ -139,22 +139,52 @@ final class WriteLog {
         order[n++] = (long) c << 32 | at;
       }
     }
-    java.util.Arrays.sort(order, (x, y) -> {
-      byte[] a = chunks.get((int) (x >>> 32)).array();
-      byte[] b = chunks.get((int) (y >>> 32)).array();
-      int ax = (int) (long) x;
-      int by = (int) (long) y;
-      if (a[ax + 1] != b[by + 1]) {
-        return Integer.compare(a[ax + 1], b[by + 1]);
+    // a merge sort, stable, of the primitive entries: runs of RUN by insertion, then merges
+    for (int lo = 0; lo < n; lo += RUN) {
+      int hi = Math.min(lo + RUN, n);
+      for (int i = lo + 1; i < hi; i++) {
+        long x = order[i];
+        int j = i - 1;
+        for (; j >= lo && compare(order[j], x) > 0; j--) {
+          order[j + 1] = order[j];
+        }
+        order[j + 1] = x;
       }
-      return java.util.Arrays.compareUnsigned(a, ax + HEADER, ax + HEADER + keySize(a, ax),
-          b, by + HEADER, by + HEADER + keySize(b, by));
-    });
-    long[] out = new long[n];
-    for (int i = 0; i < n; i++) {
-      out[i] = order[i];
     }
-    return out;
+    long[] other = new long[n];
+    for (int width = RUN; width < n; width *= 2) {
+      for (int lo = 0; lo < n; lo += 2 * width) {
+        int mid = Math.min(lo + width, n);
+        int hi = Math.min(lo + 2 * width, n);
+        int i = lo;
+        int j = mid;
+        int k = lo;
+        while (i < mid && j < hi) {
+          other[k++] = compare(order[i], order[j]) <= 0 ? order[i++] : order[j++];
+        }
+        System.arraycopy(order, i, other, k, mid - i);
+        System.arraycopy(order, j, other, k + mid - i, hi - j);
+      }
+      long[] t = order;
+      order = other;
+      other = t;
+    }
+    return order;
+  }
+
+  private static final int RUN = 16;
+
+  /** The order of entries {@code x} and {@code y}: by sub-database, then by key as LMDB's. */
+  private int compare(long x, long y) {
+    byte[] a = chunks.get((int) (x >>> 32)).array();
+    byte[] b = chunks.get((int) (y >>> 32)).array();
+    int ax = (int) x;
+    int by = (int) y;
+    if (a[ax + 1] != b[by + 1]) {
+      return Integer.compare(a[ax + 1], b[by + 1]);
+    }
+    return java.util.Arrays.compareUnsigned(a, ax + HEADER, ax + HEADER + keySize(a, ax),
+        b, by + HEADER, by + HEADER + keySize(b, by));
   }
 
   /** The offset of the entry after the one at {@code at}. */
