@@ -615,21 +615,9 @@ public final class Engine {
     for (int i = 0; i < givenPos.length; i++) {
       givenPos[i] = indexOf(dp.vars, boundVars.get(i));
     }
-    List<Variable> fresh = new ArrayList<>();
-    for (Variable v : dp.vars) {
-      if (!r.has(v)) {
-        fresh.add(v);
-      }
-    }
-    int[] freshCols = new int[fresh.size()];
-    for (int i = 0; i < freshCols.length; i++) {
-      freshCols[i] = indexOf(dp.vars, fresh.get(i));
-    }
-    Variable[] outVars = new Variable[r.vars.length + fresh.size()];
-    System.arraycopy(r.vars, 0, outVars, 0, r.vars.length);
-    for (int i = 0; i < fresh.size(); i++) {
-      outVars[r.vars.length + i] = fresh.get(i);
-    }
+    Extension ext = Extension.of(r, dp);
+    int[] freshCols = ext.cols();
+    Variable[] outVars = ext.vars();
     List<Object[]> out = new ArrayList<>();
     Object[] given = new Object[dp.vars.length];
     int count = 0;
@@ -780,18 +768,8 @@ public final class Engine {
    */
   private Rel joinByRank(Rel r, DbPattern dp, Variable ev, IdSet entities, Object[] byRank,
       Snapshot s, DbPattern.Range range) {
-    List<Variable> fresh = new ArrayList<>();
-    for (Variable v : dp.vars) {
-      if (!r.has(v)) {
-        fresh.add(v);
-      }
-    }
-    int[] freshCols = new int[fresh.size()];
-    Variable[] outVars = Arrays.copyOf(r.vars, r.vars.length + fresh.size());
-    for (int i = 0; i < freshCols.length; i++) {
-      freshCols[i] = indexOf(dp.vars, fresh.get(i));
-      outVars[r.vars.length + i] = fresh.get(i);
-    }
+    Extension ext = Extension.of(r, dp);
+    int[] freshCols = ext.cols();
     int eAt = indexOf(dp.vars, ev);
     List<Object[]> out = new ArrayList<>(Math.min(r.rows.size(), dp.sizeHint()));
     dp.scan(s, null, vals -> {
@@ -804,7 +782,29 @@ public final class Engine {
         }
       }
     }, Long.MAX_VALUE, range, entities);
-    return new Rel(outVars, out, r.distinct && dp.distinctRows());
+    return new Rel(ext.vars(), out, r.distinct && dp.distinctRows());
+  }
+
+  /**
+   * A join's output columns: {@code vars}, r's variables then the pattern's that r lacks, and
+   * {@code cols}, where in the pattern's matches ({@code dp.vars}) those new ones are.
+   */
+  private record Extension(Variable[] vars, int[] cols) {
+    static Extension of(Rel r, DbPattern dp) {
+      List<Variable> fresh = new ArrayList<>();
+      for (Variable v : dp.vars) {
+        if (!r.has(v)) {
+          fresh.add(v);
+        }
+      }
+      int[] cols = new int[fresh.size()];
+      Variable[] vars = Arrays.copyOf(r.vars, r.vars.length + fresh.size());
+      for (int i = 0; i < cols.length; i++) {
+        cols[i] = indexOf(dp.vars, fresh.get(i));
+        vars[r.vars.length + i] = fresh.get(i);
+      }
+      return new Extension(vars, cols);
+    }
   }
 
   /** The range the last pattern evaluated held its value variable to, or null. */

@@ -1,5 +1,12 @@
 package datalith.store;
 
+import static datalith.store.LmdbLayout.CURSOR_DEPTH;
+import static datalith.store.LmdbLayout.F_BIGDATA;
+import static datalith.store.LmdbLayout.NODE_HEADER;
+import static datalith.store.LmdbLayout.PAGE_HEADER;
+import static datalith.store.LmdbLayout.P_BRANCH;
+import static datalith.store.LmdbLayout.P_LEAF;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.lmdbjava.GetOp;
@@ -25,21 +32,7 @@ import org.lmdbjava.LmdbException;
  */
 final class LmdbCursor implements Cursor {
 
-  // LMDB 0.9's page layout (mdb.c): a 16-byte header {pgno u64, pad u16, flags u16, lower u16,
-  // upper u16}, then (lower - 16) / 2 u16 offsets of the page's nodes in key order. A leaf node
-  // is {lo u16, hi u16, flags u16, ksize u16, key, data}: its data size is lo | hi << 16, and
-  // the F_BIGDATA flag puts the data on an overflow page. Everything is in native byte order.
-  static final int PAGE_HEADER = 16;
-  static final int NODE_HEADER = 8;
-  static final int P_BRANCH = 0x01;
-  static final int P_LEAF = 0x02;
-  private static final int F_BIGDATA = 0x01;
-  // LMDB 0.9's MDB_cursor (mdb.c) on a 64-bit system: four pointers, an unsigned int (padded
-  // to 8 bytes) and three more pointers, then mc_snum and mc_top (u16), mc_flags (u32), the page
-  // stack mc_pg[32] and the index stack mc_ki[32] (u16): mc_ki[mc_top] is its place on its leaf.
-  static final int MC_TOP = 66;
-  static final int MC_PG = 72;
-  static final int MC_KI = MC_PG + 8 * 32;
+  // pages and LMDB's cursor are read by LMDB 0.9's layout, see LmdbLayout
   // LMDB's page size is the system's; pages of this size are read in Java (on a system with
   // larger pages, such as 16 KiB on Apple silicon, LMDB does all the reading)
   private static final int SMALLEST_SYSTEM_PAGE = 4096;
@@ -58,8 +51,8 @@ final class LmdbCursor implements Cursor {
   private static final int ELSEWHERE = -2;
   // the pages from the root to the leaf page (path[pathTop] == page when it is that page's path)
   // and the child taken on each branch page (the leaf's own entry is unused: index is its place)
-  private final long[] path = new long[32];
-  private final int[] pathIndex = new int[32];
+  private final long[] path = new long[CURSOR_DEPTH];
+  private final int[] pathIndex = new int[CURSOR_DEPTH];
   private int pathTop = -1;
 
   LmdbCursor(LmdbReadTxn txn, LmdbReader.Slot slot) {
@@ -94,7 +87,7 @@ final class LmdbCursor implements Cursor {
     // the map starts on a boundary of the system's pages, so the page holding k starts here and
     // lies in one system page with k
     long p = at & -ps;
-    long pgno = ReadOnlyBufferProxy.nativeLong(p);
+    long pgno = LmdbLayout.pgno(p);
     // the first page seen tells where the map starts; a page not where that puts it is not read
     int n = txn.mapAddress(p, pgno) == p - pgno * ps ? pageKeys(p, P_LEAF) : -1;
     if (n < 0) {
@@ -112,15 +105,14 @@ final class LmdbCursor implements Cursor {
     if (index >= 0) {
       return true;
     }
-    ByteBuffer pv = slot.pageView;
     int node = (int) (lmdbKey - page) - NODE_HEADER;
     // LMDB's cursor knows its place (mc_ki[mc_top]); else the node offsets are searched for it
     int known = lmdbPlace();
     int from = known >= 0 ? known : 0;
     int to = known >= 0 ? known + 1 : count;
     for (int i = from; i < to; i++) {
-      if (Short.toUnsignedInt(pv.getShort(PAGE_HEADER + 2 * i)) == node) {
-        if (Short.toUnsignedInt(pv.getShort(node + 6)) != key.limit()) {
+      if (LmdbLayout.node(page, i) == node) {
+        if (LmdbLayout.keySize(page + node) != key.limit()) {
           break;
         }
         index = i;
@@ -138,11 +130,11 @@ final class LmdbCursor implements Cursor {
     if (a == 0) {
       return -1;
     }
-    int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
-    if (top >= 32 || ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * top) != page) {
+    int top = LmdbLayout.cursorTop(a);
+    if (top >= CURSOR_DEPTH || LmdbLayout.cursorPage(a, top) != page) {
       return -1;
     }
-    int i = ReadOnlyBufferProxy.nativeShort(a + MC_KI + 2L * top);
+    int i = LmdbLayout.cursorIndex(a, top);
     return i < count ? i : -1;
   }
 
@@ -150,9 +142,8 @@ final class LmdbCursor implements Cursor {
   private int node(int i) {
     // i < count, so its offset lies in the page's header; the node is checked to lie in the page
     long p = page;
-    int node = ReadOnlyBufferProxy.nativeShort(p + PAGE_HEADER + 2 * i);
-    if (node < PAGE_HEADER
-        || node + NODE_HEADER + ReadOnlyBufferProxy.nativeShort(p + node + 6) > txn.pageSize) {
+    int node = LmdbLayout.node(p, i);
+    if (node < PAGE_HEADER || node + NODE_HEADER + LmdbLayout.keySize(p + node) > txn.pageSize) {
       throw new IllegalStateException("LMDB page " + page + " has a node out of bounds");
     }
     return node;
@@ -162,8 +153,7 @@ final class LmdbCursor implements Cursor {
   private boolean at(int i) {
     int node = node(i);
     ByteBuffer k = slot.keyView;
-    ReadOnlyBufferProxy.point(k, page + node + NODE_HEADER,
-        ReadOnlyBufferProxy.nativeShort(page + node + 6));
+    ReadOnlyBufferProxy.point(k, page + node + NODE_HEADER, LmdbLayout.keySize(page + node));
     index = i;
     key = k;
     positioned = true;
@@ -178,8 +168,7 @@ final class LmdbCursor implements Cursor {
     ByteBuffer pv = slot.pageView;
     int last = KeyPrefix.lastOfRun(index, count - 1, i -> {
       int node = node(i);
-      return KeyPrefix.at(pv, node + NODE_HEADER, Short.toUnsignedInt(pv.getShort(node + 6)),
-          prefix);
+      return KeyPrefix.at(pv, node + NODE_HEADER, LmdbLayout.keySize(page + node), prefix);
     });
     int moved = last - index;
     if (moved > 0) {
@@ -196,12 +185,11 @@ final class LmdbCursor implements Cursor {
     long base = txn.pageAddress(0);
     long pgno = (p - base) >> txn.pageShift;
     if (base == 0 || txn.pageShift < 0 || p != txn.pageAddress(pgno)
-        || ReadOnlyBufferProxy.nativeLong(p) != pgno
-        || ReadOnlyBufferProxy.nativeShort(p + 10) != flags) {
+        || LmdbLayout.pgno(p) != pgno || LmdbLayout.flags(p) != flags) {
       return -1;
     }
-    int lower = ReadOnlyBufferProxy.nativeShort(p + 12);
-    int upper = ReadOnlyBufferProxy.nativeShort(p + 14);
+    int lower = LmdbLayout.lower(p);
+    int upper = LmdbLayout.upper(p);
     if (lower <= PAGE_HEADER || lower > upper || upper > txn.pageSize) {
       return -1;
     }
@@ -210,16 +198,11 @@ final class LmdbCursor implements Cursor {
 
   /** The address of the page node {@code i} of branch page {@code p} points to, or 0. */
   private long child(long p, int i) {
-    int node = ReadOnlyBufferProxy.nativeShort(p + PAGE_HEADER + 2L * i);
+    int node = LmdbLayout.node(p, i);
     if (node < PAGE_HEADER || node + NODE_HEADER > txn.pageSize) {
       return 0;
     }
-    long at = p + node;
-    // a branch node's page number: its lo and hi halves and the high word in its flags
-    long pgno = ReadOnlyBufferProxy.nativeShort(at)
-        | (long) ReadOnlyBufferProxy.nativeShort(at + 2) << 16
-        | (long) ReadOnlyBufferProxy.nativeShort(at + 4) << 32;
-    return txn.pageAddress(pgno);
+    return txn.pageAddress(LmdbLayout.childPgno(p + node));
   }
 
   /** Whether {@link #path} leads to the current page, read from LMDB's cursor if need be. */
@@ -232,13 +215,13 @@ final class LmdbCursor implements Cursor {
     if (a == 0) {
       return false;
     }
-    int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
-    if (top < 1 || top >= 32 || ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * top) != page) {
+    int top = LmdbLayout.cursorTop(a);
+    if (top < 1 || top >= CURSOR_DEPTH || LmdbLayout.cursorPage(a, top) != page) {
       return false; // a tree of one page, or LMDB's cursor is not on this page
     }
     for (int l = 0; l < top; l++) {
-      long b = ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * l);
-      int i = ReadOnlyBufferProxy.nativeShort(a + MC_KI + 2L * l);
+      long b = LmdbLayout.cursorPage(a, l);
+      int i = LmdbLayout.cursorIndex(a, l);
       if (i >= pageKeys(b, P_BRANCH)) {
         return false;
       }
@@ -321,8 +304,7 @@ final class LmdbCursor implements Cursor {
   private void syncToStep(org.lmdbjava.Cursor<ByteBuffer> c) {
     if (page != 0 && index != lmdbIndex && lmdbPlace() == lmdbIndex) {
       long a = slot.address;
-      int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
-      ReadOnlyBufferProxy.putNativeShort(a + MC_KI + 2L * top, index);
+      LmdbLayout.setCursorIndex(a, LmdbLayout.cursorTop(a), index);
       lmdbIndex = index;
       lmdbKey = ReadOnlyBufferProxy.base(key);
       return;
@@ -374,8 +356,7 @@ final class LmdbCursor implements Cursor {
   private int compare(ByteBuffer probe, int i) {
     int node = node(i);
     ByteBuffer v = slot.nodeView;
-    ReadOnlyBufferProxy.point(v, page + node + NODE_HEADER,
-        Short.toUnsignedInt(slot.pageView.getShort(node + 6)));
+    ReadOnlyBufferProxy.point(v, page + node + NODE_HEADER, LmdbLayout.keySize(page + node));
     return ReadOnlyBufferProxy.compareUnsigned(probe, v);
   }
 
@@ -464,16 +445,16 @@ final class LmdbCursor implements Cursor {
       throw new IllegalStateException("The cursor is not positioned");
     }
     if (page != 0 && index != lmdbIndex) {
-      ByteBuffer pv = slot.pageView;
       int node = node(index);
-      if ((Short.toUnsignedInt(pv.getShort(node + 4)) & F_BIGDATA) == 0) {
-        int ksize = Short.toUnsignedInt(pv.getShort(node + 6));
-        int size = Short.toUnsignedInt(pv.getShort(node)) | Short.toUnsignedInt(pv.getShort(node + 2)) << 16;
+      long at = page + node;
+      if ((LmdbLayout.nodeFlags(at) & F_BIGDATA) == 0) {
+        int ksize = LmdbLayout.keySize(at);
+        int size = LmdbLayout.dataSize(at);
         if (node + NODE_HEADER + ksize + size > txn.pageSize) {
           throw new IllegalStateException("LMDB page " + page + " has a value out of bounds");
         }
         ByteBuffer v = slot.valView;
-        ReadOnlyBufferProxy.point(v, page + node + NODE_HEADER + ksize, size);
+        ReadOnlyBufferProxy.point(v, at + NODE_HEADER + ksize, size);
         return v;
       }
       try {

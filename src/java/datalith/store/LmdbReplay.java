@@ -1,11 +1,10 @@
 package datalith.store;
 
-import static datalith.store.LmdbCursor.MC_KI;
-import static datalith.store.LmdbCursor.MC_PG;
-import static datalith.store.LmdbCursor.MC_TOP;
-import static datalith.store.LmdbCursor.NODE_HEADER;
-import static datalith.store.LmdbCursor.PAGE_HEADER;
-import static datalith.store.LmdbCursor.P_LEAF;
+import static datalith.store.LmdbLayout.CURSOR_DEPTH;
+import static datalith.store.LmdbLayout.NODE_HEADER;
+import static datalith.store.LmdbLayout.PAGE_HEADER;
+import static datalith.store.LmdbLayout.P_DIRTY;
+import static datalith.store.LmdbLayout.P_LEAF;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
@@ -36,8 +35,6 @@ import org.lmdbjava.Txn;
  * this cannot read soundly (or a value on an overflow page) is left to LMDB as it is.
  */
 final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
-  private static final int KIND = 0x6F; // a page's kind flags, less P_DIRTY (0x10)
-
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
   private final Txn<ByteBuffer> txn;
   private final int pageSize;
@@ -106,17 +103,18 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
     if (a == 0) {
       return;
     }
-    int top = ReadOnlyBufferProxy.nativeShort(a + MC_TOP);
-    if (top < 0 || top >= 32) {
+    int top = LmdbLayout.cursorTop(a);
+    if (top < 0 || top >= CURSOR_DEPTH) {
       return;
     }
-    long p = ReadOnlyBufferProxy.nativeLong(a + MC_PG + 8L * top);
-    int i = ReadOnlyBufferProxy.nativeShort(a + MC_KI + 2L * top);
-    if (p == 0 || (ReadOnlyBufferProxy.nativeShort(p + 10) & KIND) != P_LEAF) {
+    long p = LmdbLayout.cursorPage(a, top);
+    int i = LmdbLayout.cursorIndex(a, top);
+    // a leaf, dirty or not (a write transaction's copy); no other kind
+    if (p == 0 || (LmdbLayout.flags(p) & ~P_DIRTY) != P_LEAF) {
       return;
     }
-    int lower = ReadOnlyBufferProxy.nativeShort(p + 12);
-    int upper = ReadOnlyBufferProxy.nativeShort(p + 14);
+    int lower = LmdbLayout.lower(p);
+    int upper = LmdbLayout.upper(p);
     if (lower < PAGE_HEADER || upper < lower || upper > pageSize) {
       return;
     }
@@ -129,14 +127,12 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
     byte[][] keys = new byte[n][];
     byte[][] vals = new byte[n][];
     for (int j = 0; j < n; j++) {
-      int node = ReadOnlyBufferProxy.nativeShort(p + PAGE_HEADER + 2L * (i + 1 + j));
-      if (node < lower || node + NODE_HEADER > pageSize
-          || ReadOnlyBufferProxy.nativeShort(p + node + 4) != 0) {
+      int node = LmdbLayout.node(p, i + 1 + j);
+      if (node < lower || node + NODE_HEADER > pageSize || LmdbLayout.nodeFlags(p + node) != 0) {
         return; // out of bounds, or a value on an overflow page: left to LMDB
       }
-      int ksize = ReadOnlyBufferProxy.nativeShort(p + node + 6);
-      int dsize = ReadOnlyBufferProxy.nativeShort(p + node)
-          | ReadOnlyBufferProxy.nativeShort(p + node + 2) << 16;
+      int ksize = LmdbLayout.keySize(p + node);
+      int dsize = LmdbLayout.dataSize(p + node);
       if (ksize == 0 || node + NODE_HEADER + (long) ksize + dsize > pageSize) {
         return;
       }
