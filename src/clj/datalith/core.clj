@@ -43,7 +43,9 @@
   (cond-> {}
     (contains? opts :map-size) (assoc "map-size" (long (:map-size opts)))
     (contains? opts :sync) (assoc "sync" (boolean (:sync opts)))
-    (contains? opts :max-readers) (assoc "max-readers" (long (:max-readers opts)))))
+    (contains? opts :max-readers) (assoc "max-readers" (long (:max-readers opts)))
+    (contains? opts :page-reader) (assoc "page-reader" (let [r (:page-reader opts)]
+                                                         (if (keyword? r) (name r) r)))))
 
 (defn- schema-tx
   "Schema given as a DataScript-style map {ident props} or Datomic-style maps
@@ -75,6 +77,16 @@
     :map-size     LMDB's initial map size in bytes (it grows by itself)
     :sync         false to skip fsync on commit: faster bulk loads, but an OS
                   crash may lose the last commits (default true: durable)
+    :page-reader  :java (default) reads LMDB's leaf pages in Java, checking every
+                  page and address first (a damaged file is a :store/corrupt
+                  ex-info); :lmdb leaves every read and write to LMDB itself, the
+                  slower plain path. The JVM property datalith.page-reader sets
+                  the default.
+
+  Before LMDB maps an existing data file, its meta pages are checked: an
+  empty, foreign or truncated data file is a :store/corrupt ex-info at
+  connect, and a disk too full for the lock file a :store/io one; the files
+  are left as they were.
 
     (with-open [conn (d/connect \"/tmp/x\")] (d/basis-t (d/db conn)))
     ; => 0"

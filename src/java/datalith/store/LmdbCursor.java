@@ -19,11 +19,17 @@ import org.lmdbjava.LmdbException;
  * <p>A call into LMDB through JNR costs about as much as reading a whole leaf page, so once the
  * LMDB cursor has landed on a leaf page this cursor reads that page itself: moves within the
  * page, and seeks to keys the page holds, are done in Java from the map, and LMDB is called only
- * to cross to another page or seek elsewhere. A read transaction's pages never change, and every
- * page is checked against LMDB's layout before it is read this way; a page that does not match
- * (another LMDB version, a page of another kind) is left to LMDB. LMDB's own cursor (its
- * MDB_cursor struct) is read for its place on the page, and when it is found where it was left,
- * moved along the page by writing its index, so that stepping off the page is one call.
+ * to cross to another page or seek elsewhere. A read transaction's pages never change. LMDB's own
+ * cursor (its MDB_cursor struct) is read for its place on the page, and when it is found where it
+ * was left, moved along the page by writing its index, so that stepping off the page is one call.
+ *
+ * <p>Nothing is read before it is checked: a page number must be one of the snapshot's data
+ * pages in the file (see {@link LmdbReadTxn#isDataPage}), the page there must say it is that page,
+ * of the kind expected (leaf or branch), with its bounds in order, and a node must lie in its page
+ * with a key of 1 to 511 bytes; what LMDB returns is checked too ({@link LmdbReadTxn#check}). A
+ * page that fails is damage: a {@code :store/corrupt} ex-info naming the sub-database and page.
+ * When LMDB's structs do not read as {@link LmdbLayout} says (another LMDB), nothing is read in
+ * Java and LMDB does every move.
  *
  * <p>Stepping off a leaf page to its neighbour is done in Java too: the path of branch pages from
  * the root to the leaf is read once from LMDB's cursor, then followed and kept here, so that a
@@ -33,30 +39,38 @@ import org.lmdbjava.LmdbException;
 final class LmdbCursor implements Cursor {
 
   // pages and LMDB's cursor are read by LMDB 0.9's layout, see LmdbLayout
-  // LMDB's page size is the system's; pages of this size are read in Java (on a system with
-  // larger pages, such as 16 KiB on Apple silicon, LMDB does all the reading)
-  private static final int SMALLEST_SYSTEM_PAGE = 4096;
+  /**
+   * The page size whose pages are read in Java, the smallest system page: the page holding a key
+   * is found from the key's address; on a system with larger pages, such as 16 KiB on Apple
+   * silicon, LMDB does all the reading.
+   */
+  static final int JAVA_PAGE_SIZE = 4096;
 
   private final LmdbReadTxn txn;
+  private final SubDb db;
   private LmdbReader.Slot slot; // null once closed
   private boolean positioned; // false before the first positioning and after running off an end
   private ByteBuffer key; // the cursor's key view while positioned, else null
 
   // the leaf page read in Java: page is its address, 0 when the cursor is not on one
   private long page;
+  private long pgno; // its page number
   private int count; // its keys
+  private int upper; // where its nodes start: each lies between upper and the page's end
   private int index; // the current key's place in it, -1 until needed
   private int lmdbIndex; // where LMDB's cursor is on it, -1 until needed, ELSEWHERE if not on it
   private long lmdbKey; // the address of LMDB's current key
   private static final int ELSEWHERE = -2;
-  // the pages from the root to the leaf page (path[pathTop] == page when it is that page's path)
-  // and the child taken on each branch page (the leaf's own entry is unused: index is its place)
+  // the page numbers from the root to the leaf page (path[pathTop] == pgno when it is that
+  // page's path) and the child taken on each branch page (the leaf's own entry is unused: index
+  // is its place)
   private final long[] path = new long[CURSOR_DEPTH];
   private final int[] pathIndex = new int[CURSOR_DEPTH];
   private int pathTop = -1;
 
-  LmdbCursor(LmdbReadTxn txn, LmdbReader.Slot slot) {
+  LmdbCursor(LmdbReadTxn txn, SubDb db, LmdbReader.Slot slot) {
     this.txn = txn;
+    this.db = db;
     this.slot = slot;
   }
 
@@ -69,7 +83,18 @@ final class LmdbCursor implements Cursor {
     return s.cursor;
   }
 
-  /** After a move of LMDB's cursor: takes its key and the leaf page that holds it. */
+  private RuntimeException corrupt(long at, String message) {
+    return txn.corrupt(db, at, message);
+  }
+
+  private RuntimeException failure(String what, LmdbException e) {
+    return txn.failure(what + " in " + db, e);
+  }
+
+  /**
+   * After a move of LMDB's cursor: takes its key, checked to lie in the file, and the leaf page
+   * that holds it, checked to be a sound leaf page.
+   */
   private boolean moved(boolean found, org.lmdbjava.Cursor<ByteBuffer> c) {
     positioned = found;
     page = 0;
@@ -77,51 +102,47 @@ final class LmdbCursor implements Cursor {
       key = null;
       return false;
     }
-    ByteBuffer k = c.key();
+    ByteBuffer k = txn.check(c.key(), db, "key");
+    if (k.capacity() == 0 || k.capacity() > Errors.MAX_KEY_SIZE) {
+      throw corrupt(-1, "LMDB read a key of " + k.capacity() + " bytes, which no page holds");
+    }
     key = k;
-    int ps = txn.pageSize;
+    if (!txn.javaPages) {
+      return true;
+    }
+    // the map starts on a page boundary, so the page holding k starts here and lies in one
+    // system page with k (a node past the page's end is damage, found by the checks below)
     long at = ReadOnlyBufferProxy.base(k);
-    if (ps != SMALLEST_SYSTEM_PAGE) {
-      return true;
-    }
-    // the map starts on a boundary of the system's pages, so the page holding k starts here and
-    // lies in one system page with k
-    long p = at & -ps;
-    long pgno = LmdbLayout.pgno(p);
-    // the first page seen tells where the map starts; a page not where that puts it is not read
-    int n = txn.mapAddress(p, pgno) == p - pgno * ps ? pageKeys(p, P_LEAF) : -1;
-    if (n < 0) {
-      return true;
-    }
-    enter(p, n);
+    long p = at & -JAVA_PAGE_SIZE;
+    long n = (p - txn.map) >> txn.pageShift;
+    enter(p, n, pageKeys(n, P_LEAF));
     index = -1;
     lmdbIndex = -1;
     lmdbKey = at;
     return true;
   }
 
-  /** The current key's place on the page, found from LMDB's key; false if it is not there. */
-  private boolean placed() {
+  /**
+   * The current key's place on the page, found from LMDB's key: LMDB's cursor knows its place
+   * (mc_ki[mc_top]), else the node offsets are searched for it.
+   */
+  private void place() {
     if (index >= 0) {
-      return true;
+      return;
     }
     int node = (int) (lmdbKey - page) - NODE_HEADER;
-    // LMDB's cursor knows its place (mc_ki[mc_top]); else the node offsets are searched for it
     int known = lmdbPlace();
-    int from = known >= 0 ? known : 0;
-    int to = known >= 0 ? known + 1 : count;
-    for (int i = from; i < to; i++) {
-      if (LmdbLayout.node(page, i) == node) {
-        if (LmdbLayout.keySize(page + node) != key.limit()) {
-          break;
-        }
-        index = i;
-        lmdbIndex = i;
-        return true;
+    int i = known >= 0 && LmdbLayout.node(page, known) == node ? known : -1;
+    for (int j = 0; i < 0 && j < count; j++) {
+      if (LmdbLayout.node(page, j) == node) {
+        i = j;
       }
     }
-    page = 0; // not the layout this reads: leave the page to LMDB
-    return false;
+    if (i < 0 || LmdbLayout.keySize(page + node(i)) != key.limit()) {
+      throw corrupt(pgno, "LMDB read a key that is no node of its page");
+    }
+    index = i;
+    lmdbIndex = i;
   }
 
   /** LMDB's cursor's index on the page, read from its MDB_cursor when that is on it; else -1. */
@@ -138,13 +159,17 @@ final class LmdbCursor implements Cursor {
     return i < count ? i : -1;
   }
 
-  /** The offset of node {@code i} on the page, checked to lie within it. */
+  /**
+   * The offset in the page of its node {@code i} (< count), checked to lie in the page with a key
+   * of 1 to 511 bytes.
+   */
   private int node(int i) {
-    // i < count, so its offset lies in the page's header; the node is checked to lie in the page
-    long p = page;
-    int node = LmdbLayout.node(p, i);
-    if (node < PAGE_HEADER || node + NODE_HEADER + LmdbLayout.keySize(p + node) > txn.pageSize) {
-      throw new IllegalStateException("LMDB page " + page + " has a node out of bounds");
+    // i < count, so its offset lies in the page's header; the node must lie in the page
+    int node = LmdbLayout.node(page, i);
+    int ksize = node < upper || node > txn.pageSize - NODE_HEADER
+        ? 0 : LmdbLayout.keySize(page + node);
+    if (ksize == 0 || ksize > Errors.MAX_KEY_SIZE || node + NODE_HEADER + ksize > txn.pageSize) {
+      throw corrupt(pgno, "A node (" + i + " of " + count + ") lies outside its page");
     }
     return node;
   }
@@ -162,7 +187,11 @@ final class LmdbCursor implements Cursor {
 
   @Override
   public long skipRun(ByteBuffer prefix) {
-    if (!positioned || page == 0 || !placed() || index >= count - 1) {
+    if (!positioned || page == 0) {
+      return 0;
+    }
+    place();
+    if (index >= count - 1) {
       return 0;
     }
     ByteBuffer pv = slot.pageView;
@@ -178,36 +207,47 @@ final class LmdbCursor implements Cursor {
   }
 
   /**
-   * The number of keys of the map's page at address {@code p} when it is a page of kind
-   * {@code flags} (P_BRANCH or P_LEAF) whose header is sound; else -1.
+   * The number of keys of the snapshot's page {@code n}, checked to be a sound page of kind
+   * {@code flags} (P_BRANCH or P_LEAF): a data page of the snapshot that says it is page n, of
+   * that kind, with at least one key and its bounds in order.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when it is not
    */
-  private int pageKeys(long p, int flags) {
-    long base = txn.pageAddress(0);
-    long pgno = (p - base) >> txn.pageShift;
-    if (base == 0 || txn.pageShift < 0 || p != txn.pageAddress(pgno)
-        || LmdbLayout.pgno(p) != pgno || LmdbLayout.flags(p) != flags) {
-      return -1;
+  private int pageKeys(long n, int flags) {
+    String kind = flags == P_LEAF ? "leaf" : "branch";
+    if (!txn.isDataPage(n)) {
+      throw corrupt(n, "A " + kind + " page number outside the file's pages");
+    }
+    long p = txn.map + (n << txn.pageShift);
+    if (LmdbLayout.pgno(p) != n || LmdbLayout.flags(p) != flags) {
+      throw corrupt(n, "Not the " + kind + " page expected (its header says page "
+          + LmdbLayout.pgno(p) + ", flags " + LmdbLayout.flags(p) + ")");
     }
     int lower = LmdbLayout.lower(p);
     int upper = LmdbLayout.upper(p);
     if (lower <= PAGE_HEADER || lower > upper || upper > txn.pageSize) {
-      return -1;
+      throw corrupt(n, "A " + kind + " page whose bounds are out of order (lower " + lower
+          + ", upper " + upper + ")");
     }
     return (lower - PAGE_HEADER) >>> 1;
   }
 
-  /** The address of the page node {@code i} of branch page {@code p} points to, or 0. */
-  private long child(long p, int i) {
+  /** The page number that node {@code i} (< its keys) of branch page {@code n} points to. */
+  private long child(long n, int i) {
+    long p = txn.map + (n << txn.pageShift);
     int node = LmdbLayout.node(p, i);
-    if (node < PAGE_HEADER || node + NODE_HEADER > txn.pageSize) {
-      return 0;
+    if (node < LmdbLayout.upper(p) || node > txn.pageSize - NODE_HEADER) {
+      throw corrupt(n, "A node (" + i + ") lies outside its branch page");
     }
-    return txn.pageAddress(LmdbLayout.childPgno(p + node));
+    return LmdbLayout.childPgno(p + node);
   }
 
-  /** Whether {@link #path} leads to the current page, read from LMDB's cursor if need be. */
+  /**
+   * Whether {@link #path} leads to the current page, read from LMDB's cursor if need be: the
+   * branch pages LMDB's cursor holds above it are LMDB's (in the map), checked like any other.
+   */
   private boolean pathKnown() {
-    if (pathTop >= 0 && path[pathTop] == page) {
+    if (pathTop >= 0 && path[pathTop] == pgno) {
       return true;
     }
     pathTop = -1;
@@ -220,15 +260,16 @@ final class LmdbCursor implements Cursor {
       return false; // a tree of one page, or LMDB's cursor is not on this page
     }
     for (int l = 0; l < top; l++) {
-      long b = LmdbLayout.cursorPage(a, l);
+      long b = LmdbLayout.cursorPage(a, l) - txn.map;
+      long n = b >> txn.pageShift;
       int i = LmdbLayout.cursorIndex(a, l);
-      if (i >= pageKeys(b, P_BRANCH)) {
+      if (b != n << txn.pageShift || i >= pageKeys(n, P_BRANCH)) {
         return false;
       }
-      path[l] = b;
+      path[l] = n;
       pathIndex[l] = i;
     }
-    path[top] = page;
+    path[top] = pgno;
     pathTop = top;
     return true;
   }
@@ -237,6 +278,10 @@ final class LmdbCursor implements Cursor {
    * Moves to the first key of the next leaf page ({@code forward}) or the last key of the
    * previous one, along the branch pages: 1 when it did, 0 when there is no such page (the cursor
    * is then off the end, as LMDB leaves it), -1 when LMDB must make the move.
+   *
+   * <p>The descent takes pathTop - level steps, whatever the pages say, and every page on it is
+   * checked; a branch that points back up the tree or across it is found by the order of keys:
+   * the key reached must follow the current one.
    */
   private int cross(boolean forward) {
     if (!pathKnown()) {
@@ -263,22 +308,30 @@ final class LmdbCursor implements Cursor {
     for (int l = level; l < pathTop; l++) {
       long c = child(path[l], pathIndex[l]);
       n = pageKeys(c, l + 1 == pathTop ? P_LEAF : P_BRANCH);
-      if (n <= 0) {
-        pathTop = -1; // not a layout this reads: LMDB makes the move
-        return -1;
-      }
       path[l + 1] = c;
       pathIndex[l + 1] = forward ? 0 : n - 1;
     }
-    enter(path[pathTop], n);
+    long leaf = path[pathTop];
+    ByteBuffer previous = key;
+    enter(txn.map + (leaf << txn.pageShift), leaf, n);
+    int i = forward ? 0 : n - 1;
+    int node = node(i);
+    ByteBuffer next = slot.nodeView;
+    ReadOnlyBufferProxy.point(next, page + node + NODE_HEADER, LmdbLayout.keySize(page + node));
+    int order = ReadOnlyBufferProxy.compareUnsigned(next, previous);
+    if (forward ? order <= 0 : order >= 0) {
+      throw corrupt(leaf, "A branch page leads to keys out of order");
+    }
     lmdbIndex = ELSEWHERE;
-    return at(forward ? 0 : n - 1) ? 1 : 0;
+    return at(i) ? 1 : 0;
   }
 
-  /** Makes the checked leaf page at {@code p}, with {@code n} keys, the one read in Java. */
-  private void enter(long p, int n) {
+  /** Makes the checked leaf page {@code n} at {@code p}, with {@code keys} keys, current. */
+  private void enter(long p, long n, int keys) {
     page = p;
-    count = n;
+    pgno = n;
+    count = keys;
+    upper = LmdbLayout.upper(p);
     ByteBuffer pv = slot.pageView;
     ReadOnlyBufferProxy.point(pv, p, txn.pageSize);
     pv.order(ByteOrder.nativeOrder());
@@ -290,10 +343,10 @@ final class LmdbCursor implements Cursor {
       return;
     }
     if (!c.get(key, GetOp.MDB_SET_KEY)) {
-      throw new IllegalStateException("LMDB lost key " + index + " of page " + page);
+      throw corrupt(pgno, "LMDB does not find key " + index + " of the page");
     }
     lmdbIndex = index;
-    lmdbKey = ReadOnlyBufferProxy.base(c.key());
+    lmdbKey = ReadOnlyBufferProxy.base(txn.check(c.key(), db, "key"));
   }
 
   /**
@@ -315,16 +368,17 @@ final class LmdbCursor implements Cursor {
   @Override
   public boolean seek(ByteBuffer key) {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
-    if (page != 0 && key.remaining() <= Errors.MAX_KEY_SIZE && key.remaining() > 0 && placed()) {
+    if (page != 0 && key.remaining() <= Errors.MAX_KEY_SIZE && key.remaining() > 0) {
+      place();
       int i = search(key);
       if (i >= 0) {
         return at(i);
       }
     }
     try {
-      return moved(slot.seek(key), c);
+      return moved(slot.seek(key, txn), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot seek", e);
+      throw failure("Cannot seek", e);
     }
   }
 
@@ -366,7 +420,7 @@ final class LmdbCursor implements Cursor {
     try {
       return moved(c.first(), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot move to the first key", e);
+      throw failure("Cannot move to the first key", e);
     }
   }
 
@@ -376,7 +430,7 @@ final class LmdbCursor implements Cursor {
     try {
       return moved(c.last(), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot move to the last key", e);
+      throw failure("Cannot move to the last key", e);
     }
   }
 
@@ -386,7 +440,8 @@ final class LmdbCursor implements Cursor {
     if (!positioned) {
       return false;
     }
-    if (page != 0 && placed()) {
+    if (page != 0) {
+      place();
       if (index + 1 < count) {
         return at(index + 1);
       }
@@ -399,7 +454,7 @@ final class LmdbCursor implements Cursor {
       syncToStep(c);
       return moved(c.next(), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot move to the next key", e);
+      throw failure("Cannot move to the next key", e);
     }
   }
 
@@ -409,7 +464,8 @@ final class LmdbCursor implements Cursor {
     if (!positioned) {
       return false;
     }
-    if (page != 0 && placed()) {
+    if (page != 0) {
+      place();
       if (index > 0) {
         return at(index - 1);
       }
@@ -422,7 +478,7 @@ final class LmdbCursor implements Cursor {
       syncToStep(c);
       return moved(c.prev(), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot move to the previous key", e);
+      throw failure("Cannot move to the previous key", e);
     }
   }
 
@@ -447,23 +503,29 @@ final class LmdbCursor implements Cursor {
     if (page != 0 && index != lmdbIndex) {
       int node = node(index);
       long at = page + node;
-      if ((LmdbLayout.nodeFlags(at) & F_BIGDATA) == 0) {
+      int flags = LmdbLayout.nodeFlags(at);
+      if (flags == 0) {
         int ksize = LmdbLayout.keySize(at);
-        int size = LmdbLayout.dataSize(at);
+        long size = LmdbLayout.dataSize(at);
         if (node + NODE_HEADER + ksize + size > txn.pageSize) {
-          throw new IllegalStateException("LMDB page " + page + " has a value out of bounds");
+          throw corrupt(pgno, "A value (of key " + index + ") lies outside its page");
         }
         ByteBuffer v = slot.valView;
-        ReadOnlyBufferProxy.point(v, at + NODE_HEADER + ksize, size);
+        ReadOnlyBufferProxy.point(v, at + NODE_HEADER + ksize, (int) size);
         return v;
+      }
+      // a value on overflow pages: LMDB reads their page number from the node's data
+      if (flags != F_BIGDATA
+          || node + NODE_HEADER + LmdbLayout.keySize(at) + Long.BYTES > txn.pageSize) {
+        throw corrupt(pgno, "A node (" + index + ") with flags " + flags + " lies outside its page");
       }
       try {
         sync(c);
       } catch (LmdbException e) {
-        throw txn.failure("Cannot read a value", e);
+        throw failure("Cannot read a value", e);
       }
     }
-    return c.val();
+    return txn.check(c.val(), db, "value");
   }
 
   @Override

@@ -24,6 +24,7 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
   // sun.misc.Unsafe through method handles: javac -Werror rejects naming the class.
   private static final MethodHandle GET_ADDRESS; // (long address) -> long
   private static final MethodHandle PUT_ADDRESS; // (long address, long value) -> void
+  private static final MethodHandle GET_INT; // (long address) -> int
   private static final MethodHandle GET_SHORT; // (long address) -> short
   private static final MethodHandle PUT_SHORT; // (long address, short value) -> void
   private static final MethodHandle GET_FIELD_LONG; // (Object, long offset) -> long
@@ -43,6 +44,8 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
           MethodType.methodType(long.class, long.class)).bindTo(unsafe);
       PUT_ADDRESS = lookup.findVirtual(unsafeClass, "putLong",
           MethodType.methodType(void.class, long.class, long.class)).bindTo(unsafe);
+      GET_INT = lookup.findVirtual(unsafeClass, "getInt",
+          MethodType.methodType(int.class, long.class)).bindTo(unsafe);
       GET_SHORT = lookup.findVirtual(unsafeClass, "getShort",
           MethodType.methodType(short.class, long.class)).bindTo(unsafe);
       PUT_SHORT = lookup.findVirtual(unsafeClass, "putShort",
@@ -107,6 +110,15 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
   static long nativeLong(long address) {
     try {
       return (long) GET_ADDRESS.invokeExact(address);
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /** The native-order int at {@code address}, which must be readable native memory. */
+  static int nativeInt(long address) {
+    try {
+      return (int) GET_INT.invokeExact(address);
     } catch (Throwable e) {
       throw new AssertionError(e);
     }
@@ -206,7 +218,13 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
     } catch (Throwable e) {
       throw new AssertionError(e);
     }
-    point(buffer, data, (int) size);
+    // a size no buffer holds comes only from a damaged page: the view is then left empty at
+    // address 0, which every reader of LMDB's results rejects (see LmdbReadTxn#check)
+    if (size < 0 || size > Integer.MAX_VALUE) {
+      point(buffer, 0L, 0);
+    } else {
+      point(buffer, data, (int) size);
+    }
     return buffer;
   }
 }
