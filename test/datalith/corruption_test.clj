@@ -123,97 +123,107 @@
 
 ;; ---------------------------------------------------------------- damage
 
+;; Each damage is a function of the copy's directory. EAVT is three levels deep:
+;; `branch` is the second of its four mid-level pages, `leaf` its middle leaf.
+
 (defn- eavt [dir] (f/tree dir (get (f/sub-db-roots dir) "EAVT")))
 (defn- psize [dir] (:psize (f/last-meta dir)))
-(defn- mid [xs] (nth xs (quot (count xs) 2)))
-
-(defn- branch [dir] (second (first (rest (eavt dir)))))  ; the second of the 4 mid-level branch pages
-(defn- leaf [dir] (mid (last (eavt dir))))
+(defn- root [dir] (ffirst (eavt dir)))
+(defn- branch [dir] (second (second (eavt dir))))
+(defn- leaf [dir] (let [ls (last (eavt dir))] (nth ls (quot (count ls) 2))))
 (defn- node-at [p i] (+ (:offset p) (:at (nth (:nodes p) i))))
 (defn- pointer-at [p i] (+ (:offset p) 16 (* 2 i)))
 
-(defn- set-child! [dir p i pgno]
-  (let [at (node-at p i)]
-    (f/write-u16! dir at (bit-and pgno 0xFFFF))
-    (f/write-u16! dir (+ at 2) (bit-and (bit-shift-right pgno 16) 0xFFFF))
-    (f/write-u16! dir (+ at 4) (bit-and (bit-shift-right pgno 32) 0xFFFF))))
+(defn- cut [fraction] #(f/truncate! % (long (* fraction (f/size %)))))
+(defn- cut-to [size] #(f/truncate! % size))
 
-(defn- zero-page! [dir pgno]
-  (let [n (psize dir)] (f/write-bytes! dir (* pgno n) (byte-array n))))
+(defn- zero [page]
+  #(let [n (psize %), pgno (if (number? page) page (:pgno (page %)))]
+     (f/write-bytes! % (* pgno n) (byte-array n))))
 
-(defn- free-tail!
+(defn- log-overflow [dir]
+  {:pgno (inc (:pgno (ffirst (f/tree dir (get (f/sub-db-roots dir) "LOG")))))})
+
+(defn- last-meta-field [offset value-of]
+  #(let [{:keys [number] :as m} (f/last-meta %)]
+     (f/write-u64! % (+ (* number (psize %)) offset) (value-of m))))
+
+(defn- child [pgno-of]
+  #(let [b (branch %), pgno (pgno-of % b), at (node-at b 3)]
+     (doseq [[i shift] [[0 0] [2 16] [4 32]]]
+       (f/write-u16! % (+ at i) (bit-and (bit-shift-right pgno shift) 0xFFFF)))))
+
+(defn- u16 [page offset-of value-of]
+  #(let [p (page %)] (f/write-u16! % (offset-of p) (value-of p))))
+
+(defn- free-tail
   "Makes the last commit end `extra` pages past the file's end, and lists
   `listed` of those pages on the free list (in place of others on its largest
   list): LMDB leaves pages a transaction freed unwritten, so a file may end
   before its last page when the pages missing are free."
-  [dir extra listed]
-  (let [{:keys [free-root psize last-pg number]} (f/last-meta dir)
-        p (f/page dir psize free-root)
-        n (apply max-key :data-size (:nodes p))]
-    (when-not (and (= f/P_LEAF (:flags p)) (zero? (:flags n)) (> (:data-size n) (* 8 (inc listed))))
-      (throw (ex-info "the free list is not one leaf page with a list in it" {:page p})))
-    (doseq [i (range listed)]
-      (f/write-u64! dir (+ (:offset p) (:data-at n) 8 (* 8 i)) (- (+ last-pg extra) i)))
-    (f/write-u64! dir (+ (* number psize) 136) (+ last-pg extra))))
+  [extra listed]
+  (fn [dir]
+    (let [{:keys [free-root psize last-pg number]} (f/last-meta dir)
+          p (f/page dir psize free-root)
+          n (apply max-key :data-size (:nodes p))]
+      (when-not (and (= f/P_LEAF (:flags p)) (zero? (:flags n)) (> (:data-size n) (* 8 (inc listed))))
+        (throw (ex-info "the free list is not one leaf page with a list in it" {:page p})))
+      (doseq [i (range listed)]
+        (f/write-u64! dir (+ (:offset p) (:data-at n) 8 (* 8 i)) (- (+ last-pg extra) i)))
+      (f/write-u64! dir (+ (* number psize) 136) (+ last-pg extra)))))
+
+(def ^:private either #{:corrupt :differs})
 
 (def ^:private rows
-  "[name damage-fn {:java outcome :lmdb outcome}]; outcomes: :same (reads as
-  the intact copy), :differs (reads, other data), :corrupt (a :store/corrupt
-  ex-info on a read), :connect (a :store/corrupt ex-info at connect)."
-  [["intact" (fn [_]) {:java :same :lmdb :same}]
+  "[name damage java-outcome lmdb-outcome]: the outcome of reading the damaged
+  copy with the Java page reader and with LMDB alone: :same (reads as the
+  intact copy), :differs (reads, other data: damage no page check can see),
+  :corrupt (a :store/corrupt ex-info on a read), :connect (a :store/corrupt
+  ex-info at connect, the files left as they were); a set where the outcome
+  depends on what the damaged node points at."
+  [["intact"                              (fn [_])                      :same    :same]
    ;; truncated copies and an empty file: LMDB would map pages the file lacks
-   ["truncated to 90%" #(f/truncate! % (long (* 0.9 (f/size %)))) {:java :connect :lmdb :connect}]
-   ["truncated to 50%" #(f/truncate! % (quot (f/size %) 2)) {:java :connect :lmdb :connect}]
-   ["truncated to 10%" #(f/truncate! % (quot (f/size %) 10)) {:java :connect :lmdb :connect}]
-   ["truncated mid-page" #(f/truncate! % (- (f/size %) 100)) {:java :connect :lmdb :connect}]
-   ["truncated to one page" #(f/truncate! % 4096) {:java :connect :lmdb :connect}]
-   ["truncated to 100 bytes" #(f/truncate! % 100) {:java :connect :lmdb :connect}]
-   ["empty file" #(f/truncate! % 0) {:java :connect :lmdb :connect}]
+   ["truncated to 90%"                    (cut 0.9)                     :connect :connect]
+   ["truncated to 50%"                    (cut 0.5)                     :connect :connect]
+   ["truncated to 10%"                    (cut 0.1)                     :connect :connect]
+   ["truncated mid-page"                  #(f/truncate! % (- (f/size %) 100)) :connect :connect]
+   ["truncated to one page"               (cut-to 4096)                 :connect :connect]
+   ["truncated to 100 bytes"              (cut-to 100)                  :connect :connect]
+   ["empty file"                          (cut-to 0)                    :connect :connect]
    ;; meta pages
-   ["meta page 0 zeroed" #(zero-page! % 0) {:java :connect :lmdb :connect}]
-   ["meta page 1 zeroed" #(zero-page! % 1) {:java :connect :lmdb :connect}]
-   ["last meta's last page past the file" #(f/write-u64! % (+ (* (:number (f/last-meta %)) (psize %)) 136)
-                                                         (+ 10 (:last-pg (f/last-meta %))))
-    {:java :connect :lmdb :connect}]
-   ["last pages past the file, all free" #(free-tail! % 3 3) {:java :same :lmdb :same}]
-   ["last pages past the file, not all free" #(free-tail! % 3 2) {:java :connect :lmdb :connect}]
-   ["last meta's main root past the file" #(f/write-u64! % (+ (* (:number (f/last-meta %)) (psize %)) 128)
-                                                         (+ 10 (:last-pg (f/last-meta %))))
-    {:java :connect :lmdb :connect}]
+   ["meta page 0 zeroed"                  (zero 0)                      :connect :connect]
+   ["meta page 1 zeroed"                  (zero 1)                      :connect :connect]
+   ["last page past the file"             (last-meta-field 136 #(+ 10 (:last-pg %))) :connect :connect]
+   ["last pages past the file, all free"  (free-tail 3 3)               :same    :same]
+   ["last pages past the file, one not free" (free-tail 3 2)            :connect :connect]
+   ["main root past the file"             (last-meta-field 128 #(+ 10 (:last-pg %))) :connect :connect]
    ;; zeroed tree pages
-   ["EAVT root page zeroed" #(zero-page! % (:pgno (ffirst (eavt %)))) {:java :corrupt :lmdb :corrupt}]
-   ["EAVT branch page zeroed" #(zero-page! % (:pgno (branch %))) {:java :corrupt :lmdb :corrupt}]
-   ["EAVT leaf page zeroed" #(zero-page! % (:pgno (leaf %))) {:java :corrupt :lmdb :corrupt}]
-   ["LOG overflow page zeroed" #(zero-page! % (inc (:pgno (ffirst (f/tree % (get (f/sub-db-roots %) "LOG"))))))
-    {:java :differs :lmdb :differs}]
-   ;; branch nodes pointing elsewhere
-   ["child past the map" #(set-child! % (branch %) 3 (bit-shift-left 1 40)) {:java :corrupt :lmdb :corrupt}]
-   ["child past the file, in the map" #(set-child! % (branch %) 3 (+ 100 (:last-pg (f/last-meta %))))
-    {:java :corrupt :lmdb :corrupt}]
-   ["child is meta page 0" #(set-child! % (branch %) 3 0) {:java :corrupt :lmdb :corrupt}]
-   ["child is meta page 1" #(set-child! % (branch %) 3 1) {:java :corrupt :lmdb :corrupt}]
-   ["child is its own branch page" #(let [b (branch %)] (set-child! % b 3 (:pgno b))) {:java :corrupt :lmdb :corrupt}]
-   ["child is the root" #(set-child! % (branch %) 3 (:pgno (ffirst (eavt %)))) {:java :corrupt :lmdb :corrupt}]
-   ["child is a leaf elsewhere" #(set-child! % (branch %) 3 (:pgno (first (last (eavt %)))))
-    {:java :corrupt :lmdb :differs}]
-   ["branch node offset past the page" #(f/write-u16! % (pointer-at (branch %) 3) 0xFFF0) {:java :corrupt :lmdb :corrupt}]
+   ["EAVT root page zeroed"               (zero root)                   :corrupt :corrupt]
+   ["EAVT branch page zeroed"             (zero branch)                 :corrupt :corrupt]
+   ["EAVT leaf page zeroed"               (zero leaf)                   :corrupt :corrupt]
+   ["LOG overflow page zeroed"            (zero log-overflow)           :differs :differs]
+   ;; a branch node pointing elsewhere
+   ["child past the map"                  (child (fn [_ _] (bit-shift-left 1 40)))      :corrupt :corrupt]
+   ["child past the file, in the map"     (child (fn [d _] (+ 100 (:last-pg (f/last-meta d))))) :corrupt :corrupt]
+   ["child is meta page 0"                (child (fn [_ _] 0))          :corrupt :corrupt]
+   ["child is meta page 1"                (child (fn [_ _] 1))          :corrupt :corrupt]
+   ["child is its own branch page"        (child (fn [_ b] (:pgno b)))  :corrupt :corrupt]
+   ["child is the root"                   (child (fn [d _] (:pgno (root d)))) :corrupt :corrupt]
+   ["child is a leaf elsewhere"           (child (fn [d _] (:pgno (first (last (eavt d)))))) :corrupt :differs]
+   ["branch node offset past the page"    (u16 branch #(pointer-at % 3) (constantly 0xFFF0)) :corrupt :corrupt]
    ;; leaf nodes and page bounds
-   ["leaf node offset past the page" #(f/write-u16! % (pointer-at (leaf %) 5) 0xFFF0)
-    {:java :corrupt :lmdb #{:corrupt :differs}}]
-   ["leaf node offset in the header" #(f/write-u16! % (pointer-at (leaf %) 5) 2) {:java :corrupt :lmdb :corrupt}]
-   ["leaf key size 65535" #(f/write-u16! % (+ (node-at (leaf %) 5) 6) 0xFFFF) {:java :corrupt :lmdb :corrupt}]
-   ["leaf key size 0" #(f/write-u16! % (+ (node-at (leaf %) 5) 6) 0) {:java :corrupt :lmdb :corrupt}]
-   ["leaf data size 4 GiB" #(do (f/write-u16! % (node-at (leaf %) 5) 0xFFFF)
-                                (f/write-u16! % (+ 2 (node-at (leaf %) 5)) 0xFFFF))
-    {:java :corrupt :lmdb :corrupt}]
-   ["leaf node on an overflow page that is not" #(f/write-u16! % (+ 4 (node-at (leaf %) 5)) 1)
-    {:java :corrupt :lmdb :corrupt}]
-   ["leaf lower 65535" #(f/write-u16! % (+ (:offset (leaf %)) 12) 0xFFFF)
-    {:java :corrupt :lmdb #{:corrupt :differs}}]
-   ["leaf lower past upper" #(f/write-u16! % (+ (:offset (leaf %)) 12) (+ 2 (:upper (leaf %))))
-    {:java :corrupt :lmdb :corrupt}]
-   ["leaf upper 0" #(f/write-u16! % (+ (:offset (leaf %)) 14) 0) {:java :corrupt :lmdb :same}]
-   ["leaf page number wrong" #(f/write-u64! % (:offset (leaf %)) 5) {:java :corrupt :lmdb :same}]])
+   ["leaf node offset past the page"      (u16 leaf #(pointer-at % 5) (constantly 0xFFF0)) :corrupt either]
+   ["leaf node offset in the header"      (u16 leaf #(pointer-at % 5) (constantly 2)) :corrupt :corrupt]
+   ["leaf key size 65535"                 (u16 leaf #(+ 6 (node-at % 5)) (constantly 0xFFFF)) :corrupt :corrupt]
+   ["leaf key size 0"                     (u16 leaf #(+ 6 (node-at % 5)) (constantly 0)) :corrupt :corrupt]
+   ["leaf data size 4 GiB"                #(do ((u16 leaf (fn [p] (node-at p 5)) (constantly 0xFFFF)) %)
+                                               ((u16 leaf (fn [p] (+ 2 (node-at p 5))) (constantly 0xFFFF)) %))
+    :corrupt :corrupt]
+   ["leaf node on overflow pages, falsely" (u16 leaf #(+ 4 (node-at % 5)) (constantly 1)) :corrupt :corrupt]
+   ["leaf lower 65535"                    (u16 leaf #(+ 12 (:offset %)) (constantly 0xFFFF)) :corrupt either]
+   ["leaf lower past upper"               (u16 leaf #(+ 12 (:offset %)) #(+ 2 (:upper %))) :corrupt :corrupt]
+   ["leaf upper 0"                        (u16 leaf #(+ 14 (:offset %)) (constantly 0)) :corrupt :same]
+   ["leaf page number wrong"              #(f/write-u64! % (:offset (leaf %)) 5) :corrupt :same]])
 
 ;; ---------------------------------------------------------------- the parent
 
@@ -260,13 +270,14 @@
   "Each row's copy of the intact database in `work`, damaged."
   [^File work ^File intact]
   (vec (map-indexed
-        (fn [i [label damage expected]]
+        (fn [i [label damage java lmdb]]
           (let [dir (io/file work (str "row" i))]
             (.mkdirs dir)
             (Files/copy (.toPath (f/data-file intact)) (.toPath (f/data-file dir))
                         ^"[Ljava.nio.file.CopyOption;" (make-array java.nio.file.CopyOption 0))
             (damage (.getPath dir))
-            {:label label :dir (.getPath dir) :expected expected :digest (vec (sha (f/data-file dir)))}))
+            {:label label :dir (.getPath dir) :expected {:java java :lmdb lmdb}
+             :digest (vec (sha (f/data-file dir)))}))
         rows)))
 
 (defn- outcomes [expected] (if (set? expected) expected #{expected}))

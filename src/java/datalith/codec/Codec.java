@@ -377,7 +377,8 @@ public final class Codec {
    * was expected: {@code :store/corrupt}, for decoding reads only what a store
    * holds; its data holds the offset and the first bytes from there.
    */
-  private static RuntimeException malformed(String what, ByteBuffer b, int off, RuntimeException e) {
+  private static RuntimeException malformed(String what, ByteBuffer b, int off,
+      RuntimeException e) {
     if (e instanceof ExceptionInfo) {
       return e;
     }

@@ -26,8 +26,9 @@ import org.lmdbjava.LmdbException;
  * <p>Nothing is read before it is checked: a page number must be one of the snapshot's data
  * pages in the file (see {@link LmdbReadTxn#isDataPage}), the page there must say it is that page,
  * of the kind expected (leaf or branch), with its bounds in order, and a node must lie in its page
- * with a key of 1 to 511 bytes; what LMDB returns is checked too ({@link LmdbReadTxn#check}). A
- * page that fails is damage: a {@code :store/corrupt} ex-info naming the sub-database and page.
+ * with a key of at least one byte (a page read along has all its nodes checked at once, when it
+ * is first read so); what LMDB returns is checked too ({@link LmdbReadTxn#check}). A page that
+ * fails is damage: a {@code :store/corrupt} ex-info naming the sub-database and page.
  * When LMDB's structs do not read as {@link LmdbLayout} says (another LMDB), nothing is read in
  * Java and LMDB does every move.
  *
@@ -44,7 +45,9 @@ final class LmdbCursor implements Cursor {
    * is found from the key's address; on a system with larger pages, such as 16 KiB on Apple
    * silicon, LMDB does all the reading.
    */
-  static final int JAVA_PAGE_SIZE = 4096;
+  static final int PAGE_SIZE = 4096;
+  private static final int PAGE_SHIFT = Integer.numberOfTrailingZeros(PAGE_SIZE);
+  private static final int LAST_NODE = PAGE_SIZE - NODE_HEADER - 1; // with a key of one byte
 
   private final LmdbReadTxn txn;
   private final SubDb db;
@@ -56,7 +59,7 @@ final class LmdbCursor implements Cursor {
   private long page;
   private long pgno; // its page number
   private int count; // its keys
-  private int upper; // where its nodes start: each lies between upper and the page's end
+  private boolean checked; // whether all its nodes were checked (see checkNodes)
   private int index; // the current key's place in it, -1 until needed
   private int lmdbIndex; // where LMDB's cursor is on it, -1 until needed, ELSEWHERE if not on it
   private long lmdbKey; // the address of LMDB's current key
@@ -83,6 +86,7 @@ final class LmdbCursor implements Cursor {
     return s.cursor;
   }
 
+  /** The exception for damage found at page {@code at}. */
   private RuntimeException corrupt(long at, String message) {
     return txn.corrupt(db, at, message);
   }
@@ -113,8 +117,8 @@ final class LmdbCursor implements Cursor {
     // the map starts on a page boundary, so the page holding k starts here and lies in one
     // system page with k (a node past the page's end is damage, found by the checks below)
     long at = ReadOnlyBufferProxy.base(k);
-    long p = at & -JAVA_PAGE_SIZE;
-    long n = (p - txn.map) >> txn.pageShift;
+    long p = at & -PAGE_SIZE;
+    long n = (p - txn.map) >> PAGE_SHIFT;
     enter(p, n, pageKeys(n, P_LEAF));
     index = -1;
     lmdbIndex = -1;
@@ -138,7 +142,7 @@ final class LmdbCursor implements Cursor {
         i = j;
       }
     }
-    if (i < 0 || LmdbLayout.keySize(page + node(i)) != key.limit()) {
+    if (i < 0 || keySize(node(i)) != key.limit()) {
       throw corrupt(pgno, "LMDB read a key that is no node of its page");
     }
     index = i;
@@ -160,25 +164,61 @@ final class LmdbCursor implements Cursor {
   }
 
   /**
-   * The offset in the page of its node {@code i} (< count), checked to lie in the page with a key
-   * of 1 to 511 bytes.
+   * Node {@code i} (< count) of the page, checked to lie in the page, past its header, with a
+   * key of at least one byte (unless every node was, see {@link #checkNodes}): its offset in the
+   * page << 16 | the size of its key (see {@link #offset}, {@link #keySize}).
    */
   private int node(int i) {
-    // i < count, so its offset lies in the page's header; the node must lie in the page
-    int node = LmdbLayout.node(page, i);
-    int ksize = node < upper || node > txn.pageSize - NODE_HEADER
-        ? 0 : LmdbLayout.keySize(page + node);
-    if (ksize == 0 || ksize > Errors.MAX_KEY_SIZE || node + NODE_HEADER + ksize > txn.pageSize) {
-      throw corrupt(pgno, "A node (" + i + " of " + count + ") lies outside its page");
+    int node = LmdbLayout.node(page, i); // i < count, so this lies in the page's header
+    if (!checked && !sound(node)) {
+      throw outside(i);
     }
-    return node;
+    return node << 16 | LmdbLayout.keySize(page + node);
+  }
+
+  /**
+   * Whether the node at {@code node} in the page lies in it: from PAGE_HEADER to LAST_NODE, so
+   * that its header lies in the page, with a key of 1 to PAGE_SIZE - NODE_HEADER - node bytes,
+   * so that it ends in the page (two unsigned comparisons).
+   */
+  private boolean sound(int node) {
+    return Integer.compareUnsigned(node - PAGE_HEADER, LAST_NODE - PAGE_HEADER) <= 0
+        && Integer.compareUnsigned(LmdbLayout.keySize(page + node) - 1, LAST_NODE - node) <= 0;
+  }
+
+  /**
+   * Checks every node of the page, once, before it is read whole (stepped along, crossed to,
+   * searched): its nodes then cost no check each. A page LMDB has just landed on is checked node
+   * by node, as a seek elsewhere reads few of its nodes.
+   */
+  private void checkNodes() {
+    if (!checked) {
+      for (int i = 0; i < count; i++) {
+        if (!sound(LmdbLayout.node(page, i))) {
+          throw outside(i);
+        }
+      }
+      checked = true;
+    }
+  }
+
+  private static int offset(int node) {
+    return node >>> 16;
+  }
+
+  private static int keySize(int node) {
+    return node & 0xFFFF;
+  }
+
+  private RuntimeException outside(int i) {
+    return corrupt(pgno, "A node (" + i + " of " + count + ") lies outside its page");
   }
 
   /** Makes key {@code i} of the page current. */
   private boolean at(int i) {
     int node = node(i);
     ByteBuffer k = slot.keyView;
-    ReadOnlyBufferProxy.point(k, page + node + NODE_HEADER, LmdbLayout.keySize(page + node));
+    ReadOnlyBufferProxy.point(k, page + offset(node) + NODE_HEADER, keySize(node));
     index = i;
     key = k;
     positioned = true;
@@ -194,10 +234,11 @@ final class LmdbCursor implements Cursor {
     if (index >= count - 1) {
       return 0;
     }
+    checkNodes();
     ByteBuffer pv = slot.pageView;
     int last = KeyPrefix.lastOfRun(index, count - 1, i -> {
       int node = node(i);
-      return KeyPrefix.at(pv, node + NODE_HEADER, LmdbLayout.keySize(page + node), prefix);
+      return KeyPrefix.at(pv, offset(node) + NODE_HEADER, keySize(node), prefix);
     });
     int moved = last - index;
     if (moved > 0) {
@@ -214,29 +255,38 @@ final class LmdbCursor implements Cursor {
    * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when it is not
    */
   private int pageKeys(long n, int flags) {
-    String kind = flags == P_LEAF ? "leaf" : "branch";
-    if (!txn.isDataPage(n)) {
-      throw corrupt(n, "A " + kind + " page number outside the file's pages");
-    }
-    long p = txn.map + (n << txn.pageShift);
-    if (LmdbLayout.pgno(p) != n || LmdbLayout.flags(p) != flags) {
-      throw corrupt(n, "Not the " + kind + " page expected (its header says page "
-          + LmdbLayout.pgno(p) + ", flags " + LmdbLayout.flags(p) + ")");
+    long p = txn.map + (n << PAGE_SHIFT);
+    if (!txn.isDataPage(n) || LmdbLayout.pgno(p) != n || LmdbLayout.flags(p) != flags) {
+      throw badPage(n, flags);
     }
     int lower = LmdbLayout.lower(p);
     int upper = LmdbLayout.upper(p);
-    if (lower <= PAGE_HEADER || lower > upper || upper > txn.pageSize) {
-      throw corrupt(n, "A " + kind + " page whose bounds are out of order (lower " + lower
-          + ", upper " + upper + ")");
+    if (lower <= PAGE_HEADER || lower > upper || upper > PAGE_SIZE) {
+      throw badPage(n, flags);
     }
     return (lower - PAGE_HEADER) >>> 1;
   }
 
+  /** The exception for page {@code n}, not a sound page of kind {@code flags}: says why. */
+  private RuntimeException badPage(long n, int flags) {
+    String kind = flags == P_LEAF ? "leaf" : "branch";
+    if (!txn.isDataPage(n)) {
+      return corrupt(n, "A " + kind + " page number outside the file's pages");
+    }
+    long p = txn.map + (n << PAGE_SHIFT);
+    if (LmdbLayout.pgno(p) != n || LmdbLayout.flags(p) != flags) {
+      return corrupt(n, "Not the " + kind + " page expected (its header says page "
+          + LmdbLayout.pgno(p) + ", flags " + LmdbLayout.flags(p) + ")");
+    }
+    return corrupt(n, "A " + kind + " page whose bounds are out of order (lower "
+        + LmdbLayout.lower(p) + ", upper " + LmdbLayout.upper(p) + ")");
+  }
+
   /** The page number that node {@code i} (< its keys) of branch page {@code n} points to. */
   private long child(long n, int i) {
-    long p = txn.map + (n << txn.pageShift);
+    long p = txn.map + (n << PAGE_SHIFT);
     int node = LmdbLayout.node(p, i);
-    if (node < LmdbLayout.upper(p) || node > txn.pageSize - NODE_HEADER) {
+    if (node < LmdbLayout.upper(p) || node > PAGE_SIZE - NODE_HEADER) {
       throw corrupt(n, "A node (" + i + ") lies outside its branch page");
     }
     return LmdbLayout.childPgno(p + node);
@@ -261,9 +311,9 @@ final class LmdbCursor implements Cursor {
     }
     for (int l = 0; l < top; l++) {
       long b = LmdbLayout.cursorPage(a, l) - txn.map;
-      long n = b >> txn.pageShift;
+      long n = b >> PAGE_SHIFT;
       int i = LmdbLayout.cursorIndex(a, l);
-      if (b != n << txn.pageShift || i >= pageKeys(n, P_BRANCH)) {
+      if (b != n << PAGE_SHIFT || i >= pageKeys(n, P_BRANCH)) {
         return false;
       }
       path[l] = n;
@@ -311,14 +361,22 @@ final class LmdbCursor implements Cursor {
       path[l + 1] = c;
       pathIndex[l + 1] = forward ? 0 : n - 1;
     }
+    return land(forward, n);
+  }
+
+  /**
+   * Makes the leaf page {@link #cross} reached, with {@code n} keys, current, at its first key
+   * ({@code forward}) or its last, which must follow the current key in that direction.
+   */
+  private int land(boolean forward, int n) {
     long leaf = path[pathTop];
-    ByteBuffer previous = key;
-    enter(txn.map + (leaf << txn.pageShift), leaf, n);
+    ByteBuffer previous = key; // a view of its page, or LMDB's, both checked
+    enter(txn.map + (leaf << PAGE_SHIFT), leaf, n);
+    checkNodes(); // a page crossed to is read along
     int i = forward ? 0 : n - 1;
     int node = node(i);
-    ByteBuffer next = slot.nodeView;
-    ReadOnlyBufferProxy.point(next, page + node + NODE_HEADER, LmdbLayout.keySize(page + node));
-    int order = ReadOnlyBufferProxy.compareUnsigned(next, previous);
+    int order = ReadOnlyBufferProxy.compareUnsigned(page + offset(node) + NODE_HEADER,
+        keySize(node), ReadOnlyBufferProxy.base(previous), previous.limit());
     if (forward ? order <= 0 : order >= 0) {
       throw corrupt(leaf, "A branch page leads to keys out of order");
     }
@@ -331,9 +389,9 @@ final class LmdbCursor implements Cursor {
     page = p;
     pgno = n;
     count = keys;
-    upper = LmdbLayout.upper(p);
+    checked = false;
     ByteBuffer pv = slot.pageView;
-    ReadOnlyBufferProxy.point(pv, p, txn.pageSize);
+    ReadOnlyBufferProxy.point(pv, p, PAGE_SIZE);
     pv.order(ByteOrder.nativeOrder());
   }
 
@@ -390,6 +448,7 @@ final class LmdbCursor implements Cursor {
     if (compare(probe, 0) < 0 || compare(probe, count - 1) > 0) {
       return -1;
     }
+    checkNodes();
     int lo = 0; // compare(probe, lo) >= 0
     int hi = count - 1; // compare(probe, hi) <= 0
     while (hi - lo > 1) {
@@ -410,7 +469,7 @@ final class LmdbCursor implements Cursor {
   private int compare(ByteBuffer probe, int i) {
     int node = node(i);
     ByteBuffer v = slot.nodeView;
-    ReadOnlyBufferProxy.point(v, page + node + NODE_HEADER, LmdbLayout.keySize(page + node));
+    ReadOnlyBufferProxy.point(v, page + offset(node) + NODE_HEADER, keySize(node));
     return ReadOnlyBufferProxy.compareUnsigned(probe, v);
   }
 
@@ -443,6 +502,7 @@ final class LmdbCursor implements Cursor {
     if (page != 0) {
       place();
       if (index + 1 < count) {
+        checkNodes();
         return at(index + 1);
       }
       int crossed = cross(true);
@@ -467,6 +527,7 @@ final class LmdbCursor implements Cursor {
     if (page != 0) {
       place();
       if (index > 0) {
+        checkNodes();
         return at(index - 1);
       }
       int crossed = cross(false);
@@ -502,22 +563,21 @@ final class LmdbCursor implements Cursor {
     }
     if (page != 0 && index != lmdbIndex) {
       int node = node(index);
-      long at = page + node;
+      long at = page + offset(node);
+      int end = offset(node) + NODE_HEADER + keySize(node); // where the node's data starts
       int flags = LmdbLayout.nodeFlags(at);
       if (flags == 0) {
-        int ksize = LmdbLayout.keySize(at);
         long size = LmdbLayout.dataSize(at);
-        if (node + NODE_HEADER + ksize + size > txn.pageSize) {
+        if (end + size > PAGE_SIZE) {
           throw corrupt(pgno, "A value (of key " + index + ") lies outside its page");
         }
         ByteBuffer v = slot.valView;
-        ReadOnlyBufferProxy.point(v, at + NODE_HEADER + ksize, (int) size);
+        ReadOnlyBufferProxy.point(v, page + end, (int) size);
         return v;
       }
       // a value on overflow pages: LMDB reads their page number from the node's data
-      if (flags != F_BIGDATA
-          || node + NODE_HEADER + LmdbLayout.keySize(at) + Long.BYTES > txn.pageSize) {
-        throw corrupt(pgno, "A node (" + index + ") with flags " + flags + " lies outside its page");
+      if (flags != F_BIGDATA || end + Long.BYTES > PAGE_SIZE) {
+        throw corrupt(pgno, "A node (" + index + ", flags " + flags + ") lies outside its page");
       }
       try {
         sync(c);

@@ -66,9 +66,9 @@ final class LmdbFiles {
       }
       Meta last = m1.txnid > m0.txnid ? m1 : m0; // LMDB's choice
       long pages = size / last.pageSize; // whole pages in the file
-      if (last.lastPage < LmdbLayout.NUM_METAS - 1 || last.lastPage >= pages
-          && (last.freeRoot == NO_ROOT
-              || !LmdbFreeList.coversTail(ch, last.pageSize, last.freeRoot, pages, last.lastPage))) {
+      boolean missing = last.lastPage >= pages && (last.freeRoot == NO_ROOT
+          || !LmdbFreeList.coversTail(ch, last.pageSize, last.freeRoot, pages, last.lastPage));
+      if (last.lastPage < LmdbLayout.NUM_METAS - 1 || missing) {
         throw corrupt(where, file, "The data file " + DATA + " is shorter than its last commit"
             + " (transaction " + last.txnid + ", meta page " + last.number + ") says: it has "
             + size + " bytes, and that commit ends with page " + last.lastPage + " of "

@@ -76,7 +76,7 @@ final class LmdbReadTxn implements ReadTxn {
     this.next = n;
     this.pages = Math.min(n, store.filePages());
     this.map = n > LmdbLayout.NUM_METAS ? m : 0;
-    this.javaPages = map != 0 && store.javaPages && pageSize == LmdbCursor.JAVA_PAGE_SIZE;
+    this.javaPages = map != 0 && store.javaPages && pageSize == LmdbCursor.PAGE_SIZE;
     this.reader = reader;
     this.stamp = stamp;
     this.opened = opened;
