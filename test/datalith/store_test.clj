@@ -44,7 +44,7 @@
        (:lmdb :lmdb-plain)
        (let [dir (temp-dir)]
          (try
-           (let [s (open-lmdb dir (cond-> opts (= kind :lmdb-plain) (assoc "page-reader" "lmdb")))]
+           (let [s (open-lmdb dir (assoc opts "page-reader" (if (= kind :lmdb) "java" "lmdb")))]
              (try (f s) (finally (.close s))))
            (finally (delete-tree dir))))))))
 
@@ -540,7 +540,7 @@
       (let [dir (temp-dir)]
         (try
           (with-open [^Store s (case kind
-                          :lmdb (open-lmdb dir {"sync" false})
+                          :lmdb (open-lmdb dir {"sync" false "page-reader" "java"})
                           :lmdb-plain (open-lmdb dir {"sync" false "page-reader" "lmdb"})
                           :mem (MemStore/open))]
             (let [stop (atom false)

@@ -12,7 +12,8 @@
 (def checked-stores
   "The stores the store and property tests run on: `stores` and :lmdb-plain,
   LMDB with `:page-reader :lmdb` (every read and write LMDB's own), the slow
-  twin that the Java page reader of :lmdb is checked against."
+  twin that the Java page reader of :lmdb is checked against. To run every
+  test on LMDB alone: JVM_OPTS=-Ddatalith.page-reader=lmdb lein test"
   [:lmdb :lmdb-plain :mem])
 
 (defn durable?
