@@ -89,6 +89,12 @@ public final class Codec {
   public static final int T_ANY = 0;
   /** Longest key part {@link #keyPart} returns, in bytes. */
   public static final int MAX_INLINE = 400;
+  /**
+   * Deepest nesting of collections in a stored value: a value is at depth 1,
+   * the elements of a collection one deeper. Keeps every recursive walk of a
+   * value (encoding, decoding, printing, comparing) far from the stack's end.
+   */
+  public static final int MAX_NESTING = 256;
 
   // bytes of full encoding an overflow key part keeps, leaving room for marker and hash
   private static final int OVERFLOW_PREFIX = MAX_INLINE - 20;
@@ -210,6 +216,17 @@ public final class Codec {
       default:
         throw new IllegalArgumentException("not a type tag: " + tag);
     }
+  }
+
+  /**
+   * Why no tag can store {@code v}, as a phrase ("is a Java array ..."), or
+   * null: v holds a Java array other than {@code byte[]} (arrays compare by
+   * identity, so no stored value could equal one), or collections nested
+   * deeper than {@link #MAX_NESTING}. Walks v without recursion and reads at
+   * most {@code MAX_NESTING} levels of it, so cyclic Java collections end.
+   */
+  public static String unstorable(Object v) {
+    return Edn.unstorable(v);
   }
 
   private static boolean isSmallIntegral(Object v) {

@@ -15,6 +15,7 @@ import clojure.lang.Symbol;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Date;
 import java.util.List;
@@ -39,6 +40,14 @@ final class Edn {
   private static final int MAP = 0x23;
   private static final int NIPPY = 0x24;
 
+  private static final String ARRAY_ADVICE = ": arrays compare by identity, so no stored value"
+      + " could be equal to it; give a vector, list or set instead";
+  private static final String JAVA_ARRAY = "holds a Java array" + ARRAY_ADVICE;
+  private static final String NESTED_TOO_DEEP = "nests collections more than "
+      + Codec.MAX_NESTING + " levels deep";
+  // stands for nil on the walk's stack, which holds no nulls
+  private static final Object NO_VALUE = new Object();
+
   private Edn() {}
 
   /** Nippy's freeze and thaw, resolved on first use. */
@@ -56,7 +65,7 @@ final class Edn {
 
   static byte[] encode(int tag, Object v) {
     ByteSink out = new ByteSink(64);
-    write(v, out);
+    write(v, out, 1);
     return Escaping.wrap(tag, out.array(), out.length());
   }
 
@@ -64,13 +73,17 @@ final class Edn {
     return read(new ByteSource(Escaping.body(b, off + 1)));
   }
 
-  private static byte[] node(Object v) {
+  private static byte[] node(Object v, int depth) {
     ByteSink out = new ByteSink(16);
-    write(v, out);
+    write(v, out, depth);
     return out.toArray();
   }
 
-  private static void write(Object v, ByteSink out) {
+  // depth: v's own level, 1 for the value itself (see Codec.MAX_NESTING)
+  private static void write(Object v, ByteSink out, int depth) {
+    if (depth > Codec.MAX_NESTING) {
+      throw new IllegalArgumentException(NESTED_TOO_DEEP);
+    }
     if (v == null) {
       out.put(Codec.T_NIL);
     } else if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) {
@@ -93,21 +106,70 @@ final class Edn {
       out.put(Codec.encode(v, Codec.inferTag(v)));
     } else if (v.getClass() == Date.class) {
       out.put(Codec.encode(v, Codec.T_INSTANT));
+    } else if (v.getClass().isArray()) {
+      throw new IllegalArgumentException(JAVA_ARRAY);
     } else if (v instanceof IRecord || v instanceof IType) {
+      // frozen whole: nothing below may be an array or too deep (nippy would keep it)
+      String problem = unstorable(v, depth);
+      if (problem != null) {
+        throw new IllegalArgumentException(problem);
+      }
       writeFrozen(v, out);
     } else if (v instanceof Map) {
-      writeMap((Map<?, ?>) v, out);
+      writeMap((Map<?, ?>) v, out, depth);
     } else if (v instanceof Set) {
-      writeSet((Set<?>) v, out);
+      writeSet((Set<?>) v, out, depth);
     } else if (v instanceof List || v instanceof Sequential) {
       out.put(VECTOR);
       out.putOrderedLong(RT.count(v));
       for (ISeq s = RT.seq(v); s != null; s = s.next()) {
-        write(s.first(), out);
+        write(s.first(), out, depth + 1);
       }
     } else {
       writeFrozen(v, out);
     }
+  }
+
+  /** What {@link Codec#unstorable} says of {@code v}. */
+  static String unstorable(Object v) {
+    return unstorable(v, 1);
+  }
+
+  // v at level depth: the first Java array (other than byte[]) in it, or too deep a nesting
+  private static String unstorable(Object v, int depth) {
+    ArrayDeque<Object> todo = new ArrayDeque<>();
+    ArrayDeque<Integer> depths = new ArrayDeque<>();
+    push(todo, depths, v, depth);
+    while (!todo.isEmpty()) {
+      Object x = todo.pop();
+      int d = depths.pop();
+      if (x.getClass().isArray() && !(x instanceof byte[])) {
+        return d == depth ? "is a Java array (" + x.getClass().getSimpleName() + ")" + ARRAY_ADVICE
+            : "holds a Java array (" + x.getClass().getSimpleName() + ")" + ARRAY_ADVICE;
+      }
+      if (x instanceof Map<?, ?> m) {
+        if (!m.isEmpty() && d >= Codec.MAX_NESTING) {
+          return NESTED_TOO_DEEP;
+        }
+        for (Map.Entry<?, ?> en : m.entrySet()) {
+          push(todo, depths, en.getKey(), d + 1);
+          push(todo, depths, en.getValue(), d + 1);
+        }
+      } else if (x instanceof Iterable<?> it) {
+        for (Object c : it) {
+          if (d >= Codec.MAX_NESTING) {
+            return NESTED_TOO_DEEP;
+          }
+          push(todo, depths, c, d + 1);
+        }
+      }
+    }
+    return null;
+  }
+
+  private static void push(ArrayDeque<Object> todo, ArrayDeque<Integer> depths, Object x, int d) {
+    todo.push(x == null ? NO_VALUE : x);
+    depths.push(d);
   }
 
   private static void writeLong(long v, ByteSink out) {
@@ -131,11 +193,11 @@ final class Edn {
     out.put(frozen);
   }
 
-  private static void writeSet(Set<?> set, ByteSink out) {
+  private static void writeSet(Set<?> set, ByteSink out, int depth) {
     byte[][] elements = new byte[set.size()][];
     int n = 0;
     for (Object x : set) {
-      elements[n++] = node(x);
+      elements[n++] = node(x, depth + 1);
     }
     Arrays.sort(elements, Arrays::compareUnsigned);
     out.put(SET);
@@ -146,14 +208,14 @@ final class Edn {
     }
   }
 
-  private static void writeMap(Map<?, ?> map, ByteSink out) {
+  private static void writeMap(Map<?, ?> map, ByteSink out, int depth) {
     byte[][] keys = new byte[map.size()][];
     byte[][] vals = new byte[map.size()][];
     Integer[] order = new Integer[map.size()];
     int n = 0;
     for (Map.Entry<?, ?> e : map.entrySet()) {
-      keys[n] = node(e.getKey());
-      vals[n] = node(e.getValue());
+      keys[n] = node(e.getKey(), depth + 1);
+      vals[n] = node(e.getValue(), depth + 1);
       order[n] = n;
       n++;
     }
