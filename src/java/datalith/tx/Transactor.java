@@ -31,6 +31,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * Turns tx-data into the datoms one transaction asserts and retracts, with
@@ -150,6 +151,8 @@ public final class Transactor {
   private final PendingAttrs pending;
   private final Tempids temps = new Tempids();
   private final EntityRefs refs;
+  /** The attributes as this transaction defines them, by ident. */
+  private final Function<Keyword, Attr> attrs;
   /** Top-level maps that define attributes -> their entity (Long or TempRef). */
   private final IdentityHashMap<Object, Object> mapEntities;
   private final List<Op> ops = new ArrayList<>();
@@ -165,6 +168,7 @@ public final class Transactor {
     this.ids = new EntityIds(db.nextEid(), tx);
     this.pending = new PendingAttrs(schema);
     this.refs = new EntityRefs(db, snap, pending, temps, ids, tx);
+    this.attrs = pending::get;
     this.mapEntities = pending.declareAll(txData, temps);
   }
 
@@ -595,11 +599,9 @@ public final class Transactor {
       }
     }
     for (Op op : ops) {
-      for (Object x : new Object[] {op.e, op.v, op.old}) {
-        if (x instanceof TempRef r) {
-          r.used = true;
-        }
-      }
+      markUsed(op.e);
+      markUsed(op.v);
+      markUsed(op.old);
     }
     for (TempRef r : temps.all()) {
       TempRef root = r.root();
@@ -638,6 +640,12 @@ public final class Transactor {
     }
   }
 
+  private static void markUsed(Object x) {
+    if (x instanceof TempRef r) {
+      r.used = true;
+    }
+  }
+
   // ---- applying ops to the per-(entity, attribute) state
 
   private LinkedHashMap<Bytes, Val> slot(long e, Attr a) {
@@ -669,7 +677,7 @@ public final class Transactor {
   }
 
   private Object coerce(Attr a, Object v, Object form) {
-    return Values.coerce(a, v, form, pending::get);
+    return Values.coerce(a, v, form, attrs);
   }
 
   private void apply(Op op) {
