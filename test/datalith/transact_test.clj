@@ -660,13 +660,17 @@
 (deftest value-errors-say-what-is-wrong
   (each-store [conn {:schema schema}]
     (are [tx expected] (re-find expected (str (message-of conn tx)))
-      [[:db/add "e" :free/x inc]] #"^Value #object\[clojure.core\$inc .* of :free/x cannot be stored: a clojure.core\$inc is not a value \(:free/x has no :db/valueType"
-      [[:db/add "e" :free/x (Object.)]] #"a java.lang.Object is not a value"
+      [[:db/add "e" :free/x inc]] #"^Value #object\[clojure.core\$inc .* of :free/x cannot be stored: datalith cannot encode a clojure.core\$inc \(:free/x has no :db/valueType"
+      [[:db/add "e" :free/x (Object.)]] #"cannot encode a java.lang.Object"
       [[:db/add "e" :user/age "old"]] #"^Value \"old\" \(a java.lang.String\) is not a :db.type/long as :user/age requires$"
       [[:db/add "e" :user/tags "k"]] #"is not a :db.type/keyword as :user/tags requires"
       [[:db/add "e" :free/x (reduce (fn [v _] [v]) 1 (range 300))]]
       #"cannot be stored: it nests collections more than 256 levels deep"
-      [[:db/add "e" :free/x (object-array 1)]] #"cannot be stored: it is a Java array \(Object\[\]\)")
+      [[:db/add "e" :free/x (object-array 1)]] #"cannot be stored: it is a Java array \(Object\[\]\)"
+      [[:db/add "e" :free/x (java.util.HashSet. [1 (int 1)])]]
+      #"cannot be stored: it holds a Java set or map with two members that are = to each other"
+      [[:db/add "e" :free/x (map (fn [_] (throw (IllegalStateException. "lazy"))) [1])]]
+      #"cannot encode a clojure.lang.LazySeq")
     (is (not-any? #(re-find #"null|nil as" (str (message-of conn %)))
                   [[[:db/add "e" :free/x inc]] [[:db/add "e" :free/x (Object.)]]]))
     (testing "a huge value is shown shortened"

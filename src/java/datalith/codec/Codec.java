@@ -1,7 +1,6 @@
 package datalith.codec;
 
 import clojure.lang.BigInt;
-import clojure.lang.ExceptionInfo;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentVector;
 import clojure.lang.Symbol;
@@ -209,8 +208,8 @@ public final class Codec {
       case T_EDN:
         try {
           return decode(ByteBuffer.wrap(Edn.encode(T_EDN, v)), 0);
-        } catch (IllegalArgumentException | ExceptionInfo e) {
-          // nippy cannot freeze it, or a Java collection holds two = members
+        } catch (RuntimeException e) {
+          // unstorable, or nippy cannot freeze or thaw it, or a lazy seq in it threw
           return null;
         }
       default:
@@ -221,8 +220,9 @@ public final class Codec {
   /**
    * Why no tag can store {@code v}, as a phrase ("is a Java array ..."), or
    * null: v holds a Java array other than {@code byte[]} (arrays compare by
-   * identity, so no stored value could equal one), or collections nested
-   * deeper than {@link #MAX_NESTING}. Walks v without recursion and reads at
+   * identity, so no stored value could equal one), collections nested
+   * deeper than {@link #MAX_NESTING}, or a Java set or map with two members
+   * that are {@code =} to each other. Walks v without recursion and reads at
    * most {@code MAX_NESTING} levels of it, so cyclic Java collections end.
    */
   public static String unstorable(Object v) {

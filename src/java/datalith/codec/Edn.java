@@ -45,6 +45,20 @@ final class Edn {
   private static final String JAVA_ARRAY = "holds a Java array" + ARRAY_ADVICE;
   private static final String NESTED_TOO_DEEP = "nests collections more than "
       + Codec.MAX_NESTING + " levels deep";
+  private static final String TWO_EQUAL_MEMBERS = "holds a Java set or map with two members that"
+      + " are = to each other (such as 1 and (int 1))";
+
+  /**
+   * Why a value cannot be encoded, as a phrase for "the value ...": thrown
+   * by {@link #encode}, read by {@link Codec#unstorable}.
+   */
+  static final class Unstorable extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+
+    Unstorable(String phrase) {
+      super(phrase);
+    }
+  }
   // stands for nil on the walk's stack, which holds no nulls
   private static final Object NO_VALUE = new Object();
 
@@ -82,7 +96,7 @@ final class Edn {
   // depth: v's own level, 1 for the value itself (see Codec.MAX_NESTING)
   private static void write(Object v, ByteSink out, int depth) {
     if (depth > Codec.MAX_NESTING) {
-      throw new IllegalArgumentException(NESTED_TOO_DEEP);
+      throw new Unstorable(NESTED_TOO_DEEP);
     }
     if (v == null) {
       out.put(Codec.T_NIL);
@@ -107,12 +121,12 @@ final class Edn {
     } else if (v.getClass() == Date.class) {
       out.put(Codec.encode(v, Codec.T_INSTANT));
     } else if (v.getClass().isArray()) {
-      throw new IllegalArgumentException(JAVA_ARRAY);
+      throw new Unstorable(JAVA_ARRAY);
     } else if (v instanceof IRecord || v instanceof IType) {
       // frozen whole: nothing below may be an array or too deep (nippy would keep it)
       String problem = unstorable(v, depth);
       if (problem != null) {
-        throw new IllegalArgumentException(problem);
+        throw new Unstorable(problem);
       }
       writeFrozen(v, out);
     } else if (v instanceof Map) {
@@ -132,7 +146,18 @@ final class Edn {
 
   /** What {@link Codec#unstorable} says of {@code v}. */
   static String unstorable(Object v) {
-    return unstorable(v, 1);
+    String problem = unstorable(v, 1);
+    if (problem != null) {
+      return problem;
+    }
+    try {
+      encode(Codec.T_EDN, v);
+      return null;
+    } catch (Unstorable e) {
+      return e.getMessage();
+    } catch (RuntimeException e) {
+      return null; // not a value for another reason (nippy cannot freeze it)
+    }
   }
 
   // v at level depth: the first Java array (other than byte[]) in it, or too deep a nesting
@@ -203,7 +228,7 @@ final class Edn {
     out.put(SET);
     out.putOrderedLong(n);
     for (int i = 0; i < n; i++) {
-      requireDistinct(elements, i, set);
+      requireDistinct(elements, i);
       out.put(elements[i]);
     }
   }
@@ -227,16 +252,16 @@ final class Edn {
     out.put(MAP);
     out.putOrderedLong(n);
     for (int i = 0; i < n; i++) {
-      requireDistinct(sortedKeys, i, map);
+      requireDistinct(sortedKeys, i);
       out.put(sortedKeys[i]);
       out.put(vals[order[i]]);
     }
   }
 
   // a Java collection can hold two members that = considers equal (Integer 1, Long 1)
-  private static void requireDistinct(byte[][] sorted, int i, Object coll) {
+  private static void requireDistinct(byte[][] sorted, int i) {
     if (i > 0 && Arrays.equals(sorted[i - 1], sorted[i])) {
-      throw new IllegalArgumentException("collection holds two members that are = to each other: " + coll);
+      throw new Unstorable(TWO_EQUAL_MEMBERS);
     }
   }
 

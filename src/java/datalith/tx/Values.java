@@ -114,10 +114,10 @@ final class Values {
     if (problem != null) {
       msg = "Value " + shown + " of " + a.ident + " cannot be stored: it " + problem;
     } else if (a.valueType == Codec.T_ANY) {
-      msg = "Value " + shown + " of " + a.ident + " cannot be stored: a "
-          + v.getClass().getName() + " is not a value (" + a.ident + " has no :db/valueType, so it"
-          + " takes strings, numbers, keywords, symbols, booleans, instants, uuids, bytes, and"
-          + " maps, vectors, lists and sets of values)";
+      msg = "Value " + shown + " of " + a.ident + " cannot be stored: datalith cannot encode a "
+          + v.getClass().getName() + " (" + a.ident + " has no :db/valueType, so it takes"
+          + " strings, numbers, keywords, symbols, booleans, instants, uuids, bytes, and maps,"
+          + " vectors, lists and sets of those)";
     } else {
       msg = "Value " + shown + " (a " + v.getClass().getName() + ") is not a "
           + Schema.typeKeyword(a.valueType) + " as " + a.ident + " requires";
