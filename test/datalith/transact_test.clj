@@ -648,7 +648,7 @@
       [[:db/add "e" :free/x {:a (int-array [1])}]]
       [[:db/add "e" :free/x [1 [2 (object-array [3])]]]]
       [[:db/add "e" :free/x #{(to-array [1])}]]
-      [[:db/add "e" :free/x (java.util.ArrayList. [(object-array [1])])]])
+      [[:db/add "e" :free/x (java.util.ArrayList. ^java.util.Collection (list (object-array [1])))]])
     (is (= 1 (d/basis-t (d/db conn))) "nothing was written (t 1 installed the schema)")
     (testing "byte arrays are values, compared by content"
       (let [e (get-in (d/transact! conn [{:db/id "e" :free/b (byte-array [1 2]) :free/m {:b (byte-array [3])}}])
@@ -667,7 +667,7 @@
       [[:db/add "e" :free/x (reduce (fn [v _] [v]) 1 (range 300))]]
       #"cannot be stored: it nests collections more than 256 levels deep"
       [[:db/add "e" :free/x (object-array 1)]] #"cannot be stored: it is a Java array \(Object\[\]\)"
-      [[:db/add "e" :free/x (java.util.HashSet. [1 (int 1)])]]
+      [[:db/add "e" :free/x (java.util.HashSet. ^java.util.Collection (list 1 (int 1)))]]
       #"cannot be stored: it holds a Java set or map with two members that are = to each other"
       [[:db/add "e" :free/x (map (fn [_] (throw (IllegalStateException. "lazy"))) [1])]]
       #"cannot encode a clojure.lang.LazySeq")
