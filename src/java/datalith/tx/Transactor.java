@@ -4,9 +4,8 @@ import clojure.lang.ExceptionInfo;
 import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.ISeq;
-import clojure.lang.ITransientMap;
 import clojure.lang.Keyword;
-import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentVector;
 import clojure.lang.RT;
 import clojure.lang.Symbol;
 import datalith.codec.Codec;
@@ -19,6 +18,7 @@ import datalith.db.Snapshot;
 import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -27,9 +27,11 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * Turns tx-data into the datoms one transaction asserts and retracts, with
@@ -46,10 +48,10 @@ public final class Transactor {
   private static final Keyword FN_RETRACT_ENTITY = Keyword.intern("db.fn", "retractEntity");
   private static final Keyword DB_CAS = Keyword.intern("db", "cas");
   private static final Keyword FN_CAS = Keyword.intern("db.fn", "cas");
-  private static final Keyword CURRENT_TX = Keyword.intern("db", "current-tx");
-  private static final String TX_TEMPID = "datomic.tx";
   private static final Keyword ERROR = Keyword.intern("error");
   private static final int MAX_FN_DEPTH = 32;
+  /** Deepest nesting of entity maps in maps (deeper is a cyclic Java map, or a mistake). */
+  private static final int MAX_MAP_NESTING = 10_000;
 
   private static final int ADD = 0;
   private static final int RETRACT = 1;
@@ -75,26 +77,6 @@ public final class Transactor {
       this.nextEid = nextEid;
       this.t = t;
       this.tx = tx;
-    }
-  }
-
-  /** A tempid; several may be unified into one entity by upserts. */
-  private static final class TempRef {
-    final Object name; // the user's tempid, or null for a map without :db/id
-    TempRef parent;
-    long eid = -1;
-    boolean asEntity;
-
-    TempRef(Object name) {
-      this.name = name;
-    }
-
-    TempRef root() {
-      TempRef r = this;
-      while (r.parent != null) {
-        r = r.parent;
-      }
-      return r;
     }
   }
 
@@ -165,39 +147,69 @@ public final class Transactor {
   private final Schema schema;
   private final long t;
   private final long tx;
-  private long nextEid;
-  private final Map<Keyword, Attr> pendingAttrs = new HashMap<>();
-  private final IdentityHashMap<Object, Long> mapEids = new IdentityHashMap<>();
+  private final EntityIds ids;
+  private final PendingAttrs pending;
+  private final Tempids temps = new Tempids();
+  private final EntityRefs refs;
+  /** The attributes as this transaction defines them, by ident. */
+  private final Function<Keyword, Attr> attrs;
+  /** Top-level maps that define attributes -> their entity (Long or TempRef). */
+  private final IdentityHashMap<Object, Object> mapEntities;
   private final List<Op> ops = new ArrayList<>();
-  private final Map<Object, TempRef> temps = new LinkedHashMap<>();
-  private final List<TempRef> allTemps = new ArrayList<>();
   private final Map<SlotKey, LinkedHashMap<Bytes, Val>> slots = new LinkedHashMap<>();
   private final Map<SlotKey, Attr> slotAttrs = new HashMap<>();
 
-  private Transactor(Db db, Snapshot snap) {
+  private Transactor(Db db, Snapshot snap, Object txData) {
     this.db = db;
     this.snap = snap;
     this.schema = db.schema();
     this.t = db.basisT() + 1;
     this.tx = Db.tToTx(t);
-    this.nextEid = db.nextEid();
+    this.ids = new EntityIds(db.nextEid(), tx);
+    this.pending = new PendingAttrs(schema);
+    this.refs = new EntityRefs(db, snap, pending, temps, ids, tx);
+    this.attrs = pending::get;
+    this.mapEntities = pending.declareAll(txData, temps);
   }
 
   /**
    * Computes the transaction of {@code txData} against {@code db} (a current,
    * unfiltered value), reading through {@code snap}.
+   *
+   * @throws ExceptionInfo for any tx-data it refuses, with a namespaced
+   *     {@code :error}; it throws nothing else ({@code :tx/too-deep} when tx-data
+   *     or a transaction function recursed past the stack, {@code :tx/internal}
+   *     for a fault of datalith's own)
    */
   public static Result run(Db db, Snapshot snap, Object txData) {
-    Transactor tr = new Transactor(db, snap);
-    return tr.run(txData);
-  }
-
-  private Result run(Object txData) {
     if (!(txData instanceof Collection) && !(txData instanceof ISeq) && txData != null) {
       throw Errors.error("tx/invalid-data", "tx-data must be a collection of maps and lists",
           "tx-data", txData);
     }
-    declareSchema(txData);
+    try {
+      return new Transactor(db, snap, txData).run(txData);
+    } catch (ExceptionInfo ex) {
+      if (hasError(ex)) {
+        throw ex;
+      }
+      throw Errors.errorWithCause(ex, "tx/internal", "datalith failed on this transaction: " + ex,
+          "tx-data", txData);
+    } catch (StackOverflowError ex) {
+      throw Errors.errorWithCause(ex, "tx/too-deep", "The transaction nests too deeply to process:"
+          + " the stack overflowed");
+    } catch (RuntimeException ex) {
+      throw Errors.errorWithCause(ex, "tx/internal", "datalith failed on this transaction: " + ex,
+          "tx-data", txData);
+    }
+  }
+
+  // an ex-info of datalith's kind: its data has a namespaced :error
+  private static boolean hasError(ExceptionInfo ex) {
+    return ex.getData() != null && ex.getData().valAt(ERROR) instanceof Keyword k
+        && k.getNamespace() != null;
+  }
+
+  private Result run(Object txData) {
     expandAll(txData, 0);
     resolveTempids();
     for (Op op : ops) {
@@ -215,74 +227,32 @@ public final class Transactor {
       SchemaCheck.check(db, snap, schema, next, changes);
     }
     checkUnique(changes, next);
-    return new Result(changes, tempidMap(), next, nextEid, t, tx);
-  }
-
-  // ---- schema declared in this transaction
-
-  /** Allocates ids for attributes defined by maps with {@code :db/ident}, so the rest can use them. */
-  private void declareSchema(Object txData) {
-    for (ISeq s = RT.seq(txData); s != null; s = s.next()) {
-      if (!(s.first() instanceof Map<?, ?> m) || !(m.get(Schema.K_IDENT) instanceof Keyword)) {
-        continue;
-      }
-      Keyword ident = (Keyword) m.get(Schema.K_IDENT);
-      Long existing = schema.entid(ident);
-      Object id = m.get(DB_ID);
-      long eid;
-      if (existing != null) {
-        eid = existing;
-      } else if (id instanceof Long l && l >= 0 || id instanceof Keyword || id instanceof List) {
-        continue; // an existing entity gets an ident: handled as ordinary data
-      } else {
-        eid = nextEid++;
-      }
-      mapEids.put(m, eid);
-      if (id != null && isTempid(id)) {
-        TempRef r = temp(id);
-        if (r.eid != -1 && r.eid != eid) {
-          throw Errors.error("tx/upsert-conflict", "A tempid names two different entities",
-              "tempid", id, "entities", RT.vector(r.eid, eid));
-        }
-        r.eid = eid;
-      }
-      Map<Long, Object> changes = new HashMap<>();
-      changes.put(Schema.IDENT, ident);
-      for (Map.Entry<?, ?> en : m.entrySet()) {
-        if (en.getKey() instanceof Keyword k) {
-          Long aid = schema.entid(k);
-          if (aid != null && Schema.isSchemaAttr(aid) && aid != Schema.IDENT) {
-            Object v = en.getValue();
-            changes.put(aid, v instanceof Keyword kv && schema.entid(kv) != null
-                && schema.attr(aid).isRef() ? schema.entid(kv) : v);
-          }
-        }
-      }
-      pendingAttrs.put(ident, schema.preview(eid, ident, changes));
-    }
-  }
-
-  private Attr attrOf(Keyword k, Object form) {
-    Attr a = pendingAttrs.get(k);
-    if (a == null) {
-      a = schema.attr(k);
-    }
-    if (a == null) {
-      if (k.getName().startsWith("_")) {
-        throw Errors.error("tx/invalid-attribute",
-            "A reverse attribute is only allowed as a map key", "attribute", k, "form", form);
-      }
-      long eid = nextEid++;
-      a = schema.preview(eid, k, Map.of(Schema.IDENT, k, Schema.CARDINALITY, Schema.CARD_ONE));
-      pendingAttrs.put(k, a);
-      ops.add(new Op(ADD, form, eid, schema.attr(Schema.IDENT), k, null));
-      // a cardinality makes it an attribute, not a mere ident (an enum value)
-      ops.add(new Op(ADD, form, eid, schema.attr(Schema.CARDINALITY), Schema.CARD_ONE, null));
-    }
-    return a;
+    return new Result(changes, temps.toMap(tx), next, ids.next(), t, tx);
   }
 
   // ---- expansion of tx-data into ops
+
+  private Attr attrOf(Keyword k, Object form) {
+    Attr a = pending.get(k);
+    if (a != null) {
+      return a;
+    }
+    String ns = k.getNamespace();
+    if (k.getName().startsWith("_")) {
+      throw Errors.error("tx/invalid-attribute",
+          "A reverse attribute is only allowed as a map key", "attribute", k, "form", form);
+    }
+    if (ns != null && (ns.equals("db") || ns.startsWith("db."))) {
+      throw Errors.error("tx/invalid-attribute", "No attribute " + k + ": the :db namespaces are"
+          + " datalith's own, so it cannot be installed on first use", "attribute", k, "form", form);
+    }
+    TempRef entity = temps.anonymous();
+    a = pending.install(k, entity);
+    assertOp(entity, schema.attr(Schema.IDENT), k, form);
+    // a cardinality makes it an attribute, not a mere ident (an enum value)
+    assertOp(entity, schema.attr(Schema.CARDINALITY), Schema.CARD_ONE, form);
+    return a;
+  }
 
   private void expandAll(Object txData, int depth) {
     for (ISeq s = RT.seq(txData); s != null; s = s.next()) {
@@ -298,20 +268,48 @@ public final class Transactor {
     }
   }
 
-  /** Adds the ops of an entity map; returns its entity (Long or TempRef). */
-  private Object expandMap(Map<?, ?> m) {
-    Object e;
-    Long declared = mapEids.get(m);
-    if (declared != null) {
-      e = declared;
-    } else if (m.get(DB_ID) != null) {
-      e = entityRef(m.get(DB_ID), m);
-    } else {
-      TempRef r = new TempRef(null);
-      allTemps.add(r);
-      e = r;
+  /**
+   * Adds the ops of an entity map and of the maps nested in it (worked
+   * through with a stack of their own, so that no depth of nesting overflows
+   * the thread's); returns its entity (Long or TempRef).
+   */
+  private Object expandMap(Map<?, ?> top) {
+    Object topEntity = mapEntity(top);
+    ArrayDeque<Nested> todo = new ArrayDeque<>();
+    todo.push(new Nested(top, topEntity, 1));
+    while (!todo.isEmpty()) {
+      expandAttrs(todo.pop(), todo);
     }
-    markEntity(e);
+    return topEntity;
+  }
+
+  /** A map still to expand: its entity, and how deep it is nested (1 for a tx-data form). */
+  private record Nested(Map<?, ?> map, Object entity, int depth) {}
+
+  /** The entity of a map: declared with its attribute, its :db/id, or a new one. */
+  private Object mapEntity(Map<?, ?> m) {
+    Object declared = mapEntities.get(m);
+    if (declared != null) {
+      return declared;
+    }
+    Object id = m.get(DB_ID);
+    return id != null ? refs.resolve(id, m) : temps.anonymous();
+  }
+
+  /** The entity of a map nested in {@code parent}; the map joins the work stack. */
+  private Object nested(Map<?, ?> m, Nested parent, ArrayDeque<Nested> todo) {
+    if (parent.depth() >= MAX_MAP_NESTING) {
+      throw Errors.error("tx/too-deep", "Entity maps are nested more than " + MAX_MAP_NESTING
+          + " deep (a map that contains itself?)", "form", Printed.brief(parent.map()));
+    }
+    Object e = mapEntity(m);
+    todo.push(new Nested(m, e, parent.depth() + 1));
+    return e;
+  }
+
+  private void expandAttrs(Nested n, ArrayDeque<Nested> todo) {
+    Map<?, ?> m = n.map();
+    Object e = n.entity();
     for (Map.Entry<?, ?> en : m.entrySet()) {
       Object k = en.getKey();
       if (k == DB_ID) {
@@ -326,49 +324,59 @@ public final class Transactor {
         throw Errors.error("tx/nil-value", "nil is not a value: leave the attribute out instead",
             "attribute", kw, "form", m);
       }
-      if (kw.getName().startsWith("_") && pendingAttrs.get(kw) == null && schema.attr(kw) == null) {
+      if (kw.getName().startsWith("_") && pending.get(kw) == null) {
         Keyword fwd = Keyword.intern(kw.getNamespace(), kw.getName().substring(1));
         Attr a = attrOf(fwd, m);
         if (!a.isRef()) {
           throw Errors.error("tx/invalid-attribute", "A reverse attribute must name a ref attribute",
               "attribute", kw, "form", m);
         }
-        for (Object r : refValues(v)) {
-          Object src = r instanceof Map<?, ?> nested ? expandMap(nested) : entityRef(r, m);
-          markEntity(src);
-          ops.add(new Op(ADD, m, src, a, e, null));
+        for (Object r : refValues(a, v, m)) {
+          Object src = r instanceof Map<?, ?> child ? nested(child, n, todo) : refs.resolve(r, m);
+          OpChecks.assertion(src, a, tx, m);
+          assertOp(src, a, e, m);
         }
         continue;
       }
       Attr a = attrOf(kw, m);
-      Collection<?> vals = a.many ? manyValues(a, v) : null;
+      OpChecks.assertion(e, a, tx, m);
+      Collection<?> vals = a.many ? manyValues(a, v, m) : null;
       if (vals == null) {
-        ops.add(new Op(ADD, m, e, a, valueOf(a, v, m), null));
+        assertOp(e, a, valueOf(a, v, m, n, todo), m);
       } else {
         for (Object x : vals) {
-          ops.add(new Op(ADD, m, e, a, valueOf(a, x, m), null));
+          assertOp(e, a, valueOf(a, x, m, n, todo), m);
         }
       }
     }
-    return e;
+  }
+
+  /** Adds the assertion of {@code v} for {@code a} of {@code e}, which thereby is an entity. */
+  private void assertOp(Object e, Attr a, Object v, Object form) {
+    if (e instanceof TempRef r) {
+      r.asEntity = true;
+    }
+    ops.add(new Op(ADD, form, e, a, v, null));
   }
 
   /** The values of a ref attribute given in a map: one, or a collection of refs/maps. */
-  private Collection<?> refValues(Object v) {
+  private Collection<?> refValues(Attr a, Object v, Object form) {
     if (v instanceof Map || isLookupRef(v)) {
       return List.of(v);
     }
     if (v instanceof Collection<?> c) {
       return c;
     }
+    Values.refuseArray(a, v, form);
     return List.of(v);
   }
 
   /** For a cardinality-many attribute: the collection a map value stands for, or null for one value. */
-  private Collection<?> manyValues(Attr a, Object v) {
+  private Collection<?> manyValues(Attr a, Object v, Object form) {
     if (v instanceof Map || v instanceof byte[]) {
       return null;
     }
+    Values.refuseArray(a, v, form);
     if (a.isRef()) {
       return v instanceof Collection<?> c && !isLookupRef(v) ? c : null;
     }
@@ -386,27 +394,25 @@ public final class Transactor {
 
   private boolean isLookupRef(Object v) {
     if (v instanceof List<?> l && l.size() == 2 && l.get(0) instanceof Keyword k) {
-      Attr a = pendingAttrs.get(k);
-      if (a == null) {
-        a = schema.attr(k);
-      }
+      Attr a = pending.get(k);
       return a != null && a.isUnique();
     }
     return false;
   }
 
-  /** A value for attribute {@code a}: refs become Long or TempRef (nested maps expanded). */
-  private Object valueOf(Attr a, Object v, Object form) {
+  /** A value for attribute {@code a}: refs become Long or TempRef (nested maps join the stack). */
+  private Object valueOf(Attr a, Object v, Object form, Nested parent, ArrayDeque<Nested> todo) {
     if (v == null) {
       throw Errors.error("tx/nil-value", "nil is not a value", "attribute", a.ident, "form", form);
     }
     if (!a.isRef()) {
       return v;
     }
-    if (v instanceof Map<?, ?> nested) {
-      return expandMap(nested);
+    if (v instanceof Map<?, ?> child) {
+      return nested(child, parent, todo);
     }
-    return entityRef(v, form);
+    Values.refuseArray(a, v, form);
+    return refs.resolve(v, form);
   }
 
   private void expandList(List<?> l, int depth) {
@@ -425,24 +431,38 @@ public final class Transactor {
             : "Expected [:db/retract e a v] or [:db/retract e a]", "form", l);
       }
       Attr a = attrArg(l.get(2), l);
-      Object e = entityRef(l.get(1), l);
+      Object e = refs.resolve(l.get(1), l);
       if (add) {
-        markEntity(e);
+        OpChecks.assertion(e, a, tx, l);
+      } else {
+        OpChecks.retraction(a, l);
       }
       if (l.size() == 3) {
         ops.add(new Op(RETRACT_ATTR, l, e, a, null, null));
+        return;
+      }
+      Object v = l.get(3);
+      if (v == null) {
+        throw Errors.error("tx/nil-value", "nil is not a value", "form", l);
+      }
+      if (a.isRef()) {
+        Values.refuseArray(a, v, l);
+        v = refs.resolve(v, l);
+      }
+      if (add) {
+        assertOp(e, a, v, l);
       } else {
-        Object v = l.get(3);
-        if (v == null) {
-          throw Errors.error("tx/nil-value", "nil is not a value", "form", l);
-        }
-        ops.add(new Op(add ? ADD : RETRACT, l, e, a, a.isRef() ? entityRef(v, l) : v, null));
+        ops.add(new Op(RETRACT, l, e, a, v, null));
       }
     } else if (head == DB_RETRACT_ENTITY || head == FN_RETRACT_ENTITY) {
       if (l.size() != 2) {
         throw Errors.error("tx/invalid-op", "Expected [:db/retractEntity e]", "form", l);
       }
-      ops.add(new Op(RETRACT_ENTITY, l, entityRef(l.get(1), l), null, null, null));
+      // like Datomic's, retracts the datoms the entity has: none when it names nothing
+      Object e = refs.resolveOrNull(l.get(1), l);
+      if (e != null) {
+        ops.add(new Op(RETRACT_ENTITY, l, e, null, null, null));
+      }
     } else if (head == DB_CAS || head == FN_CAS) {
       if (l.size() != 5) {
         throw Errors.error("tx/invalid-op", "Expected [:db/cas e a old-value new-value]", "form", l);
@@ -452,15 +472,18 @@ public final class Transactor {
         throw Errors.error("tx/invalid-op", ":db/cas needs a cardinality-one attribute",
             "attribute", a.ident, "form", l);
       }
-      Object e = entityRef(l.get(1), l);
-      markEntity(e);
+      Object e = refs.resolve(l.get(1), l);
+      OpChecks.cas(e, a, tx, l);
       Object old = l.get(3);
       Object v = l.get(4);
       if (v == null) {
         throw Errors.error("tx/nil-value", "nil is not a value", "form", l);
       }
-      ops.add(new Op(CAS, l, e, a, a.isRef() ? entityRef(v, l) : v,
-          old != null && a.isRef() ? entityRef(old, l) : old));
+      if (e instanceof TempRef r) {
+        r.asEntity = true;
+      }
+      ops.add(new Op(CAS, l, e, a, a.isRef() ? refs.resolve(v, l) : v,
+          old != null && a.isRef() ? refs.resolve(old, l) : old));
     } else {
       throw Errors.error("tx/invalid-op",
           "Unknown operation: expected :db/add, :db/retract, :db/retractEntity, :db/cas "
@@ -504,15 +527,15 @@ public final class Transactor {
     try {
       result = fn.applyTo(RT.cons(db, RT.seq(l.subList(1, l.size()))));
     } catch (ExceptionInfo ex) {
-      if (ex.getData().valAt(ERROR) instanceof Keyword k && k.getNamespace() != null) {
+      if (hasError(ex)) {
         throw ex;
       }
       throw Errors.errorWithCause(ex, "tx/fn-failed",
           "Transaction function " + sym + " threw: " + ex.getMessage(), "fn", sym, "form", l,
           "data", ex.getData());
-    } catch (Exception ex) {
+    } catch (Exception | StackOverflowError ex) {
       throw Errors.errorWithCause(ex, "tx/fn-failed",
-          "Transaction function " + sym + " threw: " + ex.getMessage(), "fn", sym, "form", l);
+          "Transaction function " + sym + " threw: " + ex, "fn", sym, "form", l);
     }
     if (result != null && !(result instanceof Collection) && !(result instanceof ISeq)) {
       throw Errors.error("tx/fn-result", "A transaction function must return tx-data",
@@ -521,95 +544,11 @@ public final class Transactor {
     expandAll(result, depth + 1);
   }
 
-  // ---- entity references and tempids
-
-  private static boolean isTempid(Object x) {
-    return x instanceof String || x instanceof Long l && l < 0 || x instanceof Integer i && i < 0;
-  }
-
-  private TempRef temp(Object name) {
-    Object key = name instanceof Integer i ? Long.valueOf(i) : name;
-    TempRef r = temps.get(key);
-    if (r == null) {
-      r = new TempRef(key);
-      temps.put(key, r);
-      allTemps.add(r);
-    }
-    return r;
-  }
-
-  private void markEntity(Object e) {
-    if (e instanceof TempRef r) {
-      r.asEntity = true;
-    }
-  }
-
-  /** Long entity id or TempRef for an entity reference in tx-data. */
-  private Object entityRef(Object x, Object form) {
-    if (TX_TEMPID.equals(x) || x == CURRENT_TX) {
-      return tx;
-    }
-    if (isTempid(x)) {
-      return temp(x);
-    }
-    if (x instanceof Long || x instanceof Integer || x instanceof Short) {
-      long e = ((Number) x).longValue();
-      if (e >= nextEid && e < Db.TX0) {
-        nextEid = e + 1;
-      }
-      return e;
-    }
-    if (x instanceof Keyword k) {
-      Attr pending = pendingAttrs.get(k);
-      if (pending != null) {
-        return pending.id;
-      }
-      Long e = schema.entid(k);
-      if (e == null) {
-        throw Errors.error("tx/unknown-ident", "No entity has the ident " + k, "ident", k,
-            "form", form);
-      }
-      return e;
-    }
-    if (x instanceof List<?> l && l.size() == 2 && l.get(0) instanceof Keyword) {
-      Attr a = attrOfExisting((Keyword) l.get(0), form);
-      if (!a.isUnique()) {
-        throw Errors.error("tx/invalid-lookup-ref", "A lookup ref's attribute must be :db/unique",
-            "lookup-ref", x, "form", form);
-      }
-      Object v = l.get(1);
-      if (a.isRef()) {
-        Object r = entityRef(v, form);
-        if (!(r instanceof Long)) {
-          throw Errors.error("tx/invalid-lookup-ref", "A lookup ref cannot name a tempid",
-              "lookup-ref", x, "form", form);
-        }
-        v = r;
-      }
-      long e = v == null ? -1 : db.lookup(snap, a, v);
-      if (e < 0) {
-        throw Errors.error("tx/lookup-ref-not-found", "Nothing matches the lookup ref " + x,
-            "lookup-ref", x, "form", form);
-      }
-      return e;
-    }
-    throw Errors.error("tx/invalid-entity",
-        "Expected an entity id, a tempid, an ident or a lookup ref", "entity", x, "form", form);
-  }
-
-  private Attr attrOfExisting(Keyword k, Object form) {
-    Attr a = pendingAttrs.get(k);
-    if (a == null) {
-      a = schema.attr(k);
-    }
-    if (a == null) {
-      throw Errors.error("tx/invalid-lookup-ref", "Unknown attribute in lookup ref", "attribute", k,
-          "form", form);
-    }
-    return a;
-  }
-
-  /** Upserts through unique identities, unifies tempids, then gives the rest new ids. */
+  /**
+   * Upserts through unique identities, unifies tempids, then gives the rest
+   * new ids (the first ids the transaction allocates: every id it names is
+   * known by now), and the new attributes theirs.
+   */
   private void resolveTempids() {
     boolean changed = true;
     while (changed) {
@@ -633,7 +572,7 @@ public final class Transactor {
           continue; // reported as a type error later
         }
         TempRef root = tr.root();
-        long found = db.lookup(snap, op.attr, v);
+        long found = PendingAttrs.isNew(op.attr) ? -1 : db.lookup(snap, op.attr, v);
         if (found >= 0) {
           if (root.eid >= 0 && root.eid != found) {
             throw Errors.error("tx/upsert-conflict",
@@ -654,30 +593,36 @@ public final class Transactor {
                 "Two tempids with one unique identity resolve to different entities",
                 "form", op.form);
           }
-          if (o.eid < 0) {
-            o.eid = root.eid;
-          }
-          root.parent = o;
+          Tempids.unify(o, root, op.form);
           changed = true;
         }
       }
     }
-    for (TempRef r : allTemps) {
-      TempRef root = r.root();
-      if (r.asEntity) {
-        root.asEntity = true;
-      }
+    for (Op op : ops) {
+      markUsed(op.e);
+      markUsed(op.v);
+      markUsed(op.old);
     }
-    for (TempRef r : allTemps) {
+    for (TempRef r : temps.all()) {
       TempRef root = r.root();
-      if (root.eid < 0) {
-        if (!root.asEntity) {
-          throw Errors.error("tx/tempid-only-value",
-              "A tempid is used only as a value, never as an entity", "tempid", r.name);
-        }
-        root.eid = nextEid++;
-      }
+      root.asEntity |= r.asEntity;
+      root.used |= r.used;
     }
+    for (TempRef r : temps.all()) {
+      TempRef root = r.root();
+      if (root.eid >= 0 || !root.used) {
+        continue; // resolved, or named by no operation (only by an empty map): no entity
+      }
+      if (!root.asEntity) {
+        Object name = r.name != null ? r.name : root.name;
+        throw Errors.error("tx/tempid-only-value", (name == null ? "A map without :db/id"
+            : "Tempid " + Printed.brief(name)) + " names no entity of its own: the transaction"
+            + " asserts nothing about it, and uses it only as a value or in retractions",
+            "tempid", name);
+      }
+      root.eid = ids.allocate();
+    }
+    IdentityHashMap<Attr, Attr> renamed = pending.assignIds();
     for (Op op : ops) {
       if (op.e instanceof TempRef r) {
         op.e = r.root().eid;
@@ -688,16 +633,17 @@ public final class Transactor {
       if (op.old instanceof TempRef r) {
         op.old = r.root().eid;
       }
+      Attr now = renamed.get(op.attr);
+      if (now != null) {
+        op.attr = now;
+      }
     }
   }
 
-  private IPersistentMap tempidMap() {
-    ITransientMap m = PersistentArrayMap.EMPTY.asTransient();
-    for (Map.Entry<Object, TempRef> en : temps.entrySet()) {
-      m = m.assoc(en.getKey(), en.getValue().root().eid);
+  private static void markUsed(Object x) {
+    if (x instanceof TempRef r) {
+      r.used = true;
     }
-    m = m.assoc(CURRENT_TX, tx);
-    return m.persistent();
   }
 
   // ---- applying ops to the per-(entity, attribute) state
@@ -712,11 +658,13 @@ public final class Transactor {
     slots.put(k, s);
     slotAttrs.put(k, a);
     if (e < db.nextEid() || e >= Db.TX0) {
+      // stored values are encoded as the attribute was when they were written
+      Attr stored = schema.attr(a.id);
       KeyBuilder kb = new KeyBuilder().putLong(e).putLong(a.id);
       IndexScan scan = db.scan(snap, Index.EAVT, kb.view());
       while (scan.next()) {
         Datom d = scan.datom();
-        byte[] enc = Codec.encode(d.v, tagOf(a, d.v));
+        byte[] enc = Codec.encode(d.v, tagOf(stored != null ? stored : a, d.v));
         s.put(new Bytes(Codec.keyPart(enc)), new Val(d.v, enc, d.tx, Val.EXISTING));
       }
       scan.close();
@@ -729,28 +677,7 @@ public final class Transactor {
   }
 
   private Object coerce(Attr a, Object v, Object form) {
-    int tag = tagOf(a, v);
-    Object c = Codec.coerce(v, tag);
-    if (c == null) {
-      throw Errors.error("tx/value-type", "Value " + RT.printString(v) + " is not a "
-          + Schema.typeKeyword(a.valueType) + " as " + a.ident + " requires",
-          "attribute", a.ident, "value", v, "form", form);
-    }
-    if (a.valueType == Codec.T_TUPLE && (a.tupleType != 0 || a.tupleTypes != null)) {
-      List<?> l = (List<?>) c;
-      if (a.tupleTypes != null && l.size() != a.tupleTypes.length) {
-        throw Errors.error("tx/value-type", "Tuple of the wrong length for " + a.ident,
-            "attribute", a.ident, "value", v, "form", form);
-      }
-      for (int i = 0; i < l.size(); i++) {
-        int et = a.tupleTypes != null ? a.tupleTypes[i] : a.tupleType;
-        if (l.get(i) != null && Codec.coerce(l.get(i), et) == null) {
-          throw Errors.error("tx/value-type", "Tuple element of the wrong type for " + a.ident,
-              "attribute", a.ident, "value", v, "form", form);
-        }
-      }
-    }
-    return c;
+    return Values.coerce(a, v, form, attrs);
   }
 
   private void apply(Op op) {
@@ -759,7 +686,7 @@ public final class Transactor {
       case ADD -> add(e, op.attr, op.v, op.form);
       case RETRACT -> retract(e, op.attr, op.v, op.form);
       case RETRACT_ATTR -> retractAll(e, op.attr, op.form);
-      case RETRACT_ENTITY -> retractEntity(e, op.form, new HashSet<>());
+      case RETRACT_ENTITY -> retractEntity(e, op.form);
       case CAS -> cas(e, op.attr, op.old, op.v, op.form);
       default -> throw new IllegalStateException("op kind " + op.kind);
     }
@@ -836,48 +763,55 @@ public final class Transactor {
     }
   }
 
-  private void retractEntity(long e, Object form, Set<Long> visited) {
-    if (!visited.add(e)) {
-      return;
-    }
-    List<long[]> refsOut = new ArrayList<>();
-    List<Attr> attrs = new ArrayList<>();
-    KeyBuilder kb = new KeyBuilder().putLong(e);
-    IndexScan scan = db.scan(snap, Index.EAVT, kb.view());
-    long lastAid = -1;
-    while (scan.next()) {
-      Datom d = scan.datom();
-      if (d.aid != lastAid) {
+  /**
+   * Retracts every datom of {@code e0} and every ref to it, and so for the
+   * entities its component attributes refer to, however deep (a work list,
+   * not recursion). A transaction's {@code :db/txInstant} stays: it dates the
+   * transaction.
+   */
+  private void retractEntity(long e0, Object form) {
+    Set<Long> visited = new HashSet<>();
+    ArrayDeque<Long> todo = new ArrayDeque<>();
+    todo.push(e0);
+    while (!todo.isEmpty()) {
+      long e = todo.pop();
+      if (!visited.add(e)) {
+        continue;
+      }
+      List<Attr> attrs = new ArrayList<>();
+      IndexScan scan = db.scan(snap, Index.EAVT, new KeyBuilder().putLong(e).view());
+      long lastAid = -1;
+      while (scan.next()) {
+        Datom d = scan.datom();
         Attr a = schema.attr(d.aid);
-        if (a != null) {
-          attrs.add(a);
+        if (a == null || d.aid == Schema.TX_INSTANT) {
+          continue;
         }
-        lastAid = d.aid;
+        if (d.aid != lastAid) {
+          attrs.add(a);
+          lastAid = d.aid;
+        }
+        if (a.component && d.v instanceof Long c) {
+          todo.push(c);
+        }
       }
-      Attr a = schema.attr(d.aid);
-      if (a != null && a.component && d.v instanceof Long c) {
-        refsOut.add(new long[] {c});
+      scan.close();
+      List<long[]> refsIn = new ArrayList<>();
+      IndexScan vaet = db.scan(snap, Index.VAET, new KeyBuilder().putLong(e).view());
+      while (vaet.next()) {
+        Datom d = vaet.datom();
+        refsIn.add(new long[] {d.e, d.aid});
       }
-    }
-    scan.close();
-    List<long[]> refsIn = new ArrayList<>();
-    IndexScan vaet = db.scan(snap, Index.VAET, new KeyBuilder().putLong(e).view());
-    while (vaet.next()) {
-      Datom d = vaet.datom();
-      refsIn.add(new long[] {d.e, d.aid});
-    }
-    vaet.close();
-    for (Attr a : attrs) {
-      retractAll(e, a, form);
-    }
-    for (long[] in : refsIn) {
-      Attr a = schema.attr(in[1]);
-      if (a != null) {
-        retract(in[0], a, e, form);
+      vaet.close();
+      for (Attr a : attrs) {
+        retractAll(e, a, form);
       }
-    }
-    for (long[] c : refsOut) {
-      retractEntity(c[0], form, visited);
+      for (long[] in : refsIn) {
+        Attr a = schema.attr(in[1]);
+        if (a != null) {
+          retract(in[0], a, e, form);
+        }
+      }
     }
   }
 
@@ -909,18 +843,12 @@ public final class Transactor {
   /**
    * Sets every composite tuple ({@code :db/tupleAttrs}) of the entities whose
    * component attributes this transaction touched to the tuple of their values
-   * (nil for a missing one); retracts it when all are missing.
+   * (nil for a missing one); retracts it when all are missing. A composite is
+   * derived, never written: tx-data may assert one only as the value it
+   * derives to (as an upsert through a unique composite does).
    */
   private void maintainComposites() {
-    List<Attr> composites = new ArrayList<>();
-    for (Attr a : schema.composites()) {
-      composites.add(pendingAttrs.getOrDefault(a.ident, a));
-    }
-    for (Attr a : pendingAttrs.values()) {
-      if (a.tupleAttrs != null && schema.attr(a.ident) == null) {
-        composites.add(a);
-      }
-    }
+    List<Attr> composites = pending.composites();
     if (composites.isEmpty()) {
       return;
     }
@@ -928,15 +856,18 @@ public final class Transactor {
     for (Attr c : composites) {
       Attr[] parts = new Attr[c.tupleAttrs.length];
       for (int i = 0; i < parts.length; i++) {
-        parts[i] = pendingAttrs.getOrDefault(c.tupleAttrs[i], schema.attr(c.tupleAttrs[i]));
+        parts[i] = pending.get(c.tupleAttrs[i]);
         if (parts[i] == null || parts[i].many) {
           throw Errors.error("schema/invalid", "A composite tuple's attributes must be installed "
               + "cardinality-one attributes", "attribute", c.ident, "tupleAttrs",
               RT.vector((Object[]) c.tupleAttrs));
         }
       }
-      Set<Long> entities = new java.util.LinkedHashSet<>();
+      Set<Long> entities = new LinkedHashSet<>();
       for (SlotKey k : touched) {
+        if (k.aid() == c.id && k.e() < Db.TX0) {
+          entities.add(k.e());
+        }
         for (Attr p : parts) {
           if (k.aid() == p.id && k.e() < Db.TX0) {
             entities.add(k.e());
@@ -948,17 +879,33 @@ public final class Transactor {
         boolean any = false;
         for (int i = 0; i < parts.length; i++) {
           for (Val x : slot(e, parts[i]).values()) {
-            if (x.status != Val.RETRACTED) {
+            if (x.status == Val.EXISTING || x.status == Val.ADDED) {
               vals[i] = x.v;
               any = true;
             }
           }
         }
+        Object derived = any ? PersistentVector.create(vals) : null;
+        refuseWritten(e, c, derived);
         if (any) {
-          add(e, c, clojure.lang.PersistentVector.create(vals), null);
+          add(e, c, derived, null);
         } else {
           retractAll(e, c, null);
         }
+      }
+    }
+  }
+
+  // a value of composite c that tx-data asserted for e, other than the one it derives to
+  private void refuseWritten(long e, Attr c, Object derived) {
+    byte[] key = derived == null ? null : Codec.keyPart(Codec.encode(derived, Codec.T_TUPLE));
+    for (Val x : slot(e, c).values()) {
+      if (x.asserted && (key == null || !Arrays.equals(key, Codec.keyPart(x.encoded)))) {
+        throw Errors.error("tx/composite-tuple", "Composite tuple " + c.ident + " is derived from "
+            + RT.printString(RT.vector((Object[]) c.tupleAttrs)) + ", so it cannot be asserted as "
+            + Printed.brief(x.v) + ": entity " + e + (derived == null ? " has none of those"
+            : "'s is " + Printed.brief(derived)), "attribute", c.ident, "value", x.v,
+            "derived", derived, "entity", e, "form", x.form);
       }
     }
   }
