@@ -276,12 +276,22 @@ public final class Puller {
       }
       // :xform sees the value, nil when missing; :default (not transformed) stands in for nil
       if (spec.xform != null) {
-        v = spec.xform.invoke(v);
+        v = xform(spec, v);
       }
       if (v != null) {
         out.put(s.key, v);
       } else if (spec.hasDefault) {
         out.put(s.key, spec.defaultValue);
+      }
+    }
+
+    /** The :xform of {@code spec} applied to {@code v}; what it throws is {@code :pull/xform}. */
+    private Object xform(PullPattern.AttrSpec spec, Object v) {
+      try {
+        return spec.xform.invoke(v);
+      } catch (RuntimeException ex) {
+        throw Errors.errorWithCause(ex, "pull/xform", "The :xform of " + spec.name + " failed on "
+            + PullPattern.shortString(v) + ": " + ex, "attribute", spec.name, "value", v);
       }
     }
 
