@@ -395,3 +395,35 @@
     (doseq [[k call] @leaks]
       (println "LEAK" k "\n   " call))
     (is (empty? @leaks) (str (count @leaks) " kinds of leak (printed above)"))))
+
+(defn- error-of
+  "The :error of calling `f` on `args`, or :no-error."
+  [f args]
+  (try (let [r (apply f args)] (when (seq? r) (doall r))) :no-error
+       (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))
+
+(defn- are-errors
+  "Each keyword, then the calls [f & args] that must throw it."
+  [& keys-and-calls]
+  (loop [k nil [x & more] keys-and-calls]
+    (cond (nil? x) nil
+          (keyword? x) (recur x more)
+          :else (do (is (= k (error-of (first x) (rest x))) (pr-str x))
+                    (recur k more)))))
+
+(deftest arguments-of-the-wrong-type
+  (tu/each-store [conn {:schema schema}]
+    (let [db (d/db conn)]
+      (are-errors
+       :db/invalid-conn [d/transact! nil []] [d/transact! db []] [d/db "conn"] [d/log 1] [d/close :conn]
+       :db/invalid-db [d/pull conn [:user/name] 1] [d/basis-t nil] [d/as-of conn 1] [d/since "db" 1]
+       [d/history {}] [d/schema conn] [d/entid nil 1] [d/entity 1 1] [d/datoms nil :eavt]
+       [d/seek-datoms "db" :eavt] [d/index-range nil :user/age 1 2] [d/tx-range :log nil nil]
+       [d/with conn []] [d/as-of-t 1] [d/since-t 1] [d/history? 1] [d/pull-many nil [:user/name] []]
+       :db/invalid-entity [d/touch 1] [d/touch {:db/id 1}]
+       :db/invalid-t [d/t->tx "1"] [d/t->tx 1.5] [d/tx->t nil] [d/tx->t (bigint 1e30)]
+       :db/invalid-options [d/connect :mem [:map-size 1]]
+       :db/invalid-schema [d/connect :mem {:schema {:user/x :not-a-map}}]
+       :query/args [d/q {:query '[:find ?e :where [?e :user/name]] :args 1}]
+       :pull/entities [d/pull-many db [:user/name] 1] [d/pull-many db [:user/name] "ab"]
+       :pull/xform [d/pull db [[:db/id :xform name]] 1000]))))
