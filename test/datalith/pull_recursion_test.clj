@@ -269,5 +269,7 @@
             (nested-pattern-text 3000)
             (apply str (repeat 100000 "[")))
           (is (= :pull/too-deep (error-of #(d/pull-many db (nested-pattern 3000) [top]))))
+          (testing "a deep value where an attribute option belongs is named, not printed whole"
+            (is (= :pull/pattern (error-of #(d/pull db [[:n/i :limit 1 (nth (iterate vector 1) 20000) 2]] top)))))
           (is (= :pull/too-deep
                  (error-of #(d/q '[:find (pull ?e p) :in $ p :where [?e :n/i 0]] db (nested-pattern 3000))))))))))

@@ -122,7 +122,8 @@ public final class PullPattern {
       try {
         form = clojure.lang.EdnReader.readString(s, clojure.lang.PersistentHashMap.EMPTY);
       } catch (RuntimeException ex) {
-        throw Errors.errorWithCause(ex, "pull/pattern", "Unreadable pull pattern: " + s,
+        throw Errors.errorWithCause(ex, "pull/pattern", "Unreadable pull pattern: "
+            + (s.length() > 200 ? s.substring(0, 200) + "..." : s),
             "pattern", s);
       }
     }
@@ -288,7 +289,7 @@ public final class PullPattern {
       } else if (XFORM.equals(opt)) {
         xform = xformOf(pattern, x, val);
       } else {
-        throw bad(pattern, x, "Unknown attribute option " + opt);
+        throw bad(pattern, x, "Unknown attribute option " + shortString(opt));
       }
     }
     return new AttrSpec(k, as, limit, hasDefault, dflt, xform, null, 0);
