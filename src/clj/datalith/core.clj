@@ -27,6 +27,27 @@
 (defn- error [k msg data]
   (ex-info msg (assoc data :error k)))
 
+;; Arguments of the wrong type are ex-infos here, not ClassCastExceptions below.
+
+(defn- conn-arg ^Conn [x]
+  (if (instance? Conn x)
+    x
+    (throw (error :db/invalid-conn "Expected a connection (from connect)" {:conn x}))))
+
+(defn- db-arg ^Db [x]
+  (if (instance? Db x)
+    x
+    (throw (error :db/invalid-db "Expected a database value (from db, as-of, since, history or with)"
+                  {:db x}))))
+
+(defn- long-arg
+  "`x` as a long, or :db/invalid-t naming `what`."
+  [x what]
+  (if (and (integer? x) (<= Long/MIN_VALUE x Long/MAX_VALUE))
+    (long x)
+    (throw (error :db/invalid-t (str "Expected " what ": a whole number that fits a long")
+                  {what x}))))
+
 ;; ---------------------------------------------------------------- connections
 
 (defn- ->path ^Path [x]
@@ -38,18 +59,19 @@
                         {:target x}))))
 
 (defn- store-options
-  "Clojure options -> the string-keyed map the Java stores take."
+  "Clojure options -> the string-keyed map the Java stores take (which check
+  the values' types: :store/option)."
   ^java.util.Map [opts]
   (cond-> {}
-    (contains? opts :map-size) (assoc "map-size" (long (:map-size opts)))
-    (contains? opts :sync) (assoc "sync" (boolean (:sync opts)))
-    (contains? opts :max-readers) (assoc "max-readers" (long (:max-readers opts)))))
+    (contains? opts :map-size) (assoc "map-size" (:map-size opts))
+    (contains? opts :sync) (assoc "sync" (:sync opts))
+    (contains? opts :max-readers) (assoc "max-readers" (:max-readers opts))))
 
 (defn- schema-tx
   "Schema given as a DataScript-style map {ident props} or Datomic-style maps
   -> the attribute maps that differ from `current` (the schema map of the db)."
   [schema current]
-  (let [attrs (if (map? schema)
+  (let [attrs (if (and (map? schema) (every? map? (vals schema)))
                 (for [[ident props] schema] (assoc props :db/ident ident))
                 schema)]
     (when-not (and (sequential? attrs) (every? map? attrs))
@@ -84,6 +106,8 @@
      (connect (or (:dir target) :mem) target)
      (connect target {})))
   (^Conn [target opts]
+   (when-not (or (nil? opts) (map? opts))
+     (throw (error :db/invalid-options "Options are a map" {:options opts})))
    (let [^Store store (if (= :mem target)
                         (MemStore/open)
                         (LmdbStore/open (->path target) (store-options opts)))
@@ -98,14 +122,14 @@
 
 (defn close
   "Closes a connection and its store. Database values read from it stop working."
-  [^Conn conn]
-  (.close conn))
+  [conn]
+  (.close (conn-arg conn)))
 
 (defn db
   "The latest database value of `conn`: immutable, it never sees later
   transactions."
-  ^Db [^Conn conn]
-  (.db conn))
+  ^Db [conn]
+  (.db (conn-arg conn)))
 
 (defn- report->map [^TxReport r]
   {:db-before (.dbBefore r)
@@ -132,56 +156,58 @@
 
     (:tempids (d/transact! conn [{:db/id \"a\" :user/name \"Ada\"}]))
     ; => {\"a\" 1000, :db/current-tx 13194139533313}"
-  [^Conn conn tx-data]
-  (report->map (.transact conn (tx-data-of tx-data))))
+  [conn tx-data]
+  (report->map (.transact (conn-arg conn) (tx-data-of tx-data))))
 
 (defn with
   "The report of applying tx-data to `db` in memory only: nothing is written.
   Its :db-after can be read, and extended with more `with`, like any value."
-  [^Db db tx-data]
-  (report->map (.with (.conn db) db (tx-data-of tx-data))))
+  [db tx-data]
+  (let [db (db-arg db)]
+    (report->map (.with (.conn db) db (tx-data-of tx-data)))))
 
 ;; ---------------------------------------------------------------- values
 
 (defn basis-t
   "The t of the last transaction `db` includes."
-  [^Db db]
-  (.basisT db))
+  [db]
+  (.basisT (db-arg db)))
 
-(defn t->tx "The transaction entity id of basis t." [t] (Db/tToTx (long t)))
-(defn tx->t "The basis t of a transaction entity id." [tx] (Db/txToT (long tx)))
+(defn t->tx "The transaction entity id of basis t." [t] (Db/tToTx (long-arg t :t)))
+(defn tx->t "The basis t of a transaction entity id." [tx] (Db/txToT (long-arg tx :tx)))
 
 (defn as-of
   "`db` as it was at `point`: a t, a transaction id or a java.util.Date."
-  ^Db [^Db db point]
-  (.asOf db point))
+  ^Db [db point]
+  (.asOf (db-arg db) point))
 
 (defn since
   "`db` with only the datoms asserted after `point` (a t, tx id or Date)."
-  ^Db [^Db db point]
-  (.since db point))
+  ^Db [db point]
+  (.since (db-arg db) point))
 
 (defn history
   "`db` with every assertion and retraction, each datom's :added telling which."
-  ^Db [^Db db]
-  (.historyView db))
+  ^Db [db]
+  (.historyView (db-arg db)))
 
-(defn as-of-t "The as-of point of `db`, or nil." [^Db db] (.asOfT db))
-(defn since-t "The since point of `db`, or nil." [^Db db] (.sinceT db))
-(defn history? "Whether `db` is a history view." [^Db db] (.isHistory db))
+(defn as-of-t "The as-of point of `db`, or nil." [db] (.asOfT (db-arg db)))
+(defn since-t "The since point of `db`, or nil." [db] (.sinceT (db-arg db)))
+(defn history? "Whether `db` is a history view." [db] (.isHistory (db-arg db)))
 
 (defn schema
   "The attributes installed in `db`: {ident {:db/valueType .. :db/cardinality ..}}."
-  [^Db db]
-  (.toMap (.schema db)))
+  [db]
+  (.toMap (.schema (db-arg db))))
 
 (defn entid
   "The entity id named by `ident-or-ref` (an id, an ident keyword or a lookup
   ref [unique-attr value]), or nil."
-  [^Db db ident-or-ref]
-  (with-open [s (.snapshot db)]
-    (let [e (.entid db s ident-or-ref)]
-      (when (>= e 0) e))))
+  [db ident-or-ref]
+  (let [db (db-arg db)]
+    (with-open [s (.snapshot db)]
+      (let [e (.entid db s ident-or-ref)]
+        (when (>= e 0) e)))))
 
 (defn entity
   "A lazy, navigable view of an entity: keyword lookups give values, refs are
@@ -191,14 +217,16 @@
 
     (:user/name (d/entity db [:user/email \"ada@example.com\"]))
     ; => \"Ada\""
-  [^Db db eid]
+  [db eid]
   (when-let [e (entid db eid)]
-    (Entity. db (long e))))
+    (Entity. ^Db db (long e))))
 
 (defn touch
   "Loads every attribute of an entity; returns it."
-  [^Entity e]
-  (.touch e))
+  [e]
+  (if (instance? Entity e)
+    (.touch ^Entity e)
+    (throw (error :db/invalid-entity "touch takes an entity (from entity)" {:entity e}))))
 
 ;; ---------------------------------------------------------------- indexes
 
@@ -228,24 +256,23 @@
 
     (d/datoms db :eavt [:user/email \"ada@example.com\"] :user/name)
     ; => (#datalith/datom [1000 :user/name \"Ada\" 13194139533313 true])"
-  [^Db db index & components]
-  (let [ix (index-of index)]
+  [db index & components]
+  (let [db (db-arg db)
+        ix (index-of index)]
     (if-let [prefix (.keyFor db ix (object-array components))]
       (datom-seq db ix prefix nil nil nil)
       ())))
 
 (defn seek-datoms
   "The datoms of `index` from the position `components` on, to the end of the index."
-  [^Db db index & components]
-  (let [ix (index-of index)]
+  [db index & components]
+  (let [db (db-arg db)
+        ix (index-of index)]
     (if-let [start (.keyFor db ix (object-array components))]
       (datom-seq db ix (byte-array 0) start nil nil)
       ())))
 
-(defn index-range
-  "The AVET datoms of `attr` with `start` <= value < `end` (nil for an open
-  end), in value order."
-  [^Db db attr start end]
+(defn- index-range* [^Db db attr start end]
   (when-not (keyword? attr)
     (throw (error :db/invalid-attribute "index-range takes an attribute ident" {:attribute attr})))
   (if-let [prefix (.avetKey db attr nil)]
@@ -262,19 +289,25 @@
         (take-while #(neg? (IndexScan/compareValues (.v ^Datom %) end)))))
     ()))
 
+(defn index-range
+  "The AVET datoms of `attr` with `start` <= value < `end` (nil for an open
+  end), in value order."
+  [db attr start end]
+  (index-range* (db-arg db) attr start end))
+
 (defn tx-range
   "The transactions with start <= t < end (each a t, a tx id or a Date; nil
   for open ends) of a connection or database value: a sequence of
   {:t :tx :data [datoms]}."
   [conn-or-db start end]
-  (let [^Db db (if (instance? Conn conn-or-db) (.db ^Conn conn-or-db) conn-or-db)]
+  (let [db (db-arg (if (instance? Conn conn-or-db) (.db ^Conn conn-or-db) conn-or-db))]
     (for [^objects row (.txRange db start end)]
       {:t (aget row 0) :tx (aget row 1) :data (vec (aget row 2))})))
 
 (defn log
   "The transaction log of `conn`, for `tx-range`."
-  [^Conn conn]
-  (.db conn))
+  [conn]
+  (.db (conn-arg conn)))
 
 ;; ---------------------------------------------------------------- queries
 
@@ -288,7 +321,10 @@
     ; => \"Ada\""
   [query & inputs]
   (if (and (map? query) (contains? query :query))
-    (Engine/q (:query query) (object-array (:args query)) (select-keys query [:timeout]))
+    (let [args (:args query)]
+      (when-not (or (nil? args) (sequential? args) (instance? List args))
+        (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
+      (Engine/q (:query query) (object-array args) (select-keys query [:timeout])))
     (Engine/q query (object-array inputs) nil)))
 
 (defn explain
@@ -309,13 +345,15 @@
 
     (d/pull db [:user/name {:user/friend [:user/name]}] [:user/email \"b@x\"])
     ; => {:user/name \"Bob\", :user/friend [{:user/name \"Ada\"}]}"
-  [^Db db pattern eid]
-  (Puller/pull db pattern eid))
+  [db pattern eid]
+  (Puller/pull (db-arg db) pattern eid))
 
 (defn pull-many
   "`pull` of each of `eids`, in order, through one read."
-  [^Db db pattern eids]
-  (Puller/pullMany db pattern (vec eids)))
+  [db pattern eids]
+  (when-not (or (nil? eids) (coll? eids) (instance? java.util.Collection eids))
+    (throw (error :pull/entities "pull-many takes a collection of entity ids" {:entities eids})))
+  (Puller/pullMany (db-arg db) pattern (vec eids)))
 
 ;; ---------------------------------------------------------------- printing
 
