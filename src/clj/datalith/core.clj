@@ -105,7 +105,11 @@
      conn)))
 
 (defn close
-  "Closes a connection and its store. Database values read from it stop working."
+  "Closes a connection and its store, after a transaction running on another
+  thread ends. Database values read from it stop working. Closing from
+  inside a transaction of the connection (a transaction function) throws
+  :db/close-in-tx and leaves it open: the transaction fails, and the
+  connection works on."
   [^Conn conn]
   (.close conn))
 
@@ -138,8 +142,10 @@
     [:db/retract e a]    [:db/retractEntity e]    [:db/cas e a old new]
     (my.ns/tx-fn arg ...) ; calls (my.ns/tx-fn db arg ...) -> more tx-data
 
-  Transactions wait for one another, here and in other processes on the
-  same directory.
+  A transaction function returns tx-data and has no other effect: calling
+  `transact!` on the same connection from it (or from anything it calls)
+  throws :tx/reentrant, failing the transaction. Transactions wait for one
+  another, here and in other processes on the same directory.
 
     (:tempids (d/transact! conn [{:db/id \"a\" :user/name \"Ada\"}]))
     ; => {\"a\" 1000, :db/current-tx 13194139533313}"

@@ -23,6 +23,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * and, when it changed, the schema. It builds on that, and commits only if the store's t is
  * still the one it built on. {@link #db()} reads the store's t on each call, so it returns
  * other processes' commits too.
+ *
+ * <p>The thread running a transaction (its transaction functions, and whatever they call) may
+ * neither transact on this connection nor close it: both throw. A transaction function must not
+ * wait for another thread's transaction on this connection either: that one waits for it.
  */
 public final class Conn implements AutoCloseable {
   private final Store store;
@@ -187,8 +191,17 @@ public final class Conn implements AutoCloseable {
    * Runs one transaction: all of it is committed (durably, unless the store relaxes fsync) or,
    * on any error, nothing. It is built on the last commit of any process, read after the store's
    * write transaction is taken (so nothing commits in between).
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :tx/reentrant} from the thread running a
+   *     transaction of this connection (a transaction function), besides the transaction's own
+   *     errors
    */
   public TxReport transact(Object txData) {
+    if (txLock.isHeldByCurrentThread()) {
+      throw Errors.error("tx/reentrant", "Cannot transact on a connection from inside one of its"
+          + " transactions (a transaction function, or code it calls): return the tx-data from"
+          + " the function instead", "tx-data", txData);
+    }
     txLock.lock();
     try (WriteTxn wt = store().beginWrite()) {
       Latest base;
@@ -242,14 +255,31 @@ public final class Conn implements AutoCloseable {
     return closed;
   }
 
-  /** Closes the store; waits for a running transaction to finish first. */
+  /**
+   * Closes the store, after a transaction running on another thread ends. All or nothing: when
+   * it throws, the connection stays open. Idempotent.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :db/close-in-tx} from the thread running a
+   *     transaction of this connection (a transaction function)
+   * @throws IllegalStateException when this thread holds a read of the store (a function called
+   *     by a query of this connection)
+   */
   @Override
   public void close() {
+    if (txLock.isHeldByCurrentThread()) {
+      throw Errors.error("db/close-in-tx", "Cannot close a connection from inside one of its"
+          + " transactions (a transaction function, or code it calls)");
+    }
     txLock.lock();
     try {
       if (!closed) {
         closed = true;
-        store.close();
+        try {
+          store.close();
+        } catch (RuntimeException e) {
+          closed = false; // the store refused before closing anything
+          throw e;
+        }
       }
     } finally {
       txLock.unlock();
