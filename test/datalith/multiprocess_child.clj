@@ -21,6 +21,8 @@
   (:require [datalith.core :as d])
   (:import (java.io File)))
 
+(set! *warn-on-reflection* true)
+
 (def schema
   {:item/key {:db/unique :db.unique/identity}
    :item/ref {:db/valueType :db.type/ref}
@@ -44,7 +46,7 @@
   change the test covers."
   [id n]
   (let [own (str "w" id "-" n)]
-    (case (mod n 5)
+    (case (int (mod n 5))
       ;; a new entity, and a second one pointing at it through a tempid
       0 [{:db/id "a" :item/key own :item/n n}
          {:db/id "b" :item/key (str own "-b") :item/ref "a"}]

@@ -135,7 +135,7 @@
                          (let [db (d/db conn)
                                ks (d/q '[:find [?k ...] :where [_ :item/key ?k]] db)]
                            (Thread/sleep 1)
-                           (recur (conj seen [(d/basis-t db) (count ks)])))
+                           (recur (conj seen [(d/basis-t db) (count ks) db])))
                          seen)))
               acks (finish grower)
               seen @seen
@@ -146,8 +146,15 @@
           (is (= (str/join (repeat 2000 "x"))
                  (:item/text (d/entity db [:item/key (str "g" (dec n))]))))
           (is (apply <= (map first seen)) "the reader's basis t never goes back")
-          (is (= [] (remove (fn [[t k]] (= k (max 0 (- t t0 1)))) seen))
+          (is (= [] (remove (fn [[t k]] (= k (max 0 (- t t0 1)))) (map pop seen)))
               "each value read holds the keys of its t (the writer's first transaction is its schema)")
+          (testing "values read earlier are unaffected by later commits and map growth"
+            (let [[t k early] (first (filter #(< 20 (second %) 200) seen))]
+              (is early "the reader saw the writer midway")
+              (is (= k (count (d/q '[:find [?k ...] :where [_ :item/key ?k]] early))))
+              (is (= k (count (d/q '[:find [?k ...] :where [_ :item/key ?k]] (d/as-of db t)))))
+              (is (= (inc k) (count (d/q '[:find [?k ...] :where [_ :item/key ?k]]
+                                         (:db-after (d/with early [{:item/key "w"}]))))))))
           (testing "the reader writes after the writer, on its data"
             (let [r (d/transact! conn [{:item/key "g0" :item/n -1}])]
               (is (= (inc (d/basis-t db)) (d/basis-t (:db-after r))))
