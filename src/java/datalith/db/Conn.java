@@ -166,15 +166,17 @@ public final class Conn implements AutoCloseable {
   public Db db() {
     Latest known = latest;
     try (Snapshot s = snapshot()) {
-      if (s.storeLatestT == known.db.basisT) {
-        return known.db;
-      }
-      Latest l = load(s, known);
-      if (l == null) {
-        throw Errors.error("store/corrupt", "The store has lost its basis t");
-      }
-      return publish(l).db;
+      return s.storeLatestT == known.db.basisT ? known.db : publish(reload(s, known)).db;
     }
+  }
+
+  /** {@link #load} from a store this connection has opened, whose basis t cannot be missing. */
+  private Latest reload(Snapshot s, Latest known) {
+    Latest l = load(s, known);
+    if (l == null) {
+      throw Errors.error("store/corrupt", "The store has lost its basis t");
+    }
+    return l;
   }
 
   /** Makes {@code l} the latest value unless a newer one is; returns the latest. */
@@ -208,7 +210,7 @@ public final class Conn implements AutoCloseable {
       Transactor.Result r;
       try (Snapshot s = snapshot()) {
         Latest known = latest;
-        base = s.storeLatestT == known.db.basisT ? known : load(s, known);
+        base = s.storeLatestT == known.db.basisT ? known : reload(s, known);
         r = Transactor.run(base.db, s, txData);
       }
       Db before = base.db;
