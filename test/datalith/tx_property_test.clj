@@ -15,7 +15,9 @@
             [datalith.core :as d]
             [datalith.naive :as naive]
             [datalith.test-util :as tu])
-  (:import (datalith.index Datom)
+  (:import (datalith.db Conn)
+           (datalith.index Datom)
+           (datalith.store LmdbStore MemStore)
            (java.io File)))
 
 (def trials
@@ -464,7 +466,7 @@
   the previous with) and on the model, and compares everything; returns the
   next {:conn :model :dbs :wdb} or {:failure {...}}."
   [{:keys [conn model dbs wdb] :as state} tx-data]
-  (let [before (d/db conn)
+  (let [before (d/db (get state :before-conn conn)) ; see run-twin-case
         attrs (into (set free-attrs) (keys (:schema model)))
         engine (attempt #(d/transact! conn tx-data))
         with (attempt #(d/with before tx-data))
@@ -740,3 +742,51 @@
                       (some #(odd-tx-failure conn %) txs))]
             :when f]
         (assoc f :store store)))))
+
+;; ---------------------------------------------------------------- two connections, one store
+;; Two connections over one store object, each transaction on one of them at
+;; random: a connection whose last value is stale must build on the other's
+;; commits (t, entity ids, statistics, schema) as on its own, as it must on an
+;; LMDB directory that another process writes to. The db-before of each
+;; transaction comes from the connection that wrote last, so that the one
+;; transacting finds out under the write lock, not through `d/db`.
+
+(defn- open-twins
+  "Two connections over one new store of kind `store`, the schema installed
+  through the first: [a b close-fn]."
+  [store schema]
+  (let [dir (when (= store :lmdb) (tu/temp-dir))
+        s (if dir (LmdbStore/open (.toPath ^File dir) {}) (MemStore/open))
+        a (Conn/open s)
+        b (Conn/open s)]
+    (d/transact! a (vec (for [[ident props] (engine-schema schema)] (assoc props :db/ident ident))))
+    [a b #(do (d/close a) (d/close b) (some-> dir tu/delete-tree))]))
+
+(defn run-twin-case
+  "Like run-case, with each transaction on the connection `twins` names
+  (false: the first, true: the second) of two over one store."
+  [store schema txs twins]
+  (let [[a b close] (open-twins store schema)]
+    (try
+      (let [db0 (d/db a)
+            reserved (set (map :e (d/datoms db0 :eavt)))
+            model0 (naive/empty-db schema (d/basis-t db0) reserved)]
+        (loop [state {:conn a :model model0 :dbs [db0] :wdb db0}, log [], txs txs, twins twins]
+          (if-let [[make-tx & more] (seq txs)]
+            (let [tx-data (make-tx (:model state))
+                  log (conj log tx-data)
+                  r (run-tx (assoc state :conn (if (first twins) b a) :before-conn (:conn state))
+                            tx-data)]
+              (if-let [f (:failure r)]
+                (assoc f :store store :schema schema :txs log :twins (take (count log) twins))
+                (recur r log more (rest twins))))
+            nil)))
+      (finally (close)))))
+
+(defspec two-connections-on-one-store-agree-with-the-model (max 1 (quot trials 4))
+  (prop/for-all [schema gen-schema
+                 txs gen-txs
+                 twins (gen/vector gen/boolean 8)]
+    (outcome (keep #(run-twin-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs)
+                                   twins)
+                   tu/stores))))

@@ -98,6 +98,14 @@
     :sync         false to skip fsync on commit: faster bulk loads, but an OS
                   crash may lose the last commits (default true: durable)
 
+  Several processes may connect to one directory at once and all of them
+  may write: a transaction waits for the directory's writer lock (one
+  transaction at a time across the processes), then builds on the last
+  commit, whichever process made it, so t and entity ids are never handed
+  out twice. `db` returns the last commit of any process. One process
+  connects to a directory once: a second `connect` to it throws until the
+  first connection is closed. An in-memory database belongs to its process.
+
     (with-open [conn (d/connect \"/tmp/x\")] (d/basis-t (d/db conn)))
     ; => 0"
   (^Conn [] (connect :mem {}))
@@ -121,13 +129,17 @@
      conn)))
 
 (defn close
-  "Closes a connection and its store. Database values read from it stop working."
+  "Closes a connection and its store, after a transaction running on another
+  thread ends. Database values read from it stop working. Closing from
+  inside a transaction of the connection (a transaction function) throws
+  :db/close-in-tx and leaves it open: the transaction fails, and the
+  connection works on."
   [conn]
   (.close (conn-arg conn)))
 
 (defn db
-  "The latest database value of `conn`: immutable, it never sees later
-  transactions."
+  "The latest database value of `conn`, including what other processes
+  committed to its directory: immutable, it never sees later transactions."
   ^Db [conn]
   (.db (conn-arg conn)))
 
@@ -153,6 +165,11 @@
     {:db/id \"tmp\" :user/name \"Ada\"}    [:db/add e a v]    [:db/retract e a v]
     [:db/retract e a]    [:db/retractEntity e]    [:db/cas e a old new]
     (my.ns/tx-fn arg ...) ; calls (my.ns/tx-fn db arg ...) -> more tx-data
+
+  A transaction function returns tx-data and has no other effect: calling
+  `transact!` on the same connection from it (or from anything it calls)
+  throws :tx/reentrant, failing the transaction. Transactions wait for one
+  another, here and in other processes on the same directory.
 
     (:tempids (d/transact! conn [{:db/id \"a\" :user/name \"Ada\"}]))
     ; => {\"a\" 1000, :db/current-tx 13194139533313}"

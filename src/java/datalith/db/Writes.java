@@ -25,12 +25,18 @@ final class Writes {
     this.ov = ov;
   }
 
-  static void toStore(WriteTxn wt, List<TxChange> changes, long t, long nextEid, Stats stats) {
+  /**
+   * The writes of transaction {@code t}, and the metadata after it: its t, the next entity id,
+   * the statistics, and {@code schemaT} (see {@link Meta#SCHEMA_T}).
+   */
+  static void toStore(WriteTxn wt, List<TxChange> changes, long t, long nextEid, Stats stats,
+      long schemaT) {
     Writes w = new Writes(wt, null);
     w.write(changes, t);
     wt.put(SubDb.META, Meta.STATS.duplicate(), stats.encode());
     wt.put(SubDb.META, Meta.T.duplicate(), Meta.longVal(t));
     wt.put(SubDb.META, Meta.NEXT_EID.duplicate(), Meta.longVal(nextEid));
+    wt.put(SubDb.META, Meta.SCHEMA_T.duplicate(), Meta.schemaTVal(schemaT, t));
   }
 
   static void toOverlay(Overlay ov, List<TxChange> changes, long t) {
