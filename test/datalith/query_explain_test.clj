@@ -69,7 +69,7 @@
         (is (= [['[?e :item/id 42] :scan-avet]
                 ['[?e :item/score ?s] :lookup-join-aevt]
                 ['[?e :item/group ?g] :lookup-join-aevt]]
-               (plan '[:find ?s :where [?e :item/score ?s] [?e :item/group ?g] [?e :item/id 42]] db))))
+               (plan '[:find ?s ?g :where [?e :item/score ?s] [?e :item/group ?g] [?e :item/id 42]] db))))
       (testing "a predicate runs as soon as its variables are bound"
         (let [clauses (mapv first (plan '[:find ?g :where [(even? ?s)] [?e :item/group ?g] [?e :item/name ?x]
                                           [?e :item/score ?s] [?e :item/id 42]]
@@ -117,8 +117,9 @@
           '[:find ?s :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]]
           [[1 2 3]] '[?e :item/score ?s] :lookup-join-aevt
 
+          ;; binding nothing new, it only checks that each binding has a match
           '[:find ?e :in $ [?e ...] :where [?e :item/group 3]]
-          [[1 2 3]] '[?e :item/group 3] :lookup-join-aevt
+          [[1 2 3]] '[?e :item/group 3] :semi-join-lookup-aevt
 
           '[:find ?e :in $ ?name :where [?e :item/name ?name]]
           ["item-9"] '[?e :item/name ?name] :lookup-join-avet))
