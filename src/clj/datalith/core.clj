@@ -280,15 +280,22 @@
 
 (defn q
   "Runs a Datalog query (Datomic's language): `query` is a vector, a map or a
-  string of EDN; `inputs` match its :in (default [$]). A map query may carry
-  :timeout (ms); a query that runs past it throws :query/timeout.
+  string of EDN; `inputs` match its :in (default [$]). A map
+  {:query q :args [inputs ...]} may also carry:
+    :timeout   ms; a query that runs past it throws :query/timeout (checked
+               between clauses and every few rows of every loop: scans, joins,
+               predicates, functions, not, or, rules, aggregates, pulls)
+    :max-rows  the most rows any relation the query makes may have, the
+               answer and every intermediate one (a join, a scan, a rule's
+               table); one larger throws :query/too-many-rows before it can
+               exhaust memory
 
     (d/q '[:find ?name . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]
          db \"ada@example.com\")
     ; => \"Ada\""
   [query & inputs]
   (if (and (map? query) (contains? query :query))
-    (Engine/q (:query query) (object-array (:args query)) (select-keys query [:timeout]))
+    (Engine/q (:query query) (object-array (:args query)) (select-keys query [:timeout :max-rows]))
     (Engine/q query (object-array inputs) nil)))
 
 (defn explain

@@ -371,6 +371,7 @@ public final class Engine {
       aggregate |= el instanceof Aggregate;
     }
     tuples = aggregate ? aggregate(proj, els, all, ctx) : project(proj, els);
+    deadline.tick(tuples.size()); // the answer is within the row budget too
     pulls(tuples, els);
     return shape(tuples);
   }
@@ -391,6 +392,7 @@ public final class Engine {
       PullPattern pattern = PullPattern.parse(form);
       Puller puller = new Puller(db, snapshot(db));
       for (Object[] t : tuples) {
+        deadline.tick(0);
         t[i] = puller.pullOne(pattern, t[i]);
       }
     }
@@ -460,6 +462,7 @@ public final class Engine {
   private List<Object[]> aggregate(Rel proj, List<FindElement> els, Rel all, Ctx ctx) {
     Grouper grouper = new Grouper(proj.vars, els);
     for (Object[] row : proj.rows) {
+      deadline.tick(0);
       grouper.add(row, false);
     }
     return grouper.finish(all, ctx);
@@ -543,6 +546,7 @@ public final class Engine {
       }
       List<Object[]> out = new ArrayList<>(groups.size());
       for (Group g : groups.values()) {
+        deadline.tick(out.size());
         Object[] res = new Object[els.size()];
         int gi = 0;
         for (int i = 0; i < els.size(); i++) {
