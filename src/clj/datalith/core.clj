@@ -300,9 +300,13 @@
 
 (defn explain
   "Runs `query` like `q` and returns the plan it used, as data: each clause in
-  the order run, the method (scan, lookup-join, hash-join with the index used,
-  filter, in-range for a comparison an earlier pattern's range already met,
-  anti-join, union, rule), the rows after it, and its time."
+  the order run, the method (scan, lookup-join, hash-join with the index used;
+  semi-join-lookup or semi-join-scan for a pattern that binds no variable a
+  later clause or the find needs, which only keeps the rows it matches, and
+  exists for one that shares nothing with the rest either, which only has to
+  match once; filter, in-range for a comparison an earlier pattern's range
+  already met, function, anti-join, union, rule), the rows after it (variables
+  no longer needed projected away), and its time."
   [query & inputs]
   (Engine/explain query (object-array inputs)))
 

@@ -8,7 +8,6 @@ import datalith.query.parser.And;
 import datalith.query.parser.Clause;
 import datalith.query.parser.Constant;
 import datalith.query.parser.FnBinding;
-import datalith.query.parser.Not;
 import datalith.query.parser.Or;
 import datalith.query.parser.Pattern;
 import datalith.query.parser.Predicate;
