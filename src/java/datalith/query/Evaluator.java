@@ -281,8 +281,9 @@ final class Evaluator implements AutoCloseable {
 
   /**
    * The rows of the scope that have a match of a pattern which binds nothing needed after it: one
-   * probe (stopping at the first match) per distinct binding when they are few, else one scan
-   * whose matches' bindings are collected, as a hash join would choose.
+   * probe (stopping at the first match) per distinct binding when they are few, else one scan,
+   * kept to the bound entities when the entity is bound, whose matches' bindings are collected,
+   * as the join would choose. When the rows are a set of entities, the scan's entities are them.
    */
   private String semiJoin(Ctx ctx, Pattern p, DbPattern dp, List<Variable> boundVars, Snapshot s,
       DbPattern.Range range) {
@@ -293,43 +294,60 @@ final class Evaluator implements AutoCloseable {
       givenPos[i] = indexOf(dp.vars, boundVars.get(i));
     }
     Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
-    Map<Object, Object> groups = groupRows(r, keyCols);
+    long scanCost = dp.estimate(s, range);
     long lookupCost = ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED;
-    List<Object[]> out = new ArrayList<>();
-    String method;
-    if (groups.size() * lookupCost >= dp.estimate(s, range)
-        && !namesEntities(r, dp, boundVars, null)) {
-      IdSet entities = ev == null ? null : IdSet.ofColumn(r.rows, r.col(ev));
+    IdSet entities = ev != null && r.rows.size() * lookupCost >= scanCost
+        ? IdSet.ofColumn(r.rows, r.col(ev)) : null;
+    Map<Object, Object> groups = null;
+    long distinctKeys;
+    if (r.distinct && keyCols.length == r.vars.length) {
+      distinctKeys = r.rows.size();
+    } else if (keyCols.length == 1 && entities != null) {
+      distinctKeys = entities.size();
+    } else {
+      groups = groupRows(r, keyCols);
+      distinctKeys = groups.size();
+    }
+    if (distinctKeys * lookupCost >= scanCost && (ev == null || entities != null)
+        && !namesEntities(r, dp, boundVars, ev)) {
+      if (entities != null && r.vars.length == 1) {
+        // the rows are the entities: the matches' entities, each once, are the answer
+        int eAt = indexOf(dp.vars, ev);
+        IdCollector ids = new IdCollector(Math.min(entities.size(), dp.sizeHint()), deadline);
+        dp.scan(s, null, dp.bindsOnlyEntity() ? ids : vals -> ids.acceptId((Long) vals[eAt]),
+            Long.MAX_VALUE, range, entities);
+        Rel matched = new Rel(r.vars, new Rel.IdRows(ids.ids, ids.n), dp.distinctRows());
+        ctx.add(matched.project(List.of(r.vars)));
+        return "semi-join-scan-" + dp.lastIndexName();
+      }
       Set<Object> matched = new HashSet<>();
       dp.scan(s, null, vals -> {
         matched.add(Tuple.key(vals, givenPos));
         deadline.tick(0);
       }, Long.MAX_VALUE, range, entities);
-      for (Map.Entry<Object, Object> g : groups.entrySet()) {
-        if (matched.contains(g.getKey())) {
-          addRows(out, g.getValue());
+      ctx.add(r.semiJoin(boundVars, matched, true));
+      return "semi-join-scan-" + dp.lastIndexName();
+    }
+    if (groups == null) {
+      groups = groupRows(r, keyCols);
+    }
+    List<Object[]> out = new ArrayList<>();
+    Object[] given = new Object[dp.vars.length];
+    try (DbPattern.Reuse reuse = new DbPattern.Reuse()) {
+      for (Object g : groups.values()) {
+        deadline.tick(out.size());
+        Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);
+        Arrays.fill(given, null);
+        for (int i = 0; i < givenPos.length; i++) {
+          given[givenPos[i]] = first[keyCols[i]];
+        }
+        if (dp.scan(s, given, vals -> { }, 1, range, null, reuse) > 0) {
+          addRows(out, g);
         }
       }
-      method = "semi-join-scan-";
-    } else {
-      Object[] given = new Object[dp.vars.length];
-      try (DbPattern.Reuse reuse = new DbPattern.Reuse()) {
-        for (Object g : groups.values()) {
-          deadline.tick(out.size());
-          Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);
-          Arrays.fill(given, null);
-          for (int i = 0; i < givenPos.length; i++) {
-            given[givenPos[i]] = first[keyCols[i]];
-          }
-          if (dp.scan(s, given, vals -> { }, 1, range, null, reuse) > 0) {
-            addRows(out, g);
-          }
-        }
-      }
-      method = "semi-join-lookup-";
     }
     ctx.add(r.filtered(out));
-    return method + dp.lastIndexName();
+    return "semi-join-lookup-" + dp.lastIndexName();
   }
 
   private static void addRows(List<Object[]> out, Object rows) {
