@@ -144,12 +144,18 @@
     [(either ?a ?b) (linked ?a ?b)]
     [(climb ?a ?n) [?a :p/num ?n]]
     [(climb ?a ?n) [?a :p/links ?c] [(!= ?a ?c)] (climb ?c ?n)]
-    ;; reach through nodes not numbered 0, defined recursive body first, the base starting with
-    ;; not; and the same with the definitions and the clauses of each the other way round
+    ;; defined recursive body first, the base starting with not; and the same with the
+    ;; definitions and the clauses of each the other way round: reach through nodes not numbered
+    ;; 0, and (one argument, so tabled rather than solved as right-linear) whether a :p/next
+    ;; chain leads to a named node not numbered 0
     [(nreach ?a ?b) [?a :p/next ?c] (nreach ?c ?b)]
     [(nreach ?a ?b) (not [?a :p/num 0]) [?a :p/next ?b]]
     [(nreach2 ?a ?b) [?a :p/next ?b] (not [?a :p/num 0])]
     [(nreach2 ?a ?b) (nreach2 ?c ?b) [?a :p/next ?c]]
+    [(nup ?a) [?a :p/next ?c] (nup ?c)]
+    [(nup ?a) (not [?a :p/num 0]) [?a :p/name _]]
+    [(nup2 ?a) [?a :p/name _] (not [?a :p/num 0])]
+    [(nup2 ?a) (nup2 ?c) [?a :p/next ?c]]
     ;; ?x is not declared required, but the body cannot bind it: a call must bind it first
     [(num-above ?x ?e) [?e :p/num ?n] [(< ?x ?n)]]])
 
@@ -158,7 +164,7 @@
   '{reach [[:ref :ref] 0] linked [[:ref :ref] 0] odd-hop [[:ref :ref] 0]
     even-hop [[:ref :ref] 0] near [[:ref :ref] 1] small [[:ref :long] 0]
     either [[:ref :ref] 0] climb [[:ref :long] 0] nreach [[:ref :ref] 0]
-    nreach2 [[:ref :ref] 0]
+    nreach2 [[:ref :ref] 0] nup [[:ref] 0] nup2 [[:ref] 0]
     ;; its first argument is an input though the head does not say so: bound or constant
     num-above [[:long :ref] 1]})
 
@@ -331,7 +337,9 @@
         [sorts required] (rule-sigs name)
         [args st] (reduce
                     (fn [[args st] [i s]]
-                      (let [k (mod (quot an (long (Math/pow 5 i))) 5)
+                      (let [k (if (and (zero? required) (zero? (mod cn 4)))
+                                1 ; every argument fresh: the rule's table with nothing bound
+                                (mod (quot an (long (Math/pow 5 i))) 5))
                             bound (pick (vars-of st #{s}) (+ bn i))
                             [arg st s'] (cond
                                           (and (= k 0) bound) [bound st nil]
