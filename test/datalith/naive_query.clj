@@ -17,7 +17,9 @@
   - Rules are computed bottom-up: every rule relation starts empty and every
     body is re-run against the current relations until nothing changes.
     Bodies must bind their head variables themselves (the subset the
-    generator emits).
+    generator emits), except in a non-recursive rule, whose head variables a
+    body does not bind are inputs: the call waits for them and runs the
+    bodies per row, seeded with them.
   - Aggregates group the distinct tuples of the :find and :with variables."
   (:require [clojure.string :as str]))
 
@@ -211,6 +213,8 @@
       :or (vars-in (rest c))
       :or-join (flatten (second c)))))
 
+(declare rule-inputs)
+
 (defn- needs
   "The variables that must be bound before `clause` runs."
   [ctx clause scope-vars]
@@ -219,8 +223,8 @@
       :pattern []
       :predicate (vars-in (first c))
       :function (vars-in (first c))
-      :rule (let [{:keys [required]} (first (get (:rules ctx) (first c)))]
-              (filter variable? (take (count required) (rest c))))
+      :rule (let [inputs (rule-inputs ctx (first c))]
+              (filter variable? (keep-indexed (fn [i a] (when (inputs i) a)) (rest c))))
       (:not :not-join) (join-vars clause scope-vars)
       (:or :or-join) (let [jv (join-vars clause scope-vars)
                            required (when (and (= :or-join (clause-kind clause))
@@ -336,22 +340,27 @@
                                             vars)))]))]
         (if (= next rels) rels (recur next))))))
 
+(declare top-down-rule? eval-rule-top-down)
+
 (defn- eval-rule [ctx clause rows]
   (let [[src [name & args]] (strip-src clause)
         data (source ctx src)
-        rels (or (get (:rule-rels ctx) name)
+        rels (or (when (top-down-rule? ctx name) ::top-down)
+                 (get (:rule-rels ctx) name)
                  (get @(:rule-cache ctx) [data name])
                  (when (contains? (:rules ctx) name)
                    (let [rels (get (rule-relations ctx data name) name)]
                      (swap! (:rule-cache ctx) assoc [data name] rels)
                      rels))
                  (throw (ex-info "unknown rule" {:rule name})))]
-    (set (for [b rows
-               tuple rels
-               :let [b' (reduce (fn [b [t x]] (or (unify b t x) (reduced nil)))
-                                b (map vector args tuple))]
-               :when b']
-           b'))))
+    (if (= ::top-down rels)
+      (eval-rule-top-down (assoc-in ctx [:sources '$] data) name args rows)
+      (set (for [b rows
+                 tuple rels
+                 :let [b' (reduce (fn [b [t x]] (or (unify b t x) (reduced nil)))
+                                  b (map vector args tuple))]
+                 :when b']
+             b')))))
 
 (defn- eval-clause [ctx clause rows scope-vars bound]
   (let [[_ c] (strip-src clause)]
@@ -483,3 +492,43 @@
                (= (set (map first tuples)) (set result)))
     :scalar (if (empty? tuples) (nil? result) (contains? (set (map first tuples)) result))
     :tuple (if (empty? tuples) (nil? result) (contains? tuples result))))
+
+;; ---------------------------------------------------------------- rules that need their inputs
+
+(defn- rule-inputs
+  "The argument positions a call of rule `name` must pass bound: its required
+  ones, and those of head variables some body never binds itself (it only
+  filters or computes from them), which the caller must bind first."
+  [ctx name]
+  (let [bodies (get (:rules ctx) name)
+        {:keys [vars required]} (first bodies)]
+    (into (set (range (count required)))
+          (for [{:keys [vars body]} bodies
+                :let [bound (set (binds-all ctx body))]
+                [i v] (map-indexed vector vars)
+                :when (not (bound v))]
+            i))))
+
+(defn- top-down-rule?
+  "Whether rule `name` needs inputs beyond its required ones: it cannot be
+  computed bottom-up and is run per calling row instead (not recursively)."
+  [ctx name]
+  (and (contains? (:rules ctx) name)
+       (let [{:keys [required]} (first (get (:rules ctx) name))]
+         (> (count (rule-inputs ctx name)) (count required)))))
+
+(defn- eval-rule-top-down
+  "Each row of `rows` joined with the tuples of rule `name` whose bodies run
+  seeded with the row's values of the input arguments."
+  [ctx name args rows]
+  (let [inputs (rule-inputs ctx name)]
+    (set (for [b rows
+               {:keys [vars body]} (get (:rules ctx) name)
+               :let [seed (into {} (for [i inputs
+                                         :let [a (nth args i)]]
+                                     [(vars i) (if (variable? a) (b a) a)]))]
+               r (second (eval-clauses ctx (set (keys seed)) #{seed} body))
+               :let [b' (reduce (fn [b [a v]] (or (unify b a (r v)) (reduced nil)))
+                                b (map vector args vars))]
+               :when b']
+           b'))))

@@ -143,13 +143,30 @@
     [(either ?a ?b) (reach ?a ?b)]
     [(either ?a ?b) (linked ?a ?b)]
     [(climb ?a ?n) [?a :p/num ?n]]
-    [(climb ?a ?n) [?a :p/links ?c] [(!= ?a ?c)] (climb ?c ?n)]])
+    [(climb ?a ?n) [?a :p/links ?c] [(!= ?a ?c)] (climb ?c ?n)]
+    ;; defined recursive body first, the base starting with not; and the same with the
+    ;; definitions and the clauses of each the other way round: reach through nodes not numbered
+    ;; 0, and (one argument, so tabled rather than solved as right-linear) whether a :p/next
+    ;; chain leads to a named node not numbered 0
+    [(nreach ?a ?b) [?a :p/next ?c] (nreach ?c ?b)]
+    [(nreach ?a ?b) (not [?a :p/num 0]) [?a :p/next ?b]]
+    [(nreach2 ?a ?b) [?a :p/next ?b] (not [?a :p/num 0])]
+    [(nreach2 ?a ?b) (nreach2 ?c ?b) [?a :p/next ?c]]
+    [(nup ?a) [?a :p/next ?c] (nup ?c)]
+    [(nup ?a) (not [?a :p/num 0]) [?a :p/name _]]
+    [(nup2 ?a) [?a :p/name _] (not [?a :p/num 0])]
+    [(nup2 ?a) (nup2 ?c) [?a :p/next ?c]]
+    ;; ?x is not declared required, but the body cannot bind it: a call must bind it first
+    [(num-above ?x ?e) [?e :p/num ?n] [(< ?x ?n)]]])
 
 (def rule-sigs
   "rule name -> [sorts of its arguments, number of required arguments]."
   '{reach [[:ref :ref] 0] linked [[:ref :ref] 0] odd-hop [[:ref :ref] 0]
     even-hop [[:ref :ref] 0] near [[:ref :ref] 1] small [[:ref :long] 0]
-    either [[:ref :ref] 0] climb [[:ref :long] 0]})
+    either [[:ref :ref] 0] climb [[:ref :long] 0] nreach [[:ref :ref] 0]
+    nreach2 [[:ref :ref] 0] nup [[:ref] 0] nup2 [[:ref] 0]
+    ;; its first argument is an input though the head does not say so: bound or constant
+    num-above [[:long :ref] 1]})
 
 ;; ---------------------------------------------------------------- query choices
 
@@ -174,7 +191,9 @@
                 :clauses (gen/vector gen-choice 1 5)
                 :find (gen/tuple (gen/elements [:rel :rel :scalar :coll :tuple :agg :agg :agg :keys])
                                  gen-nums)
-                :as-of gen/nat))
+                :as-of gen/nat
+                :hoist gen/boolean
+                :implied (gen/frequency [[2 (gen/return nil)] [1 gen/nat]])))
 
 ;; ---------------------------------------------------------------- interpretation
 ;; State: {:schema, :vars [[?var sort] ...] (bound, visible), :n (fresh-name
@@ -318,7 +337,9 @@
         [sorts required] (rule-sigs name)
         [args st] (reduce
                     (fn [[args st] [i s]]
-                      (let [k (mod (quot an (long (Math/pow 5 i))) 5)
+                      (let [k (if (and (zero? required) (zero? (mod cn 4)))
+                                1 ; every argument fresh: the rule's table with nothing bound
+                                (mod (quot an (long (Math/pow 5 i))) 5))
                             bound (pick (vars-of st #{s}) (+ bn i))
                             [arg st s'] (cond
                                           (and (= k 0) bound) [bound st nil]
@@ -512,9 +533,31 @@
               (when with [with])
               nil]))))
 
+;; Rewrites of a generated :where that keep its answers, for the planner: blanks repeated,
+;; clauses written before the ones binding what they need.
+
+(defn- implied-blanks
+  "`where` with two copies of one of its data patterns [e a v ...] (the n-th,
+  cycling) appended as [_ a v]: implied by it, they change no answer, but
+  their blanks must not multiply the rows."
+  [n where]
+  (let [patterns (filterv #(and (vector? %) (keyword? (second %)) (<= 3 (count %))
+                                (not (seq? (first %))))
+                          where)]
+    (if-let [[_ a v] (pick patterns n)]
+      (into where [['_ a v] ['_ a v]])
+      where)))
+
+(defn- hoist-rule-calls
+  "`where` with its rule calls first: a call needing an argument waits for the
+  clause that binds it, wherever that is written."
+  [where]
+  (let [call? #(and (seq? %) (contains? rule-sigs (first %)))]
+    (into (filterv call? where) (remove call? where))))
+
 (defn interpret-query
   "A query spec -> {:query q :inputs [binding value] :rules? bool}."
-  [schema {:keys [inputs clauses find]}]
+  [schema {:keys [inputs clauses find hoist implied]}]
   (let [st {:schema schema :vars [] :n 0 :rules? false}
         [ins st] (reduce (fn [[ins st] ch] (let [[b v st c] (input st ch)] [(conj ins [b v c]) st]))
                          [[] st] inputs)
@@ -522,6 +565,9 @@
         clauses (if (seq ins) clauses (into [[:pattern (second (first clauses)) []]] (rest clauses)))
         [where st] (clauses-of st clauses clause)
         where (into (vec (keep #(nth % 2) ins)) where)
+        where (cond->> where
+                implied (implied-blanks implied)
+                hoist hoist-rule-calls)
         [find with keys] (find-spec st find)
         in (cond-> (into ['$] (map first ins)) (:rules? st) (conj '%))
         q (cond-> [:find] true (into find)

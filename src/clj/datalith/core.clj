@@ -330,8 +330,15 @@
 
 (defn q
   "Runs a Datalog query (Datomic's language): `query` is a vector, a map or a
-  string of EDN; `inputs` match its :in (default [$]). A map query may carry
-  :timeout (ms); a query that runs past it throws :query/timeout.
+  string of EDN; `inputs` match its :in (default [$]). A map
+  {:query q :args [inputs ...]} may also carry:
+    :timeout   ms; a query that runs past it throws :query/timeout (checked
+               between clauses and every few rows of every loop: scans, joins,
+               predicates, functions, not, or, rules, aggregates, pulls)
+    :max-rows  the most rows any relation the query makes may have, the
+               answer and every intermediate one (a join, a scan, a rule's
+               table); one larger throws :query/too-many-rows before it can
+               exhaust memory
 
     (d/q '[:find ?name . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]
          db \"ada@example.com\")
@@ -341,14 +348,18 @@
     (let [args (:args query)]
       (when-not (or (nil? args) (sequential? args) (instance? List args))
         (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
-      (Engine/q (:query query) (object-array args) (select-keys query [:timeout])))
+      (Engine/q (:query query) (object-array args) (select-keys query [:timeout :max-rows])))
     (Engine/q query (object-array inputs) nil)))
 
 (defn explain
   "Runs `query` like `q` and returns the plan it used, as data: each clause in
-  the order run, the method (scan, lookup-join, hash-join with the index used,
-  filter, in-range for a comparison an earlier pattern's range already met,
-  anti-join, union, rule), the rows after it, and its time."
+  the order run, the method (scan, lookup-join, hash-join with the index used;
+  semi-join-lookup or semi-join-scan for a pattern that binds no variable a
+  later clause or the find needs, which only keeps the rows it matches, and
+  exists for one that shares nothing with the rest either, which only has to
+  match once; filter, in-range for a comparison an earlier pattern's range
+  already met, function, anti-join, union, rule), the rows after it (variables
+  no longer needed projected away), and its time."
   [query & inputs]
   (Engine/explain query (object-array inputs)))
 
