@@ -16,11 +16,6 @@ import datalith.db.Snapshot;
 import datalith.pull.PullPattern;
 import datalith.pull.Puller;
 import datalith.query.parser.Aggregate;
-import datalith.query.parser.BindColl;
-import datalith.query.parser.BindIgnore;
-import datalith.query.parser.BindRel;
-import datalith.query.parser.BindScalar;
-import datalith.query.parser.BindTuple;
 import datalith.query.parser.Binding;
 import datalith.query.parser.Clause;
 import datalith.query.parser.Constant;
@@ -93,7 +88,10 @@ public final class Engine {
 
   /** The parsed form of a query, cached by form. */
   public static Query parse(Object form) {
-    Query q = PARSED.get(form);
+    if (form == null) {
+      return QueryParser.parse(null); // throws :parser/query
+    }
+    Query q = cached(PARSED, form, "parser/query");
     if (q == null) {
       q = QueryParser.parse(form);
       if (PARSED.size() >= CACHE_LIMIT) {
@@ -103,6 +101,21 @@ public final class Engine {
       PARSED.put(form, q);
     }
     return q;
+  }
+
+  /**
+   * {@code cache}'s entry for {@code form}, or null. Hashing a form recurses along its nested
+   * collections, so a form nested deeper than the thread's stack is refused here as too deep
+   * (the parser refuses any form nested more than a hundred deep).
+   */
+  private static <V> V cached(Map<Object, V> cache, Object form, String errorKey) {
+    try {
+      return cache.get(form);
+    } catch (StackOverflowError e) {
+      // unwound to here, the stack is whole again
+      throw Errors.error(errorKey, "The " + (errorKey.equals("parser/rule") ? "rules nest"
+          : "query nests") + " collections too deep to read", "form", form);
+    }
   }
 
   /**
@@ -234,7 +247,7 @@ public final class Engine {
         }
         sources.put(s.name(), x instanceof Object[] arr ? List.of(arr) : x);
       } else if (b instanceof RulesVar) {
-        List<Rule> rs = RULES.get(x);
+        List<Rule> rs = x == null ? null : cached(RULES, x, "parser/rule");
         if (rs == null) {
           rs = QueryParser.parseRules(x);
           if (RULES.size() >= CACHE_LIMIT) {
@@ -250,66 +263,9 @@ public final class Engine {
       } else if (b instanceof PatternName p) {
         pullPatterns.put(p.toString(), x);
       } else {
-        ctx.add(bindingRel((Binding) b, x));
+        ctx.add(Bindings.rel((Binding) b, x));
       }
     }
-  }
-
-  private Rel bindingRel(Binding b, Object x) {
-    List<Variable> vars = b.vars();
-    List<Object[]> rows = new ArrayList<>();
-    if (b instanceof BindScalar) {
-      rows.add(new Object[] {x});
-    } else if (b instanceof BindTuple t) {
-      rows.add(tupleRow(t.elements(), x, b));
-    } else if (b instanceof BindColl) {
-      for (Object el : seqOf(x, b)) {
-        rows.add(new Object[] {el});
-      }
-    } else if (b instanceof BindRel r) {
-      for (Object el : seqOf(x, b)) {
-        rows.add(tupleRow(r.elements(), el, b));
-      }
-    } else if (b instanceof BindIgnore) {
-      return Rel.unit();
-    }
-    return new Rel(vars.toArray(new Variable[0]), rows).project(vars);
-  }
-
-  private static Object[] tupleRow(List<Binding> elements, Object x, Binding b) {
-    List<?> l = listOf(x, b);
-    if (l.size() < elements.size()) {
-      throw Errors.error("query/binding", "Cannot bind " + RT.printString(x) + " to " + b
-          + ": too few elements", "binding", b.toString(), "value", x);
-    }
-    List<Object> row = new ArrayList<>();
-    for (int i = 0; i < elements.size(); i++) {
-      if (elements.get(i) instanceof BindScalar) {
-        row.add(l.get(i));
-      }
-    }
-    return row.toArray();
-  }
-
-  private static List<?> listOf(Object x, Binding b) {
-    if (x instanceof List<?> l) {
-      return l;
-    }
-    if (x instanceof Object[] a) {
-      return List.of(a);
-    }
-    if (x instanceof Collection<?> c) {
-      return new ArrayList<>(c);
-    }
-    throw Errors.error("query/binding", "Cannot bind " + RT.printString(x) + " to " + b
-        + ": expected a collection", "binding", b.toString(), "value", x);
-  }
-
-  private static Collection<?> seqOf(Object x, Binding b) {
-    if (x instanceof Collection<?> c) {
-      return c;
-    }
-    return listOf(x, b);
   }
 
   // ---------------------------------------------------------------- planning
@@ -961,7 +917,7 @@ public final class Engine {
       if (result == null) {
         continue;
       }
-      for (Object[] binding : expand(b, result)) {
+      for (Object[] binding : Bindings.rows(b, result)) {
         Object[] nr = java.util.Arrays.copyOf(row, vars.length);
         boolean ok = true;
         for (int i = 0; i < outVars.size() && ok; i++) {
@@ -978,30 +934,6 @@ public final class Engine {
       }
     }
     ctx.add(new Rel(vars, out).project(List.of(vars)));
-  }
-
-  /** The value tuples (one per binding row, over {@code b.vars()}) a function result binds. */
-  private static List<Object[]> expand(Binding b, Object result) {
-    List<Object[]> out = new ArrayList<>();
-    if (b instanceof BindScalar) {
-      out.add(new Object[] {result});
-    } else if (b instanceof BindTuple t) {
-      Object[] row = tupleRow(t.elements(), result, b);
-      out.add(row);
-    } else if (b instanceof BindColl) {
-      for (Object x : seqOf(result, b)) {
-        if (x != null) {
-          out.add(new Object[] {x});
-        }
-      }
-    } else if (b instanceof BindRel r) {
-      for (Object x : seqOf(result, b)) {
-        out.add(tupleRow(r.elements(), x, b));
-      }
-    } else {
-      out.add(new Object[0]);
-    }
-    return out;
   }
 
   private void evalNot(Ctx ctx, Not n, Scope scope) {
