@@ -666,8 +666,8 @@ public final class Engine {
   /** A range on the pattern's value variable from sibling comparison predicates with a constant. */
   private static DbPattern.Range rangeFor(Pattern p, DbPattern dp, List<Clause> siblings) {
     if (!(p.v() instanceof Variable v) || dp.constAttr() == null
-        || dp.positionOf(v) != 2 || dp.constAttr().isRef()) {
-      return null;
+        || dp.positionOf(v) != 2 || !Compare.ordersLikeIndex(dp.constAttr().valueType)) {
+      return null; // the index must keep the values in the comparisons' order
     }
     Object lo = null;
     Object hi = null;
