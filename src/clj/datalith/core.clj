@@ -281,7 +281,9 @@
 (defn q
   "Runs a Datalog query (Datomic's language): `query` is a vector, a map or a
   string of EDN; `inputs` match its :in (default [$]). A map query may carry
-  :timeout (ms); a query that runs past it throws :query/timeout.
+  :timeout (ms); a query that runs past it throws :query/timeout. A relation
+  :find gives a set of tuples; with :with and no aggregate, a vector of them
+  that keeps the repeats :with makes (Datomic's bag).
 
     (d/q '[:find ?name . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]
          db \"ada@example.com\")
