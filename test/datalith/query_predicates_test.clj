@@ -281,3 +281,30 @@
       '[:find ?a :in ?in :where [(identity ?in) [?a [?b ?c]]]]   [[1 [2]]]
       '[:find ?a :in ?in :where [(identity ?in) [[?a ?b] ...]]]  [[1 2]]
       '[:find ?a :in ?in :where [(identity ?in) [?a ...]]]       [5])))
+
+(deftest index-ranges-take-in-every-equal-value
+  ;; the index keeps apart values the comparisons hold equal (-0.0 and 0.0, 1.0M and 1.00M);
+  ;; a range scan must still meet every value the comparison accepts
+  (each-store [conn {:schema {:v/d {:db/valueType :db.type/double}
+                              :v/f {:db/valueType :db.type/float}
+                              :v/m {:db/valueType :db.type/bigdec}}}]
+    (d/transact! conn [{:v/d -0.0 :v/f (float -0.0) :v/m 1.0M}
+                       {:v/d 0.0 :v/f (float 0.0) :v/m 1.00M}
+                       {:v/d 1.0 :v/f (float 1.0) :v/m 2M}
+                       {:v/d -1.0 :v/f (float -1.0) :v/m 0.5M}])
+    (let [db (d/db conn)
+          kept (fn [attr pred] (count (d/q [:find '?e :where ['?e attr '?v] pred] db)))]
+      (are [attr pred n] (= n (kept attr pred))
+        :v/d '[(>= ?v 0.0)]   3
+        :v/d '[(>= ?v -0.0)]  3
+        :v/d '[(<= ?v -0.0)]  3
+        :v/d '[(<= ?v 0.0)]   3
+        :v/d '[(> ?v -0.0)]   1
+        :v/d '[(< ?v 0.0)]    1
+        :v/f '[(>= ?v 0.0)]   3
+        :v/f '[(<= ?v -0.0)]  3
+        :v/m '[(>= ?v 1.00M)] 3
+        :v/m '[(>= ?v 1.0M)]  3
+        :v/m '[(<= ?v 1.0M)]  3
+        :v/m '[(<= ?v 1.00M)] 3
+        :v/m '[(< ?v 1M)]     1))))

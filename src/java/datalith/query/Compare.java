@@ -37,8 +37,10 @@ import java.util.Set;
  * number, which is no order) and byte arrays (Datomic compares their bytes signed).
  *
  * <p>Within one scalar value type the index orders values as this order does (see
- * {@link #ordersLikeIndex(int)}); across types it does not (the codec orders types by tag), so a
- * range is pushed into an index scan only on an attribute of one such type.
+ * {@link #ordersLikeIndex(int)}), but for the values this order holds equal that the index
+ * keeps apart (-0.0 and 0.0, 1.0M and 1.00M); across types it does not (the codec orders types
+ * by tag). So a range is pushed into an index scan only on an attribute of one such type, with
+ * bounds that take in every value equal to them ({@link #indexBound(Object, boolean)}).
  */
 final class Compare {
   // the kinds, in order; every class not named here is OTHER
@@ -85,9 +87,11 @@ final class Compare {
   /**
    * Whether an index keeps the values of declared type {@code valueType} (a {@link Codec} tag)
    * in this order, so that a range of such values, coerced to the type, is one run of index keys
-   * holding exactly the values the comparisons accept. True for the scalar types; false for
-   * attributes of no declared type (values of several types, ordered by tag), tuples (elements of
-   * several types ordered by tag), EDN values (unordered) and refs.
+   * holding exactly the values the comparisons accept, once its bounds are
+   * {@link #indexBound(Object, boolean)}. True for the scalar types; false for attributes of no
+   * declared type (values of several types, ordered by tag), tuples (elements of several types
+   * ordered by tag), EDN values (unordered), refs, and BigDecimals (the index orders numerically
+   * equal ones, 1.0 and 1.00, by scale, so no one key bounds all of them).
    */
   static boolean ordersLikeIndex(int valueType) {
     switch (valueType) {
@@ -96,7 +100,6 @@ final class Compare {
       case Codec.T_FLOAT:
       case Codec.T_DOUBLE:
       case Codec.T_BIGINT:
-      case Codec.T_BIGDEC:
       case Codec.T_INSTANT:
       case Codec.T_UUID:
       case Codec.T_STRING:
@@ -107,6 +110,21 @@ final class Compare {
       default:
         return false;
     }
+  }
+
+  /**
+   * The bound an index range seeks from ({@code lower}) or ends at, for a range bounded by
+   * {@code bound}, so that its keys hold every value this order holds equal to the bound: the
+   * index keeps -0.0 before 0.0, which this order holds equal, so a zero lower bound is -0.0
+   * and a zero upper bound 0.0 (of the bound's class); any other bound is itself.
+   */
+  static Object indexBound(Object bound, boolean lower) {
+    if (bound instanceof Double d && d == 0.0) {
+      return lower ? -0.0 : 0.0;
+    } else if (bound instanceof Float f && f == 0.0f) {
+      return lower ? -0.0f : 0.0f;
+    }
+    return bound;
   }
 
   private static int kind(Object x) {

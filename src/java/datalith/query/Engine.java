@@ -708,7 +708,8 @@ public final class Engine {
           break;
       }
     }
-    return lo == null && hi == null ? null : new DbPattern.Range(lo, loIn, hi, hiIn);
+    return lo == null && hi == null ? null
+        : new DbPattern.Range(Compare.indexBound(lo, true), loIn, Compare.indexBound(hi, false), hiIn);
   }
 
   /**
