@@ -46,10 +46,11 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Runs parsed queries: binds the inputs, evaluates the clauses in the
+ * Runs parsed queries: binds the inputs ({@link Bindings}), evaluates the clauses in the
  * planner's order set-at-a-time (index-lookup joins when the bound side is
  * small, hash joins otherwise, anti-joins for {@code not}, unions for
- * {@code or}, a tabled fixpoint for rules), then projects and aggregates.
+ * {@code or}, a tabled fixpoint for rules), then hands the bindings to
+ * {@link Results} (projection, aggregates, pulls, shapes).
  * Thread-safe: each call has its own state; parsed queries and plans are
  * cached by form.
  */
