@@ -135,8 +135,9 @@
             200 :hash-join-aevt)))
       (testing "the lookups find the same rows a scan does"
         (let [ids (range 0 3000 7)]
-          (is (= (set (for [i ids] [(mod (* i 7) 1000)]))
-                 (d/q '[:find ?s :with ?e :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]] db ids))))))))
+          (is (= (frequencies (for [i ids] [(mod (* i 7) 1000)]))
+                 (frequencies (d/q '[:find ?s :with ?e :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]]
+                                   db ids)))))))))
 
 (deftest hash-joins-keep-to-bound-entities
   (each-store [conn {:schema schema}]

@@ -339,6 +339,8 @@
                answer and every intermediate one (a join, a scan, a rule's
                table); one larger throws :query/too-many-rows before it can
                exhaust memory
+  A relation :find gives a set of tuples; with :with and no aggregate, a
+  vector of them that keeps the repeats :with makes (Datomic's bag).
 
     (d/q '[:find ?name . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]
          db \"ada@example.com\")

@@ -1,32 +1,17 @@
 package datalith.query;
 
-import clojure.lang.IFn;
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
-import clojure.lang.LazilyPersistentVector;
 import clojure.lang.PersistentArrayMap;
-import clojure.lang.PersistentHashSet;
 import clojure.lang.PersistentVector;
-import clojure.lang.RT;
 import clojure.lang.Symbol;
 import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.Snapshot;
-import datalith.pull.PullPattern;
-import datalith.pull.Puller;
 import datalith.query.parser.Aggregate;
-import datalith.query.parser.BindColl;
-import datalith.query.parser.BindIgnore;
-import datalith.query.parser.BindRel;
-import datalith.query.parser.BindScalar;
-import datalith.query.parser.BindTuple;
 import datalith.query.parser.Binding;
 import datalith.query.parser.Clause;
-import datalith.query.parser.Constant;
-import datalith.query.parser.FindColl;
 import datalith.query.parser.FindElement;
-import datalith.query.parser.FindScalar;
-import datalith.query.parser.FindTuple;
 import datalith.query.parser.FindVar;
 import datalith.query.parser.FnBinding;
 import datalith.query.parser.InBinding;
@@ -38,7 +23,6 @@ import datalith.query.parser.Predicate;
 import datalith.query.parser.Pull;
 import datalith.query.parser.Query;
 import datalith.query.parser.QueryParser;
-import datalith.query.parser.ReturnMap;
 import datalith.query.parser.Rule;
 import datalith.query.parser.RulesVar;
 import datalith.query.parser.SrcVar;
@@ -48,7 +32,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -56,12 +39,12 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Runs parsed queries: binds the inputs, evaluates the clauses in the
- * planner's order set-at-a-time (index-lookup joins when the bound side is
- * small, hash joins otherwise, anti-joins for {@code not}, unions for
- * {@code or}, a tabled fixpoint for rules), then projects and aggregates.
- * Thread-safe: each call has its own state; parsed queries and plans are
- * cached by form.
+ * Runs parsed queries, the conductor of the query package: binds the inputs ({@link Bindings}),
+ * has the {@link Planner} order the clauses and the {@link Evaluator} run them set-at-a-time
+ * (index-lookup joins when the bound side is small, hash joins otherwise, anti-joins for
+ * {@code not}, unions for {@code or}, {@link Rules} for rules), then hands the bindings to
+ * {@link Results} (projection, aggregates through {@link Grouper}, pulls, shapes).
+ * Thread-safe: each call has its own state; parsed queries and plans are cached by form.
  */
 public final class Engine {
   private static final int CACHE_LIMIT = 2048;
@@ -90,7 +73,10 @@ public final class Engine {
 
   /** The parsed form of a query, cached by form. */
   public static Query parse(Object form) {
-    Query q = PARSED.get(form);
+    if (form == null) {
+      return QueryParser.parse(null); // throws :parser/query
+    }
+    Query q = cached(PARSED, form, "parser/query");
     if (q == null) {
       q = QueryParser.parse(form);
       if (PARSED.size() >= CACHE_LIMIT) {
@@ -100,6 +86,21 @@ public final class Engine {
       PARSED.put(form, q);
     }
     return q;
+  }
+
+  /**
+   * {@code cache}'s entry for {@code form}, or null. Hashing a form recurses along its nested
+   * collections, so a form nested deeper than the thread's stack is refused here as too deep
+   * (the parser refuses any form nested more than a hundred deep).
+   */
+  private static <V> V cached(Map<Object, V> cache, Object form, String errorKey) {
+    try {
+      return cache.get(form);
+    } catch (StackOverflowError e) {
+      // unwound to here, the stack is whole again
+      throw Errors.error(errorKey, "The " + (errorKey.equals("parser/rule") ? "rules nest"
+          : "query nests") + " collections too deep to read", "form", form);
+    }
   }
 
   /**
@@ -171,12 +172,14 @@ public final class Engine {
         plan = evaluator.plan(query.where(), ctx.boundVars(), findVars(), scope);
         PLANS.put(planKey, plan);
       }
-      List<Object[]> streamed = streamAggregate(ctx, plan.clauses(), scope);
+      Results results = new Results(query, scope::source, pullPatterns, this::snapshot,
+          deadline);
+      List<Object[]> streamed = streamAggregate(ctx, plan.clauses(), scope, results);
       if (streamed != null) {
-        return shape(streamed);
+        return results.shape(streamed);
       }
       evaluator.evalAll(ctx, plan, scope);
-      return find(ctx);
+      return results.of(ctx);
     } finally {
       if (evaluator != null) {
         evaluator.close();
@@ -255,7 +258,7 @@ public final class Engine {
         }
         sources.put(s.name(), x instanceof Object[] arr ? List.of(arr) : x);
       } else if (b instanceof RulesVar) {
-        List<Rule> rs = RULES.get(x);
+        List<Rule> rs = x == null ? null : cached(RULES, x, "parser/rule");
         if (rs == null) {
           rs = QueryParser.parseRules(x);
           if (RULES.size() >= CACHE_LIMIT) {
@@ -271,316 +274,19 @@ public final class Engine {
       } else if (b instanceof PatternName p) {
         pullPatterns.put(p.toString(), x);
       } else {
-        ctx.add(bindingRel((Binding) b, x));
+        ctx.add(Bindings.rel((Binding) b, x));
       }
     }
-  }
-
-  private Rel bindingRel(Binding b, Object x) {
-    List<Variable> vars = b.vars();
-    List<Object[]> rows = new ArrayList<>();
-    if (b instanceof BindScalar) {
-      rows.add(new Object[] {x});
-    } else if (b instanceof BindTuple t) {
-      rows.add(tupleRow(t.elements(), x, b));
-    } else if (b instanceof BindColl) {
-      for (Object el : seqOf(x, b)) {
-        rows.add(new Object[] {el});
-      }
-    } else if (b instanceof BindRel r) {
-      for (Object el : seqOf(x, b)) {
-        rows.add(tupleRow(r.elements(), el, b));
-      }
-    } else if (b instanceof BindIgnore) {
-      return Rel.unit();
-    }
-    return new Rel(vars.toArray(new Variable[0]), rows).project(vars);
-  }
-
-  static Object[] tupleRow(List<Binding> elements, Object x, Binding b) {
-    List<?> l = listOf(x, b);
-    if (l.size() < elements.size()) {
-      throw Errors.error("query/binding", "Cannot bind " + RT.printString(x) + " to " + b
-          + ": too few elements", "binding", b.toString(), "value", x);
-    }
-    List<Object> row = new ArrayList<>();
-    for (int i = 0; i < elements.size(); i++) {
-      if (elements.get(i) instanceof BindScalar) {
-        row.add(l.get(i));
-      }
-    }
-    return row.toArray();
-  }
-
-  private static List<?> listOf(Object x, Binding b) {
-    if (x instanceof List<?> l) {
-      return l;
-    }
-    if (x instanceof Object[] a) {
-      return List.of(a);
-    }
-    if (x instanceof Collection<?> c) {
-      return new ArrayList<>(c);
-    }
-    throw Errors.error("query/binding", "Cannot bind " + RT.printString(x) + " to " + b
-        + ": expected a collection", "binding", b.toString(), "value", x);
-  }
-
-  static Collection<?> seqOf(Object x, Binding b) {
-    if (x instanceof Collection<?> c) {
-      return c;
-    }
-    return listOf(x, b);
   }
 
   // ---------------------------------------------------------------- results
-
-  private Object find(Ctx ctx) {
-    List<FindElement> els = query.findElements();
-    List<Variable> needed = new ArrayList<>();
-    for (FindElement el : els) {
-      if (!needed.contains(el.var())) {
-        needed.add(el.var());
-      }
-    }
-    for (Variable v : query.with()) {
-      if (!needed.contains(v)) {
-        needed.add(v);
-      }
-    }
-    List<Object[]> tuples;
-    Rel all;
-    if (ctx.isEmpty()) {
-      all = new Rel(needed.toArray(new Variable[0]), new ArrayList<>());
-    } else {
-      all = ctx.take(needed, deadline);
-    }
-    for (Variable v : needed) {
-      if (!all.has(v)) {
-        throw Errors.error("query/unbound-var", "Variable " + v + " is not bound by the query",
-            "vars", PersistentVector.create(v.symbol()), "form", query.form());
-      }
-    }
-    // columns are found by variable, so distinct rows of just the needed variables serve as they are
-    Rel proj = all.distinct && all.vars.length == needed.size() ? all : all.project(needed);
-    boolean aggregate = false;
-    for (FindElement el : els) {
-      aggregate |= el instanceof Aggregate;
-    }
-    tuples = aggregate ? aggregate(proj, els, all, ctx) : project(proj, els);
-    deadline.tick(tuples.size()); // the answer is within the row budget too
-    pulls(tuples, els);
-    return shape(tuples);
-  }
-
-  /** Replaces the entity ids of {@code (pull ?e pattern)} columns by the pulled maps. */
-  private void pulls(List<Object[]> tuples, List<FindElement> els) {
-    for (int i = 0; i < els.size(); i++) {
-      if (!(els.get(i) instanceof Pull p)) {
-        continue;
-      }
-      Object src = new Scope(sources).source(p.src());
-      if (!(src instanceof Db db)) {
-        throw Errors.error("query/pull-source", "pull needs a database source", "form",
-            query.formOf(p));
-      }
-      Object form = p.patternName() != null ? pullPatterns.get(p.patternName().toString())
-          : p.pattern();
-      PullPattern pattern = PullPattern.parse(form);
-      Puller puller = new Puller(db, snapshot(db));
-      for (Object[] t : tuples) {
-        deadline.tick(0);
-        t[i] = puller.pullOne(pattern, t[i]);
-      }
-    }
-  }
-
-  /** The find tuples of {@code proj}, the distinct rows of the find and :with variables. */
-  private List<Object[]> project(Rel proj, List<FindElement> els) {
-    int[] cols = new int[els.size()];
-    boolean same = cols.length == proj.vars.length;
-    for (int i = 0; i < cols.length; i++) {
-      cols[i] = proj.col(els.get(i).var());
-      same &= cols[i] == i;
-    }
-    if (same) {
-      return proj.rows;
-    }
-    if (query.with().isEmpty() && isPermutation(cols, proj.vars.length)) {
-      // every variable found once, in another order: the rows, which are this query's own (pulls
-      // write into them too), are reordered where they are
-      Object[] tmp = new Object[cols.length];
-      for (Object[] row : proj.rows) {
-        for (int i = 0; i < cols.length; i++) {
-          tmp[i] = row[cols[i]];
-        }
-        System.arraycopy(tmp, 0, row, 0, cols.length);
-      }
-      return proj.rows;
-    }
-    List<Object[]> out = new ArrayList<>(proj.rows.size());
-    // without :with, every variable of proj is found, so its distinct rows stay distinct
-    Set<Object> seen = query.with().isEmpty() ? null
-        : new java.util.HashSet<>(Math.max(16, proj.rows.size() * 4 / 3 + 1));
-    for (Object[] row : proj.rows) {
-      if (seen == null || seen.add(Tuple.key(row, cols))) {
-        out.add(Rel.values(row, cols));
-      }
-    }
-    return out;
-  }
-
-  private static boolean isPermutation(int[] cols, int n) {
-    if (cols.length != n) {
-      return false;
-    }
-    boolean[] hit = new boolean[n];
-    for (int c : cols) {
-      if (c < 0 || c >= n || hit[c]) {
-        return false;
-      }
-      hit[c] = true;
-    }
-    return true;
-  }
-
-  /** The rows of one group of an aggregate query, counted, and kept when an aggregate reads them. */
-  private static final class Group {
-    final Object[] first;
-    final List<Object[]> rows;
-    long count;
-
-    Group(Object[] first, boolean keepRows) {
-      this.first = first;
-      this.rows = keepRows ? new ArrayList<>() : null;
-    }
-  }
-
-  private List<Object[]> aggregate(Rel proj, List<FindElement> els, Rel all, Ctx ctx) {
-    Grouper grouper = new Grouper(proj.vars, els);
-    for (Object[] row : proj.rows) {
-      deadline.tick(0);
-      grouper.add(row, false);
-    }
-    return grouper.finish(all, ctx);
-  }
-
-  /** The groups of an aggregate query, fed distinct rows over {@code vars} one at a time. */
-  private final class Grouper {
-    private final Variable[] vars;
-    private final List<FindElement> els;
-    private final int[] gc;
-    private final boolean keepRows;
-    private final Map<Object, Group> groups = new LinkedHashMap<>();
-    private long rows;
-
-    Grouper(Variable[] vars, List<FindElement> els) {
-      this.vars = vars;
-      this.els = els;
-      List<Integer> groupCols = new ArrayList<>();
-      boolean keep = false;
-      for (FindElement el : els) {
-        if (el instanceof FindVar fv) {
-          groupCols.add(Evaluator.indexOf(vars, fv.var()));
-        }
-        // the rows are distinct, so a count is the number of rows: no need to keep them
-        keep |= el instanceof Aggregate a && !(a.isBuiltin() && a.fn().getName().equals("count"));
-      }
-      this.gc = groupCols.stream().mapToInt(Integer::intValue).toArray();
-      this.keepRows = keep;
-    }
-
-    // the groups of the last few one-column keys by identity: a scan hands out the same
-    // object for a repeated value, so a few distinct values group without hashing
-    private final Object[] recentKeys = new Object[8];
-    private final Group[] recentGroups = new Group[8];
-    private int recentNext;
-
-    /** Adds a row; {@code reused}: the caller reuses the array, so a kept row is copied. */
-    void add(Object[] row, boolean reused) {
-      add(row, reused, 1);
-    }
-
-    /** Adds {@code n} rows alike to {@code row} as far as the groups go (only when no rows are kept). */
-    void add(Object[] row, boolean reused, long n) {
-      rows += n;
-      if (gc.length == 1) {
-        Object v = row[gc[0]];
-        for (int i = 0; i < recentKeys.length; i++) {
-          if (recentKeys[i] == v && v != null) {
-            Group g = recentGroups[i];
-            g.count += n;
-            if (keepRows) {
-              g.rows.add(reused ? row.clone() : row);
-            }
-            return;
-          }
-        }
-      }
-      Object key = gc.length == 0 ? List.of() : Tuple.key(row, gc);
-      Group g = groups.get(key);
-      Object[] kept = reused && (g == null || keepRows) ? row.clone() : row;
-      if (g == null) {
-        g = new Group(kept, keepRows);
-        groups.put(key, g);
-      }
-      g.count += n;
-      if (keepRows) {
-        g.rows.add(kept);
-      }
-      if (gc.length == 1) {
-        recentKeys[recentNext] = row[gc[0]];
-        recentGroups[recentNext] = g;
-        recentNext = (recentNext + 1) % recentKeys.length;
-      }
-    }
-
-    /** The result tuples; {@code all} and {@code ctx} give aggregates' variable arguments. */
-    List<Object[]> finish(Rel all, Ctx ctx) {
-      if (gc.length == 0 && rows == 0) {
-        // Datomic answers an aggregate over nothing with no rows
-        return new ArrayList<>();
-      }
-      List<Object[]> out = new ArrayList<>(groups.size());
-      for (Group g : groups.values()) {
-        deadline.tick(out.size());
-        Object[] res = new Object[els.size()];
-        int gi = 0;
-        for (int i = 0; i < els.size(); i++) {
-          FindElement el = els.get(i);
-          if (el instanceof FindVar) {
-            res[i] = g.first[gc[gi++]];
-          } else if (g.rows == null) {
-            res[i] = g.count;
-          } else {
-            Aggregate a = (Aggregate) el;
-            int col = Evaluator.indexOf(vars, a.var());
-            List<Object> vals = new ArrayList<>(g.rows.size());
-            for (Object[] row : g.rows) {
-              vals.add(row[col]);
-            }
-            Object[] aArgs = new Object[a.args().size()];
-            for (int k = 0; k < aArgs.length; k++) {
-              Term t = a.args().get(k);
-              aArgs[k] = t instanceof Constant c ? c.value()
-                  : t instanceof Variable v ? aggregateArg(v, all, ctx)
-                  : t instanceof SrcVar src ? new Scope(sources).source(src) : null;
-            }
-            IFn user = a.isBuiltin() ? null : Functions.resolve(a.fn());
-            res[i] = Aggregates.apply(a.fn(), user, aArgs, vals);
-          }
-        }
-        out.add(res);
-      }
-      return out;
-    }
-  }
 
   /**
    * An aggregate over one data pattern, grouped as the scan goes without keeping
    * its rows; null when the query is not that simple (then it runs as usual).
    */
-  private List<Object[]> streamAggregate(Ctx ctx, List<Clause> plan, Scope scope) {
+  private List<Object[]> streamAggregate(Ctx ctx, List<Clause> plan, Scope scope,
+      Results results) {
     if (explain != null || plan.size() != 1 || !(plan.get(0) instanceof Pattern p)
         || !ctx.boundVars().isEmpty() || !(scope.source(p.src()) instanceof Db db)) {
       return null;
@@ -606,13 +312,13 @@ public final class Engine {
     if (!aggregate || !dp.distinctRows() || !needed.equals(new LinkedHashSet<>(List.of(dp.vars)))) {
       return null; // the rows of the needed variables must be the scan's distinct rows
     }
-    Grouper grouper = new Grouper(dp.vars, els);
+    Grouper grouper = new Grouper(dp.vars, els, deadline);
     for (FindElement el : els) {
       if (el instanceof FindVar fv && fv.var() == p.v()) {
         dp.preferValueOrder(); // grouped by the value: each group's datoms together
       }
     }
-    if (!grouper.keepRows) {
+    if (!grouper.keepsRows()) {
       // only counts: the counted and :with variables matter only as distinct datoms
       Set<Variable> unread = new java.util.HashSet<>(needed);
       for (FindElement el : els) {
@@ -623,72 +329,21 @@ public final class Engine {
       dp.leaveUnread(unread);
     }
     DbPattern.Range range = Planner.rangeFor(p, dp, plan);
-    if (!grouper.keepRows && range == null && grouper.gc.length == 1
-        && dp.vars[grouper.gc[0]] == p.v()) {
+    int[] groupCols = grouper.groupColumns();
+    if (!grouper.keepsRows() && range == null && groupCols.length == 1
+        && dp.vars[groupCols[0]] == p.v()) {
       // counts by the value alone: AVET's runs of keys per value are counted, not read
-      int vAt = grouper.gc[0];
+      int vAt = groupCols[0];
       boolean counted = dp.countByValue(snapshot(db), (v, n) -> {
         Object[] row = new Object[dp.vars.length];
         row[vAt] = v;
         grouper.add(row, false, n);
       });
       if (counted) {
-        return grouper.finish(null, null);
+        return grouper.finish(results.aggregateArgs(null, null));
       }
     }
     dp.scan(snapshot(db), null, vals -> grouper.add(vals, true), Long.MAX_VALUE, range);
-    return grouper.finish(null, null);
-  }
-
-  /** The value of an aggregate's variable argument (?n in (sample ?n ?x)), any of its values. */
-  private Object aggregateArg(Variable v, Rel all, Ctx ctx) {
-    if (all.has(v)) {
-      return all.rows.isEmpty() ? null : all.rows.get(0)[all.col(v)];
-    }
-    if (!ctx.bound(v)) {
-      return null;
-    }
-    Rel r = ctx.take(List.of(v), deadline);
-    ctx.add(r);
-    return r.rows.isEmpty() ? null : r.rows.get(0)[r.col(v)];
-  }
-
-  private Object shape(List<Object[]> tuples) {
-    Object spec = query.find();
-    if (spec instanceof FindScalar) {
-      return tuples.isEmpty() ? null : tuples.get(0)[0];
-    }
-    if (spec instanceof FindColl) {
-      List<Object> out = new ArrayList<>(tuples.size());
-      for (Object[] t : tuples) {
-        out.add(t[0]);
-      }
-      return PersistentVector.create(out);
-    }
-    ReturnMap rm = query.returnMap().orElse(null);
-    if (spec instanceof FindTuple) {
-      return tuples.isEmpty() ? null : rm == null ? PersistentVector.create(tuples.get(0))
-          : returnMap(rm, tuples.get(0));
-    }
-    Object[] items = new Object[tuples.size()];
-    for (int i = 0; i < items.length; i++) {
-      Object[] t = tuples.get(i);
-      items[i] = rm == null ? LazilyPersistentVector.createOwning(t) : returnMap(rm, t);
-    }
-    boolean pulls = false;
-    for (FindElement el : query.findElements()) {
-      pulls |= el instanceof Pull;
-    }
-    // tuples are distinct, unless pulls made equal maps of different entities
-    return pulls ? PersistentHashSet.create(items) : new ResultSet(items);
-  }
-
-  private static Object returnMap(ReturnMap rm, Object[] t) {
-    Object[] kvs = new Object[t.length * 2];
-    for (int i = 0; i < t.length; i++) {
-      kvs[2 * i] = rm.keys().get(i);
-      kvs[2 * i + 1] = t[i];
-    }
-    return PersistentArrayMap.createAsIfByAssoc(kvs);
+    return grouper.finish(results.aggregateArgs(null, null));
   }
 }

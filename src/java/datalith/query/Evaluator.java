@@ -12,10 +12,6 @@ import datalith.db.Errors;
 import datalith.db.LongMap;
 import datalith.db.Snapshot;
 import datalith.query.parser.And;
-import datalith.query.parser.BindColl;
-import datalith.query.parser.BindRel;
-import datalith.query.parser.BindScalar;
-import datalith.query.parser.BindTuple;
 import datalith.query.parser.Binding;
 import datalith.query.parser.Clause;
 import datalith.query.parser.Constant;
@@ -651,7 +647,7 @@ final class Evaluator implements AutoCloseable {
       if (result == null) {
         continue;
       }
-      for (Object[] binding : expand(b, result)) {
+      for (Object[] binding : Bindings.rows(b, result)) {
         Object[] nr = Arrays.copyOf(row, vars.length);
         boolean ok = true;
         for (int i = 0; i < outVars.size() && ok; i++) {
@@ -668,30 +664,6 @@ final class Evaluator implements AutoCloseable {
       }
     }
     ctx.add(new Rel(vars, out).project(List.of(vars)));
-  }
-
-  /** The value tuples (one per binding row, over {@code b.vars()}) a function result binds. */
-  private static List<Object[]> expand(Binding b, Object result) {
-    List<Object[]> out = new ArrayList<>();
-    if (b instanceof BindScalar) {
-      out.add(new Object[] {result});
-    } else if (b instanceof BindTuple t) {
-      Object[] row = Engine.tupleRow(t.elements(), result, b);
-      out.add(row);
-    } else if (b instanceof BindColl) {
-      for (Object x : Engine.seqOf(result, b)) {
-        if (x != null) {
-          out.add(new Object[] {x});
-        }
-      }
-    } else if (b instanceof BindRel r) {
-      for (Object x : Engine.seqOf(result, b)) {
-        out.add(Engine.tupleRow(r.elements(), x, b));
-      }
-    } else {
-      out.add(new Object[0]);
-    }
-    return out;
   }
 
   private void evalNot(Ctx ctx, Not n, Scope scope) {

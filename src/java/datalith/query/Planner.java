@@ -362,8 +362,8 @@ final class Planner {
   /** A range on the pattern's value variable from sibling comparison predicates with a constant. */
   static DbPattern.Range rangeFor(Pattern p, DbPattern dp, List<Clause> siblings) {
     if (!(p.v() instanceof Variable v) || dp.constAttr() == null
-        || dp.positionOf(v) != 2 || dp.constAttr().isRef()) {
-      return null;
+        || dp.positionOf(v) != 2 || !Compare.ordersLikeIndex(dp.constAttr().valueType)) {
+      return null; // the index must keep the values in the comparisons' order
     }
     Object lo = null;
     Object hi = null;
@@ -393,7 +393,8 @@ final class Planner {
           break;
       }
     }
-    return lo == null && hi == null ? null : new DbPattern.Range(lo, loIn, hi, hiIn);
+    return lo == null && hi == null ? null
+        : new DbPattern.Range(Compare.indexBound(lo, true), loIn, Compare.indexBound(hi, false), hiIn);
   }
 
   /**
