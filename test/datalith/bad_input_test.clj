@@ -8,11 +8,8 @@
   keyword, never another Throwable; and a transact! that fails leaves the
   database as it was (same basis-t, same datoms), as `with` always does.
 
-  `known-leaks` lists the leaks this test finds in code other helpers are
-  changing now (the transactor, the query engine); each entry has a minimal
-  reproduction, and the test tolerates exactly those. Empty it as they are
-  fixed. DATALITH_TRIALS=n raises the trial count (each trial is one call
-  per store)."
+  DATALITH_TRIALS=n raises the trial count (each trial is one call per
+  store)."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing use-fixtures]]
             [clojure.test.check :as tc]
@@ -283,69 +280,11 @@
 
 ;; ---------------------------------------------------------------- outcomes
 
-(def known-leaks
-  "Leaks in code other helpers are changing now: each {:fn :class :at :repro},
-  matching a Throwable of exactly `:class` thrown by `:fn` with a stack frame
-  in a class whose name starts with `:at` (or with no datalith frame shown:
-  a trace too deep, or one the JVM left out). Empty this as they are fixed."
-  [{:fn 'q :class "java.lang.StackOverflowError" :at "datalith.query.Engine"
-    :repro "(d/q (nth (iterate vector :x) 20000) db): Engine.parse looks the form up in its
-            cache, and hashing a form that deep recurses past the stack (so do the parser's
-            walks)"}
-   {:fn 'explain :class "java.lang.StackOverflowError" :at "datalith.query.Engine"
-    :repro "(d/explain (nth (iterate vector :x) 20000) db): as q"}
-   {:fn 'q :class "java.lang.StackOverflowError" :at "datalith.query.parser"
-    :repro "(d/q [:find '?e :where (nth (iterate #(list 'not %) '[?e :user/name]) 20000)] db):
-            Syntax.containsVariable recurses once a level of the form"}
-   {:fn 'explain :class "java.lang.StackOverflowError" :at "datalith.query.parser"
-    :repro "(d/explain [:find '?e :where (nth (iterate #(list 'not %) '[?e :user/name]) 20000)] db):
-            as q"}
-   {:fn 'q :class "java.lang.NullPointerException" :at "datalith.query.Engine"
-    :repro "(d/q nil db): Engine.parse looks nil up in its ConcurrentHashMap cache"}
-   {:fn 'explain :class "java.lang.NullPointerException" :at "datalith.query.Engine"
-    :repro "(d/explain nil db): as q"}
-   {:fn 'transact! :class "java.lang.StackOverflowError" :at "datalith.tx.Transactor"
-    :repro "(d/transact! conn [{:user/name (nth (iterate vector 1) 20000)}]): Transactor.coerce
-            prints the whole value into its :tx/value-type message; and
-            (d/transact! conn [(nth (iterate #(hash-map :user/friend %) {:user/name \"x\"}) 20000)]):
-            nested entity maps are expanded by recursion (expandMap -> valueOf -> expandMap; the
-            stack may run out below, in Schema.attr: the trace still shows Transactor)"}
-   {:fn 'with :class "java.lang.StackOverflowError" :at "datalith.tx.Transactor"
-    :repro "(d/with db [{:user/name (nth (iterate vector 1) 20000)}]): as transact!"}
-   {:fn 'transact! :class "java.lang.StackOverflowError" :at "datalith.codec.Edn"
-    :repro "(d/transact! conn [{:db/ident :x/y :no/attr (nth (iterate #(hash-map :k %) 1) 20000)}])
-            on a new :mem database: the value is written by the EDN codec, which recurses"}
-   {:fn 'with :class "java.lang.StackOverflowError" :at "datalith.codec.Edn"
-    :repro "as transact! above, through d/with"}
-   {:fn 'connect :class "java.lang.StackOverflowError" :at "datalith.codec.Edn"
-    :repro "(d/connect :mem {:schema {:x/y {:k (nth (iterate #(hash-map :k %) 1) 20000)}}}):
-            the schema is transacted, as transact! above"}])
-
-(defn- realize
-  "Reads a result through: lazy sequences, nested collections (bounded), not
-  into entities (a graph, with cycles)."
-  [r]
-  (dorun (take 200000 (tree-seq #(and (or (coll? %) (instance? clojure.lang.LazySeq %))
-                                      (not (instance? datalith.db.Entity %)))
-                                seq r))))
-
-(defn- leak-entry
-  "The known-leaks entry that `t`, thrown by `f`, matches, or nil."
-  [f ^Throwable t]
-  (let [ours (filter #(str/starts-with? % "datalith.")
-                     (map #(.getClassName ^StackTraceElement %) (.getStackTrace t)))]
-    (first (filter (fn [entry]
-                     (and (= (:fn entry) f) (= (:class entry) (.getName (class t)))
-                          ;; without a datalith frame: a trace too deep to show it, or
-                          ;; one the JVM left out (an exception thrown often)
-                          (or (empty? ours) (some #(str/starts-with? % (:at entry)) ours))))
-                   known-leaks))))
-
 (defn- datoms-of [db] (vec (d/datoms db :eavt)))
 
 (defn outcome
-  "Calls `f` with `args` on fixture `fx`: :ok, :error (a proper ex-info),
-  {:known entry} or {:leak throwable}; also checks that a failed transact!
+  "Calls `f` with `args` on fixture `fx`: :ok, :error (a proper ex-info) or
+  {:leak throwable}; also checks that a failed transact!
   changed nothing."
   [fx f args]
   (let [[args cleanup] (resolve-args fx args)
@@ -358,8 +297,7 @@
                     (catch clojure.lang.ExceptionInfo e
                       (let [k (:error (ex-data e))]
                         (if (and (keyword? k) (namespace k)) :error {:leak e})))
-                    (catch Throwable t
-                      (if-let [entry (leak-entry f t)] {:known entry} {:leak t}))
+                    (catch Throwable t {:leak t})
                     (finally (cleanup)))]
     (if (and before (or (= 'with f) (not= :ok result)))
       (let [after (d/db conn)]
@@ -391,7 +329,7 @@
                 (prop/for-all [[f args] (gen-call)]
                   (doseq [fx *fixture*]
                     (let [o (outcome fx f args)]
-                      (swap! tally update (cond (keyword? o) o (:known o) :known :else :leak) (fnil inc 0))
+                      (swap! tally update (if (keyword? o) o :leak) (fnil inc 0))
                       (when-let [t (:leak o)]
                         (let [call (str (:store fx) " (d/" f " " (short-str args) ") -> " t)]
                           (swap! leaks update (leak-key f t)
