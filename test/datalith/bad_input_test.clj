@@ -280,6 +280,14 @@
 
 ;; ---------------------------------------------------------------- outcomes
 
+(defn- realize
+  "Reads a result through: lazy sequences, nested collections (bounded), not
+  into entities (a graph, with cycles)."
+  [r]
+  (dorun (take 200000 (tree-seq #(and (or (coll? %) (instance? clojure.lang.LazySeq %))
+                                      (not (instance? datalith.db.Entity %)))
+                                seq r))))
+
 (defn- datoms-of [db] (vec (d/datoms db :eavt)))
 
 (defn outcome

@@ -8,7 +8,7 @@ import datalith.db.Schema;
 /**
  * What no operation may do to an attribute, whatever the data: write a
  * composite tuple other than by asserting it (it is derived, see
- * {@code Transactor.maintainComposites}), give {@code :db/txInstant} to
+ * {@link Composites}), give {@code :db/txInstant} to
  * anything but the transaction being made, or retract one (it dates its
  * transaction, and as-of by date depends on it).
  */
