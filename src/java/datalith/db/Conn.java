@@ -39,8 +39,7 @@ public final class Conn implements AutoCloseable {
       ByteBuffer nb = rt.get(SubDb.META, Meta.NEXT_EID.duplicate());
       ByteBuffer fb = rt.get(SubDb.META, Meta.FORMAT.duplicate());
       if (fb != null && fb.getLong(0) != Meta.FORMAT_VERSION) {
-        throw Errors.error("store/format", "Unsupported on-disk format " + fb.getLong(0),
-            "format", fb.getLong(0));
+        throw formatError(fb.getLong(0));
       }
       t = tb == null ? null : tb.getLong(0);
       nextEid = nb == null ? null : nb.getLong(0);
@@ -56,6 +55,15 @@ public final class Conn implements AutoCloseable {
           stats);
     }
     return c;
+  }
+
+  private static RuntimeException formatError(long format) {
+    String how = format == Meta.FORMAT_NO_CHECKSUMS
+        ? ": it was written before log records had checksums. Copy it into the current format"
+          + " with `datalith repair DIR NEWDIR` (d/rebuild-indexes), which leaves it untouched"
+        : ", not " + Meta.FORMAT_VERSION + ": written by another version of datalith";
+    return Errors.error("store/format", "The store has on-disk format " + format + how,
+        "format", format, "supported", Meta.FORMAT_VERSION);
   }
 
   private void bootstrap() {
