@@ -29,6 +29,11 @@ final class Digest {
     counts[k]++;
   }
 
+  /** The datoms added to bucket {@code k}. */
+  long count(int k) {
+    return counts[k];
+  }
+
   /** Sets {@code differ[k]} for each bucket k where this and {@code other} disagree; how many. */
   int markDiffering(Digest other, boolean[] differ) {
     int n = 0;

@@ -9,6 +9,7 @@ import clojure.lang.PersistentVector;
 import datalith.codec.Bytes;
 import datalith.codec.Codec;
 import datalith.store.Cursor;
+import datalith.store.LmdbStore;
 import datalith.store.ReadTxn;
 import datalith.store.Store;
 import datalith.store.SubDb;
@@ -36,14 +37,16 @@ import java.util.Map;
  *       and retracted it). Keys are well formed and strictly ascending; no datom is current
  *       twice; a history entry was retracted after it was asserted and before the same datom was
  *       asserted again.
+ *   <li>Every sub-database of an LMDB store: seeks land where a walk says they should
+ *       ({@link SeekCheck}).
  *   <li>BLOBS: each long value is stored under its hash, and every long value an index names is
  *       there.
  *   <li>META: t is the last log t, next-eid is above every entity id used, the statistics are
  *       the current datoms' counts, the format is known.
  * </ul>
  *
- * <p>Each sub-database is read once, in key order, keeping a fixed-size {@link Digest} per
- * source rather than the datoms; only where digests disagree are the entities of the
+ * <p>Each sub-database is walked once in key order, keeping a fixed-size {@link Digest} per
+ * source rather than the datoms (and once more a page at a time, for the seeks); only where digests disagree are the entities of the
  * disagreeing buckets read again and compared datom by datom ({@link Examine}), so memory stays
  * bounded whatever the database's size. Everything is read in one read transaction: one
  * consistent state, held for the duration of the check.
@@ -54,8 +57,14 @@ import java.util.Map;
 public final class Verify {
   /** How many problems a report lists unless told otherwise. */
   public static final int DEFAULT_MAX_PROBLEMS = 100;
-  /** At most this many buckets of entities are examined datom by datom. */
-  static final int MAX_EXAMINED_BUCKETS = 32;
+  /**
+   * The entries (index keys and log datoms, all sources together) of the buckets examined datom
+   * by datom at most: what a check holds in memory beyond its digests, some 100 bytes each.
+   */
+  static final long EXAMINE_BUDGET = 200_000;
+
+  /** The longest key a store keeps (LMDB's limit, which MemStore applies too). */
+  static final int MAX_KEY_SIZE = 511;
 
   static final Keyword LOG = kw("log");
   static final Keyword BLOBS = kw("blobs");
@@ -133,7 +142,8 @@ public final class Verify {
    * {@code :hash-mismatch}, {@code :missing} (the index lacks a datom the log says it holds),
    * {@code :extra} (it holds one it should not), {@code :differs} (buckets of entities that
    * disagree, past those examined), {@code :inconsistent} (the log asserts a current datom or
-   * retracts one that is not), {@code :t}, {@code :next-eid}, {@code :stats}, {@code :format}.
+   * retracts one that is not), {@code :misrouted} (a seek for a key does not find it: see
+   * {@link SeekCheck}), {@code :t}, {@code :next-eid}, {@code :stats}, {@code :format}.
    */
   public static IPersistentMap run(Store store, int maxProblems) {
     return check(store, maxProblems);
@@ -152,6 +162,14 @@ public final class Verify {
       v.walkBlobs();
       for (IndexKeys ix : IndexKeys.values()) {
         v.walkIndex(ix);
+      }
+      if (store instanceof LmdbStore) {
+        for (IndexKeys ix : IndexKeys.values()) {
+          SeekCheck.run(rt, ix.db, ix.check, v.problems);
+        }
+        SeekCheck.run(rt, SubDb.LOG, LOG, v.problems);
+        SeekCheck.run(rt, SubDb.BLOBS, BLOBS, v.problems);
+        SeekCheck.run(rt, SubDb.META, META, v.problems);
       }
       v.checkMeta();
       v.compare();
@@ -249,7 +267,7 @@ public final class Verify {
           long from = expect;
           if (t > expect) {
             problems.add(LOG, GAP, () -> new Object[] {"t", from, "missing", t - from,
-                "message", "no record for t " + from + " to " + (t - 1)});
+                "message", "no record for t " + from + (t - 1 > from ? " to " + (t - 1) : "")});
           } else {
             problems.add(LOG, OUT_OF_ORDER, () -> new Object[] {"t", t});
           }
@@ -396,7 +414,7 @@ public final class Verify {
         ByteBuffer k = c.key();
         int len = k.limit();
         n++;
-        if (len >= IndexKeys.MAX_CANONICAL) { // longer than any store lets a key be
+        if (len > MAX_KEY_SIZE) {
           String key = hex(k, 0, len);
           problems.add(ix.check, MALFORMED, () -> new Object[] {"key", key,
               "message", "a key of " + len + " bytes"});
@@ -506,7 +524,7 @@ public final class Verify {
         && !unreadable.contains(IndexKeys.HEAVT)) {
       pairs.add(new Object[] {logEvents, indexEvents, IndexKeys.EAVT});
     }
-    boolean[] any = new boolean[Digest.BUCKETS];
+    boolean[] any = new boolean[Digest.BUCKETS]; // the buckets where a pair disagrees
     List<boolean[]> marks = new ArrayList<>();
     for (Object[] p : pairs) {
       boolean[] m = new boolean[Digest.BUCKETS];
@@ -516,11 +534,19 @@ public final class Verify {
         any[k] |= m[k];
       }
     }
+    List<Digest> all = new ArrayList<>(digests.values());
+    all.addAll(List.of(logEvents, indexEvents));
     boolean[] examined = new boolean[Digest.BUCKETS];
+    long load = 0;
     int taken = 0;
-    for (int k = 0; k < any.length && taken < MAX_EXAMINED_BUCKETS; k++) {
-      if (any[k]) {
+    for (int k = 0; k < any.length; k++) {
+      long n = 0;
+      for (Digest dg : all) {
+        n += any[k] ? dg.count(k) : 0;
+      }
+      if (any[k] && (taken == 0 || load + n <= EXAMINE_BUDGET)) {
         examined[k] = true;
+        load += n;
         taken++;
       }
     }
@@ -537,7 +563,7 @@ public final class Verify {
         int buckets = left;
         problems.add(((IndexKeys) pairs.get(i)[2]).check, DIFFERS, () -> new Object[] {
             "buckets", buckets, "message", "datoms differ in " + buckets
-                + " more buckets of entities, past the " + MAX_EXAMINED_BUCKETS + " examined"});
+                + " more buckets of entities, past the ones examined datom by datom"});
       }
     }
   }
@@ -620,7 +646,8 @@ public final class Verify {
     } catch (RuntimeException e) {
       // shown as bytes
     }
-    return "#bytes " + hex(b, 16, end - 16);
+    int n = end - 16;
+    return "#bytes " + hex(b, 16, Math.min(n, 24)) + (n > 24 ? "... (" + n + " bytes)" : "");
   }
 
   static String hex(ByteBuffer b, int off, int len) {
