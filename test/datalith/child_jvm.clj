@@ -18,6 +18,7 @@
            "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"
            ;; short lives: start fast
            "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1" "-Xshare:auto"
+           "-XX:+DisplayVMOutputToStderr" ; stdout carries the child's protocol only
            (str "-XX:ErrorFile=" work "/hs_err_%p.log")
            "clojure.main" "-m" main]
           (map str args)))

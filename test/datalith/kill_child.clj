@@ -2,17 +2,21 @@
   "The child JVM of the kill -9 harness (datalith.kill-harness): streams transactions
   against an LMDB directory until it is killed.
 
-    java ... clojure.main -m datalith.kill-child DIR SEED SYNC
+    java ... clojure.main -m datalith.kill-child DIR SEED SYNC OUT
 
-  Prints `ready T` once the database is open (T its basis t), then, after each transact!
-  returns, `ack T DATOMS`: T the transaction's t and DATOMS its :tx-data as an EDN vector of
-  [e a v tx added]. A transaction the database refuses prints `err MESSAGE`. The stream,
+  Writes to file OUT (each line with one write call, so that a kill never loses a line
+  written: a pipe's last lines may not reach the parent when the child dies) `ready T` once
+  the database is open (T its basis t), then, after each transact! returns, `ack T DATOMS`:
+  T the transaction's t and DATOMS its :tx-data as an EDN vector of [e a v tx added]. A
+  transaction the database refuses writes `err MESSAGE`. The stream,
   seeded by SEED, mixes new entities (some with long values and refs), updates of
   cardinality-one attributes, card-many adds and retracts, retractEntity, upserts through a
   unique identity, and schema changes (new attributes of various types, then used). SYNC is
   true (durable commits) or false ({:sync false})."
-  (:require [datalith.core :as d])
-  (:import (java.util Date Random UUID)))
+  (:require [clojure.string :as str]
+            [datalith.core :as d])
+  (:import (java.io FileOutputStream)
+           (java.util Date Random UUID)))
 
 (def schema
   {:k/email {:db/valueType :db.type/string :db/unique :db.unique/identity}
@@ -34,7 +38,7 @@
     :db.type/string (str "v" (.nextInt rnd 1000))
     :db.type/long (long (- (.nextInt rnd 2000) 1000))
     :db.type/double (/ (.nextInt rnd 1000) 8.0)
-    :db.type/keyword (keyword "kw" (str (.nextInt rnd 20)))
+    :db.type/keyword (keyword "kw" (str "k" (.nextInt rnd 20)))
     :db.type/boolean (.nextBoolean rnd)
     :db.type/instant (Date. (long (.nextInt rnd 100000000)))
     :db.type/uuid (UUID. (.nextLong rnd) (.nextLong rnd))))
@@ -78,8 +82,10 @@
 (defn- datoms [report]
   (mapv (fn [x] [(:e x) (:a x) (:v x) (:tx x) (:added x)]) (:tx-data report)))
 
-(defn -main [dir seed sync]
-  (let [seed (parse-long seed)
+(defn -main [dir seed sync out]
+  (let [out (FileOutputStream. ^String out true)
+        emit (fn [& xs] (.write out (.getBytes (str (str/join " " xs) "\n") "UTF-8")))
+        seed (parse-long seed)
         rnd (Random. seed)
         conn (d/connect dir {:sync (= "true" sync) :schema schema})
         db (d/db conn)
@@ -87,21 +93,18 @@
         attrs (atom (vec (for [[a {:keys [db/valueType]}] (d/schema db)
                                :when (= "x" (namespace a))]
                            [a valueType])))]
-    (println "ready" (d/basis-t db))
-    (flush)
+    (emit "ready" (d/basis-t db))
     (loop [n 0]
       ;; one or two operations a transaction
       (let [ops (for [i (range (inc (.nextInt rnd 2)))] (op rnd @emails @attrs (str "s" seed "n" n "o" i)))
             ops (if (and (second ops) (some :gone ops)) [(first ops)] ops)]
         (try
           (let [r (d/transact! conn (vec (mapcat :tx-data ops)))]
-            (println "ack" (d/basis-t (:db-after r)) (pr-str (datoms r)))
-            (flush)
+            (emit "ack" (d/basis-t (:db-after r)) (pr-str (datoms r)))
             (doseq [{:keys [new gone attr]} ops]
               (swap! emails into new)
               (when gone (swap! emails (fn [es] (vec (remove #{gone} es)))))
               (when attr (swap! attrs conj attr))))
           (catch clojure.lang.ExceptionInfo e
-            (println "err" (pr-str (ex-message e)))
-            (flush))))
+            (emit "err" (pr-str (ex-message e))))))
       (recur (inc n)))))

@@ -1,6 +1,7 @@
 (ns datalith.kill-harness
   "The kill -9 harness (issue #13): a child JVM (datalith.kill-child) streams transactions
-  against an LMDB directory and prints each acknowledged t; the parent kills it with SIGKILL
+  against an LMDB directory and writes each acknowledged t to a file (not a pipe: the last
+  lines a killed child wrote to a pipe were seen lost); the parent kills it with SIGKILL
   (Process.destroyForcibly) at a random moment (now and then before its database is even
   open), reopens the directory and checks it, then starts the next life on the same
   directory. Lives alternate between durable commits and {:sync false}, which risks only
@@ -24,14 +25,14 @@
             [datalith.core :as d]
             [datalith.test-util :as tu])
   (:import (java.io File)
-           (java.util Random)
-           (java.util.concurrent LinkedBlockingQueue TimeUnit)))
+           (java.util Random)))
 
 (def ^:private ready-timeout-s 120)
 (def ^:private sigkill-exit 137)
 
 (defn- parse-lines
-  "{:ready t-or-nil :acks {t datoms}} of a child's output lines."
+  "{:ready t-or-nil :acks {t datoms} :errs [refused transactions' messages] :other [lines not
+  of the protocol]} of a child's output."
   [lines]
   (reduce (fn [m ^String l]
             (cond
@@ -40,34 +41,52 @@
               (let [i (str/index-of l " " 4)]
                 (assoc-in m [:acks (parse-long (subs l 4 i))]
                           (set (edn/read-string (subs l (inc i))))))
-              :else m))
-          {:ready nil :acks (sorted-map)}
+              (str/starts-with? l "err ") (update m :errs conj (subs l 4))
+              :else (update m :other conj l)))
+          {:ready nil :acks (sorted-map) :errs [] :other []}
           lines))
 
+(defn- complete-lines
+  "The lines of file f that end with a newline."
+  [^File f]
+  (let [s (if (.exists f) (slurp f) "")
+        lines (str/split-lines s)]
+    (if (str/ends-with? s "\n") lines (vec (butlast lines)))))
+
+(defn- await-ready
+  "Polls the child's output file until it says ready, the child ends, or time runs out."
+  [^Process p ^File out seed]
+  (let [deadline (+ (System/currentTimeMillis) (* 1000 ready-timeout-s))]
+    (loop []
+      (cond
+        (some #(str/starts-with? % "ready ") (complete-lines out)) nil
+        (not (.isAlive p)) nil
+        (> (System/currentTimeMillis) deadline)
+        (do (.destroyForcibly p)
+            (throw (ex-info "The kill child did not start" {:seed seed})))
+        :else (do (Thread/sleep 5) (recur))))))
+
 (defn- run-life
-  "Starts a child on dir and kills it at a random moment: {:ready :acks :exit :early?}."
+  "Starts a child on dir and kills it at a random moment: {:ready :acks :errs :exit :early?}."
   [^File dir ^File work seed sync ^Random rnd]
-  (let [p (child/start (child/command work "datalith.kill-child" dir seed sync)
-                       (File. work "child.err"))
-        ^LinkedBlockingQueue q (child/line-queue (.getInputStream p))
-        early? (< (.nextDouble rnd) 0.15)
-        seen (if early?
-               (do (Thread/sleep (long (.nextInt rnd 1500))) [])
-               (loop [seen []]
-                 (let [l (.poll q ready-timeout-s TimeUnit/SECONDS)]
-                   (cond
-                     (nil? l) (do (.destroyForcibly p)
-                                  (throw (ex-info "The kill child did not start" {:seed seed})))
-                     (= :eof l) (conj seen l)
-                     (str/starts-with? ^String l "ready ") (conj seen l)
-                     :else (recur (conj seen l))))))]
-    (when-not (or early? (= :eof (peek seen)))
-      (Thread/sleep (long (+ 20 (.nextInt rnd 400)))))
+  (let [out (File. work (str "life-" seed ".out"))
+        p (-> (ProcessBuilder. ^java.util.List
+               (vec (child/command work "datalith.kill-child" dir seed sync out)))
+              (.redirectOutput (File. work "child.out"))
+              (.redirectError (File. work "child.err"))
+              (.start))
+        early? (< (.nextDouble rnd) 0.15)]
+    (if early?
+      (Thread/sleep (long (.nextInt rnd 1500)))
+      (do (await-ready p out seed)
+          (Thread/sleep (long (+ 20 (.nextInt rnd 400))))))
     (.destroyForcibly p)
     (let [exit (.waitFor p)
-          lines (if (= :eof (peek seen)) (pop seen) (into seen (child/drain q)))]
+          lines (complete-lines out)]
+      (.delete out)
       (assoc (parse-lines lines) :exit exit :early? early?
-             :crash (when (not= sigkill-exit exit) (child/crash-frame work))))))
+             :crash (when (not= sigkill-exit exit)
+                      (assoc (child/crash-frame work) :stderr (slurp (File. work "child.err"))))))))
 
 (defn- datom-vec [x] [(:e x) (:a x) (:v x) (:tx x) (:added x)])
 
@@ -91,7 +110,7 @@
 (defn- check-life
   "Reopens dir after a life and checks it against the model (a vector: t -> datoms);
   returns {:model :failures :unacked?}."
-  [^File dir model {:keys [acks ready]} ^Random rnd]
+  [^File dir model {:keys [acks ready errs]} ^Random rnd]
   (with-open [conn (d/connect (.getPath dir))]
     (let [db (d/db conn)
           basis (d/basis-t db)
@@ -104,7 +123,8 @@
       (when (< basis last-ack)
         (fail! :acknowledged-lost {:basis-t basis :last-ack last-ack}))
       (when (> basis (inc known))
-        (fail! :too-many-unacknowledged {:basis-t basis :known-t known}))
+        (fail! :too-many-unacknowledged {:basis-t basis :known-t known :ready ready
+                                          :acks (vec (keys acks)) :errs errs}))
       (doseq [[t datoms] acks
               :when (<= t basis)
               :let [logged (log-datoms db t)]
@@ -149,10 +169,14 @@
                 model (if fresh? [] model)
                 sync (even? i)
                 out (run-life dir work (+ (* 1000 seed) i) sync rnd)
-                {:keys [model failures unacked?]} (check-life dir model out rnd)
+                {:keys [model failures unacked?]}
+                (try (check-life dir model out rnd)
+                     (catch Exception e ; a directory that cannot be read: the next life starts anew
+                       {:model [] :failures [{:check :reopen :error (str e)}]}))
                 failures (cond-> failures
                            (:crash out) (conj {:check :child-died :exit (:exit out)
-                                               :crash (:crash out)}))
+                                               :crash (:crash out)})
+                           (seq (:other out)) (conj {:check :child-said :lines (:other out)}))
                 summary {:life i :sync sync :early? (:early? out) :acks (count (:acks out))
                          :t (dec (count model)) :failures failures}]
             (progress summary)

@@ -122,10 +122,7 @@
       {:index :blobs :problem :hash-mismatch}]
      ["a malformed index key"
       #(dmg/write! % [[:put :avet (byte-array [0 0 0 0 0 0 3 -24 42])]])
-      {:index :avet :problem :malformed}]
-     ["a value under an index key"
-      #(dmg/write! % [[:put :aevt (dmg/index-key db :aevt name-ada) (byte-array [1])]])
-      {:index :aevt :problem :malformed}]]))
+      {:index :avet :problem :malformed}]]))
 
 (deftest each-damage-is-found-and-named
   (doseq [kind tu/stores

@@ -425,11 +425,8 @@ public final class Verify {
           String key = hex(k, 0, len);
           problems.add(ix.check, OUT_OF_ORDER, () -> new Object[] {"key", key});
         }
-        if (c.val().limit() != 0) {
-          String key = hex(k, 0, len);
-          problems.add(ix.check, MALFORMED, () -> new Object[] {"key", key,
-              "message", "a value under an index key, which keeps none"});
-        }
+        // values are not read: no reader of an index does, and where a damaged node says its
+        // value is on overflow pages, LMDB's own reading of it may crash
         int cl = ix.canonical(k, canon);
         if (cl < 0) {
           String key = hex(k, 0, len);
