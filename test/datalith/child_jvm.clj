@@ -67,3 +67,14 @@
       (.delete ^File f)
       {:signal (some-> signal str/trim)
        :frame (some-> at inc (->> (nth lines)) (subs 1) str/trim)})))
+
+(defn exit-with-parent!
+  "In a child: ends this JVM once its parent is gone (its stdin, a pipe from the parent,
+  reaches end of file), so that a child never outlives an interrupted test."
+  []
+  (doto (Thread. ^Runnable (fn []
+                             (try (while (not= -1 (.read System/in)))
+                                  (catch java.io.IOException _))
+                             (System/exit 3)))
+    (.setDaemon true)
+    (.start)))

@@ -14,6 +14,7 @@
   answers, no error, verify finds nothing), :raw (a raw exception nobody explains) or
   :verify-threw."
   (:require [clojure.java.io :as io]
+            [datalith.child-jvm :as child]
             [datalith.core :as d])
   (:import (java.nio.file Files StandardCopyOption)
            (java.util Random)))
@@ -97,6 +98,7 @@
      :outcome outcome}))
 
 (defn -main [original work from to]
+  (child/exit-with-parent!)
   (let [expected (with-open [c (d/connect original)] (answers (d/db c)))]
     (doseq [seed (range (parse-long from) (parse-long to))]
       (println "start" seed)

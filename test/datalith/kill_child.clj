@@ -14,6 +14,7 @@
   unique identity, and schema changes (new attributes of various types, then used). SYNC is
   true (durable commits) or false ({:sync false})."
   (:require [clojure.string :as str]
+            [datalith.child-jvm :as child]
             [datalith.core :as d])
   (:import (java.io FileOutputStream)
            (java.util Date Random UUID)))
@@ -83,6 +84,7 @@
   (mapv (fn [x] [(:e x) (:a x) (:v x) (:tx x) (:added x)]) (:tx-data report)))
 
 (defn -main [dir seed sync out]
+  (child/exit-with-parent!)
   (let [out (FileOutputStream. ^String out true)
         emit (fn [& xs] (.write out (.getBytes (str (str/join " " xs) "\n") "UTF-8")))
         seed (parse-long seed)
