@@ -299,3 +299,51 @@
       (finally
         (tu/delete-tree dir)
         (tu/delete-tree (.getParentFile out))))))
+
+;; ---------------------------------------------------------------- LMDB branch pages
+
+(def ^:private page-size 4096)
+
+(defn- branch-separators
+  "[offset-of-key length] of the keys of the branch pages of `file` whose keys are AVET keys
+  of attribute `aid` with a string value: LMDB 0.9's page header (pgno 8, pad 2, flags 2,
+  lower 2, upper 2) and nodes (lo 2, hi 2, flags 2, ksize 2, key), flags 1 a branch page."
+  [^bytes file aid]
+  (let [b (doto (java.nio.ByteBuffer/wrap file) (.order java.nio.ByteOrder/LITTLE_ENDIAN))]
+    (for [page (range 2 (quot (alength file) page-size))
+          :let [at (* page page-size)]
+          :when (and (= page (.getLong b at)) (= 1 (.getShort b (+ at 10))))
+          i (range 1 (quot (- (.getShort b (+ at 12)) 16) 2))
+          :let [node (+ at (.getShort b (+ at 16 (* 2 i))))
+                ksize (.getShort b (+ node 6))
+                key (+ node 8)]
+          :when (and (> ksize 17) (= aid (.getLong (doto (.duplicate b) (.order java.nio.ByteOrder/BIG_ENDIAN)) key))
+                     (= 10 (aget file (+ key 8))))]
+      [key ksize])))
+
+(deftest a-damaged-branch-key-is-found
+  (doseq [[what byte] [["raised above the keys it should route" (unchecked-byte 0xd0)]
+                       ["lowered below the page before" (byte 1)]]]
+    (testing what
+      (let [dir (tu/temp-dir)
+            emails (map #(format "user%04d@x" %) (range 1500))]
+        (try
+          (let [aid (with-open [c (d/connect (.getPath dir) {:schema dmg/sample-schema})]
+                      (doseq [batch (partition-all 500 emails)]
+                        (d/transact! c (vec (for [m batch] {:user/email m :user/name m}))))
+                      (d/entid (d/db c) :user/email))
+                f (io/file dir "data.mdb")
+                bytes (Files/readAllBytes (.toPath f))
+                separators (branch-separators bytes aid)
+                [key _] (nth separators (quot (count separators) 2))]
+            (is (seq separators) "AVET has branch pages")
+            (aset-byte bytes (+ key 9) byte) ; the first character of the email
+            (Files/write (.toPath f) ^bytes bytes ^"[Ljava.nio.file.OpenOption;" (make-array java.nio.file.OpenOption 0))
+            (with-open [c (d/connect (.getPath dir))]
+              (let [db (d/db c)]
+                (is (= 1500 (count (d/datoms db :avet :user/email))) "a walk reads every key")
+                (is (some #(nil? (d/entid db [:user/email %])) emails) "some lookups miss")
+                (let [r (d/verify c)]
+                  (is (not (:ok? r)))
+                  (is (contains? (problems-of r) [:avet :misrouted]) (pr-str (:problems r)))))))
+          (finally (tu/delete-tree dir)))))))
