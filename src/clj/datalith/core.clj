@@ -303,13 +303,14 @@
   "Checks a database for damage and returns what it found, as data. `source` is a
   connection, or the directory of a database not open in this process (any on-disk
   format). The transaction log, whose every record carries a checksum, is the source of
-  truth: the check reads every sub-database once, in one read transaction, and holds
+  truth: the check walks every sub-database once, in one read transaction, and holds
   fixed-size digests rather than datoms, so it runs in bounded memory:
 
   - the log: every record passes its checksum and decodes; its t run 0, 1, 2 ... without a gap
   - EAVT = AEVT = AVET, VAET = their ref datoms, and the same for the history indexes;
     replaying the log gives EAVT (current datoms) and the history (retracted ones, with the
     txs that asserted and retracted them); keys well formed and ascending
+  - on LMDB, seeks from the root land where the walk says (LMDB's branch pages route them)
   - BLOBS: every long value under its hash, none missing
   - META: t is the log's last t, next-eid above every entity id used, statistics = counts
 

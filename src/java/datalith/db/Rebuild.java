@@ -2,7 +2,7 @@ package datalith.db;
 
 import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
-import clojure.lang.PersistentArrayMap;
+import datalith.codec.Bytes;
 import datalith.codec.Codec;
 import datalith.store.Cursor;
 import datalith.store.ReadTxn;
@@ -167,7 +167,7 @@ public final class Rebuild {
       Writes.meta(wt, lastT, next, Stats.of(counts));
       wt.put(SubDb.META, Meta.FORMAT.duplicate(), Meta.longVal(Meta.FORMAT_VERSION));
       wt.commit();
-      return map("t", lastT, "records", records, "datoms", datoms, "next-eid", next,
+      return Verify.map("t", lastT, "records", records, "datoms", datoms, "next-eid", next,
           "source-format", format,
           "checksums", Keyword.intern(format >= 2 ? "checked" : "absent"));
     } finally {
@@ -210,7 +210,7 @@ public final class Rebuild {
       n[0] += d.added() ? 1 : -1;
       note(d.e());
       if (d.encoded()[0] == Codec.T_REF) {
-        note(datalith.codec.Bytes.longAt(d.encoded(), 1));
+        note(Bytes.longAt(d.encoded(), 1));
       }
     }
     datoms += entries.size();
@@ -232,12 +232,5 @@ public final class Rebuild {
     if (id < Db.TX0) {
       maxUserId = Math.max(maxUserId, id);
     }
-  }
-
-  private static IPersistentMap map(Object... kvs) {
-    for (int i = 0; i < kvs.length; i += 2) {
-      kvs[i] = Keyword.intern((String) kvs[i]);
-    }
-    return PersistentArrayMap.createAsIfByAssoc(kvs);
   }
 }

@@ -157,23 +157,35 @@ public final class Verify {
   private static IPersistentMap check(Store store, int maxProblems) {
     try (ReadTxn rt = store.beginRead()) {
       Verify v = new Verify(rt, maxProblems);
-      v.readMeta();
-      v.walkLog();
-      v.walkBlobs();
+      v.step(META, v::readMeta);
+      v.step(LOG, v::walkLog);
+      v.step(BLOBS, v::walkBlobs);
       for (IndexKeys ix : IndexKeys.values()) {
-        v.walkIndex(ix);
+        v.step(ix.check, () -> v.walkIndex(ix));
       }
       if (store instanceof LmdbStore) {
         for (IndexKeys ix : IndexKeys.values()) {
-          SeekCheck.run(rt, ix.db, ix.check, v.problems);
+          v.step(ix.check, () -> SeekCheck.run(rt, ix.db, ix.check, v.problems));
         }
-        SeekCheck.run(rt, SubDb.LOG, LOG, v.problems);
-        SeekCheck.run(rt, SubDb.BLOBS, BLOBS, v.problems);
-        SeekCheck.run(rt, SubDb.META, META, v.problems);
+        v.step(LOG, () -> SeekCheck.run(rt, SubDb.LOG, LOG, v.problems));
+        v.step(BLOBS, () -> SeekCheck.run(rt, SubDb.BLOBS, BLOBS, v.problems));
+        v.step(META, () -> SeekCheck.run(rt, SubDb.META, META, v.problems));
       }
-      v.checkMeta();
-      v.compare();
+      v.step(META, v::checkMeta);
+      v.step(IndexKeys.EAVT.check, v::compare);
       return v.report();
+    }
+  }
+
+  /**
+   * Runs one step of the check; what it could not read (a damaged store's exception) is a
+   * problem of {@code check}, and the other steps go on.
+   */
+  private void step(Keyword check, Runnable step) {
+    try {
+      step.run();
+    } catch (RuntimeException e) {
+      problems.add(check, UNREADABLE, () -> new Object[] {"message", String.valueOf(e)});
     }
   }
 
@@ -442,7 +454,7 @@ public final class Verify {
             primary(ix, k, cl);
           }
         }
-        k.get(0, prev, 0, len); // no key is longer than MAX_CANONICAL
+        k.get(0, prev, 0, len); // longer keys were passed over above
         prevLen = len;
       }
     } catch (RuntimeException e) {
@@ -509,8 +521,11 @@ public final class Verify {
 
   // ---- comparing the digests
 
+  /** Two digests that must agree, and the check a disagreement is counted against. */
+  private record Pair(Digest a, Digest b, IndexKeys blame) {}
+
   private void compare() {
-    List<Object[]> pairs = new ArrayList<>(); // {digest, digest, the check to blame}
+    List<Pair> pairs = new ArrayList<>();
     pair(pairs, IndexKeys.EAVT, digests.get(IndexKeys.EAVT), IndexKeys.AEVT);
     pair(pairs, IndexKeys.EAVT, digests.get(IndexKeys.EAVT), IndexKeys.AVET);
     pair(pairs, IndexKeys.EAVT, eavtRefs, IndexKeys.VAET);
@@ -519,13 +534,13 @@ public final class Verify {
     pair(pairs, IndexKeys.HEAVT, heavtRefs, IndexKeys.HVAET);
     if (logComplete && !unreadable.contains(IndexKeys.EAVT)
         && !unreadable.contains(IndexKeys.HEAVT)) {
-      pairs.add(new Object[] {logEvents, indexEvents, IndexKeys.EAVT});
+      pairs.add(new Pair(logEvents, indexEvents, IndexKeys.EAVT));
     }
     boolean[] any = new boolean[Digest.BUCKETS]; // the buckets where a pair disagrees
     List<boolean[]> marks = new ArrayList<>();
-    for (Object[] p : pairs) {
+    for (Pair p : pairs) {
       boolean[] m = new boolean[Digest.BUCKETS];
-      ((Digest) p[0]).markDiffering((Digest) p[1], m);
+      p.a().markDiffering(p.b(), m);
       marks.add(m);
       for (int k = 0; k < m.length; k++) {
         any[k] |= m[k];
@@ -537,11 +552,14 @@ public final class Verify {
     long load = 0;
     int taken = 0;
     for (int k = 0; k < any.length; k++) {
+      if (!any[k]) {
+        continue;
+      }
       long n = 0;
       for (Digest dg : all) {
-        n += any[k] ? dg.count(k) : 0;
+        n += dg.count(k);
       }
-      if (any[k] && (taken == 0 || load + n <= EXAMINE_BUDGET)) {
+      if (taken == 0 || load + n <= EXAMINE_BUDGET) {
         examined[k] = true;
         load += n;
         taken++;
@@ -558,16 +576,16 @@ public final class Verify {
       }
       if (left > 0) {
         int buckets = left;
-        problems.add(((IndexKeys) pairs.get(i)[2]).check, DIFFERS, () -> new Object[] {
+        problems.add(pairs.get(i).blame().check, DIFFERS, () -> new Object[] {
             "buckets", buckets, "message", "datoms differ in " + buckets
                 + " more buckets of entities, past the ones examined datom by datom"});
       }
     }
   }
 
-  private void pair(List<Object[]> pairs, IndexKeys base, Digest a, IndexKeys other) {
+  private void pair(List<Pair> pairs, IndexKeys base, Digest a, IndexKeys other) {
     if (!unreadable.contains(base) && !unreadable.contains(other)) {
-      pairs.add(new Object[] {a, digests.get(other), other});
+      pairs.add(new Pair(a, digests.get(other), other));
     }
   }
 
@@ -591,7 +609,8 @@ public final class Verify {
         "problem-count", problems.total(), "problems", problems.listed());
   }
 
-  private static IPersistentMap map(Object... kvs) {
+  /** A map of alternating names (strings, without colon) and values, the names as keywords. */
+  static IPersistentMap map(Object... kvs) {
     for (int i = 0; i < kvs.length; i += 2) {
       kvs[i] = kw((String) kvs[i]);
     }
