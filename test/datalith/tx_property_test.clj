@@ -461,6 +461,20 @@
                   (history-tuples attrs (d/datoms (d/history db) :eavt)))
             {:wdb db})))))
 
+(defn- check-verified
+  "d/verify of the store after a transaction (issue #13): every index, the history, BLOBS
+  and META agree with the log; and the database rebuilt from the log reads the same. nil
+  or a failure."
+  [conn]
+  (let [r (d/verify conn)]
+    (if-not (:ok? r)
+      {:check :verify :problems (:problems r)}
+      (let [{rebuilt :conn} (d/rebuild-indexes conn :mem)
+            view (fn [db] [(d/basis-t db) (set (d/datoms db :eavt)) (vec (d/datoms db :avet))
+                           (set (d/datoms (d/history db) :eavt))])]
+        (try (diff :rebuilt (view (d/db conn)) (view (d/db rebuilt)))
+             (finally (d/close rebuilt)))))))
+
 (defn- run-tx
   "Runs `tx-data` on the engine (transact!, with on the db before, with on
   the previous with) and on the model, and compares everything; returns the
@@ -508,7 +522,8 @@
                   (when-not (:wdb chain) chain)
                   (check-db m (d/db conn))
                   (check-snapshots m dbs)
-                  (check-log m conn))]
+                  (check-log m conn)
+                  (check-verified conn))]
         (if f
           (fail f)
           (assoc state :model m :dbs (conj dbs (d/db conn)) :wdb (:wdb chain)))))))

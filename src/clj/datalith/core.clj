@@ -13,7 +13,7 @@
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
   (:refer-clojure :exclude [with])
-  (:import (datalith.db Conn Db Entity IndexScan Schema TxReport)
+  (:import (datalith.db Conn Db Entity IndexScan Rebuild Schema TxReport Verify)
            (datalith.query Engine)
            (datalith.pull Puller)
            (datalith.index Datom Index)
@@ -325,6 +325,111 @@
   "The transaction log of `conn`, for `tx-range`."
   [conn]
   (.db (conn-arg conn)))
+
+;; ---------------------------------------------------------------- checking and repairing
+
+(defn- database-dir
+  "The directory of an existing database: a File, checked to hold something."
+  ^File [dir]
+  (let [f (.toFile (->path dir))]
+    (when-not (and (.isDirectory f) (seq (.list f)))
+      (throw (error :db/no-database "No database in this directory" {:dir (str dir)})))
+    f))
+
+(defmacro ^:private with-store
+  "Runs body with `store` bound to the store of `source`: a connection's, or an LMDB store
+  opened on the database directory `source` (not through a connection: its format and its
+  indexes may be the ones in doubt) and closed afterwards. `conn` is bound to the connection,
+  or nil."
+  [[store conn source] & body]
+  `(let [src# ~source]
+     (if (instance? Conn src#)
+       (let [~conn src# ~store nil] ~@body)
+       (let [^Store s# (LmdbStore/open (.toPath (database-dir src#)) {})]
+         (try (let [~conn nil ~store s#] ~@body)
+              (finally (.close s#)))))))
+
+(defn verify
+  "Checks a database for damage and returns what it found, as data. `source` is a
+  connection, or the directory of a database not open in this process (any on-disk
+  format). The transaction log, whose every record carries a checksum, is the source of
+  truth: the check walks every sub-database once, in one read transaction, and holds
+  fixed-size digests rather than datoms, so it runs in bounded memory:
+
+  - the log: every record passes its checksum and decodes; its t run 0, 1, 2 ... without a gap
+  - EAVT = AEVT = AVET, VAET = their ref datoms, and the same for the history indexes;
+    replaying the log gives EAVT (current datoms) and the history (retracted ones, with the
+    txs that asserted and retracted them); keys well formed and ascending
+  - on LMDB, seeks from the root land where the walk says (LMDB's branch pages route them)
+  - BLOBS: every long value under its hash, none missing
+  - META: t is the log's last t, next-eid above every entity id used, statistics = counts
+
+    (d/verify conn)
+    ; => {:ok? true, :t 12, :format 2, :problem-count 0, :problems [],
+    ;     :checks {:log {:records 13 :datoms 96 :checksums :checked :problems 0}
+    ;              :eavt {:datoms 80 :problems 0} ... :blobs {:entries 0 :problems 0}
+    ;              :meta {:problems 0}}}
+
+  Each problem is a map {:index check :problem kind ...} naming a :datom ([e a v tx], or
+  [e a v tx retracted-tx] in history), a :key (hex) or a :t; see datalith.db.Verify for
+  the kinds. Options: :max-problems, how many problems to list (default 100; all are
+  counted)."
+  ([source] (verify source {}))
+  ([source {:keys [max-problems] :or {max-problems Verify/DEFAULT_MAX_PROBLEMS}}]
+   (with-store [store conn source]
+     (if conn
+       (Verify/run ^Conn conn (int max-problems))
+       (Verify/run ^Store store (int max-problems))))))
+
+(defn- empty-target
+  "The target directory of a rebuild, which must not hold anything; [File created?]."
+  [dir]
+  (let [f (.toFile (->path dir))]
+    (when (and (.exists f) (not (and (.isDirectory f) (empty? (.list f)))))
+      (throw (error :store/not-empty "The target of a rebuild must be a new or empty directory"
+                    {:dir (str dir)})))
+    [f (not (.exists f))]))
+
+(defn- delete-contents [^File f]
+  (doseq [^File c (.listFiles f)]
+    (when (.isDirectory c) (delete-contents c))
+    (.delete c)))
+
+(defn rebuild-indexes
+  "Rebuilds a database from its transaction log into a new one: every index, the history,
+  the long values and META, as the log's transactions would have written them. For a
+  database whose indexes `verify` finds damaged, and to bring a store of the older on-disk
+  format (1, before log records had checksums) to the current one. The source is only read.
+
+  `source`: a connection, or the directory of a database not open in this process.
+  `target`: a new (or empty) directory, or :mem. The whole log is checked first: when a
+  record fails its checksum, or a t is missing, it throws :store/corrupt naming that :t and
+  writes nothing. It refuses (:store/corrupt, :problem :log-end) when the source's META t is
+  past the log's end, which means records lost from the log's end, unless
+  `:trust-log-end true`. Returns {:t :records :datoms :next-eid :source-format :checksums},
+  with :conn, the new database's connection (close it), when target is :mem.
+
+    (d/rebuild-indexes \"/data/shop\" \"/data/shop-rebuilt\")
+    ; => {:t 1200, :records 1201, :datoms 48211, :next-eid 9051, :source-format 2,
+    ;     :checksums :checked}"
+  ([source target] (rebuild-indexes source target {}))
+  ([source target {:keys [trust-log-end]}]
+   (with-store [store conn source]
+     (let [run (fn [^Store into]
+                 (if conn
+                   (Rebuild/run ^Conn conn into (boolean trust-log-end))
+                   (Rebuild/run ^Store store into (boolean trust-log-end))))]
+       (if (= :mem target)
+         (let [into (MemStore/open)
+               report (try (run into) (catch Throwable t (.close into) (throw t)))]
+           (assoc report :conn (Conn/open into)))
+         (let [[^File dir created?] (empty-target target)]
+           (try (with-open [into (LmdbStore/open (.toPath dir) {})]
+                  (run into))
+                (catch Throwable t
+                  (delete-contents dir)
+                  (when created? (.delete dir))
+                  (throw t)))))))))
 
 ;; ---------------------------------------------------------------- queries
 

@@ -77,8 +77,7 @@ public final class Conn implements AutoCloseable {
   private Latest load(Snapshot s, Latest known) {
     ByteBuffer fb = s.rt.get(SubDb.META, Meta.FORMAT.duplicate());
     if (fb != null && fb.getLong(0) != Meta.FORMAT_VERSION) {
-      throw Errors.error("store/format", "Unsupported on-disk format " + fb.getLong(0),
-          "format", fb.getLong(0));
+      throw formatError(fb.getLong(0));
     }
     long t = s.storeLatestT;
     if (t < 0) {
@@ -102,6 +101,15 @@ public final class Conn implements AutoCloseable {
     }
     return new Latest(new Db(this, schema, t, t, Db.NO_AS_OF, Db.NO_SINCE, false, null, nextEid,
         stats), schemaT);
+  }
+
+  private static RuntimeException formatError(long format) {
+    String how = format == Meta.FORMAT_NO_CHECKSUMS
+        ? ": it was written before log records had checksums. Copy it into the current format"
+          + " with `datalith repair DIR NEWDIR` (d/rebuild-indexes), which leaves it untouched"
+        : ", not " + Meta.FORMAT_VERSION + ": written by another version of datalith";
+    return Errors.error("store/format", "The store has on-disk format " + format + how,
+        "format", format, "supported", Meta.FORMAT_VERSION);
   }
 
   private Latest bootstrap(WriteTxn wt) {

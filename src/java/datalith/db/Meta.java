@@ -20,7 +20,14 @@ final class Meta {
   static final ByteBuffer SCHEMA_T = key("schema-t");
   /** The on-disk format version (8 bytes). */
   static final ByteBuffer FORMAT = key("format");
-  static final long FORMAT_VERSION = 1;
+  /**
+   * The format this code writes: 2, log records carry a CRC32C ({@link LogRecord}). Format 1
+   * (no checksums) is read only by {@link Verify} and {@link Rebuild}, which copies such a store
+   * into the current format.
+   */
+  static final long FORMAT_VERSION = 2;
+  /** The format before log records had checksums. */
+  static final long FORMAT_NO_CHECKSUMS = 1;
 
   private Meta() {}
 
