@@ -221,6 +221,15 @@
       (gen/tuple (gen/elements '[t->tx tx->t]) (gen/tuple (gen-of [0 1 ::tx ::t])))
       (gen/tuple (gen/elements '[db log]) (gen/tuple conn))
       (gen/tuple (gen/return 'close) (gen/tuple (gen/one-of [(gen-bad) (gen/return ::fresh-conn)])))
+      (gen/tuple (gen/return 'verify)
+                 (gen/one-of [(gen/tuple conn) (gen/tuple conn (gen-bad))
+                              (gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))]))
+      (gen/tuple (gen/return 'rebuild-indexes)
+                 (gen/one-of [(gen/tuple conn (gen-of [:mem ::temp-dir]))
+                              (gen/tuple conn (gen-of [:mem ::temp-dir]) (gen-bad))
+                              (gen/tuple conn (gen/such-that (complement names-a-directory?) (gen-bad) 100))
+                              (gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100)
+                                         (gen/return :mem))]))
       (gen/tuple (gen/return 'connect) (gen/one-of
                                         [(gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema %) (gen-bad)))
@@ -235,7 +244,7 @@
   "The entry points the generator calls, by name: every public function of datalith.core."
   '#{connect close db transact! with basis-t t->tx tx->t as-of since history as-of-t since-t
      history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
-     pull pull-many})
+     pull pull-many verify rebuild-indexes})
 
 ;; ---------------------------------------------------------------- the fixture
 

@@ -48,6 +48,13 @@
     (throw (error :db/invalid-t (str "Expected " what ": a whole number that fits a long")
                   {what x}))))
 
+(defn- opts-arg
+  "`opts`, a map of options or nil, or :db/invalid-options."
+  [opts]
+  (if (or (nil? opts) (map? opts))
+    opts
+    (throw (error :db/invalid-options "Options are a map" {:options opts}))))
+
 ;; ---------------------------------------------------------------- connections
 
 (defn- ->path ^Path [x]
@@ -114,8 +121,7 @@
      (connect (or (:dir target) :mem) target)
      (connect target {})))
   (^Conn [target opts]
-   (when-not (or (nil? opts) (map? opts))
-     (throw (error :db/invalid-options "Options are a map" {:options opts})))
+   (opts-arg opts)
    (let [^Store store (if (= :mem target)
                         (MemStore/open)
                         (LmdbStore/open (->path target) (store-options opts)))
@@ -375,11 +381,15 @@
   the kinds. Options: :max-problems, how many problems to list (default 100; all are
   counted)."
   ([source] (verify source {}))
-  ([source {:keys [max-problems] :or {max-problems Verify/DEFAULT_MAX_PROBLEMS}}]
-   (with-store [store conn source]
-     (if conn
-       (Verify/run ^Conn conn (int max-problems))
-       (Verify/run ^Store store (int max-problems))))))
+  ([source opts]
+   (let [{:keys [max-problems] :or {max-problems Verify/DEFAULT_MAX_PROBLEMS}} (opts-arg opts)
+         max-problems (long-arg max-problems ":max-problems")]
+     (when-not (<= 0 max-problems Integer/MAX_VALUE)
+       (throw (error :db/invalid-options ":max-problems is a count" {:max-problems max-problems})))
+     (with-store [store conn source]
+       (if conn
+         (Verify/run ^Conn conn (int max-problems))
+         (Verify/run ^Store store (int max-problems)))))))
 
 (defn- empty-target
   "The target directory of a rebuild, which must not hold anything; [File created?]."
@@ -413,23 +423,24 @@
     ; => {:t 1200, :records 1201, :datoms 48211, :next-eid 9051, :source-format 2,
     ;     :checksums :checked}"
   ([source target] (rebuild-indexes source target {}))
-  ([source target {:keys [trust-log-end]}]
-   (with-store [store conn source]
-     (let [run (fn [^Store into]
-                 (if conn
-                   (Rebuild/run ^Conn conn into (boolean trust-log-end))
-                   (Rebuild/run ^Store store into (boolean trust-log-end))))]
-       (if (= :mem target)
-         (let [into (MemStore/open)
-               report (try (run into) (catch Throwable t (.close into) (throw t)))]
-           (assoc report :conn (Conn/open into)))
-         (let [[^File dir created?] (empty-target target)]
-           (try (with-open [into (LmdbStore/open (.toPath dir) {})]
-                  (run into))
-                (catch Throwable t
-                  (delete-contents dir)
-                  (when created? (.delete dir))
-                  (throw t)))))))))
+  ([source target opts]
+   (let [{:keys [trust-log-end]} (opts-arg opts)]
+     (with-store [store conn source]
+       (let [run (fn [^Store into]
+                   (if conn
+                     (Rebuild/run ^Conn conn into (boolean trust-log-end))
+                     (Rebuild/run ^Store store into (boolean trust-log-end))))]
+         (if (= :mem target)
+           (let [into (MemStore/open)
+                 report (try (run into) (catch Throwable t (.close into) (throw t)))]
+             (assoc report :conn (Conn/open into)))
+           (let [[^File dir created?] (empty-target target)]
+             (try (with-open [into (LmdbStore/open (.toPath dir) {})]
+                    (run into))
+                  (catch Throwable t
+                    (delete-contents dir)
+                    (when created? (.delete dir))
+                    (throw t))))))))))
 
 ;; ---------------------------------------------------------------- queries
 
