@@ -1,6 +1,6 @@
 (ns datalith.composite-test
   "Composite tuples: attributes with :db/tupleAttrs are kept by the transactor."
-  (:require [clojure.test :refer [deftest is testing]]
+  (:require [clojure.test :refer [deftest is are testing]]
             [datalith.core :as d]
             [datalith.test-util :refer [each-store]]))
 
@@ -13,6 +13,9 @@
 
 (defn- composite [conn e]
   (:reg/course+student (d/pull (d/db conn) [:reg/course+student] e)))
+
+(defn- composite-of [conn e]
+  (:ref+name (d/pull (d/db conn) [:ref+name] e)))
 
 (deftest composite-follows-its-attributes
   (each-store [conn {:schema schema}]
@@ -38,3 +41,50 @@
       (testing "retracting every part retracts the tuple"
         (d/transact! conn [[:db/retract e :reg/student "bob"] [:db/retract e :reg/course "math"]])
         (is (nil? (composite conn e)))))))
+
+(def ref-schema
+  [{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
+   {:db/ident :value :db/valueType :db.type/long}
+   {:db/ident :ref :db/valueType :db.type/ref}
+   {:db/ident :ref+name :db/valueType :db.type/tuple :db/tupleAttrs [:ref :name]
+    :db/unique :db.unique/identity}])
+
+(defn- error-of [f]
+  (try (f) :no-error
+       (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))
+
+(deftest composites-are-derived-not-written
+  ;; Datomic: "Composite attributes are entirely managed by Datomic - you never
+  ;; assert or retract them yourself." tx-data may name one only with the value
+  ;; it derives to, as an upsert through a unique composite does.
+  (each-store [conn {:schema ref-schema}]
+    (let [r (d/transact! conn [{:db/id "a" :name "A"} {:db/id "p" :name "Petr" :ref "a"}])
+          {:strs [a p]} (:tempids r)
+          state #(vec (d/datoms (d/db conn) :eavt))
+          before (state)]
+      (is (= [a "Petr"] (composite-of conn p)))
+      (are [tx error] (= error (error-of #(d/transact! conn tx)))
+        [{:db/id [:name "Petr"] :ref+name [12345 "Zed"]}] :tx/composite-tuple
+        [[:db/add p :ref+name [a "Zed"]]] :tx/composite-tuple
+        [{:name "New" :ref+name [a "Other"]}] :tx/composite-tuple
+        [{:name "New" :ref a :ref+name [a "Other"]}] :tx/composite-tuple
+        [{:db/id "n" :value 1 :ref+name [a "Nobody"]}] :tx/composite-tuple
+        [[:db/add p :name "Pete"] [:db/add p :ref+name [a "Petr"]]] :tx/composite-tuple
+        [[:db/retract p :ref+name [a "Petr"]]] :tx/composite-tuple
+        [[:db/retract p :ref+name]] :tx/composite-tuple
+        [[:db/cas p :ref+name [a "Petr"] [a "X"]]] :tx/composite-tuple
+        ;; ill-typed for the attributes it is made of
+        [{:ref+name ["not-an-id" 42]}] :tx/value-type
+        [{:ref+name [a 42]}] :tx/value-type
+        [{:ref+name [a "Petr" 3]}] :tx/value-type
+        [{:ref+name [-1 "Petr"]}] :tx/value-type)
+      (is (= before (state)) "nothing was written")
+      (testing "the value it derives to: an upsert through the composite"
+        (let [r2 (d/transact! conn [{:ref+name [a "Petr"] :ref a :name "Petr" :value 5}])]
+          (is (= #{[p :value 5 true]}
+                 (set (for [d (:tx-data r2) :when (not= :db/txInstant (:a d))]
+                        [(:e d) (:a d) (:v d) (:added d)])))))
+        (d/transact! conn [{:ref+name [a "Petr"] :value 6}])
+        (is (= 6 (:value (d/entity (d/db conn) p))))
+        (d/transact! conn [[:db/add p :name "Pete"] [:db/add p :ref+name [a "Pete"]]])
+        (is (= [a "Pete"] (composite-of conn p)))))))

@@ -8,17 +8,24 @@
   [e a v] -> t-asserted; `current`, `history-datoms` and `since-datoms` are
   read off it. Nothing is ever updated in place.
 
-  Entity ids. The model never invents the id of a new entity (nor of a
-  transaction): `transact` resolves every tempid itself (to an existing
-  entity by upsert, or to \"a new entity\") and then asks its caller, through
-  `new-eid`, which id the engine gave each new entity (read from the
-  engine's :tempids or tx-data).
-  It checks that those ids are fresh and distinct; everything else (upserts,
-  lookup refs, conflicts, retractions) it decides alone, and the caller
-  compares its :tempids with the engine's.
+  Entity ids. The model never invents the id of a new entity (nor of an
+  attribute installed on first use): `transact`
+  resolves every tempid itself (to an existing entity by upsert, or to \"a
+  new entity\") and then asks its caller, through `new-eid`, which id the
+  engine gave each new entity and attribute (read from the engine's :tempids
+  or tx-data). Transaction t's own entity is tx0 + t.
+  It checks that those ids are fresh and distinct: never an id in use, nor
+  one that this or an earlier transaction named explicitly (`:named`);
+  everything else (upserts, lookup refs, conflicts, retractions) it decides
+  alone, and the caller compares its :tempids with the engine's.
+  Explicit ids: any id below the transaction ids (tx0, 3 * 2^42) is an
+  entity; from tx0 up, only the transactions so far and this one are, any
+  other is refused (:tx/invalid-entity-id).
 
-  Schema: {attr {:type :long|:string|:keyword|:ref, :card :one|:many,
-  :unique nil|:identity|:value, :component bool}}.
+  Schema: {attr {:type :long|:string|:keyword|:ref|:any, :card :one|:many,
+  :unique nil|:identity|:value, :component bool}}. An attribute the
+  schema lacks is installed by the first transaction that names it
+  ({:type :any :card :one}: any value, compared by equality).
 
   tx-data language (the subset the generator emits):
     [:db/add e a v]  [:db/retract e a v]  [:db/retract e a]  [:db/retractEntity e]
@@ -36,7 +43,12 @@
   - Tempids that assert the same :db.unique/identity value are one entity;
     an entity whose identity value exists before the transaction is that
     entity (upsert). Two existing entities for one tempid: :tx/upsert-conflict.
-    A tempid used only as a ref value: :tx/tempid-only-value.
+    A tempid used only as a ref value or in retractions (no assertion about
+    it): :tx/tempid-only-value. A tempid named only by a map with no
+    attributes names nothing, and gets no id.
+  - [:db/retractEntity x] where x is a lookup ref that names nothing does
+    nothing; the other operations refuse it (:tx/lookup-ref-not-found).
+  - :tempids maps \"datomic.tx\" to the transaction when tx-data used it.
   - A = the asserted triples; R = the explicitly retracted triples, plus, for
     [:db/retract e a], every value of e's a, and for [:db/retractEntity e],
     every triple of e, every ref to e, recursively through component refs.
@@ -56,7 +68,11 @@
   "A model with no user datoms whose basis is `t`. `reserved`: entity ids
   already in use (schema, system), never valid for a new entity."
   [schema t reserved]
-  {:schema schema :t t :t0 t :log [] :ents (sorted-set) :reserved (set reserved)})
+  {:schema schema :t t :t0 t :log [] :ents (sorted-set) :reserved (set reserved) :named #{}})
+
+(def tx0
+  "The first transaction entity id: transaction t is tx0 + t."
+  (bit-shift-left 3 42))
 
 (defn- apply-entry [state {:keys [t datoms]}]
   (let [state (reduce (fn [s [e a v added]] (if added s (dissoc s [e a v]))) state datoms)]
@@ -102,10 +118,11 @@
   (throw (ex-info msg (assoc data ::reject kind))))
 
 (defn- tempid? [x] (and (map? x) (contains? x :tempid)))
+(defn- explicit? [x] (and (map? x) (contains? x :id)))
 (defn- lookup? [x] (and (map? x) (contains? x :lookup)))
 
 (defn- entity-ref [x form]
-  (cond (integer? x) (long x)
+  (cond (integer? x) {:id (long x) :form form}
         (= "datomic.tx" x) ::tx
         (string? x) {:tempid x}
         (and (vector? x) (= 2 (count x))) {:lookup x}
@@ -188,19 +205,38 @@
           (set (map hash-set tokens))
           (group-by (fn [[_ a v]] [a v]) id-adds)))
 
+(defn- claim!
+  "Adds `eid`, which the engine gave a new entity or attribute, to `taken`;
+  throws ::bad-eid when it is not a fresh id."
+  [taken eid data]
+  (when-not (and (integer? eid) (not (contains? @taken eid)))
+    (throw (ex-info "the engine gave a new entity an id in use" (assoc data ::bad-eid eid))))
+  (swap! taken conj eid)
+  eid)
+
+(defn- named-ids
+  "The entity ids below tx0 that `ops` name explicitly (entities and ref values)."
+  [schema ops]
+  (set (for [op ops
+             x [(:e op) (when (ref-attr? schema (:a op)) (:v op)) (:old op)]
+             :when (and (explicit? x) (< (:id x) tx0))]
+         (:id x))))
+
 (defn- resolve-tempids
-  "{tempid eid}: upserts against `fs`, the rest new entities named by `new-eid`."
-  [model fs ops new-eid]
+  "{tempid eid}: upserts against `fs`, the rest new entities named by `new-eid`,
+  each claimed in `taken`."
+  [model fs ops new-eid taken]
   (let [schema (:schema model)
-        tokens (set (for [op ops, x [(:e op) (:v op) (:old op)] :when (tempid? x)] (:tempid x)))
-        entity-tokens (set (for [op ops :when (#{:add :mention :cas} (:op op))
+        tokens (set (for [op ops :when (not= :mention (:op op))
+                          x [(:e op) (:v op) (:old op)] :when (tempid? x)]
+                      (:tempid x)))
+        entity-tokens (set (for [op ops :when (#{:add :cas} (:op op))
                                  :when (tempid? (:e op))]
                              (:tempid (:e op))))
         id-adds (for [{:keys [op e a v]} ops
                       :when (and (= :add op) (tempid? e)
                                  (= :identity (get-in schema [a :unique])))]
-                  [(:tempid e) a v])
-        taken (atom (into (:reserved model) (:ents model)))]
+                  [(:tempid e) a (if (explicit? v) (:id v) v)])]
     (into {}
           (for [cls (sort-by #(vec (sort (map str %))) (tempid-classes tokens id-adds))
                 :let [idents (set (for [[tok a v] id-adds :when (cls tok)] [a v]))
@@ -217,13 +253,9 @@
                                     {:tempids cls})
 
                             :else
-                            (let [eid (new-eid {:tempids (sort (filter string? cls))
-                                                :identities (sort idents)})]
-                              (when-not (and (integer? eid) (not (contains? @taken eid)))
-                                (throw (ex-info "the engine gave a new entity an id in use"
-                                                {::bad-eid eid :tempids cls :identities idents})))
-                              (swap! taken conj eid)
-                              eid))]
+                            (claim! taken (new-eid {:tempids (sort (filter string? cls))
+                                                    :identities (sort idents)})
+                                    {:tempids cls :identities idents}))]
                 tok cls]
             [tok eid]))))
 
@@ -240,21 +272,42 @@
           (recur (concat more parts) (conj seen e) (into out (concat own refs-in)))))
       out)))
 
+(defn- new-attrs
+  "The attributes `ops` name that `schema` lacks: installed by the transaction."
+  [schema ops]
+  (set (for [op ops :when (and (:a op) (not= :mention (:op op)))
+             :when (not (contains? schema (:a op)))]
+         (:a op))))
+
 (defn- transact* [model tx-data new-eid]
   (let [schema (:schema model)
         fs (facts model)
         ops (expand schema tx-data)
-        tempids (resolve-tempids model fs ops new-eid)
-        tx (delay (new-eid {:tx true}))
+        tx-named? (some #{::tx} (mapcat (juxt :e :v :old) ops))
+        named (named-ids schema ops)
+        taken (atom (into (:reserved model) cat [(:ents model) (:named model) named]))
+        tempids (resolve-tempids model fs ops new-eid taken)
+        installed (into {} (for [a (sort (new-attrs schema ops))]
+                             [a (claim! taken (new-eid {:attribute a}) {:attribute a})]))
+        schema (merge schema (zipmap (keys installed) (repeat {:type :any :card :one})))
+        tx (delay (+ tx0 (inc (:t model))))
         eid (fn [x]
               (cond (tempid? x) (get tempids (:tempid x))
                     (= ::tx x) @tx
+                    (explicit? x) (let [e (:id x)]
+                                    (when (> e (+ tx0 (inc (:t model))))
+                                      (reject :tx/invalid-entity-id "no transaction has that id"
+                                              {:entity e :form (:form x)}))
+                                    e)
                     (lookup? x) (let [[a v] (:lookup x)]
                                   (or (holder fs a v)
                                       (reject :tx/lookup-ref-not-found "no entity has the value"
                                               {:lookup-ref (:lookup x)})))
                     :else x))
-        ops (for [op ops]
+        names-nothing? (fn [{:keys [op e]}] ; a retractEntity of a lookup ref that matches nothing
+                         (and (= :retract-entity op) (lookup? e)
+                              (nil? (apply holder fs (:lookup e)))))
+        ops (for [op ops :when (not (names-nothing? op))]
               (cond-> (update op :e eid)
                 (and (contains? op :v) (ref-attr? schema (:a op))) (update :v eid)
                 (and (some? (:old op)) (ref-attr? schema (:a op))) (update :old eid)))
@@ -292,19 +345,22 @@
                                                                  :entities (map first holders)}))
     (let [t (inc (:t model))]
       {:model (-> model
-                  (assoc :t t)
+                  (assoc :t t :schema schema)
                   (update :log conj {:t t :datoms (into (set (map #(conj % false) retracted))
                                                         (map #(conj % true) asserted))})
                   (update :ents into (concat (vals tempids)
-                                             (remove #(and (realized? tx) (= @tx %))
-                                                     (map first asserted)))))
-       :tempids (into {} (filter (comp string? key) tempids))
+                                             (remove #(>= % tx0) (map first asserted))))
+                  (update :reserved into (vals installed))
+                  (update :named into named))
+       :tempids (cond-> (into {} (filter (comp string? key) tempids))
+                  tx-named? (assoc "datomic.tx" @tx))
        :datoms (into (set (map #(conj % false) retracted)) (map #(conj % true) asserted))})))
 
 (defn transact
   "Applies tx-data to `model`. `new-eid` is called once per new entity with
   {:tempids [names] :identities [[attr value]]} and returns the id the engine
-  gave it; for the transaction's own entity, with {:tx true}. Returns {:model m' :tempids {name eid} :datoms #{[e a v added]}},
+  gave it; for an attribute installed on first use, with {:attribute ident}.
+  The transaction's own entity is tx0 + its t. Returns {:model m' :tempids {name eid} :datoms #{[e a v added]}},
   {:error kind :data {...}} when Datomic would reject the transaction, or
   {:bad-eid ...} when `new-eid` returned an id in use."
   [model tx-data new-eid]

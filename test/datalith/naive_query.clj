@@ -17,8 +17,14 @@
   - Rules are computed bottom-up: every rule relation starts empty and every
     body is re-run against the current relations until nothing changes.
     Bodies must bind their head variables themselves (the subset the
-    generator emits).
-  - Aggregates group the distinct tuples of the :find and :with variables."
+    generator emits), except in a non-recursive rule, whose head variables a
+    body does not bind are inputs: the call waits for them and runs the
+    bodies per row, seeded with them.
+  - Aggregates group the distinct tuples of the :find and :with variables by
+    the :find variables and pulls; each aggregate reads its group's values,
+    repeats kept. Without aggregates, :with makes a bag: the distinct tuples of
+    the :find and :with variables, each projected to the :find elements.
+  - Comparisons and aggregates order values as Datomic does (`datomic-compare`)."
   (:require [clojure.string :as str]))
 
 ;; ---------------------------------------------------------------- databases
@@ -102,8 +108,39 @@
 
 ;; ---------------------------------------------------------------- functions
 
+(defn- kind
+  "The rank of a value's kind in Datomic's order of query values."
+  [x]
+  (cond (nil? x) 0
+        (number? x) 1
+        (or (sequential? x) (instance? java.util.List x)) 2
+        (instance? java.util.Map x) 3
+        (instance? java.util.Set x) 4
+        (bytes? x) 5
+        :else 6))
+
+(defn datomic-compare
+  "Datomic's order of query values, as its documented and observed behaviour
+  states it: nil, numbers (by value), lists and vectors (element by element),
+  maps and sets (by size, then hash), byte arrays (unsigned), then any other
+  value by its class's name, values of one class by their own order."
+  [a b]
+  (let [ka (kind a) kb (kind b)]
+    (cond
+      (not= ka kb) (compare ka kb)
+      (= 0 ka) 0
+      (= 1 ka) (let [nan? #(and (float? %) (Double/isNaN (double %)))]
+                 (cond (and (nan? a) (nan? b)) 0 (nan? a) 1 (nan? b) -1 :else (compare a b)))
+      (= 2 ka) (or (first (remove zero? (map datomic-compare a b)))
+                   (compare (count a) (count b)))
+      (#{3 4} ka) (compare [(count a) (hash a)] [(count b) (hash b)])
+      (= 5 ka) (or (first (remove zero? (map #(compare (bit-and % 0xff) (bit-and %2 0xff)) a b)))
+                   (compare (count a) (count b)))
+      :else (let [ca (.getName (class a)) cb (.getName (class b))]
+              (if (= ca cb) (compare a b) (compare ca cb))))))
+
 (defn- comparison [ok?]
-  (fn [& xs] (every? (fn [[a b]] (ok? (compare a b))) (partition 2 1 xs))))
+  (fn [& xs] (every? (fn [[a b]] (ok? (datomic-compare a b))) (partition 2 1 xs))))
 
 (def ^:private builtins
   {'< (comparison neg?) '> (comparison pos?) '<= (comparison (complement pos?))
@@ -126,13 +163,22 @@
         (deref (requiring-resolve sym))
         (deref (ns-resolve 'clojure.core sym)))))
 
+(defn- ascending [xs] (sort datomic-compare xs))
+
 (def ^:private aggregates
+  "The built-in aggregates over a group's bag of values (one value per distinct
+  row of the :find and :with variables); a leading argument comes first."
   {'count count
    'count-distinct (fn [xs] (count (distinct xs)))
    'sum (fn [xs] (reduce + 0 xs))
    'avg (fn [xs] (/ (double (reduce + 0 xs)) (count xs)))
-   'min (fn [xs] (reduce #(if (neg? (compare %2 %1)) %2 %1) xs))
-   'max (fn [xs] (reduce #(if (pos? (compare %2 %1)) %2 %1) xs))
+   'min (fn ([xs] (first (ascending xs)))
+          ([n xs] (vec (take n (ascending xs)))))
+   'max (fn ([xs] (last (ascending xs)))
+          ([n xs] (vec (take n (reverse (ascending xs))))))
+   'median (fn [xs]
+             (let [s (vec (ascending xs)) n (count s) mid (quot n 2)]
+               (if (odd? n) (s mid) (quot (+ (s (dec mid)) (s mid)) 2))))
    'distinct set})
 
 ;; ---------------------------------------------------------------- bindings
@@ -148,10 +194,11 @@
 
 (defn- bind-form
   "The rows (binding maps) a binding form (scalar, tuple, collection or
-  relation, nested as Datomic allows) makes of `value`."
+  relation, nested at will) makes of `value`; a form without variables takes
+  any value and makes one empty row."
   [form value]
   (cond
-    (blank? form) [{}]
+    (empty? (vars-in form)) [{}]
     (variable? form) [{form value}]
     (and (vector? form) (= '... (last form)))
     (mapcat #(bind-form (first form) %) value)
@@ -211,6 +258,8 @@
       :or (vars-in (rest c))
       :or-join (flatten (second c)))))
 
+(declare rule-inputs)
+
 (defn- needs
   "The variables that must be bound before `clause` runs."
   [ctx clause scope-vars]
@@ -219,8 +268,8 @@
       :pattern []
       :predicate (vars-in (first c))
       :function (vars-in (first c))
-      :rule (let [{:keys [required]} (first (get (:rules ctx) (first c)))]
-              (filter variable? (take (count required) (rest c))))
+      :rule (let [inputs (rule-inputs ctx (first c))]
+              (filter variable? (keep-indexed (fn [i a] (when (inputs i) a)) (rest c))))
       (:not :not-join) (join-vars clause scope-vars)
       (:or :or-join) (let [jv (join-vars clause scope-vars)
                            required (when (and (= :or-join (clause-kind clause))
@@ -259,6 +308,7 @@
 (defn- arg-value [ctx b arg]
   (cond (variable? arg) (b arg)
         (src-var? arg) (source ctx arg)
+        (and (seq? arg) (= 'quote (first arg))) (second arg)
         :else arg))
 
 (defn- eval-predicate [ctx [[f & args]] rows]
@@ -336,22 +386,27 @@
                                             vars)))]))]
         (if (= next rels) rels (recur next))))))
 
+(declare top-down-rule? eval-rule-top-down)
+
 (defn- eval-rule [ctx clause rows]
   (let [[src [name & args]] (strip-src clause)
         data (source ctx src)
-        rels (or (get (:rule-rels ctx) name)
+        rels (or (when (top-down-rule? ctx name) ::top-down)
+                 (get (:rule-rels ctx) name)
                  (get @(:rule-cache ctx) [data name])
                  (when (contains? (:rules ctx) name)
                    (let [rels (get (rule-relations ctx data name) name)]
                      (swap! (:rule-cache ctx) assoc [data name] rels)
                      rels))
                  (throw (ex-info "unknown rule" {:rule name})))]
-    (set (for [b rows
-               tuple rels
-               :let [b' (reduce (fn [b [t x]] (or (unify b t x) (reduced nil)))
-                                b (map vector args tuple))]
-               :when b']
-           b'))))
+    (if (= ::top-down rels)
+      (eval-rule-top-down (assoc-in ctx [:sources '$] data) name args rows)
+      (set (for [b rows
+                 tuple rels
+                 :let [b' (reduce (fn [b [t x]] (or (unify b t x) (reduced nil)))
+                                  b (map vector args tuple))]
+                 :when b']
+             b')))))
 
 (defn- eval-clause [ctx clause rows scope-vars bound]
   (let [[_ c] (strip-src clause)]
@@ -407,19 +462,51 @@
     :tuple (first find)
     :rel find))
 
-(defn- element-var [el] (if (seq? el) (last el) el))
+(defn- pull? [el] (and (seq? el) (= 'pull (first el))))
 
-(defn- aggregate [els rows]
-  (let [groups (group-by (fn [row] (vec (keep-indexed (fn [i el] (when-not (seq? el) (row i))) els)))
+(defn- aggregate? [el] (and (seq? el) (not (pull? el))))
+
+(defn- element-var [el]
+  (cond (pull? el) (first (filter variable? (rest el)))
+        (seq? el) (last el)
+        :else el))
+
+(defn- aggregate
+  "The groups of `rows` (tuples over `els`) by their variables and pulls, one
+  tuple each, every aggregate applied to its group's values, with repeats."
+  [els rows]
+  (let [groups (group-by (fn [row] (vec (keep-indexed (fn [i el] (when-not (aggregate? el) (row i))) els)))
                          rows)]
     (set (for [[_ group] groups]
            (vec (map-indexed (fn [i el]
-                               (if (seq? el)
+                               (if (aggregate? el)
                                  (let [f (or (aggregates (first el))
                                              (throw (ex-info "unknown aggregate" {:aggregate el})))]
-                                   (f (map #(nth % i) group)))
+                                   (apply f (concat (butlast (rest el)) [(map #(nth % i) group)])))
                                  ((first group) i)))
                              els))))))
+
+(defn- pull
+  "(pull ?e pattern) of entity `e`, for a pattern of :db/id and attributes of
+  cardinality one: the map of those it has, nil when it has none."
+  [db pattern e]
+  (not-empty (into {} (for [a pattern
+                            :let [v (if (= :db/id a) e (first (values-of db e a)))]
+                            :when (some? v)]
+                        [a v]))))
+
+(defn- pulled
+  "`tuples` with the entity of each (pull ?e pattern) element replaced by its pull."
+  [ctx els tuples]
+  (let [pull-at (keep-indexed (fn [i el] (when (pull? el) [i el])) els)
+        pull-one (fn [t]
+                   (reduce (fn [t [i el]]
+                             (assoc t i (pull (source ctx (if (= 4 (count el)) (second el) '$))
+                                              (last el) (t i))))
+                           t pull-at))]
+    (if (seq pull-at)
+      (if (set? tuples) (set (map pull-one tuples)) (mapv pull-one tuples))
+      tuples)))
 
 (defn answer
   "{:kind :rel|:scalar|:coll|:tuple, :tuples #{[value ...]} (maps for :keys)}:
@@ -453,11 +540,15 @@
                             rows))
         el-tuples (map (fn [row] (mapv #(row (.indexOf ^java.util.List cols (element-var %))) els))
                        projected)
-        tuples (if (some seq? els) (aggregate els el-tuples) (set el-tuples))
+        bag? (and (seq with) (not-any? aggregate? els))
+        tuples (cond (some aggregate? els) (aggregate els el-tuples)
+                     bag? (vec el-tuples)
+                     :else (set el-tuples))
+        tuples (pulled ctx els tuples)
         tuples (if keys
-                 (set (map #(zipmap (map keyword keys) %) tuples))
+                 ((if bag? vec set) (map #(zipmap (map keyword keys) %) tuples))
                  tuples)]
-    {:kind (find-kind find) :tuples tuples}))
+    {:kind (find-kind find) :tuples tuples :bag? (boolean bag?)}))
 
 (defn q
   "The answer of `query` on `inputs` in the shape Datomic returns: a set of
@@ -474,12 +565,57 @@
 
 (defn agrees?
   "Whether `result`, returned by an engine for a query, is one the naive
-  `answer` (of that query) allows."
-  [{:keys [kind tuples]} result]
+  `answer` (of that query) allows. With :with and no aggregate the answer is a
+  bag: the same tuples as often, in any order."
+  [{:keys [kind tuples bag?]} result]
   (case kind
-    :rel (= tuples result)
-    :coll (and (vector? result)
-               (= (count result) (count (set result)))
-               (= (set (map first tuples)) (set result)))
+    :rel (if bag?
+           (and (vector? result) (= (frequencies tuples) (frequencies result)))
+           (and (set? result) (= tuples result)))
+    :coll (if bag?
+            (and (vector? result) (= (frequencies (map first tuples)) (frequencies result)))
+            (and (vector? result)
+                 (= (count result) (count (set result)))
+                 (= (set (map first tuples)) (set result))))
     :scalar (if (empty? tuples) (nil? result) (contains? (set (map first tuples)) result))
     :tuple (if (empty? tuples) (nil? result) (contains? tuples result))))
+
+;; ---------------------------------------------------------------- rules that need their inputs
+
+(defn- rule-inputs
+  "The argument positions a call of rule `name` must pass bound: its required
+  ones, and those of head variables some body never binds itself (it only
+  filters or computes from them), which the caller must bind first."
+  [ctx name]
+  (let [bodies (get (:rules ctx) name)
+        {:keys [vars required]} (first bodies)]
+    (into (set (range (count required)))
+          (for [{:keys [vars body]} bodies
+                :let [bound (set (binds-all ctx body))]
+                [i v] (map-indexed vector vars)
+                :when (not (bound v))]
+            i))))
+
+(defn- top-down-rule?
+  "Whether rule `name` needs inputs beyond its required ones: it cannot be
+  computed bottom-up and is run per calling row instead (not recursively)."
+  [ctx name]
+  (and (contains? (:rules ctx) name)
+       (let [{:keys [required]} (first (get (:rules ctx) name))]
+         (> (count (rule-inputs ctx name)) (count required)))))
+
+(defn- eval-rule-top-down
+  "Each row of `rows` joined with the tuples of rule `name` whose bodies run
+  seeded with the row's values of the input arguments."
+  [ctx name args rows]
+  (let [inputs (rule-inputs ctx name)]
+    (set (for [b rows
+               {:keys [vars body]} (get (:rules ctx) name)
+               :let [seed (into {} (for [i inputs
+                                         :let [a (nth args i)]]
+                                     [(vars i) (if (variable? a) (b a) a)]))]
+               r (second (eval-clauses ctx (set (keys seed)) #{seed} body))
+               :let [b' (reduce (fn [b [a v]] (or (unify b a (r v)) (reduced nil)))
+                                b (map vector args vars))]
+               :when b']
+           b'))))

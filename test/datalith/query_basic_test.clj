@@ -347,3 +347,120 @@
       (is (= 1 ({expected 1} r)) "usable as a map key equal to the same set")
       (is (= (count (pr-str expected)) (count (pr-str r))))
       (is (nil? (seq (d/q '[:find ?e :where [?e :person/name "Nobody"]] (d/db conn))))))))
+
+(def ^:private monsters [["Medusa" 1] ["Cyclops" 1] ["Chimera" 1]])
+
+(deftest with-makes-a-bag
+  (each-store [conn {:schema schema}]
+    (let [{:strs [Alice Bob]} (people! conn)
+          db (d/db conn)
+          bag (fn [query & inputs]
+                (let [r (apply d/q query db inputs)]
+                  (if (sequential? r) (frequencies r) [:not-a-bag r])))]
+      (testing ":with keeps the rows its variables tell apart: a vector, repeats kept"
+        (is (= [[1] [1] [1]] (d/q '[:find ?heads :with ?monster :in $ [[?monster ?heads]]] db monsters)))
+        (are [query inputs result] (= result (apply bag query inputs))
+          '[:find ?heads :with ?monster :in $ [[?monster ?heads]]]  [monsters]  {[1] 3}
+          ;; equal input rows are one row before :with counts
+          '[:find ?heads :with ?monster :in $ [[?monster ?heads]]]  [(conj monsters ["Medusa" 1])] {[1] 3}
+          '[:find ?a :with ?e :where [?e :person/age ?a]]          []          {[30] 2 [25] 1}
+          '[:find ?a :with ?e ?n :where [?e :person/age ?a] [?e :person/name ?n]] [] {[30] 2 [25] 1}
+          '[:find ?a ?a :with ?e :where [?e :person/age ?a]]       []          {[30 30] 2 [25 25] 1}
+          '[:find [?a ...] :with ?e :where [?e :person/age ?a]]    []          {30 2 25 1}
+          '[:find ?a :keys age :with ?e :where [?e :person/age ?a]] []         {{:age 30} 2 {:age 25} 1}
+          '[:find (pull ?f [:person/name]) :with ?e :where [?e :person/friend ?f]] []
+          {[{:person/name "Alice"}] 2 [{:person/name "Bob"}] 1}
+          '[:find ?f :with ?e :where [?e :person/friend ?f]]      []          {[Alice] 2 [Bob] 1}))
+      (testing "without :with the answer is a set"
+        (is (= #{[1]} (d/q '[:find ?heads :in $ [[?monster ?heads]]] db monsters)))
+        (is (= #{[30] [25]} (d/q '[:find ?a :where [?e :person/age ?a]] db)))
+        (is (= [30 25] (d/q '[:find [?a ...] :where [?e :person/age ?a]] db))))
+      (testing "scalar and tuple finds take one row of the bag"
+        (is (#{30 25} (d/q '[:find ?a . :with ?e :where [?e :person/age ?a]] db)))
+        (is (#{[30 "Alice"] [25 "Bob"] [30 "Carol"]}
+             (d/q '[:find [?a ?n] :with ?e :where [?e :person/age ?a] [?e :person/name ?n]] db))))
+      (testing "with aggregates the groups are a set"
+        (is (= #{[30 2] [25 1]} (d/q '[:find ?a (count ?e) :with ?n :where [?e :person/age ?a] [?e :person/name ?n]] db))))
+      (testing "an empty bag"
+        (is (= [] (d/q '[:find ?a :with ?e :where [?e :person/age 99] [?e :person/age ?a]] db)))))))
+
+(deftest queries-without-where-clauses
+  (each-store [conn {:schema schema}]
+    (let [db (d/db conn)]
+      (are [query inputs result] (= result (apply d/q query db inputs))
+        '[:find ?x :in $ [?x ...] :where]                 [[1 2]]        #{[1] [2]}
+        '[:find ?x :in $ [?x ...]]                        [[1 2]]        #{[1] [2]}
+        '{:find [?x] :in [$ [?x ...]] :where []}          [[1 2]]        #{[1] [2]}
+        '{:find [?x] :in [$ [?x ...]]}                    [[1 2]]        #{[1] [2]}
+        '[:find ?x ?y :in $ [?x ...] [?y ...] :where]     [[1 2] [:a]]   #{[1 :a] [2 :a]}
+        '[:find (sum ?x) . :in $ [?x ...] :where]         [[1 2 3]]      6
+        '[:find ?y :with ?x :in $ [[?x ?y]] :where]       [[[1 :a] [2 :a]]] [[:a] [:a]])
+      (is (= :parser/query (:error (try (d/q '[:find ?x :in $ :where] db) (catch clojure.lang.ExceptionInfo e (ex-data e)))))
+          "without clauses, :in must bind the :find variables"))))
+
+(def ^:private symbol-schema
+  [{:db/ident :name :db/valueType :db.type/string :db/unique :db.unique/identity}
+   {:db/ident :sym :db/valueType :db.type/symbol}
+   {:db/ident :syms :db/valueType :db.type/symbol :db/cardinality :db.cardinality/many}
+   {:db/ident :any}])
+
+(deftest symbols-are-constants-in-data-patterns
+  (each-store [conn {:schema symbol-schema}]
+    (let [{:strs [S T U]} (:tempids (d/transact! conn [{:db/id "S" :name "S" :sym 'b :syms ['x 'ns/y]}
+                                                        {:db/id "T" :name "T" :sym 'ns/b :any 'b}
+                                                        {:db/id "U" :name "U" :sym 'c}]))
+          db (d/db conn)]
+      (are [query result] (= result (d/q query db))
+        '[:find ?e :where [?e :sym b]]                                #{[S]}
+        '[:find ?e :where [?e :sym ns/b]]                             #{[T]}
+        '[:find ?e :where [?e :syms ns/y]]                            #{[S]}
+        '[:find ?e :where [?e :any b]]                                #{[T]}
+        '[:find ?e :where [?e :sym nope]]                             #{}
+        '[:find ?n :where [?e :name ?n] (not [?e :sym b])]           #{["T"] ["U"]}
+        '[:find ?n :where [?e :name ?n] (or [?e :sym b] [?e :sym c])] #{["S"] ["U"]}
+        ;; in a call a symbol constant is quoted
+        '[:find ?e :where [?e :sym ?s] [(= ?s 'b)]]                   #{[S]}
+        '[:find ?n . :where [?e :sym ?s] [(= ?s 'c)] [?e :name ?n]]   "U"
+        '[:find ?s :where [(ground 'b) ?s]]                           #{['b]}
+        '[:find ?s :where [(vector 'b 'c) [?s ...]]]                  #{['b] ['c]})
+      (testing "in a rule's data patterns"
+        (is (= #{[S]} (d/q '[:find ?e :in $ % :where (has-b ?e)] db '[[(has-b ?e) [?e :sym b]]]))))
+      (testing "but not as a function's or a rule's argument, as Datomic"
+        (are [query inputs] (= :parser/where (:error (try (apply d/q query db inputs) nil
+                                                          (catch clojure.lang.ExceptionInfo e (ex-data e)))))
+          '[:find ?e :where [?e :sym ?s] [(= ?s b)]]                   []
+          '[:find ?e :in $ % :where (r ?e b)]                          ['[[(r ?e ?s) [?e :sym ?s]]]])))))
+
+(deftest nested-in-bindings
+  (each-store [conn {:schema schema}]
+    (let [{:strs [Alice Bob Carol]} (people! conn)
+          db (d/db conn)]
+      (are [query inputs result] (= result (apply d/q query db inputs))
+        ;; a map is the collection of its entries
+        '[:find ?k ?v :in $ [[?k ?v] ...]]           [{:a 1 :b 2}]                    #{[:a 1] [:b 2]}
+        '[:find ?k ?v :in $ [[?k ?v]]]               [{:a 1 :b 2}]                    #{[:a 1] [:b 2]}
+        '[:find ?k ?v :in $ [[?k ?v] ...]]           [(java.util.HashMap. {:a 1})]    #{[:a 1]}
+        '[:find ?v :in $ [[_ ?v] ...]]               [{:a 1 :b 2}]                    #{[1] [2]}
+        ;; tuples of collections and relations
+        '[:find ?n ?a :in $ [?n [?a ...]] :where [?e :person/name ?n] [?e :person/age ?a]]
+        [["Alice" [25 30]]]                                                           #{["Alice" 30]}
+        '[:find ?n :in $ [[?n [?a ...]] ...] :where [?e :person/name ?n] [?e :person/age ?a]]
+        [[["Alice" [30]] ["Bob" [30 31]] ["Carol" []]]]                               #{["Alice"]}
+        '[:find ?a ?b ?c :in $ [?a [?b ?c]]]         [[1 [2 3]]]                      #{[1 2 3]}
+        '[:find ?a ?b :in $ [[?a [[?b _]]]]]         [[[1 [[2 :x] [3 :y]]] [4 []]]]   #{[1 2] [1 3]}
+        '[:find ?x :in $ [[?x _ _] ...]]             [[[1 2 3] [4 5 6]]]              #{[1] [4]}
+        ;; a binding without variables accepts any value
+        '[:find ?a :in $ ?a [_ ...]]                 [1 []]                           #{[1]}
+        '[:find ?a :in $ [?a [_ ...]]]               [[1 []]]                         #{[1]}
+        ;; nil is an empty collection
+        '[:find ?a :in $ [?a ...]]                   [nil]                            #{}
+        '[:find ?e :in $ [[?n ?e]] :where [?e :person/name ?n]]
+        [[["Bob" Bob] ["Bob" Alice] ["Carol" Carol]]]                                 #{[Bob] [Carol]})
+      (testing "values that do not fit"
+        (are [query inputs] (= :query/binding (:error (try (apply d/q query db inputs) nil
+                                                          (catch clojure.lang.ExceptionInfo e (ex-data e)))))
+          '[:find ?a :in $ [?a [?b ?c]]]          [[1 [2]]]
+          '[:find ?a :in $ [?a [?b ...]]]         [[1 2]]
+          '[:find ?a :in $ [[?a [?b]]]]           [[[1 2]]]
+          '[:find ?a :in $ [?a ?b]]               [nil]
+          '[:find ?a :in $ [?a ...]]              ["abc"])))))

@@ -2,6 +2,9 @@
   "Query errors are ex-infos with a namespaced :error key and the offending
   form, raised before any clause runs; :timeout stops runaway queries."
   (:require [clojure.test :refer [are deftest is testing]]
+            [clojure.test.check :as tc]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
             [datalith.core :as d]
             [datalith.query-fixtures :refer [failure graph! people! schema]]
             [datalith.test-util :refer [each-store]]))
@@ -111,3 +114,63 @@
       (testing ":timeout must be a positive number"
         (is (= :query/invalid-option
                (:error (failure #(d/q {:query '[:find ?e :where [?e :node/id]] :args [db] :timeout -1})))))))))
+
+(defn- nested [n wrap inner] (nth (iterate wrap inner) n))
+
+(deftest malformed-and-deep-queries
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)
+          deep-not [:find '?e :where '[?e :person/name] (nested 1000 #(list 'not %) '[?e :person/age 1])]]
+      (testing "a query that is not a query form"
+        (are [query] (= {:error :parser/query :form query} (failure #(d/q query db)))
+          nil
+          42
+          :find
+          {}))
+      (testing "nesting deeper than the parser allows: an error, not a stack overflow"
+        (are [query inputs error] (= error (:error (failure #(apply d/q query db inputs))))
+          deep-not                                                                  [] :parser/query
+          (pr-str deep-not)                                                         [] :parser/query
+          [:find '?e :where '[?e :person/name] (nested 1000 #(list 'or % '[?e :person/age 2]) '[?e :person/age 1])] [] :parser/query
+          [:find '?e :where '[?e :person/name] (nested 1000 #(list 'not-join '[?e] %) '[?e :person/age 1])] [] :parser/query
+          [:find '?e :where ['?e :person/name (nested 1000 vector "x")]]          [] :parser/query
+          [:find '?x :in '$ (nested 1000 #(vector % '...) '?x)]                  [[]] :parser/query
+          [:find '?e :in '$ '% :where '(r ?e)]
+          [[(list* '(r ?e) '[?e :person/name] [(nested 1000 #(list 'not %) '[?e :person/age 1])])]] :parser/rule)
+        (is (= :parser/query (:error (failure #(d/explain deep-not db))))))
+      (testing "so deep that even hashing the form would overflow the stack"
+        (is (= :parser/query
+               (:error (failure #(d/q [:find '?e :where ['?e :person/name (nested 200000 vector 1)]] db)))))
+        (is (= :parser/rule
+               (:error (failure (fn [] (d/q '[:find ?e :in $ % :where (r ?e)] db
+                                            [[(list 'r '?e) ['?e :person/name (nested 200000 vector 1)]]])))))))
+      (testing "nesting within the limit runs"
+        (is (= #{} (d/q [:find '?e :where '[?e :person/name] (nested 31 #(list 'not %) '[?e :person/name])] db)))
+        (is (= 4 (count (d/q [:find '?e :where '[?e :person/name] (nested 30 #(list 'not %) '[?e :person/name])] db))))))))
+
+(def ^:private gen-atom
+  (gen/elements [:find :in :where :with :keys :timeout :person/name :person/age
+                 '?e '?x '?n '_ '$ '% '. '... 'pull 'not 'or 'and 'count 'max 'foo '< 'ground
+                 nil 0 1 2.5 "Bob" [:person/name "Bob"]]))
+
+(def ^:private gen-form
+  (gen/recursive-gen (fn [inner] (gen/one-of [(gen/vector inner 0 5)
+                                              (gen/fmap #(apply list %) (gen/vector inner 0 4))]))
+                     gen-atom))
+
+(def ^:private gen-query
+  (gen/fmap (fn [[f in w]] (vec (concat [:find] f (when (seq in) (cons :in in)) [:where] w)))
+            (gen/tuple (gen/vector gen-form 1 2) (gen/vector gen-form 0 2) (gen/vector gen-form 0 3))))
+
+(deftest any-query-form-answers-or-fails-with-an-ex-info
+  (each-store [conn {:schema schema}]
+    (people! conn)
+    (let [db (d/db conn)
+          result (tc/quick-check 150
+                   (prop/for-all [q gen-query
+                                  inputs (gen/vector gen-form 0 2)]
+                     (try (d/q {:query q :args (cons db inputs) :timeout 5000}) true
+                          (catch clojure.lang.ExceptionInfo e (some? (:error (ex-data e))))
+                          (catch Throwable _ false))))]
+      (is (:pass? result) (pr-str (-> result :shrunk :smallest))))))

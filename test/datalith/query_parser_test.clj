@@ -1,6 +1,9 @@
 (ns datalith.query-parser-test
   "Query parser: grammar shapes, form equivalence, validation errors, rules."
-  (:require [clojure.test :refer [are deftest is testing]])
+  (:require [clojure.test :refer [are deftest is testing]]
+            [clojure.test.check.clojure-test :refer [defspec]]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop])
   (:import [clojure.lang ExceptionInfo]
            [datalith.query.parser Aggregate And BindColl BindIgnore Binding BindRel BindScalar
             BindTuple Clause Constant FindColl FindRel FindScalar FindTuple FindVar FnBinding Not Or Pattern PatternName
@@ -78,6 +81,15 @@
     '[[?a ?b]]   BindRel     '[?a ?b]
     '[[_ ?b]]    BindRel     '[?b]
     '_           BindIgnore  []
+    ;; bindings nest: a tuple's positions and a collection's elements are bindings
+    '[?a [?b ?c]]          BindTuple '[?a ?b ?c]
+    '[?a [?b ...]]         BindTuple '[?a ?b]
+    '[[?k ?v] ...]         BindColl  '[?k ?v]
+    '[[?a [?b ...]] ...]   BindColl  '[?a ?b]
+    '[[?a [[?b _]]]]       BindRel   '[?a ?b]
+    '[[?x _ ?z] ...]       BindColl  '[?x ?z]
+    '[_ ...]               BindColl  []
+    '[?a [_ ...]]          BindTuple '[?a]
     '$src        SrcVar      "$src"
     '%           RulesVar    "%"
     'pattern     PatternName "pattern")
@@ -95,6 +107,14 @@
     '[_ :b "s"]                   Pattern   "[_ :b \"s\"]"               #{} #{} #{}
     '[[:id 1] :b ?w]              Pattern   "[[:id 1] :b ?w]"            '#{?w} '#{?w} #{}
     '[(< ?v 10)]                  Predicate "[(< ?v 10)]"                '#{?v} #{} '#{?v}
+    ;; a symbol other than ?var, $src and _ is a constant in a data pattern, and quoted in a call
+    '[?e :b foo]                  Pattern   "[?e :b foo]"                '#{?e} '#{?e} #{}
+    '[?e :b ns/foo ?tx]           Pattern   "[?e :b ns/foo ?tx]"         '#{?e ?tx} '#{?e ?tx} #{}
+    '[?e :b %x]                   Pattern   "[?e :b %x]"                 '#{?e} '#{?e} #{}
+    '[(= ?v 'foo)]                Predicate "[(= ?v (quote foo))]"       '#{?v} #{} '#{?v}
+    '[(str ?v 'foo) ?s]           FnBinding "[(str ?v (quote foo)) ?s]"  '#{?v ?s} '#{?s} '#{?v}
+    '[(f ?x) [?a [?b ...]]]       FnBinding "[(f ?x) [?a [?b ...]]]"     '#{?x ?a ?b} '#{?a ?b} '#{?x}
+    '[(f ?x) [[?a _ ?b] ...]]     FnBinding "[(f ?x) [[?a _ ?b] ...]]"   '#{?x ?a ?b} '#{?a ?b} '#{?x}
     '[(missing? $ ?e :b)]         Predicate "[(missing? $ ?e :b)]"       '#{?e} #{} '#{?e}
     '[(str ?v "x") ?s]            FnBinding "[(str ?v \"x\") ?s]"        '#{?v ?s} '#{?s} '#{?v}
     '[(get-else $ ?e :b 0) ?w]    FnBinding "[(get-else $ ?e :b 0) ?w]"  '#{?e ?w} '#{?w} '#{?e}
@@ -203,6 +223,10 @@
     '[:find ?e :with :where [?e :a ?v]]       :parser/with  '[]
     '[:find ?e :with ?v ?v :where [?e :a ?v]] :parser/with  '?v
     '[:find ?e :with 1 :where [?e :a ?v]]     :parser/with  1
+    ;; :with names variables :find does not
+    '[:find ?e :with ?e :where [?e :a ?v]]    :parser/with  '?e
+    '[:find ?e (count ?v) :with ?v :where [?e :a ?v]] :parser/with '?v
+    '[:find (pull ?e [*]) :with ?v ?e :where [?e :a ?v]] :parser/with '?e
     ;; :parser/in
     '[:find ?e :in :where [?e :a ?v]]         :parser/in    '[]
     '[:find ?e :in $ ?x ?x :where [?e :a ?x]] :parser/in    '?x
@@ -213,15 +237,19 @@
     '[:find ?e :in $ [] :where [?e :a ?v]]    :parser/in    '[]
     '[:find ?e :in $ [[]] :where [?e :a ?v]]  :parser/in    '[[]]
     '[:find ?e :in $ [?x ... ?y] :where [?e :a ?x]] :parser/in '[?x ... ?y]
-    '[:find ?e :in $ [_ ...] :where [?e :a ?v]] :parser/in  '[_ ...]
+    '[:find ?e :in $ [?a [?a ...]] :where [?e :a ?a]] :parser/in '[?a [?a ...]]
+    '[:find ?e :in $ [[?a ...]] :where [?e :a ?a]] :parser/in '[[?a ...]]
+    '[:find ?e :in $ [?a [] ?b] :where [?e :a ?a]] :parser/in '[?a [] ?b]
+    '[:find ?e :in $ [?a [:k]] :where [?e :a ?a]] :parser/in '[?a [:k]]
+    '[:find ?e :in $ %x :where [?e :a ?v]]   :parser/in    '%x
     '[:find ?e :in $ [:a] :where [?e :a ?v]]  :parser/in    '[:a]
     '[:find ?e :in $ 1 :where [?e :a ?v]]     :parser/in    '1
     ;; :parser/where
-    '[:find ?e :where]                        :parser/where '[]
     '[:find ?e :where ?e]                     :parser/where '?e
     '[:find ?e :where [?e :a] []]             :parser/where '[]
     '[:find ?e :where [?e :a ?v ?t ?x ?y]]    :parser/where '[?e :a ?v ?t ?x ?y]
-    '[:find ?e :where [?e :a foo]]            :parser/where '[?e :a foo]
+    '[:find ?e :in $ % :where [?e :a ?v] (anc ?e foo)] :parser/where '(anc ?e foo)
+    '[:find ?e :where [?e :a ?v] [(f ?v) [?a [?a]]]] :parser/where '[(f ?v) [?a [?a]]]
     '[:find ?e :where [?e :a nil]]            :parser/where '[?e :a nil]
     '[:find ?e :where [?e :a [?v 1]]]         :parser/where '[?e :a [?v 1]]
     '[:find ?e :where [?e :a ?v $]]           :parser/where '[?e :a ?v $]
@@ -311,6 +339,11 @@
     '[:find (pull ?e pat) :in $ pat ?e]
     '[:find (max ?n ?v) (my.ns/top ?n $ 0.5 ?v) :in $ ?n :where [_ :a ?v]]
     '[:find ?e . :where [?e :a #{1 2}]]
+    '[:find ?e :where [?e :a foo] [?e :b ?v] [(= ?v 'bar)] [(str ?v ''baz) ?s]]
+    '[:find (my.ns/agg 'sym ?v) :where [_ :a ?v]]
+    '[:find ?k ?v ?w :in [[?k [?v ?w]] ...]]
+    '[:find ?x :in [?x ...] :where]
+    '[:find ?a ?b :in ?t :where [(identity ?t) [?a [[?b]]]]]
     '{:find [?e ?v] :keys [e v] :in [$] :where [[?e :a ?v]] :timeout 10}
     "[:find ?e :in $ [?x ...] :where [?e :a ?x] [(str ?x \"!\") ?s] [(clojure.string/starts-with? ?s \"a\")]]"])
 
@@ -355,7 +388,7 @@
     '[[(r ?a ?b) [?a :b]]]                        :parser/rule '[(r ?a ?b) [?a :b]]
     '[[(r ?a) [?a :b]] [(r ?a ?b) [?a :b ?b]]]    :parser/rule '[(r ?a ?b) [?a :b ?b]]
     '[[(r [?a] ?b) [?a :b ?b]] [(r ?a ?b) [?a :b ?b]]] :parser/rule '[(r ?a ?b) [?a :b ?b]]
-    '[[(r ?a) [?a :b foo]]]                       :parser/rule '[?a :b foo]
+    '[[(r ?a) [?a :b]] [(s ?a) (r foo)]]          :parser/rule '(r foo)
     '[[(r ?a) (s ?a)]]                            :query/missing-rules '(s ?a)
     '[[(r ?a) [?a :b]] [(s ?a) (r ?a ?a)]]        :query/missing-rules '(r ?a ?a)
     '[[(r ?a) [?a :b ?v] [(> ?v ?w)]]]            :query/unbound-var '[(> ?v ?w)]
@@ -379,3 +412,72 @@
       '[:find ?b :in $ % :where [?b :a] (older _ ?b)]    :query/insufficient-binding '(older _ ?b)
       '[:find ?d :in $h % :where [$h ?a :b] (anc ?a ?d)] :query/unknown-source '(anc ?a ?d)
       '[:find ?p :in $ % :where [?p :y] (in-h ?p)]       :query/unknown-source (nth family 6))))
+
+(defn- nested
+  "`inner` wrapped n times by `wrap`."
+  [n wrap inner]
+  (nth (iterate wrap inner) n))
+
+(deftest nesting-limits
+  (testing "a query or rule set nested deeper than the limit is refused before anything recurses"
+    (are [q] (= :parser/query (:error (failure #(parse q))))
+      [:find '?e :where '[?e :a] (nested 1000 #(list 'not %) '[?e :b 1])]
+      [:find '?e :where '[?e :a] (nested 1000 #(list 'or % '[?e :c 1]) '[?e :b 1])]
+      [:find '?e :where '[?e :a] (nested 1000 #(list 'not-join '[?e] %) '[?e :b 1])]
+      [:find '?e :where '[?e :a] (nested 1000 #(list 'and %) '[?e :b 1])]
+      [:find '?e :in (nested 1000 #(vector % '...) '?x) :where '[?e :a ?x]]
+      [:find '?e :where ['?e :a (nested 1000 vector 1)]]
+      [:find '?e :where ['?e :a (nested 1000 #(hash-map :k %) 1)]]
+      (pr-str [:find '?e :where '[?e :a] (nested 1000 #(list 'not %) '[?e :b 1])])
+      ;; deep enough that reading the string would overflow the reader's stack
+      (str "[:find ?e :where [?e :a " (apply str (repeat 100000 "[")) (apply str (repeat 100000 "]")) "]]"))
+    (is (= :parser/rule (:error (failure #(rules [(list* '(r ?e) (nested 1000 (fn [c] (list 'not c)) '[?e :b 1]) ['[?e :a]])])))))
+    (is (= :parser/rule (:error (failure #(rules (pr-str [[(list 'r '?e) '[?e :a] (nested 1000 (fn [c] (list 'not c)) '[?e :b 1])]])))))))
+  (testing "nesting within the limit parses"
+    (is (instance? Query (parse [:find '?e :where '[?e :a] (nested 40 #(list 'not %) '[?e :b 1])])))
+    (is (instance? Query (parse [:find '?e :where ['?e :a (nested 90 vector 1)]])))))
+
+(deftest queries-that-are-not-queries
+  (are [q] (= :parser/query (:error (failure #(parse q))))
+    nil
+    ""
+    "   "
+    :find
+    'find
+    []
+    ()
+    {}
+    #{[:find '?e]}
+    (Object.)))
+
+(def ^:private gen-atom
+  (gen/elements [:find :in :where :with :keys :strs :syms :timeout :a :b/c
+                 '?e '?x '?y '_ '$ '$h '% '%x '. '... 'pull 'not 'not-join 'or 'or-join 'and
+                 'count 'max 'sample 'foo 'ns/foo 'quote '< 'ground 'missing?
+                 nil true 0 1 -1 2.5 "s" \c]))
+
+(def ^:private gen-form
+  "Query-ish data: the section keywords, variables, the grammar's symbols and constants,
+  nested in vectors, lists, maps and sets."
+  (gen/recursive-gen
+    (fn [inner]
+      (gen/one-of [(gen/vector inner 0 6)
+                   (gen/fmap #(apply list %) (gen/vector inner 0 5))
+                   (gen/map inner inner {:max-elements 3})
+                   (gen/set inner {:max-elements 3})]))
+    gen-atom))
+
+(def ^:private gen-query
+  (gen/one-of [gen-form
+               (gen/fmap #(into [:find] %) (gen/vector gen-form 0 8))
+               (gen/fmap (fn [[f in w]] (vec (concat [:find] f [:in] in [:where] w)))
+                         (gen/tuple (gen/vector gen-form 1 3) (gen/vector gen-form 0 3)
+                                    (gen/vector gen-form 0 4)))]))
+
+(defspec any-form-parses-or-fails-with-a-parser-error 300
+  (prop/for-all [q gen-query]
+    (try (parse q) true
+         (catch ExceptionInfo e
+           (and (contains? #{"parser" "query"} (namespace (:error (ex-data e))))
+                (contains? (ex-data e) :form)))
+         (catch Throwable _ false))))

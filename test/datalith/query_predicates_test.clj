@@ -207,3 +207,104 @@
         '[:find ?e :where [?e :person/name "Nobody"] [(no-such-fn ?e)]]
         '[:find ?e :where [?e :person/name "Nobody"] (not [(no-such-fn ?e)])]
         '[:find ?e :where [?e :person/name "Nobody"] (or [(no-such-fn ?e)] [?e :person/age 1])]))))
+
+(def ^:private datomic-order
+  "Values of every kind, in the order Datomic Local 1.0.291 gives them: nil, numbers (by value,
+  whatever their class), lists and vectors, maps, sets, byte arrays, then the other classes by
+  name: keywords, symbols, booleans, characters, strings, URIs, instants, UUIDs."
+  [nil -1 0.5M 1 1.5 2N [0] [1 2] '(1 3) [1 3 0] {:a 1} #{1} (byte-array [1]) :a :b/c 'a 'ns/b
+   false true \c "" "a" (java.net.URI. "http://x") #inst "2020-01-01" #uuid "00000000-0000-0000-0000-000000000001"])
+
+(deftest comparisons-across-types
+  (testing "< and > order values of different types as Datomic does"
+    (doseq [[i a] (map-indexed vector datomic-order)
+            [j b] (map-indexed vector datomic-order)]
+      (let [lt (d/q '[:find ?r . :in ?a ?b :where [(< ?a ?b)] [(ground true) ?r]] a b)
+            ge (d/q '[:find ?r . :in ?a ?b :where [(>= ?a ?b)] [(ground true) ?r]] a b)]
+        (is (= (< i j) (boolean lt)) (str (pr-str a) " < " (pr-str b)))
+        (is (= (>= i j) (boolean ge)) (str (pr-str a) " >= " (pr-str b))))))
+  (are [pred xs kept] (= kept (filtered pred xs))
+    ;; numbers come before keywords, strings, ...
+    '[(< ?x 2.5)]         [:a 1 "x" 3 true]  #{1}
+    '[(> ?x 2.5)]         [:a 1 "x" 3 true]  #{:a "x" 3 true}
+    '[(< ?x :m)]          [:a :z 5 "s" 'y]   #{:a 5}
+    '[(<= "b" ?x)]        [:a "a" "b" "c" #inst "2020-01-01"] #{"b" "c" #inst "2020-01-01"})
+  (testing "min and max, and their n forms, use the same order"
+    (is (= [1 [1 [1 2]] ["s" :a] "s"] (d/q '[:find [(min ?x) (min 2 ?x) (max 2 ?x) (max ?x)] :in [?x ...]]
+                                             [:a "s" 1 [1 2]])))
+    (is (= [[:a "s"] ["s" :a]] (d/q '[:find [(min 2 ?x) (max 2 ?x)] :in [?x ...]] [:a "s"]))))
+  (each-store [conn {:schema {:v/long {:db/valueType :db.type/long}
+                              :v/kw {:db/valueType :db.type/keyword}
+                              :v/any {}}}]
+    (let [any-values [0 2 2.5 3 -1.5 "s" :k true 'sym [1 2]]
+          _ (d/transact! conn (concat (for [[i v] (map-indexed vector any-values)]
+                                         {:db/id (str i) :v/any v})
+                                       [{:v/long 1} {:v/long 5} {:v/kw :a} {:v/kw :z}]))
+          db (d/db conn)
+          any (fn [pred] (set (d/q [:find '[?v ...] :where '[?e :v/any ?v] pred] db)))]
+      (testing "a comparison with an attribute of no declared type sees every value (no index range)"
+        (are [pred kept] (= kept (any pred))
+          '[(< ?v 3)]        #{0 2 2.5 -1.5}
+          '[(> ?v 1)]        #{2 2.5 3 "s" :k true 'sym [1 2]}
+          '[(>= ?v 2)]       #{2 2.5 3 "s" :k true 'sym [1 2]}
+          '[(< 1 ?v 3)]      #{2 2.5}
+          '[(< ?v :z)]       #{0 2 2.5 3 -1.5 :k [1 2]}
+          '[(> ?v "a")]      #{"s"}
+          '[(<= ?v true)]    #{0 2 2.5 3 -1.5 :k true 'sym [1 2]}))
+      (testing "comparisons of a typed attribute with a value of another type"
+        (are [query result] (= result (d/q query db))
+          '[:find [?v ...] :where [_ :v/long ?v] [(< ?v :k)]]      [1 5]
+          '[:find [?v ...] :where [_ :v/long ?v] [(> ?v "s")]]     []
+          '[:find [?v ...] :where [_ :v/long ?v] [(< ?v 2.5)]]     [1]
+          '[:find [?v ...] :where [_ :v/kw ?v] [(< ?v 2.5)]]       []
+          '[:find [?v ...] :where [_ :v/kw ?v] [(> ?v 2.5)]]       [:a :z]
+          '[:find [?v ...] :where [_ :v/kw ?v] [(< ?v "s")]]       [:a :z]
+          '[:find [?v ...] :where [_ :v/kw ?v] [(< :b ?v "s")]]    [:z])))))
+
+(deftest function-results-destructure-as-inputs-do
+  (are [query inputs result] (= result (apply d/q query inputs))
+    '[:find ?x ?z :in ?in :where [(identity ?in) [[?x _ ?z] ...]]]   [[[1 2 3] [4 5 6]]]   #{[1 3] [4 6]}
+    '[:find ?x ?z :in ?in :where [(identity ?in) [[?x _ ?z]]]]       [[[1 2 3] [4 5 6]]]   #{[1 3] [4 6]}
+    '[:find ?k ?v :in ?in :where [(identity ?in) [[?k ?v] ...]]]     [{:a 1 :b 2}]         #{[:a 1] [:b 2]}
+    '[:find ?a ?b :in ?in :where [(identity ?in) [?a [?b ...]]]]     [[1 [2 3]]]           #{[1 2] [1 3]}
+    '[:find ?a ?b ?c :in ?in :where [(identity ?in) [?a [?b ?c]]]]   [[1 [2 3]]]           #{[1 2 3]}
+    '[:find ?a ?b :in ?in :where [(identity ?in) [[?a [[?b]]]]]]     [[[1 [[2] [3]]] [4 []]]] #{[1 2] [1 3]}
+    '[:find ?a :in ?in :where [(identity ?in) [?a [_ ...]]]]         [[1 []]]              #{[1]}
+    ;; elements may be nil, as Datomic keeps them; a nil result binds nothing
+    '[:find ?a :in ?in :where [(identity ?in) [?a ...]]]             [[1 nil]]             #{[1] [nil]}
+    '[:find ?a :in ?in :where [(identity ?in) [?a ...]]]             [nil]                 #{}
+    ;; an output already bound unifies, in nested positions too
+    '[:find ?a :in ?in [?a ...] :where [(identity ?in) [[?a ?b]]]]   [[[1 2] [3 4]] [1 5]] #{[1]}
+    '[:find ?a :in ?in :where [(identity ?in) [[?a [?a2 ...]]]] [(= ?a ?a2)]] [[[1 [1 2]] [3 [4]]]] #{[1]})
+  (testing "a result that does not fit is :query/binding"
+    (are [query inputs] (= :query/binding (:error (failure #(apply d/q query inputs))))
+      '[:find ?a :in ?in :where [(identity ?in) [?a [?b ?c]]]]   [[1 [2]]]
+      '[:find ?a :in ?in :where [(identity ?in) [[?a ?b] ...]]]  [[1 2]]
+      '[:find ?a :in ?in :where [(identity ?in) [?a ...]]]       [5])))
+
+(deftest index-ranges-take-in-every-equal-value
+  ;; the index keeps apart values the comparisons hold equal (-0.0 and 0.0, 1.0M and 1.00M);
+  ;; a range scan must still meet every value the comparison accepts
+  (each-store [conn {:schema {:v/d {:db/valueType :db.type/double}
+                              :v/f {:db/valueType :db.type/float}
+                              :v/m {:db/valueType :db.type/bigdec}}}]
+    (d/transact! conn [{:v/d -0.0 :v/f (float -0.0) :v/m 1.0M}
+                       {:v/d 0.0 :v/f (float 0.0) :v/m 1.00M}
+                       {:v/d 1.0 :v/f (float 1.0) :v/m 2M}
+                       {:v/d -1.0 :v/f (float -1.0) :v/m 0.5M}])
+    (let [db (d/db conn)
+          kept (fn [attr pred] (count (d/q [:find '?e :where ['?e attr '?v] pred] db)))]
+      (are [attr pred n] (= n (kept attr pred))
+        :v/d '[(>= ?v 0.0)]   3
+        :v/d '[(>= ?v -0.0)]  3
+        :v/d '[(<= ?v -0.0)]  3
+        :v/d '[(<= ?v 0.0)]   3
+        :v/d '[(> ?v -0.0)]   1
+        :v/d '[(< ?v 0.0)]    1
+        :v/f '[(>= ?v 0.0)]   3
+        :v/f '[(<= ?v -0.0)]  3
+        :v/m '[(>= ?v 1.00M)] 3
+        :v/m '[(>= ?v 1.0M)]  3
+        :v/m '[(<= ?v 1.0M)]  3
+        :v/m '[(<= ?v 1.00M)] 3
+        :v/m '[(< ?v 1M)]     1))))

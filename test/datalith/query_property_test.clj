@@ -38,16 +38,21 @@
   [x y]
   [[x y] [y x]])
 
+(defn nest
+  "Nested data for nested bindings: [[x [y x]] [y []]]."
+  [x y]
+  [[x [y x]] [y []]])
+
 ;; ---------------------------------------------------------------- schema and data
 
 (def gen-schema
   "The attribute roles are fixed; the types of two of them vary."
-  (gen/hash-map :name-type (gen/elements [:string :keyword])
+  (gen/hash-map :name-type (gen/elements [:string :keyword :symbol])
                 :tag-type (gen/elements [:long :string])
                 :num-indexed gen/boolean))
 
 (defn attr-sorts
-  "attr -> the sort of its values (:long :string :keyword :ref)."
+  "attr -> the sort of its values (:long :string :keyword :symbol :ref)."
   [schema]
   {:p/id :long :p/num :long :p/name (:name-type schema) :p/tags (:tag-type schema)
    :p/next :ref :p/links :ref})
@@ -70,7 +75,10 @@
   [schema a n]
   (case a
     (:p/id :p/num) (mod n 5)
-    :p/name (if (= :string (:name-type schema)) (str "a" (mod n 4)) (keyword "n" (str "a" (mod n 4))))
+    :p/name (case (:name-type schema)
+              :string (str "a" (mod n 4))
+              :keyword (keyword "n" (str "a" (mod n 4)))
+              :symbol (symbol (str "a" (mod n 4))))
     :p/tags (if (= :long (:tag-type schema)) (mod n 4) (str "t" (mod n 4)))))
 
 (defn- sometimes-nil [g] (gen/frequency [[1 (gen/return nil)] [4 g]]))
@@ -143,13 +151,30 @@
     [(either ?a ?b) (reach ?a ?b)]
     [(either ?a ?b) (linked ?a ?b)]
     [(climb ?a ?n) [?a :p/num ?n]]
-    [(climb ?a ?n) [?a :p/links ?c] [(!= ?a ?c)] (climb ?c ?n)]])
+    [(climb ?a ?n) [?a :p/links ?c] [(!= ?a ?c)] (climb ?c ?n)]
+    ;; defined recursive body first, the base starting with not; and the same with the
+    ;; definitions and the clauses of each the other way round: reach through nodes not numbered
+    ;; 0, and (one argument, so tabled rather than solved as right-linear) whether a :p/next
+    ;; chain leads to a named node not numbered 0
+    [(nreach ?a ?b) [?a :p/next ?c] (nreach ?c ?b)]
+    [(nreach ?a ?b) (not [?a :p/num 0]) [?a :p/next ?b]]
+    [(nreach2 ?a ?b) [?a :p/next ?b] (not [?a :p/num 0])]
+    [(nreach2 ?a ?b) (nreach2 ?c ?b) [?a :p/next ?c]]
+    [(nup ?a) [?a :p/next ?c] (nup ?c)]
+    [(nup ?a) (not [?a :p/num 0]) [?a :p/name _]]
+    [(nup2 ?a) [?a :p/name _] (not [?a :p/num 0])]
+    [(nup2 ?a) (nup2 ?c) [?a :p/next ?c]]
+    ;; ?x is not declared required, but the body cannot bind it: a call must bind it first
+    [(num-above ?x ?e) [?e :p/num ?n] [(< ?x ?n)]]])
 
 (def rule-sigs
   "rule name -> [sorts of its arguments, number of required arguments]."
   '{reach [[:ref :ref] 0] linked [[:ref :ref] 0] odd-hop [[:ref :ref] 0]
     even-hop [[:ref :ref] 0] near [[:ref :ref] 1] small [[:ref :long] 0]
-    either [[:ref :ref] 0] climb [[:ref :long] 0]})
+    either [[:ref :ref] 0] climb [[:ref :long] 0] nreach [[:ref :ref] 0]
+    nreach2 [[:ref :ref] 0] nup [[:ref] 0] nup2 [[:ref] 0]
+    ;; its first argument is an input though the head does not say so: bound or constant
+    num-above [[:long :ref] 1]})
 
 ;; ---------------------------------------------------------------- query choices
 
@@ -170,11 +195,14 @@
 (def gen-choice (gen-choice* 2))
 
 (def gen-query-spec
-  (gen/hash-map :inputs (gen/vector (gen/tuple (gen/elements [:scalar :tuple :coll :rel :src]) gen-nums) 0 2)
+  (gen/hash-map :inputs (gen/vector (gen/tuple (gen/elements [:scalar :tuple :coll :rel :src :nested]) gen-nums) 0 2)
                 :clauses (gen/vector gen-choice 1 5)
-                :find (gen/tuple (gen/elements [:rel :rel :scalar :coll :tuple :agg :agg :agg :keys])
+                :find (gen/tuple (gen/elements [:rel :rel :scalar :coll :tuple :agg :agg :agg :keys
+                                                :rel-with :coll-with :keys-with :pull-agg :pull-with])
                                  gen-nums)
-                :as-of gen/nat))
+                :as-of gen/nat
+                :hoist gen/boolean
+                :implied (gen/frequency [[2 (gen/return nil)] [1 gen/nat]])))
 
 ;; ---------------------------------------------------------------- interpretation
 ;; State: {:schema, :vars [[?var sort] ...] (bound, visible), :n (fresh-name
@@ -201,10 +229,16 @@
     :long (pick [0 1 2 3 4 2 1 -1] n)
     :string (pick ["a0" "a1" "t0" "a2" "t1" "a3" "zz" "10"] n)
     :keyword (pick [:n/a0 :n/a1 :n/a2 :n/a3 :n/zz] n)
+    :symbol (pick ['a0 'a1 'a2 'a3 'zz 'n/a1] n)
     :ref [::eid n]
     :attr [::attr (pick attrs n)]
     :tx [::tx n]
-    :any (pick [0 2 "a0" :n/a1 [::eid n] true] n)))
+    :any (pick [0 2 "a0" :n/a1 [::eid n] true 'a1 2.5 "zz"] n)))
+
+(defn- fn-arg
+  "A constant as a function's argument: a symbol quoted, as Datomic takes it."
+  [c]
+  (if (and (symbol? c) (not= \? (first (name c)))) (list 'quote c) c))
 
 (defn- attrs-of-sort [st sort]
   (vec (for [a attrs :when (= sort ((attr-sorts (:schema st)) a))] a)))
@@ -262,15 +296,17 @@
     (let [s (sort-of st x)
           ops (cond (numeric? s) '[< > <= >= = not= even? odd?]
                     (= s :string) '[< > = not= clojure.string/starts-with?]
-                    (= s :keyword) '[< > <= = not=]
-                    :else '[= not=])
+                    (#{:keyword :symbol} s) '[< > <= = not=]
+                    :else '[= not= < > <= >=])
           op (pick ops on)
           other (pick (or (seq (remove #{x} (vars-of st #{s}))) [x]) cn)
           arg (cond (= 'clojure.string/starts-with? op) (pick ["a" "t" "a1" ""] an)
                     (and other (even? an)) other
                     ;; a double bound on a long: compared numerically
                     (and (= :long s) (= 1 (mod cn 5))) (pick [2.5 -0.5 3.0] an)
-                    :else (constant s cn))]
+                    ;; a bound of another type: values order by type first, as Datomic's
+                    (= 2 (mod cn 5)) (fn-arg (constant :any an))
+                    :else (fn-arg (constant s cn)))]
       (cond
         (and (= :ref s) (= 9 (mod on 10)))
         [(list 'missing? '$ x (pick attrs an))]
@@ -290,7 +326,7 @@
           [y st] (fresh st)
           [w st] (fresh st)
           shapes (concat
-                   [[(list 'ground (constant s zn)) y s]]
+                   [[(list 'ground (fn-arg (constant s zn))) y s]]
                    (case s
                      :long [[(list '+ x (mod zn 3)) y :long] [(list '* x 2) y :long]
                             [(list '- x z) y :long] [(list 'inc x) y :long] [(list 'str x) y :string]
@@ -301,12 +337,16 @@
                      :ref (cons [(list 'identity x) y s]
                                 (for [a [:p/num :p/name :p/next :p/id]
                                 :let [as ((attr-sorts (:schema st)) a)]]
-                                  [(list 'get-else '$ x a (constant as zn)) y as]))
+                                  [(list 'get-else '$ x a (fn-arg (constant as zn))) y as]))
                      [[(list 'identity x) y s]])
                    [[(list 'vector x z) [y w] s]
                     [(list 'vector x z) [y '_] s]
                     [(list 'list x z) [y '...] s]
-                    [(list `pairs x z) [[y w]] s]])
+                    [(list `pairs x z) [[y w]] s]
+                    ;; nested bindings, and a binding without variables taking any value
+                    [(list `nest x z) [[y [w '...]] '...] s]
+                    [(list `nest x z) [[y [w '...]]] s]
+                    [(list 'vector x z) [y ['_ '...]] s]])
           [call form out] (pick shapes fk)
           st (-> (bind st y out) (cond-> (some #{w} (flatten form)) (bind w out)))]
       [[call form] st])))
@@ -318,7 +358,9 @@
         [sorts required] (rule-sigs name)
         [args st] (reduce
                     (fn [[args st] [i s]]
-                      (let [k (mod (quot an (long (Math/pow 5 i))) 5)
+                      (let [k (if (and (zero? required) (zero? (mod cn 4)))
+                                1 ; every argument fresh: the rule's table with nothing bound
+                                (mod (quot an (long (Math/pow 5 i))) 5))
                             bound (pick (vars-of st #{s}) (+ bn i))
                             [arg st s'] (cond
                                           (and (= k 0) bound) [bound st nil]
@@ -368,7 +410,7 @@
         [[e (pick as an) x] (cond-> st (and (symbol? e) (not= '_ e)) (bind e :ref))])
 
       :else
-      [[(list 'not= x (constant s cn))] st])))
+      [[(list 'not= x (fn-arg (constant s cn)))] st])))
 
 (declare clause)
 
@@ -479,12 +521,34 @@
       :src (let [src (symbol (str "$" (:n st)))]
              [src (vec (for [i (range (size bn))] [(constant s1 (+ cn i)) (constant s2 (+ dn i))]))
               (-> st (bind x s1) (bind y s2))
-              [src x y]]))))
+              [src x y]])
+      ;; nested bindings: a tuple holding a collection, a map's entries, a relation of
+      ;; tuples holding collections, a position without variables taking any value
+      :nested (case (int (mod bn 4))
+                0 [[x [y '...]] [(constant s1 cn) (vals s2 dn)] (-> st (bind x s1) (bind y s2))]
+                1 [[[x y] '...] (into {} (for [i (range (size dn))] [(constant s1 (+ cn i)) (constant s2 (+ dn i))]))
+                   (-> st (bind x s1) (bind y s2))]
+                2 [[[x [y '...]]] (vec (for [i (range (size dn))] [(constant s1 (+ cn i)) (vals s2 (+ dn i))]))
+                   (-> st (bind x s1) (bind y s2))]
+                3 [[x ['_ '...]] [(constant s1 cn) (constant s2 dn)] (bind st x s1)]))))
 
 (def ^:private aggregates-by-sort
-  {:numeric '[count count-distinct sum avg min max distinct]
+  "Aggregates that suit a variable's sort; min and max order any values (numbers
+  before keywords before strings ...), median needs numbers."
+  {:numeric '[count count-distinct sum avg min max distinct median]
    :ordered '[count count-distinct min max distinct]
-   :any '[count count-distinct distinct]})
+   :any '[count count-distinct distinct min max]})
+
+(defn- aggregate-of
+  "(f ?x), or for min and max sometimes their n form (f n ?x)."
+  [f x k]
+  (if (and ('#{min max} f) (zero? (mod k 3)))
+    (list f (inc (mod k 2)) x)
+    (list f x)))
+
+(def ^:private pull-patterns
+  "Patterns of attributes of cardinality one, which the naive evaluator pulls."
+  [[:p/num :p/name] [:db/id :p/id] [:p/id :p/num :p/name]])
 
 (defn- find-spec
   "[find-part with-vars keys] over the bound variables."
@@ -497,10 +561,33 @@
       :scalar [[(pick vs an) '.] nil nil]
       :coll [[[(pick vs an) '...]] nil nil]
       :tuple [[(some-vars cn 2)] nil nil]
+      ;; :with without aggregates: a bag
+      :rel-with (let [fv (some-vars cn 3)
+                      with (pick (remove (set fv) vs) en)]
+                  [fv (when with [with]) nil])
+      :coll-with (let [x (pick vs an)
+                       with (pick (remove #{x} vs) en)]
+                   [[[x '...]] (when with [with]) nil])
+      :keys-with (let [fv (some-vars cn 3)
+                       with (pick (remove (set fv) vs) en)]
+                   [fv (when with [with]) (vec (map-indexed (fn [i _] (symbol (str "k" i))) fv))])
+      ;; pulls: beside aggregates they group as their entity does; with :with, a bag
+      (:pull-agg :pull-with)
+      (if-let [e (pick (vars-of st #{:ref}) an)]
+        (let [pulled (list 'pull e (pick pull-patterns bn))
+              x (pick vs cn)
+              s (sort-of st x)
+              fns (aggregates-by-sort (cond (numeric? s) :numeric (= :any s) :any :else :ordered))
+              agg (aggregate-of (pick fns dn) x en)
+              with (pick (remove (set [e x]) vs) en)]
+          (if (= kind :pull-agg)
+            [(if (even? dn) [pulled agg] [agg pulled]) (when (and with (odd? en)) [with]) nil]
+            [[pulled] (when with [with]) nil]))
+        (find-spec st [:agg [an bn cn dn en]]))
       :agg (let [x (pick vs an)
                  s (sort-of st x)
                  fns (aggregates-by-sort (cond (numeric? s) :numeric (= :any s) :any :else :ordered))
-                 aggs (vec (distinct [(list (pick fns bn) x) (list (pick fns (+ bn dn)) x)]))
+                 aggs (vec (distinct [(aggregate-of (pick fns bn) x cn) (aggregate-of (pick fns (+ bn dn)) x en)]))
                  aggs (if (even? dn) (subvec aggs 0 1) aggs)
                  group (when (and (odd? cn) (> (count vs) 1)) (pick (remove #{x} vs) cn))
                  with (when (and (pos? (mod en 3)) (> (count vs) 1))
@@ -512,16 +599,44 @@
               (when with [with])
               nil]))))
 
+;; Rewrites of a generated :where that keep its answers, for the planner: blanks repeated,
+;; clauses written before the ones binding what they need.
+
+(defn- implied-blanks
+  "`where` with two copies of one of its data patterns [e a v ...] (the n-th,
+  cycling) appended as [_ a v]: implied by it, they change no answer, but
+  their blanks must not multiply the rows."
+  [n where]
+  (let [patterns (filterv #(and (vector? %) (keyword? (second %)) (<= 3 (count %))
+                                (not (seq? (first %))))
+                          where)]
+    (if-let [[_ a v] (pick patterns n)]
+      (into where [['_ a v] ['_ a v]])
+      where)))
+
+(defn- hoist-rule-calls
+  "`where` with its rule calls first: a call needing an argument waits for the
+  clause that binds it, wherever that is written."
+  [where]
+  (let [call? #(and (seq? %) (contains? rule-sigs (first %)))]
+    (into (filterv call? where) (remove call? where))))
+
 (defn interpret-query
   "A query spec -> {:query q :inputs [binding value] :rules? bool}."
-  [schema {:keys [inputs clauses find]}]
+  [schema {:keys [inputs clauses find hoist implied]}]
   (let [st {:schema schema :vars [] :n 0 :rules? false}
         [ins st] (reduce (fn [[ins st] ch] (let [[b v st c] (input st ch)] [(conj ins [b v c]) st]))
                          [[] st] inputs)
-        ;; the first clause binds something unless an input did
-        clauses (if (seq ins) clauses (into [[:pattern (second (first clauses)) []]] (rest clauses)))
+        ;; the first clause binds something unless an input did; inputs alone may do
+        ;; without :where clauses
+        clauses (cond (empty? ins) (into [[:pattern (second (first clauses)) []]] (rest clauses))
+                      (zero? (mod (first (second (first clauses))) 5)) []
+                      :else clauses)
         [where st] (clauses-of st clauses clause)
         where (into (vec (keep #(nth % 2) ins)) where)
+        where (cond->> where
+                implied (implied-blanks implied)
+                hoist hoist-rule-calls)
         [find with keys] (find-spec st find)
         in (cond-> (into ['$] (map first ins)) (:rules? st) (conj '%))
         q (cond-> [:find] true (into find)

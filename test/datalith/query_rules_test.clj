@@ -178,3 +178,64 @@
         '[:find ?e :where (adult ?e)]                 []                              :query/missing-rules
         '[:find ?e :in $ % :where (adult ?e)]         ['[[(old ?e) [?e :person/age]]]] :query/missing-rules
         '[:find ?e :in $ % :where (adult ?e ?x)]      ['[[(adult ?e) [?e :person/age]]]] :query/missing-rules))))
+
+(defn- permutations [xs]
+  (if (<= (count xs) 1)
+    [(vec xs)]
+    (for [i (range (count xs))
+          more (permutations (concat (take i xs) (drop (inc i) xs)))]
+      (into [(nth xs i)] more))))
+
+(deftest order-of-definitions-and-clauses
+  ;; the body plan made for one set of bound arguments (the recursive call's, ?i bound) was
+  ;; reused for another (the query's, nothing bound), running the not before ?i was bound
+  (each-store [conn {:schema schema}]
+    (let [ids (graph! conn 10)
+          db (d/db conn)
+          recursive '[[?i :node/next ?p] (r ?p)]
+          base '[(not [?i :node/id 9]) [?i :node/id ?n] [(>= ?n 7)]]
+          expected (set (for [i (range 9)] [(ids i)]))]
+      (doseq [rec (permutations recursive)
+              bs (permutations base)
+              defs [[rec bs] [bs rec]]]
+        (let [rules (vec (for [body defs] (into ['(r ?i)] body)))]
+          (is (= expected (d/q '[:find ?i :in $ % :where (r ?i)] db rules)) (pr-str rules))
+          (is (= #{[(ids 3)]} (d/q '[:find ?i :in $ % :where [?i :node/id 3] (r ?i)] db rules))
+              (pr-str rules)))))))
+
+(deftest arguments-a-rule-body-needs
+  ;; a rule whose body filters an argument it cannot bind itself needs it bound by the caller,
+  ;; though its head does not declare it required: the call waits for the clause that binds it
+  (each-store [conn {:schema schema}]
+    (let [ids (people! conn)
+          db (d/db conn)
+          rules '[[(ends-e ?x ?u) [?u :person/age _] [(clojure.string/ends-with? ?x "e")]]
+                  [(via ?x ?u) (ends-e ?x ?u)]
+                  [(older ?a ?b) [?a :person/age ?x] [?b :person/age ?y] [(> ?x ?y)]]]]
+      (are [query result] (= result (d/q query db rules))
+        ;; bound by an or-join written after it
+        '[:find ?u :in $ % :where (ends-e ?s ?u) (or-join [?u ?s] [?u :person/name ?s])]
+        #{[(ids "Alice")]}
+
+        ;; through another rule, the or-join's branches each binding it
+        '[:find ?s :in $ % :where (via ?s ?u) (or-join [?u ?s] [?u :person/name ?s]
+                                                         (and [?u :person/tag :x] [?u :person/name ?s]))]
+        #{["Alice"]}
+
+        ;; bound by a pattern written after it
+        '[:find ?s :in $ % :where (ends-e ?s ?u) [?u :person/name ?s]]
+        #{["Alice"]}
+
+        ;; inside a not-join, bound by the join variable
+        '[:find ?s :in $ % :where [?u :person/name ?s] (not-join [?s ?u] (ends-e ?s ?u))]
+        #{["Bob"] ["Carol"] ["Dan"]}
+
+        ;; a rule binding all its arguments itself runs first as before
+        '[:find ?n :in $ % :where (older ?a ?b) [?a :person/name ?n] [?b :person/name "Bob"]]
+        #{["Alice"] ["Carol"]})
+      (testing "no clause binds it: a binding error, not a call with nil"
+        (are [query] (= :query/insufficient-binding
+                        (:error (failure #(d/q query db rules))))
+          '[:find ?u :in $ % :where (ends-e ?s ?u)]
+          '[:find ?u :in $ % :where (via ?s ?u)]
+          '[:find ?u :in $ % :where (or-join [?u ?s] (ends-e ?s ?u) [?u :person/name ?s])])))))

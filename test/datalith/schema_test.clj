@@ -283,3 +283,89 @@
         [{:db/id :user/tags :db/cardinality :db.cardinality/one}])
       (is (= t (d/basis-t (d/db conn))))
       (is (= s (d/schema (d/db conn)))))))
+
+(deftest system-attributes-cannot-change
+  ;; The bootstrap attributes and idents (ids below 1000) define every other
+  ;; attribute: no transaction may alter, retract or redefine them.
+  (each-store [conn {:schema map-schema}]
+    (let [before (d/db conn)
+          unchanged #(and (= (d/basis-t before) (d/basis-t (d/db conn)))
+                          (= (vec (d/datoms before :eavt)) (vec (d/datoms (d/db conn) :eavt))))]
+      (are [tx] (and (= :schema/system (error-of #(d/transact! conn tx))) (unchanged))
+        [{:db/ident :db/ident :db/valueType :db.type/ref}]
+        [{:db/ident :db/ident :db/valueType :db.type/string}]
+        [{:db/ident :db/ident :db/cardinality :db.cardinality/many}]
+        [{:db/ident :db/ident :db/unique :db.unique/value}]
+        [{:db/ident :db/valueType :db/unique :db.unique/identity}]
+        [{:db/ident :db/cardinality :db/isComponent true}]
+        [{:db/ident :db/txInstant :db/valueType :db.type/long}]
+        [{:db/ident :db/txInstant :db/index false}]
+        [{:db/ident :db/tupleAttrs :db/cardinality :db.cardinality/many}]
+        [{:db/id :db/doc :db/doc "The doc"}]
+        [[:db/retract :db/ident :db/unique :db.unique/identity]]
+        [[:db/retract :db/txInstant :db/ident :db/txInstant]]
+        [[:db/retract :db/cardinality :db/valueType]]
+        [[:db/retractEntity :db/txInstant]]
+        [[:db/retractEntity :db.cardinality/many]]
+        [[:db/add :db.type/string :db/ident :db.type/text]]
+        [[:db/add :db.cardinality/one :db/doc "one"]]
+        [{:db/ident :db.type/long :db/valueType :db.type/long}]
+        [{:db/id "x" :db/ident :db/ident :db/valueType :db.type/ref}])
+      (testing "installing on first use stays out of the :db namespaces"
+        (are [tx] (and (= :tx/invalid-attribute (error-of #(d/transact! conn tx))) (unchanged))
+          [[:db/add "x" :db/id 5]]
+          [[:db/add "x" :db/foo 1]]
+          [{:db.type/tuple2 1}]))
+      (testing "re-asserting a system attribute as it is changes nothing"
+        (let [r (d/transact! conn [{:db/ident :db/doc :db/valueType :db.type/string
+                                    :db/cardinality :db.cardinality/one}])]
+          (is (= [:db/txInstant] (map :a (:tx-data r))))))
+      (testing "the system attributes still work"
+        (d/transact! conn [{:user/email "a@x" :db/doc "Ada"}])
+        (is (= "Ada" (:db/doc (d/entity (d/db conn) [:user/email "a@x"]))))
+        (is (= :user/email (d/q '[:find ?i . :where [?e :db/ident ?i] [?e :db/unique :db.unique/identity]
+                                  [(not= ?i :db/ident)]]
+                                (d/db conn))))))))
+
+(deftest tuple-definitions
+  ;; :db/tupleAttrs, :db/tupleType and :db/tupleTypes are checked when
+  ;; installed, and a malformed one never breaks the transaction that uses it.
+  (each-store [conn {:schema map-schema}]
+    (are [attr] (= :schema/invalid (error-of #(d/transact! conn [attr])))
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleTypes [:db.type/nope :db.type/long]}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleTypes [1 2]}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleTypes [:db.type/long]}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleTypes [:db.type/tuple :db.type/long]}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleTypes (vec (repeat 9 :db.type/long))}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleType :db.type/tuple}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleType :db.type/long
+       :db/tupleTypes [:db.type/long :db.type/long]}
+      {:db/ident :x/t :db/valueType :db.type/string :db/tupleTypes [:db.type/long :db.type/long]}
+      {:db/ident :x/t :db/tupleType :db.type/long}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleAttrs [1 2]}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleAttrs [:user/email]}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleAttrs [:user/email :no/such]}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleAttrs [:user/email :user/tags]}
+      {:db/ident :x/t :db/valueType :db.type/tuple :db/tupleAttrs [:user/email :x/t]})
+    (testing "used in the transaction that defines it"
+      (are [tx] (#{:schema/invalid :tx/value-type} (error-of #(d/transact! conn tx)))
+        [{:db/ident :x/t :db/valueType :db.type/tuple :db/tupleTypes [:db.type/nope :db.type/long]}
+         {:x/t ["a" 1]}]
+        [{:db/ident :x/t :db/valueType :db.type/tuple :db/tupleTypes [1 2]} {:x/t ["a" 1]}]
+        [{:db/ident :x/t :db/valueType :db.type/tuple :db/tupleAttrs [1 2]} {:x/t ["a" 1]}]
+        [{:db/ident :x/t :db/valueType :db.type/tuple :db/tupleAttrs [:user/email :no/such]}
+         {:user/email "a@x"}]))
+    (testing "well formed ones"
+      (d/transact! conn [{:db/ident :x/pair :db/valueType :db.type/tuple
+                          :db/tupleTypes [:db.type/string :db.type/ref]}
+                         {:db/ident :x/email+friend :db/valueType :db.type/tuple
+                          :db/tupleAttrs [:user/email :user/friend]}])
+      (let [r (d/transact! conn [{:db/id "a" :user/email "a@x" :x/pair ["p" 1]}])]
+        (is (= ["a@x" nil] (:x/email+friend (d/entity (d/db conn) (get-in r [:tempids "a"])))))))))
+
+(deftest tuple-values-are-checked
+  (each-store [conn {:schema typed-schema}]
+    (are [v] (= :tx/value-type (error-of #(d/transact! conn [[:db/add "e" :t/tuple v]])))
+      ["a" (object-array [1])] ["a" "b"] ["a" 1 2] ["a"] [1 1])
+    (are [v] (= :tx/value-type (error-of #(d/transact! conn [[:db/add "e" :t/tuple1 v]])))
+      [1 "x"] [1 (long-array 1)] [1.5])))

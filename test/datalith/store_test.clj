@@ -633,3 +633,58 @@
       (let [w (.beginWrite s)]
         (is (thrown? IllegalStateException (.close s)))
         (.close w)))))
+
+;; ---- expectations and the writer lock ---------------------------------------
+
+(defn- commit-expecting!
+  "Commits a put of k2 in EAVT, expecting `k` of META to hold `v` (nil:
+  absent); the :error of the commit's ex-info, or nil when it commits."
+  [^Store s k v]
+  (try
+    (with-open [w (.beginWrite s)]
+      (.expect w SubDb/META (buf k) (when v (buf v)))
+      (put! w SubDb/EAVT "k2" "written")
+      (.commit w)
+      nil)
+    (catch clojure.lang.ExceptionInfo e (:error (ex-data e)))))
+
+(deftest expect-guards-the-commit
+  (with-each-store [s]
+    (are [k v error]
+         (do (commit! s [[SubDb/META "t" "7"] [SubDb/EAVT "k2" nil]])
+             (= [error (when-not error "written")]
+                [(commit-expecting! s k v) (with-open [r (.beginRead s)] (lookup r "k2"))]))
+      "t" "7" nil
+      "u" nil nil
+      "t" "8" :store/conflict
+      "t" "77" :store/conflict
+      "t" nil :store/conflict
+      "u" "7" :store/conflict)
+    (testing "the conflict's data"
+      (let [e (try (with-open [w (.beginWrite s)]
+                     (.expect w SubDb/META (buf "t") (buf "6"))
+                     (.commit w))
+                   (catch clojure.lang.ExceptionInfo e e))]
+        (is (= ["META" "t" "6" "7"]
+               (-> (ex-data e)
+                   ((juxt :sub-db :key :expected :found))
+                   (update 1 #(String. ^bytes %))
+                   (update 2 #(String. ^bytes %))
+                   (update 3 #(String. ^bytes %)))))))
+    (testing "after a conflict the store takes the next write"
+      (is (nil? (commit-expecting! s "t" "7"))))
+    (testing "an expected key is checked like a written one"
+      (with-open [w (.beginWrite s)]
+        (let [e (is (thrown? clojure.lang.ExceptionInfo (.expect w SubDb/META (buf "") nil)))]
+          (is (= :store/key-size (:error (ex-data e)))))))))
+
+(deftest an-interrupted-writer-still-writes
+  (with-each-store [s]
+    (.interrupt (Thread/currentThread))
+    (try
+      (commit! s [[SubDb/EAVT "a" "1"]])
+      (is (Thread/interrupted) "the interrupt is kept for the caller")
+      (finally (Thread/interrupted)))
+    (commit! s [[SubDb/EAVT "b" "2"]])
+    (with-open [r (.beginRead s)]
+      (is (= [["a" "1"] ["b" "2"]] (strs (scan r SubDb/EAVT)))))))

@@ -3,7 +3,7 @@
   cardinality, retractEntity, cas, transaction functions, tx metadata, with."
   (:require [clojure.test :refer [deftest is are testing]]
             [datalith.core :as d]
-            [datalith.test-util :refer [each-store]]))
+            [datalith.test-util :as tu :refer [each-store]]))
 
 (def schema
   {:user/email {:db/valueType :db.type/string :db/unique :db.unique/identity}
@@ -469,3 +469,256 @@
         (is (empty? (d/datoms wdb :eavt a :user/name)))
         (is (= "A2" (:user/name (d/entity (d/db conn) a))))
         (is (nil? (d/entid (d/db conn) [:user/email "w@x"])))))))
+
+;; ---------------------------------------------------------------- entity ids
+
+(defn- next-id
+  "An id just above every entity id `db` holds: the id the allocator would give next."
+  [db]
+  (inc (reduce max 0 (keep #(when (< (:e %) (d/t->tx 0)) (:e %)) (d/datoms db :eavt)))))
+
+(defn- new-ids
+  "The ids a report's transaction gave new entities and new attributes."
+  [report]
+  (into (set (vals (dissoc (:tempids report) :db/current-tx "datomic.tx")))
+        (keep #(when (and (= :db/ident (:a %)) (:added %)) (:e %)) (:tx-data report))))
+
+(deftest named-ids-are-never-allocated
+  ;; An explicit id is an entity's, whether or not it has datoms yet: the
+  ;; allocator never gives it to a new entity or to an attribute installed on
+  ;; first use, in the transaction that names it or later.
+  (each-store [conn {:schema schema}]
+    (testing "the report's case: an attribute installed next to an explicit id"
+      (let [n (next-id (d/db conn))
+            r (d/transact! conn [[:db/add n :user/name "A"] [:db/add (inc n) :free/age 1]])
+            db (:db-after r)]
+        (is (= {:db/id (inc n) :free/age 1} (d/pull db '[*] (inc n))))
+        (is (= {:db/id n :user/name "A"} (d/pull db '[*] n)))
+        (is (not (contains? #{n (inc n)} (d/entid db :free/age))))))
+    (are [named] (let [n (next-id (d/db conn))
+                       r (d/transact! conn (into [{:db/id "t" :user/name "T"}
+                                                  [:db/add "u" (keyword "auto" (str "a" n)) 1]]
+                                                 (named n)))
+                       later (d/transact! conn [{:db/id "v" :user/name "V"}
+                                                [:db/add "v" (keyword "auto" (str "b" n)) 2]])]
+                   (and (is (empty? (filter #{n (inc n)} (new-ids r))) (pr-str (named n)))
+                        (is (empty? (filter #{n (inc n)} (new-ids later))) (pr-str (named n)))))
+      #(vector [:db/add % :user/name "x"] [:db/add (inc %) :user/age 1])
+      #(vector {:db/id (inc %) :user/age 1} {:db/id % :user/name "y"})
+      #(vector {:user/email (str % "@x") :user/friends [% (inc %)]})
+      #(vector [:db/add "w" :user/manager (inc %)] [:db/add "w" :user/friends %]
+               [:db/add "w" :user/name "W"])
+      #(vector [:db/retract % :user/name "x"] [:db/retract (inc %) :user/age 1])
+      #(vector [:db/retractEntity (inc %)] [:db/retractEntity %])
+      #(vector {:db/id (inc %)} {:db/id %})
+      #(vector [:db/cas % :user/age nil 1] [:db/cas (inc %) :user/age nil 2]))))
+
+(deftest named-ids-survive-reopening
+  (let [dir (tu/temp-dir)]
+    (try
+      (let [n (with-open [conn (d/connect (.getPath dir) {:schema schema})]
+                (let [n (next-id (d/db conn))
+                      r (d/transact! conn [[:db/add "a" :re/first 1] [:db/add n :user/name "N"]
+                                           [:db/retract (+ n 5) :user/name "never there"]])]
+                  (is (not= n (d/entid (:db-after r) :re/first)))
+                  n))]
+        (with-open [conn (d/connect (.getPath dir) {:schema schema})]
+          (let [ids (new-ids (d/transact! conn (for [i (range 8)]
+                                                 [:db/add (str "t" i) (keyword "re" (str "a" i)) i])))]
+            (is (= 16 (count ids)))
+            (is (every? #(> % (+ n 5)) ids)))))
+      (finally (tu/delete-tree dir)))))
+
+(deftest transaction-ids-as-entities
+  ;; Ids from (t->tx 0) up are transactions: an existing one (or this one)
+  ;; takes metadata, any other is refused, as Datomic's invalid-entity-id.
+  (each-store [conn {:schema schema}]
+    (let [r1 (d/transact! conn [{:user/email "a@x"}])
+          tx1 (get-in r1 [:tempids :db/current-tx])
+          inst1 (:db/txInstant (d/entity (d/db conn) tx1))
+          this-tx #(d/t->tx (inc (d/basis-t (d/db conn))))]
+      (testing "an existing transaction takes metadata"
+        (d/transact! conn [[:db/add tx1 :tx/source "backfill"]])
+        (is (= "backfill" (:tx/source (d/entity (d/db conn) tx1)))))
+      (testing "this transaction's own id names it, as \"datomic.tx\" does"
+        (let [tx (this-tx)
+              r (d/transact! conn [[:db/add tx :tx/source "self"] [:db/add "datomic.tx" :user/age 3]])]
+          (is (= tx (get-in r [:tempids :db/current-tx])))
+          (is (= #{[:tx/source "self"] [:user/age 3]}
+                 (set (remove #(= :db/txInstant (first %)) (facts (d/db conn) tx)))))))
+      (testing "a transaction that does not exist is not an entity"
+        (are [tx] (= :tx/invalid-entity-id (error-of #(d/transact! conn (tx (this-tx)))))
+          (constantly [[:db/add 285873023227265 :user/name "V"]])
+          #(vector [:db/add (inc %) :user/name "V"])
+          #(vector {:db/id (+ % 5) :user/name "V"})
+          #(vector [:db/add [:user/email "a@x"] :user/manager (inc %)])
+          #(vector [:db/retract (inc %) :user/name "V"])
+          #(vector [:db/retractEntity (inc %)])
+          (constantly [[:db/add "x" :user/friends Long/MAX_VALUE]])))
+      (testing ":db/txInstant belongs to the transaction being made"
+        (are [tx] (= :tx/tx-instant (error-of #(d/transact! conn tx)))
+          [[:db/add tx1 :db/txInstant (java.util.Date.)]]
+          [[:db/retract tx1 :db/txInstant inst1]]
+          [[:db/retract tx1 :db/txInstant]]
+          [[:db/add "x" :db/txInstant (java.util.Date.)]]
+          [[:db/add [:user/email "a@x"] :db/txInstant (java.util.Date.)]]
+          [[:db/retract "datomic.tx" :db/txInstant inst1]]))
+      (testing "retracting a transaction entity retracts its metadata, not its instant"
+        (d/transact! conn [[:db/retractEntity tx1]])
+        (is (= #{[:db/txInstant inst1]} (facts (d/db conn) tx1)))))))
+
+(deftest datomic-tx-in-tempids
+  (each-store [conn {:schema schema}]
+    (let [r (d/transact! conn [[:db/add "datomic.tx" :tx/source "import"] {:user/email "a@x"}])
+          tx (get-in r [:tempids :db/current-tx])]
+      (is (= tx (get-in r [:tempids "datomic.tx"])))
+      (is (= "import" (:tx/source (d/entity (d/db conn) tx)))))
+    (testing "also for a map, and a ref to the transaction; not when unused"
+      (are [tx used] (let [r (d/transact! conn tx)]
+                       (= (when used (get-in r [:tempids :db/current-tx]))
+                          (get-in r [:tempids "datomic.tx"])))
+        [{:db/id "datomic.tx" :tx/source "m"}] true
+        [{:db/id "e" :user/manager "datomic.tx"}] true
+        [{:user/email "b@x"}] false))))
+
+(deftest tempids-must-name-an-entity
+  ;; Datomic: "tempid used only as value in transaction". A tempid stands for
+  ;; an entity the transaction asserts something about.
+  (each-store [conn {:schema schema}]
+    (are [tx] (= :tx/tempid-only-value (error-of #(d/transact! conn tx)))
+      [{:db/id "a"} [:db/add "b" :user/name "B"] [:db/add "b" :user/manager "a"]]
+      [[:db/add "b" :user/name "B"] [:db/add "b" :user/manager "a"]]
+      [{:db/id "b" :user/name "B" :user/friends ["a" "c"]} {:db/id "c" :user/name "C"}]
+      [{:db/id "a" :user/_manager "b"} {:db/id "b" :user/name "B"}]
+      [{:user/_manager "b"} {:db/id "b" :user/name "B"}]
+      [[:db/retract "a" :user/name "x"]]
+      [[:db/retractEntity "a"]])
+    (is (= [1 []] [(d/basis-t (d/db conn)) (vec (d/datoms (d/db conn) :aevt :user/name))])
+        "nothing was written (t 1 installed the schema)")
+    (testing "a tempid asserted anywhere in the transaction may be a ref target"
+      (let [r (d/transact! conn [[:db/add "b" :user/manager "a"] {:db/id "b" :user/name "B"}
+                                 {:db/id "a" :user/name "A"}])]
+        (is (= "A" (-> (d/entity (d/db conn) (get-in r [:tempids "b"])) :user/manager :user/name)))))
+    (testing "a map with nothing but a tempid names nothing: no id, no error"
+      (let [r (d/transact! conn [{:db/id "nothing"} {:db/id "c" :user/name "C"} {}])]
+        (is (= #{"c" :db/current-tx} (set (keys (:tempids r)))))))))
+
+(deftest retract-entity-of-nothing
+  ;; Datomic's retractEntity retracts what the entity has: nothing when a
+  ;; lookup ref or ident names no entity. The other operations need one.
+  (each-store [conn {:schema schema}]
+    (d/transact! conn [{:user/email "a@x" :user/name "A"}])
+    (are [tx result] (= result (let [r (try (d/transact! conn tx)
+                                            (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex))))]
+                                 (if (map? r) (set (map rest (tx-facts r))) r)))
+      [[:db/retractEntity [:user/email "nobody@x"]]] #{}
+      [[:db.fn/retractEntity [:user/email "nobody@x"]]] #{}
+      [[:db/retractEntity :no/such-ident]] #{}
+      [[:db/retractEntity [:user/email "nobody@x"]] {:user/email "b@x"}] #{[:user/email "b@x" true]}
+      [[:db/retract [:user/email "nobody@x"] :user/name "A"]] :tx/lookup-ref-not-found
+      [[:db/retract [:user/email "nobody@x"] :user/name]] :tx/lookup-ref-not-found
+      [[:db/add [:user/email "nobody@x"] :user/name "A"]] :tx/lookup-ref-not-found
+      [[:db/cas [:user/email "nobody@x"] :user/age nil 1]] :tx/lookup-ref-not-found
+      [[:db/retract :no/such-ident :user/name "A"]] :tx/unknown-ident
+      [[:db/retractEntity [:user/name "A"]]] :tx/invalid-lookup-ref
+      [[:db/retractEntity [:no/attr "x"]]] :tx/invalid-lookup-ref)
+    (is (= "A" (:user/name (d/entity (d/db conn) [:user/email "a@x"]))))))
+
+;; ---------------------------------------------------------------- values
+
+(defn- message-of [conn tx]
+  (try (d/transact! conn tx) nil
+       (catch clojure.lang.ExceptionInfo ex
+         (when (= :tx/value-type (:error (ex-data ex))) (ex-message ex)))))
+
+(deftest java-arrays-are-not-values
+  ;; An array compares by identity, so a stored one could never be found or
+  ;; retracted: refused wherever it appears, as Datomic refuses it. byte[]
+  ;; is the bytes type.
+  (each-store [conn {:schema schema}]
+    (are [tx] (re-find #"Java array" (str (message-of conn tx)))
+      [{:db/id "e" :user/tags (object-array [:a :b])}]
+      [{:db/id "e" :user/friends (long-array [1 2])}]
+      [{:db/id "e" :user/name "E" :issue/_assignee (object-array [1])}]
+      [[:db/add "e" :user/tags (object-array [:a])]]
+      [[:db/add "e" :user/friends (object-array [1])]]
+      [[:db/add "e" :user/name (char-array "abc")]]
+      [[:db/add "e" :free/x (object-array [1 2])]]
+      [[:db/add "e" :free/x (int-array [1 2])]]
+      [[:db/add "e" :free/x {:a (int-array [1])}]]
+      [[:db/add "e" :free/x [1 [2 (object-array [3])]]]]
+      [[:db/add "e" :free/x #{(to-array [1])}]]
+      [[:db/add "e" :free/x (java.util.ArrayList. ^java.util.Collection (list (object-array [1])))]])
+    (is (= 1 (d/basis-t (d/db conn))) "nothing was written (t 1 installed the schema)")
+    (testing "byte arrays are values, compared by content"
+      (let [e (get-in (d/transact! conn [{:db/id "e" :free/b (byte-array [1 2]) :free/m {:b (byte-array [3])}}])
+                      [:tempids "e"])]
+        (is (= [e] (map :e (d/datoms (d/db conn) :avet :free/b (byte-array [1 2])))))
+        (d/transact! conn [[:db/retract e :free/b (byte-array [1 2])]])
+        (is (empty? (d/datoms (d/db conn) :eavt e :free/b)))))))
+
+(deftest value-errors-say-what-is-wrong
+  (each-store [conn {:schema schema}]
+    (are [tx expected] (re-find expected (str (message-of conn tx)))
+      [[:db/add "e" :free/x inc]] #"^Value #object\[clojure.core\$inc .* of :free/x cannot be stored: datalith cannot encode a clojure.core\$inc \(:free/x has no :db/valueType"
+      [[:db/add "e" :free/x (Object.)]] #"cannot encode a java.lang.Object"
+      [[:db/add "e" :user/age "old"]] #"^Value \"old\" \(a java.lang.String\) is not a :db.type/long as :user/age requires$"
+      [[:db/add "e" :user/tags "k"]] #"is not a :db.type/keyword as :user/tags requires"
+      [[:db/add "e" :free/x (reduce (fn [v _] [v]) 1 (range 300))]]
+      #"cannot be stored: it nests collections more than 256 levels deep"
+      [[:db/add "e" :free/x (object-array 1)]] #"cannot be stored: it is a Java array \(Object\[\]\)"
+      [[:db/add "e" :free/x (java.util.HashSet. ^java.util.Collection (list 1 (int 1)))]]
+      #"cannot be stored: it holds a Java set or map with two members that are = to each other"
+      [[:db/add "e" :free/x (map (fn [_] (throw (IllegalStateException. "lazy"))) [1])]]
+      #"cannot encode a clojure.lang.LazySeq")
+    (is (not-any? #(re-find #"null|nil as" (str (message-of conn %)))
+                  [[[:db/add "e" :free/x inc]] [[:db/add "e" :free/x (Object.)]]]))
+    (testing "a huge value is shown shortened"
+      (is (< (count (message-of conn [[:db/add "e" :user/age (vec (range 100000))]])) 400)))))
+
+;; ---------------------------------------------------------------- nesting
+
+(defn overflow-fn [_db] (letfn [(f [n] (inc (f n)))] (f 0)))
+
+(deftest deep-nesting
+  ;; No depth of nesting that tx-data can hold overflows the stack: nested
+  ;; maps are expanded with a stack of their own, component trees retracted
+  ;; with a work list; what has no business being deep gets a clear limit.
+  (each-store [conn {:schema schema}]
+    (let [chain (fn [n] (reduce (fn [m i] {:comment/text (str i) :comment/replies [m]})
+                                {:comment/text "leaf"} (range n)))]
+      (testing "component maps 5,000 deep, with and transact!"
+        (let [w (d/with (d/db conn) [(assoc (chain 5000) :db/id "top")])]
+          (is (= 5001 (count (d/datoms (:db-after w) :aevt :comment/text)))))
+        (let [top (get-in (d/transact! conn [(assoc (chain 5000) :db/id "top")]) [:tempids "top"])]
+          (is (= 5001 (count (d/datoms (d/db conn) :aevt :comment/text))))
+          (testing "and retracted through the components"
+            (d/transact! conn [[:db/retractEntity top]])
+            (is (empty? (d/datoms (d/db conn) :aevt :comment/text))))))
+      (testing "a map that contains itself"
+        (let [m (java.util.HashMap.)]
+          (.put m :comment/text "loop")
+          (.put m :comment/replies [m])
+          (is (= :tx/too-deep (error-of #(d/transact! conn [m]))))))
+      (testing "lookup refs in lookup refs"
+        (d/transact! conn [{:db/ident :node/parent :db/valueType :db.type/ref
+                            :db/unique :db.unique/identity}
+                           {:db/id "root" :user/email "root@x"}])
+        (d/transact! conn [{:db/id "n1" :node/parent [:user/email "root@x"]}])
+        (d/transact! conn [{:db/id "n2" :node/parent [:node/parent [:user/email "root@x"]]}])
+        (is (= "root@x" (-> (d/entity (d/db conn) [:node/parent [:node/parent [:user/email "root@x"]]])
+                            :node/parent :node/parent :user/email)))
+        (is (= :tx/too-deep
+               (error-of #(d/transact! conn [[:db/add (reduce (fn [r _] [:node/parent r])
+                                                              [:user/email "root@x"] (range 100))
+                                                      :user/name "deep"]])))))
+      (testing "EDN values"
+        (is (= :tx/value-type
+               (error-of #(d/transact! conn [[:db/add "e" :free/x (reduce (fn [v _] {:k v}) 1
+                                                                          (range 100000))]])))))
+      (testing "a transaction function that overflows the stack"
+        (is (= :tx/fn-failed (error-of #(d/transact! conn [(list `overflow-fn)])))))
+      (testing "the connection still works"
+        (is (= "A" (:user/name (d/entity (:db-after (d/transact! conn [{:user/email "after@x"
+                                                                         :user/name "A"}]))
+                                         [:user/email "after@x"]))))))))

@@ -15,7 +15,9 @@
             [datalith.core :as d]
             [datalith.naive :as naive]
             [datalith.test-util :as tu])
-  (:import (datalith.index Datom)
+  (:import (datalith.db Conn)
+           (datalith.index Datom)
+           (datalith.store LmdbStore MemStore)
            (java.io File)))
 
 (def trials
@@ -53,10 +55,17 @@
 
 (def gen-choice
   "An entity or value choice: [kind n]; kind matters only for refs (:nested:
-  a nested entity map where a map allows one, else like :eid)."
+  a nested entity map where a map allows one, else like :eid; :new-id: an
+  explicit id no entity has, just above every id in use; :tx-id: the id of
+  a transaction, a past one, this one, or (refused) a future one)."
   (gen/tuple (gen/frequency [[6 (gen/return :eid)] [3 (gen/return :tmp)] [1 (gen/return :lookup)]
-                             [1 (gen/return :nested)]])
+                             [1 (gen/return :nested)] [1 (gen/return :new-id)]
+                             [1 (gen/return :tx-id)]])
              (gen/choose 0 7)))
+
+(def free-attrs
+  "Attributes outside every schema: the first transaction that names one installs it."
+  [:free/a :free/b])
 
 (def gen-attrs
   "Attribute choices of an entity map, each with one or two values."
@@ -90,10 +99,28 @@
   {:id [0 1 2 3 -7 Long/MIN_VALUE]
    :long [0 1 -1 Long/MAX_VALUE Long/MIN_VALUE 2]
    :string ["s0" "s1" "" "\u0000" "ß∂😀" long-string (str long-string "y") (str "y" long-string)]
-   :keyword [:w0 :kw/w0 :kw/w1 :a.b/c]})
+   :keyword [:w0 :kw/w0 :kw/w1 :a.b/c]
+   :any [0 "s0" :w0 1 "" -7 :kw/w1 "ß∂😀"]})
 
 (defn- domain [schema a]
-  (if (= a :k/id) (:id domains) (domains (get-in schema [a :type]))))
+  (if (= a :k/id) (:id domains) (domains (get-in schema [a :type] :any))))
+
+(defn- new-id
+  "An entity id no entity has: the n-th above every id the model knows to
+  be in use or named, so at or just above the engine's next id."
+  [model n]
+  (+ 1 (mod n 3) (apply max (filter #(< % naive/tx0)
+                                    (concat (:reserved model) (:ents model) (:named model))))))
+
+(defn- tx-id
+  "A transaction's entity id: the last one, this one, the first one, or a
+  future one (which no transaction may name)."
+  [model n]
+  (+ naive/tx0 (case (int (mod n 4))
+                 0 (:t model)
+                 1 (inc (:t model))
+                 2 (:t0 model)
+                 3 (+ (:t model) 2 n))))
 
 (defn- pick [xs n] (when (seq xs) (nth xs (mod n (count xs)))))
 
@@ -103,7 +130,7 @@
   (let [schema (:schema model)
         fs (naive/facts model)
         ents (vec (naive/entities model))
-        attrs (vec (sort (keys schema)))
+        attrs (vec (sort (into (set free-attrs) (keys schema))))
         ids (vec (sort (for [[_ a v] fs :when (= a :k/id)] v)))
         lookup (fn [n] [:k/id (if (and (seq ids) (< n 6)) ; mostly an existing value
                                 (pick ids n)
@@ -112,15 +139,21 @@
                  (case kind
                    :tmp (str "t" (mod n 3))
                    :lookup (lookup n)
+                   :new-id (new-id model n)
+                   :tx-id (tx-id model n)
                    (or (pick ents n) (str "t" (mod n 3)))))
         existing (fn [[kind n]] ; an entity position of a retraction, or nil
-                   (if (= kind :lookup) (lookup n) (pick ents n)))
+                   (case kind
+                     :lookup (lookup n)
+                     :new-id (new-id model n)
+                     :tx-id (tx-id model n)
+                     (pick ents n)))
         attr #(pick attrs %)
         ;; maps may also use reverse attributes
         map-attr #(pick (into attrs (for [a attrs :when (naive/ref-attr? schema a)]
                                       (keyword (namespace a) (str "_" (name a)))))
                         %)
-        card-one-attrs (vec (filter #(= :one (get-in schema [% :card])) attrs))
+        card-one-attrs (vec (filter #(not= :many (get-in schema [% :card])) attrs))
         ;; tempids in entity positions: the only ones ref values may use
         temps (vec (sort (set (filter string?
                                       (for [op ops]
@@ -133,6 +166,8 @@
                   (case kind
                     :tmp (or (pick temps n) (pick ents n))
                     :lookup (lookup n)
+                    :new-id (new-id model n)
+                    :tx-id (tx-id model n)
                     (or (pick ents n) (pick temps n)))
                   (pick (domain schema a) n)))
         map-value (fn [a [kind n :as choice]] ; in a map: refs may be nested maps
@@ -275,7 +310,7 @@
   lookup ref, current and history, for a sample of entities; nil or a failure."
   [model db now]
   (let [schema (:schema model)
-        attrs (set (keys schema))
+        attrs (into (set free-attrs) (keys schema))
         cur #(current-tuples attrs %)
         hist (naive/history-datoms model (:t model))
         where (fn [pred xs] (set (filter pred xs)))]
@@ -305,7 +340,7 @@
   "The engine's db value at the model's t against the model; nil or a failure."
   [model db]
   (let [schema (:schema model)
-        attrs (set (keys schema))
+        attrs (into (set free-attrs) (keys schema))
         t (:t model)
         now (naive/current model t)
         cur #(current-tuples attrs %)
@@ -350,7 +385,7 @@
 (defn- check-snapshots
   "Earlier db values still show their own t; nil or a failure."
   [model dbs]
-  (let [attrs (set (keys (:schema model)))]
+  (let [attrs (into (set free-attrs) (keys (:schema model)))]
     (some (fn [db]
             (let [t (d/basis-t db)]
               (or (diff [:snapshot t] (naive/current model t)
@@ -361,13 +396,15 @@
 
 (defn- engine-new-eid
   "The id the engine gave a new entity of the model's: by tempid, or by the
-  identity value it asserted."
+  identity value it asserted; or the id of an attribute it installed, by
+  the attribute's :db/ident datom."
   [report]
   (let [fallback (atom -1)]
-    (fn [{:keys [tempids identities tx]}]
+    (fn [{:keys [tempids identities attribute]}]
       (cond
         (not report) (swap! fallback dec)
-        tx (get (:tempids report) :db/current-tx)
+        attribute (some #(when (and (= :db/ident (:a %)) (= attribute (:v %)) (:added %)) (:e %))
+                        (:tx-data report))
         :else
         (or (some #(get (:tempids report) %) tempids)
             (some (fn [[a v]] (some #(when (and (= a (:a %)) (= v (:v %)) (:added %)) (:e %))
@@ -390,7 +427,7 @@
 (defn- check-log
   "The transaction log (`tx-range`) against the model's; nil or a failure."
   [model conn]
-  (let [attrs (set (keys (:schema model)))
+  (let [attrs (into (set free-attrs) (keys (:schema model)))
         one (fn [t] (for [{:keys [data]} (d/tx-range conn t (inc t))] (tx-out attrs {:tx-data data})))]
     (or
      (some (fn [{:keys [t datoms]}] (diff [:tx-range t] [(set datoms)] (one t)))
@@ -404,7 +441,7 @@
   "`with` applied to the previous `with` result (overlays on overlays) against
   the model; returns {:wdb db} or {:check ...}."
   [model expected wdb tx-data]
-  (let [attrs (set (keys (:schema model)))
+  (let [attrs (into (set free-attrs) (keys (:schema model)))
         w (attempt #(d/with wdb tx-data))]
     (cond
       (:crash w) {:check :with-chain-crash :with w}
@@ -424,13 +461,27 @@
                   (history-tuples attrs (d/datoms (d/history db) :eavt)))
             {:wdb db})))))
 
+(defn- check-verified
+  "d/verify of the store after a transaction (issue #13): every index, the history, BLOBS
+  and META agree with the log; and the database rebuilt from the log reads the same. nil
+  or a failure."
+  [conn]
+  (let [r (d/verify conn)]
+    (if-not (:ok? r)
+      {:check :verify :problems (:problems r)}
+      (let [{rebuilt :conn} (d/rebuild-indexes conn :mem)
+            view (fn [db] [(d/basis-t db) (set (d/datoms db :eavt)) (vec (d/datoms db :avet))
+                           (set (d/datoms (d/history db) :eavt))])]
+        (try (diff :rebuilt (view (d/db conn)) (view (d/db rebuilt)))
+             (finally (d/close rebuilt)))))))
+
 (defn- run-tx
   "Runs `tx-data` on the engine (transact!, with on the db before, with on
   the previous with) and on the model, and compares everything; returns the
   next {:conn :model :dbs :wdb} or {:failure {...}}."
   [{:keys [conn model dbs wdb] :as state} tx-data]
-  (let [before (d/db conn)
-        attrs (set (keys (:schema model)))
+  (let [before (d/db (get state :before-conn conn)) ; see run-twin-case
+        attrs (into (set free-attrs) (keys (:schema model)))
         engine (attempt #(d/transact! conn tx-data))
         with (attempt #(d/with before tx-data))
         report (:report engine)
@@ -471,7 +522,8 @@
                   (when-not (:wdb chain) chain)
                   (check-db m (d/db conn))
                   (check-snapshots m dbs)
-                  (check-log m conn))]
+                  (check-log m conn)
+                  (check-verified conn))]
         (if f
           (fail f)
           (assoc state :model m :dbs (conj dbs (d/db conn)) :wdb (:wdb chain)))))))
@@ -611,3 +663,145 @@
               {:db/id "t2" :k/id 3}]
              [{:k/id 1 :k/name "s1"}]
              [[:db/retractEntity [:k/id 2]]]])))
+
+(deftest explicit-ids-next-to-installed-attributes
+  ;; An explicit id at the allocator's next id, in a transaction that also
+  ;; installs attributes on first use and makes new entities: the engine
+  ;; must give them other ids (the model's `claim!` checks), then and after
+  ;; reopening.
+  (doseq [reopen-at [nil 1 2]
+          store tu/stores]
+    (is (nil? (run-case store base-schema
+                        [(fn [m] [[:db/add "t0" :free/a 1] [:db/add (new-id m 0) :k/name "s0"]
+                                  [:db/add (new-id m 1) :free/b 2]])
+                         (fn [m] [{:db/id "t1" :k/name "s1" :k/friend (new-id m 2)}
+                                  [:db/add (new-id m 0) :free/a 3]])
+                         (fn [m] [{:db/id "t2" :k/id 5} [:db/retract (new-id m 0) :k/name "s0"]])]
+                        {:reopen-at reopen-at}))
+        (str store " reopened before " reopen-at))))
+
+;; ---------------------------------------------------------------- any input
+;; Whatever tx-data holds, transact! and with either accept it or throw an
+;; ex-info with a namespaced :error (never :tx/internal, datalith's own
+;; fault), and a refused transaction writes nothing.
+
+(def ^:private odd-values
+  "Values a careless or hostile caller might put anywhere in tx-data."
+  [nil 0 1 -1 1000 2000 (dec naive/tx0) naive/tx0 (inc naive/tx0) Long/MAX_VALUE Long/MIN_VALUE
+   (int 5) 1.5 ##NaN 2N 1.5M "" "t0" "datomic.tx" "x" :db/add :db/retract :db/retractEntity
+   :db/cas :db/id :db/ident :db/valueType :db/cardinality :db/unique :db/isComponent
+   :db/tupleAttrs :db/tupleTypes :db/tupleType :db/txInstant :db/doc :db/index
+   :db.type/ref :db.type/string :db.type/long :db.type/tuple :db.cardinality/many
+   :db.unique/identity :db/current-tx :k/id :k/ref :k/many :k/part :k/pair :k/id+ref :k/_ref
+   :k/_part :free/x :no/such 'datalith.tx-property-test/no-fn 'no-ns-fn true
+   #inst "2020-01-01" (java.util.UUID. 0 0)])
+
+(def ^:private gen-odd
+  (gen/recursive-gen
+    (fn [inner] (gen/one-of [(gen/vector inner 0 4) (gen/list inner) (gen/set inner {:max-elements 3})
+                             (gen/map inner inner {:max-elements 3})]))
+    (gen/one-of [(gen/elements odd-values) gen/large-integer gen/string-ascii
+                 (gen/fmap (fn [n] (object-array (range n))) (gen/choose 0 2))
+                 (gen/return inc) (gen/fmap (fn [_] (Object.)) gen/nat)])))
+
+(def ^:private gen-odd-form
+  "Forms shaped like tx-data, and not."
+  (let [pick (gen/elements odd-values)]
+    (gen/one-of [(gen/tuple (gen/elements [:db/add :db/retract]) pick pick gen-odd)
+                 (gen/tuple (gen/elements [:db/add :db/retract :db/cas :db/retractEntity])
+                            gen-odd gen-odd)
+                 (gen/tuple (gen/return :db/cas) pick pick gen-odd gen-odd)
+                 (gen/map pick gen-odd {:max-elements 4})
+                 (gen/fmap #(assoc % :db/ident (keyword "new" (str "a" (count %))))
+                           (gen/map pick gen-odd {:max-elements 3}))
+                 gen-odd])))
+
+(def ^:private odd-schema
+  [{:db/ident :k/id :db/valueType :db.type/long :db/unique :db.unique/identity}
+   {:db/ident :k/ref :db/valueType :db.type/ref :db/unique :db.unique/identity}
+   {:db/ident :k/many :db/valueType :db.type/keyword :db/cardinality :db.cardinality/many}
+   {:db/ident :k/part :db/valueType :db.type/ref :db/cardinality :db.cardinality/many
+    :db/isComponent true}
+   {:db/ident :k/pair :db/valueType :db.type/tuple :db/tupleTypes [:db.type/long :db.type/string]}
+   {:db/ident :k/id+ref :db/valueType :db.type/tuple :db/tupleAttrs [:k/id :k/ref]
+    :db/unique :db.unique/identity}])
+
+(defn- odd-outcome
+  ":ok when `f` returns, :refused when it throws an ex-info with a namespaced
+  :error other than :tx/internal, else what it threw."
+  [f]
+  (try (f) :ok
+       (catch clojure.lang.ExceptionInfo ex
+         (let [e (:error (ex-data ex))]
+           (if (and (keyword? e) (namespace e) (not= :tx/internal e))
+             :refused
+             {:error e :message (ex-message ex) :cause (str (ex-cause ex))})))
+       (catch Throwable t {:thrown (str t)})))
+
+(defn- odd-tx-failure
+  "nil when `with` and `transact!` both accept `tx`, or both refuse it
+  cleanly and nothing is written; else what went wrong."
+  [conn tx]
+  (let [before (d/db conn)
+        with (odd-outcome #(d/with before tx))
+        real (odd-outcome #(d/transact! conn tx))]
+    (when-not (and (#{:ok :refused} real) (= with real)
+                   (or (= :ok real) (= (d/basis-t before) (d/basis-t (d/db conn)))))
+      {:tx tx :with with :transact real})))
+
+(defspec any-tx-data-is-accepted-or-refused-cleanly trials
+  (prop/for-all [txs (gen/vector (gen/vector gen-odd-form 0 4) 1 4)]
+    (outcome
+      (for [store tu/stores
+            :let [f (tu/with-conn [conn store {:schema odd-schema}]
+                      (some #(odd-tx-failure conn %) txs))]
+            :when f]
+        (assoc f :store store)))))
+
+;; ---------------------------------------------------------------- two connections, one store
+;; Two connections over one store object, each transaction on one of them at
+;; random: a connection whose last value is stale must build on the other's
+;; commits (t, entity ids, statistics, schema) as on its own, as it must on an
+;; LMDB directory that another process writes to. The db-before of each
+;; transaction comes from the connection that wrote last, so that the one
+;; transacting finds out under the write lock, not through `d/db`.
+
+(defn- open-twins
+  "Two connections over one new store of kind `store`, the schema installed
+  through the first: [a b close-fn]."
+  [store schema]
+  (let [dir (when (= store :lmdb) (tu/temp-dir))
+        s (if dir (LmdbStore/open (.toPath ^File dir) {}) (MemStore/open))
+        a (Conn/open s)
+        b (Conn/open s)]
+    (d/transact! a (vec (for [[ident props] (engine-schema schema)] (assoc props :db/ident ident))))
+    [a b #(do (d/close a) (d/close b) (some-> dir tu/delete-tree))]))
+
+(defn run-twin-case
+  "Like run-case, with each transaction on the connection `twins` names
+  (false: the first, true: the second) of two over one store."
+  [store schema txs twins]
+  (let [[a b close] (open-twins store schema)]
+    (try
+      (let [db0 (d/db a)
+            reserved (set (map :e (d/datoms db0 :eavt)))
+            model0 (naive/empty-db schema (d/basis-t db0) reserved)]
+        (loop [state {:conn a :model model0 :dbs [db0] :wdb db0}, log [], txs txs, twins twins]
+          (if-let [[make-tx & more] (seq txs)]
+            (let [tx-data (make-tx (:model state))
+                  log (conj log tx-data)
+                  r (run-tx (assoc state :conn (if (first twins) b a) :before-conn (:conn state))
+                            tx-data)]
+              (if-let [f (:failure r)]
+                (assoc f :store store :schema schema :txs log :twins (take (count log) twins))
+                (recur r log more (rest twins))))
+            nil)))
+      (finally (close)))))
+
+(defspec two-connections-on-one-store-agree-with-the-model (max 1 (quot trials 4))
+  (prop/for-all [schema gen-schema
+                 txs gen-txs
+                 twins (gen/vector gen/boolean 8)]
+    (outcome (keep #(run-twin-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs)
+                                   twins)
+                   tu/stores))))

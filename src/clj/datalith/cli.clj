@@ -9,7 +9,11 @@
                                vector of them, with a progress bar
     query DIR 'EDN' [ARG...]   prints the result of a query (ARGs: EDN inputs after the db)
     transact DIR 'EDN'         runs one transaction, prints basis-t, datoms and tempids
-    stats DIR                  basis-t, datoms per attribute, file size"
+    stats DIR                  basis-t, datoms per attribute, file size
+    verify DIR                 checks DIR for damage (every index against the checksummed
+                               log); prints the report, exits with 2 when it finds problems
+    repair DIR NEWDIR          rebuilds DIR's database from its log into NEWDIR (DIR is only
+                               read), then verifies NEWDIR; also upgrades an old format"
   (:require [clojure.edn :as edn]
             [clojure.java.io :as io]
             [clojure.pprint :as pprint]
@@ -27,7 +31,9 @@
   import DIR FILE.edn        transact the file's tx-data (or each of a vector of tx-data)
   query DIR 'EDN' [ARG...]   print a query's result; ARGs are EDN inputs after the db
   transact DIR 'EDN'         run one transaction
-  stats DIR                  basis-t, datoms per attribute, file size")
+  stats DIR                  basis-t, datoms per attribute, file size
+  verify DIR                 check DIR for damage; exit status 2 when it finds problems
+  repair DIR NEWDIR          rebuild DIR's database from its log into NEWDIR, then verify it")
 
 (defn- fail! [msg & [data]]
   (throw (ex-info msg (merge {:error :cli/usage} data))))
@@ -175,6 +181,37 @@
           (println (format "  %-28s %,12d" attr n)))
         (println (format "files: %,.1f MiB in %s" (/ bytes 1048576.0) dir))))))
 
+(defn- summary [{:keys [ok? t problem-count checks]}]
+  (let [{:keys [records datoms checksums]} (:log checks)]
+    (if ok?
+      (format "ok: t %d, %,d log records (checksums %s), %,d datoms in the log, no problems"
+              t records (name checksums) datoms)
+      (format "DAMAGED: %,d problem(s); the log has %,d readable records" problem-count records))))
+
+(defn verify
+  "Prints the verify report of the database in dir; returns it."
+  [dir]
+  (let [report (d/verify (existing-dir dir))]
+    (println (summary report))
+    (pprint/pprint (:checks report))
+    (doseq [p (:problems report)]
+      (prn p))
+    (when (< (count (:problems report)) (:problem-count report))
+      (println (format "... %,d more" (- (:problem-count report) (count (:problems report))))))
+    report))
+
+(defn repair
+  "Rebuilds the database in dir from its log into new-dir and verifies the result; returns
+  the verify report of new-dir."
+  [dir new-dir]
+  (let [r (d/rebuild-indexes (existing-dir dir) new-dir)]
+    (println (format "rebuilt %s into %s: t %d, %,d records, %,d datoms (source format %d, checksums %s)"
+                     dir new-dir (:t r) (:records r) (:datoms r) (:source-format r)
+                     (name (:checksums r))))
+    (let [report (d/verify new-dir)]
+      (println (summary report))
+      report)))
+
 (defn -main [& args]
   (let [[cmd & more] args]
     (try
@@ -190,6 +227,12 @@
                      (when-not (and dir tx) (fail! usage))
                      (transact dir tx))
         "stats" (if-let [dir (first more)] (stats dir) (fail! usage))
+        "verify" (if-let [dir (first more)]
+                   (when-not (:ok? (verify dir)) (System/exit 2))
+                   (fail! usage))
+        "repair" (let [[dir new-dir] more]
+                   (when-not (and dir new-dir) (fail! usage))
+                   (when-not (:ok? (repair dir new-dir)) (System/exit 2)))
         (fail! usage))
       (shutdown-agents)
       (catch clojure.lang.ExceptionInfo e

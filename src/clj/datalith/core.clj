@@ -13,7 +13,7 @@
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
   (:refer-clojure :exclude [with])
-  (:import (datalith.db Conn Db Entity IndexScan Schema TxReport)
+  (:import (datalith.db Conn Db Entity IndexScan Rebuild Schema TxReport Verify)
            (datalith.query Engine)
            (datalith.pull Puller)
            (datalith.index Datom Index)
@@ -27,6 +27,34 @@
 (defn- error [k msg data]
   (ex-info msg (assoc data :error k)))
 
+;; Arguments of the wrong type are ex-infos here, not ClassCastExceptions below.
+
+(defn- conn-arg ^Conn [x]
+  (if (instance? Conn x)
+    x
+    (throw (error :db/invalid-conn "Expected a connection (from connect)" {:conn x}))))
+
+(defn- db-arg ^Db [x]
+  (if (instance? Db x)
+    x
+    (throw (error :db/invalid-db "Expected a database value (from db, as-of, since, history or with)"
+                  {:db x}))))
+
+(defn- long-arg
+  "`x` as a long, or :db/invalid-t naming `what`."
+  [x what]
+  (if (and (integer? x) (<= Long/MIN_VALUE x Long/MAX_VALUE))
+    (long x)
+    (throw (error :db/invalid-t (str "Expected " what ": a whole number that fits a long")
+                  {what x}))))
+
+(defn- opts-arg
+  "`opts`, a map of options or nil, or :db/invalid-options."
+  [opts]
+  (if (or (nil? opts) (map? opts))
+    opts
+    (throw (error :db/invalid-options "Options are a map" {:options opts}))))
+
 ;; ---------------------------------------------------------------- connections
 
 (defn- ->path ^Path [x]
@@ -38,12 +66,13 @@
                         {:target x}))))
 
 (defn- store-options
-  "Clojure options -> the string-keyed map the Java stores take."
+  "Clojure options -> the string-keyed map the Java stores take (which check
+  the values' types: :store/option)."
   ^java.util.Map [opts]
   (cond-> {}
-    (contains? opts :map-size) (assoc "map-size" (long (:map-size opts)))
-    (contains? opts :sync) (assoc "sync" (boolean (:sync opts)))
-    (contains? opts :max-readers) (assoc "max-readers" (long (:max-readers opts)))
+    (contains? opts :map-size) (assoc "map-size" (:map-size opts))
+    (contains? opts :sync) (assoc "sync" (:sync opts))
+    (contains? opts :max-readers) (assoc "max-readers" (:max-readers opts))
     (contains? opts :page-reader) (assoc "page-reader" (let [r (:page-reader opts)]
                                                          (if (keyword? r) (name r) r)))))
 
@@ -51,7 +80,7 @@
   "Schema given as a DataScript-style map {ident props} or Datomic-style maps
   -> the attribute maps that differ from `current` (the schema map of the db)."
   [schema current]
-  (let [attrs (if (map? schema)
+  (let [attrs (if (and (map? schema) (every? map? (vals schema)))
                 (for [[ident props] schema] (assoc props :db/ident ident))
                 schema)]
     (when-not (and (sequential? attrs) (every? map? attrs))
@@ -88,6 +117,14 @@
   connect, and a disk too full for the lock file a :store/io one; the files
   are left as they were.
 
+  Several processes may connect to one directory at once and all of them
+  may write: a transaction waits for the directory's writer lock (one
+  transaction at a time across the processes), then builds on the last
+  commit, whichever process made it, so t and entity ids are never handed
+  out twice. `db` returns the last commit of any process. One process
+  connects to a directory once: a second `connect` to it throws until the
+  first connection is closed. An in-memory database belongs to its process.
+
     (with-open [conn (d/connect \"/tmp/x\")] (d/basis-t (d/db conn)))
     ; => 0"
   (^Conn [] (connect :mem {}))
@@ -96,6 +133,7 @@
      (connect (or (:dir target) :mem) target)
      (connect target {})))
   (^Conn [target opts]
+   (opts-arg opts)
    (let [^Store store (if (= :mem target)
                         (MemStore/open)
                         (LmdbStore/open (->path target) (store-options opts)))
@@ -109,15 +147,19 @@
      conn)))
 
 (defn close
-  "Closes a connection and its store. Database values read from it stop working."
-  [^Conn conn]
-  (.close conn))
+  "Closes a connection and its store, after a transaction running on another
+  thread ends. Database values read from it stop working. Closing from
+  inside a transaction of the connection (a transaction function) throws
+  :db/close-in-tx and leaves it open: the transaction fails, and the
+  connection works on."
+  [conn]
+  (.close (conn-arg conn)))
 
 (defn db
-  "The latest database value of `conn`: immutable, it never sees later
-  transactions."
-  ^Db [^Conn conn]
-  (.db conn))
+  "The latest database value of `conn`, including what other processes
+  committed to its directory: immutable, it never sees later transactions."
+  ^Db [conn]
+  (.db (conn-arg conn)))
 
 (defn- report->map [^TxReport r]
   {:db-before (.dbBefore r)
@@ -142,58 +184,65 @@
     [:db/retract e a]    [:db/retractEntity e]    [:db/cas e a old new]
     (my.ns/tx-fn arg ...) ; calls (my.ns/tx-fn db arg ...) -> more tx-data
 
+  A transaction function returns tx-data and has no other effect: calling
+  `transact!` on the same connection from it (or from anything it calls)
+  throws :tx/reentrant, failing the transaction. Transactions wait for one
+  another, here and in other processes on the same directory.
+
     (:tempids (d/transact! conn [{:db/id \"a\" :user/name \"Ada\"}]))
     ; => {\"a\" 1000, :db/current-tx 13194139533313}"
-  [^Conn conn tx-data]
-  (report->map (.transact conn (tx-data-of tx-data))))
+  [conn tx-data]
+  (report->map (.transact (conn-arg conn) (tx-data-of tx-data))))
 
 (defn with
   "The report of applying tx-data to `db` in memory only: nothing is written.
   Its :db-after can be read, and extended with more `with`, like any value."
-  [^Db db tx-data]
-  (report->map (.with (.conn db) db (tx-data-of tx-data))))
+  [db tx-data]
+  (let [db (db-arg db)]
+    (report->map (.with (.conn db) db (tx-data-of tx-data)))))
 
 ;; ---------------------------------------------------------------- values
 
 (defn basis-t
   "The t of the last transaction `db` includes."
-  [^Db db]
-  (.basisT db))
+  [db]
+  (.basisT (db-arg db)))
 
-(defn t->tx "The transaction entity id of basis t." [t] (Db/tToTx (long t)))
-(defn tx->t "The basis t of a transaction entity id." [tx] (Db/txToT (long tx)))
+(defn t->tx "The transaction entity id of basis t." [t] (Db/tToTx (long-arg t :t)))
+(defn tx->t "The basis t of a transaction entity id." [tx] (Db/txToT (long-arg tx :tx)))
 
 (defn as-of
   "`db` as it was at `point`: a t, a transaction id or a java.util.Date."
-  ^Db [^Db db point]
-  (.asOf db point))
+  ^Db [db point]
+  (.asOf (db-arg db) point))
 
 (defn since
   "`db` with only the datoms asserted after `point` (a t, tx id or Date)."
-  ^Db [^Db db point]
-  (.since db point))
+  ^Db [db point]
+  (.since (db-arg db) point))
 
 (defn history
   "`db` with every assertion and retraction, each datom's :added telling which."
-  ^Db [^Db db]
-  (.historyView db))
+  ^Db [db]
+  (.historyView (db-arg db)))
 
-(defn as-of-t "The as-of point of `db`, or nil." [^Db db] (.asOfT db))
-(defn since-t "The since point of `db`, or nil." [^Db db] (.sinceT db))
-(defn history? "Whether `db` is a history view." [^Db db] (.isHistory db))
+(defn as-of-t "The as-of point of `db`, or nil." [db] (.asOfT (db-arg db)))
+(defn since-t "The since point of `db`, or nil." [db] (.sinceT (db-arg db)))
+(defn history? "Whether `db` is a history view." [db] (.isHistory (db-arg db)))
 
 (defn schema
   "The attributes installed in `db`: {ident {:db/valueType .. :db/cardinality ..}}."
-  [^Db db]
-  (.toMap (.schema db)))
+  [db]
+  (.toMap (.schema (db-arg db))))
 
 (defn entid
   "The entity id named by `ident-or-ref` (an id, an ident keyword or a lookup
   ref [unique-attr value]), or nil."
-  [^Db db ident-or-ref]
-  (with-open [s (.snapshot db)]
-    (let [e (.entid db s ident-or-ref)]
-      (when (>= e 0) e))))
+  [db ident-or-ref]
+  (let [db (db-arg db)]
+    (with-open [s (.snapshot db)]
+      (let [e (.entid db s ident-or-ref)]
+        (when (>= e 0) e)))))
 
 (defn entity
   "A lazy, navigable view of an entity: keyword lookups give values, refs are
@@ -203,14 +252,16 @@
 
     (:user/name (d/entity db [:user/email \"ada@example.com\"]))
     ; => \"Ada\""
-  [^Db db eid]
+  [db eid]
   (when-let [e (entid db eid)]
-    (Entity. db (long e))))
+    (Entity. ^Db db (long e))))
 
 (defn touch
   "Loads every attribute of an entity; returns it."
-  [^Entity e]
-  (.touch e))
+  [e]
+  (if (instance? Entity e)
+    (.touch ^Entity e)
+    (throw (error :db/invalid-entity "touch takes an entity (from entity)" {:entity e}))))
 
 ;; ---------------------------------------------------------------- indexes
 
@@ -240,24 +291,23 @@
 
     (d/datoms db :eavt [:user/email \"ada@example.com\"] :user/name)
     ; => (#datalith/datom [1000 :user/name \"Ada\" 13194139533313 true])"
-  [^Db db index & components]
-  (let [ix (index-of index)]
+  [db index & components]
+  (let [db (db-arg db)
+        ix (index-of index)]
     (if-let [prefix (.keyFor db ix (object-array components))]
       (datom-seq db ix prefix nil nil nil)
       ())))
 
 (defn seek-datoms
   "The datoms of `index` from the position `components` on, to the end of the index."
-  [^Db db index & components]
-  (let [ix (index-of index)]
+  [db index & components]
+  (let [db (db-arg db)
+        ix (index-of index)]
     (if-let [start (.keyFor db ix (object-array components))]
       (datom-seq db ix (byte-array 0) start nil nil)
       ())))
 
-(defn index-range
-  "The AVET datoms of `attr` with `start` <= value < `end` (nil for an open
-  end), in value order."
-  [^Db db attr start end]
+(defn- index-range* [^Db db attr start end]
   (when-not (keyword? attr)
     (throw (error :db/invalid-attribute "index-range takes an attribute ident" {:attribute attr})))
   (if-let [prefix (.avetKey db attr nil)]
@@ -274,40 +324,172 @@
         (take-while #(neg? (IndexScan/compareValues (.v ^Datom %) end)))))
     ()))
 
+(defn index-range
+  "The AVET datoms of `attr` with `start` <= value < `end` (nil for an open
+  end), in value order."
+  [db attr start end]
+  (index-range* (db-arg db) attr start end))
+
 (defn tx-range
   "The transactions with start <= t < end (each a t, a tx id or a Date; nil
   for open ends) of a connection or database value: a sequence of
   {:t :tx :data [datoms]}."
   [conn-or-db start end]
-  (let [^Db db (if (instance? Conn conn-or-db) (.db ^Conn conn-or-db) conn-or-db)]
+  (let [db (db-arg (if (instance? Conn conn-or-db) (.db ^Conn conn-or-db) conn-or-db))]
     (for [^objects row (.txRange db start end)]
       {:t (aget row 0) :tx (aget row 1) :data (vec (aget row 2))})))
 
 (defn log
   "The transaction log of `conn`, for `tx-range`."
-  [^Conn conn]
-  (.db conn))
+  [conn]
+  (.db (conn-arg conn)))
+
+;; ---------------------------------------------------------------- checking and repairing
+
+(defn- database-dir
+  "The directory of an existing database: a File, checked to hold something."
+  ^File [dir]
+  (let [f (.toFile (->path dir))]
+    (when-not (and (.isDirectory f) (seq (.list f)))
+      (throw (error :db/no-database "No database in this directory" {:dir (str dir)})))
+    f))
+
+(defmacro ^:private with-store
+  "Runs body with `store` bound to the store of `source`: a connection's, or an LMDB store
+  opened on the database directory `source` (not through a connection: its format and its
+  indexes may be the ones in doubt) and closed afterwards. `conn` is bound to the connection,
+  or nil."
+  [[store conn source] & body]
+  `(let [src# ~source]
+     (if (instance? Conn src#)
+       (let [~conn src# ~store nil] ~@body)
+       (let [^Store s# (LmdbStore/open (.toPath (database-dir src#)) {})]
+         (try (let [~conn nil ~store s#] ~@body)
+              (finally (.close s#)))))))
+
+(defn verify
+  "Checks a database for damage and returns what it found, as data. `source` is a
+  connection, or the directory of a database not open in this process (any on-disk
+  format). The transaction log, whose every record carries a checksum, is the source of
+  truth: the check walks every sub-database once, in one read transaction, and holds
+  fixed-size digests rather than datoms, so it runs in bounded memory:
+
+  - the log: every record passes its checksum and decodes; its t run 0, 1, 2 ... without a gap
+  - EAVT = AEVT = AVET, VAET = their ref datoms, and the same for the history indexes;
+    replaying the log gives EAVT (current datoms) and the history (retracted ones, with the
+    txs that asserted and retracted them); keys well formed and ascending
+  - on LMDB, seeks from the root land where the walk says (LMDB's branch pages route them)
+  - BLOBS: every long value under its hash, none missing
+  - META: t is the log's last t, next-eid above every entity id used, statistics = counts
+
+    (d/verify conn)
+    ; => {:ok? true, :t 12, :format 2, :problem-count 0, :problems [],
+    ;     :checks {:log {:records 13 :datoms 96 :checksums :checked :problems 0}
+    ;              :eavt {:datoms 80 :problems 0} ... :blobs {:entries 0 :problems 0}
+    ;              :meta {:problems 0}}}
+
+  Each problem is a map {:index check :problem kind ...} naming a :datom ([e a v tx], or
+  [e a v tx retracted-tx] in history), a :key (hex) or a :t; see datalith.db.Verify for
+  the kinds. Options: :max-problems, how many problems to list (default 100; all are
+  counted)."
+  ([source] (verify source {}))
+  ([source opts]
+   (let [{:keys [max-problems] :or {max-problems Verify/DEFAULT_MAX_PROBLEMS}} (opts-arg opts)
+         max-problems (long-arg max-problems ":max-problems")]
+     (when-not (<= 0 max-problems Integer/MAX_VALUE)
+       (throw (error :db/invalid-options ":max-problems is a count" {:max-problems max-problems})))
+     (with-store [store conn source]
+       (if conn
+         (Verify/run ^Conn conn (int max-problems))
+         (Verify/run ^Store store (int max-problems)))))))
+
+(defn- empty-target
+  "The target directory of a rebuild, which must not hold anything; [File created?]."
+  [dir]
+  (let [f (.toFile (->path dir))]
+    (when (and (.exists f) (not (and (.isDirectory f) (empty? (.list f)))))
+      (throw (error :store/not-empty "The target of a rebuild must be a new or empty directory"
+                    {:dir (str dir)})))
+    [f (not (.exists f))]))
+
+(defn- delete-contents [^File f]
+  (doseq [^File c (.listFiles f)]
+    (when (.isDirectory c) (delete-contents c))
+    (.delete c)))
+
+(defn rebuild-indexes
+  "Rebuilds a database from its transaction log into a new one: every index, the history,
+  the long values and META, as the log's transactions would have written them. For a
+  database whose indexes `verify` finds damaged, and to bring a store of the older on-disk
+  format (1, before log records had checksums) to the current one. The source is only read.
+
+  `source`: a connection, or the directory of a database not open in this process.
+  `target`: a new (or empty) directory, or :mem. The whole log is checked first: when a
+  record fails its checksum, or a t is missing, it throws :store/corrupt naming that :t and
+  writes nothing. It refuses (:store/corrupt, :problem :log-end) when the source's META t is
+  past the log's end, which means records lost from the log's end, unless
+  `:trust-log-end true`. Returns {:t :records :datoms :next-eid :source-format :checksums},
+  with :conn, the new database's connection (close it), when target is :mem.
+
+    (d/rebuild-indexes \"/data/shop\" \"/data/shop-rebuilt\")
+    ; => {:t 1200, :records 1201, :datoms 48211, :next-eid 9051, :source-format 2,
+    ;     :checksums :checked}"
+  ([source target] (rebuild-indexes source target {}))
+  ([source target opts]
+   (let [{:keys [trust-log-end]} (opts-arg opts)]
+     (with-store [store conn source]
+       (let [run (fn [^Store into]
+                   (if conn
+                     (Rebuild/run ^Conn conn into (boolean trust-log-end))
+                     (Rebuild/run ^Store store into (boolean trust-log-end))))]
+         (if (= :mem target)
+           (let [into (MemStore/open)
+                 report (try (run into) (catch Throwable t (.close into) (throw t)))]
+             (assoc report :conn (Conn/open into)))
+           (let [[^File dir created?] (empty-target target)]
+             (try (with-open [into (LmdbStore/open (.toPath dir) {})]
+                    (run into))
+                  (catch Throwable t
+                    (delete-contents dir)
+                    (when created? (.delete dir))
+                    (throw t))))))))))
 
 ;; ---------------------------------------------------------------- queries
 
 (defn q
   "Runs a Datalog query (Datomic's language): `query` is a vector, a map or a
-  string of EDN; `inputs` match its :in (default [$]). A map query may carry
-  :timeout (ms); a query that runs past it throws :query/timeout.
+  string of EDN; `inputs` match its :in (default [$]). A map
+  {:query q :args [inputs ...]} may also carry:
+    :timeout   ms; a query that runs past it throws :query/timeout (checked
+               between clauses and every few rows of every loop: scans, joins,
+               predicates, functions, not, or, rules, aggregates, pulls)
+    :max-rows  the most rows any relation the query makes may have, the
+               answer and every intermediate one (a join, a scan, a rule's
+               table); one larger throws :query/too-many-rows before it can
+               exhaust memory
+  A relation :find gives a set of tuples; with :with and no aggregate, a
+  vector of them that keeps the repeats :with makes (Datomic's bag).
 
     (d/q '[:find ?name . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]
          db \"ada@example.com\")
     ; => \"Ada\""
   [query & inputs]
   (if (and (map? query) (contains? query :query))
-    (Engine/q (:query query) (object-array (:args query)) (select-keys query [:timeout]))
+    (let [args (:args query)]
+      (when-not (or (nil? args) (sequential? args) (instance? List args))
+        (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
+      (Engine/q (:query query) (object-array args) (select-keys query [:timeout :max-rows])))
     (Engine/q query (object-array inputs) nil)))
 
 (defn explain
   "Runs `query` like `q` and returns the plan it used, as data: each clause in
-  the order run, the method (scan, lookup-join, hash-join with the index used,
-  filter, in-range for a comparison an earlier pattern's range already met,
-  anti-join, union, rule), the rows after it, and its time."
+  the order run, the method (scan, lookup-join, hash-join with the index used;
+  semi-join-lookup or semi-join-scan for a pattern that binds no variable a
+  later clause or the find needs, which only keeps the rows it matches, and
+  exists for one that shares nothing with the rest either, which only has to
+  match once; filter, in-range for a comparison an earlier pattern's range
+  already met, function, anti-join, union, rule), the rows after it (variables
+  no longer needed projected away), and its time."
   [query & inputs]
   (Engine/explain query (object-array inputs)))
 
@@ -321,13 +503,15 @@
 
     (d/pull db [:user/name {:user/friend [:user/name]}] [:user/email \"b@x\"])
     ; => {:user/name \"Bob\", :user/friend [{:user/name \"Ada\"}]}"
-  [^Db db pattern eid]
-  (Puller/pull db pattern eid))
+  [db pattern eid]
+  (Puller/pull (db-arg db) pattern eid))
 
 (defn pull-many
   "`pull` of each of `eids`, in order, through one read."
-  [^Db db pattern eids]
-  (Puller/pullMany db pattern (vec eids)))
+  [db pattern eids]
+  (when-not (or (nil? eids) (coll? eids) (instance? java.util.Collection eids))
+    (throw (error :pull/entities "pull-many takes a collection of entity ids" {:entities eids})))
+  (Puller/pullMany (db-arg db) pattern (vec eids)))
 
 ;; ---------------------------------------------------------------- printing
 

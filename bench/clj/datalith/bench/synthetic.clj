@@ -1,8 +1,10 @@
 (ns datalith.bench.synthetic
   "`lein bench-synthetic`: the query engine's goals on synthetic data, from the
   query-engine issue: a 100-hop recursive chain under 20 ms, and `not`, `or`
-  and a grouped `:with` sum over 10K entities each under 20 ms. See
-  bench/README.md.
+  and a grouped `:with` sum over 10K entities each under 20 ms; and the
+  planner's cases of the planner issue on a small issue tracker (blanks
+  repeated, a function binding the join variable of a later pattern, a group
+  of clauses joined to the rest only by a not-join). See bench/README.md.
 
     lein bench-synthetic --reps 100 --systems datalith-mem,datalith-lmdb --out bench/out
 
@@ -45,6 +47,13 @@
 
 (def kinds [:a :b :c :d :e])
 
+(def tracker
+  "The planner cases' issue tracker: users, labels, issues, the first
+  `:labelled` of them with labels."
+  {:users 300 :labels 10 :issues 3000 :labelled 1000})
+
+(def states [:state/open :state/in-progress :state/closed :state/wontfix])
+
 (def ^:private setters
   {"--systems" #(assoc %1 :systems (vec (distinct (harness/split-list %2))))
    "--reps" #(assoc %1 :reps (parse-long %2))
@@ -67,17 +76,38 @@
    :item/group {:db/valueType :db.type/long :db/cardinality :db.cardinality/one}
    :item/amount {:db/valueType :db.type/long :db/cardinality :db.cardinality/one}
    :item/flag {:db/valueType :db.type/boolean :db/cardinality :db.cardinality/one}
-   :item/kind {:db/valueType :db.type/keyword :db/cardinality :db.cardinality/one}})
+   :item/kind {:db/valueType :db.type/keyword :db/cardinality :db.cardinality/one}
+   :user/email {:db/valueType :db.type/string :db/cardinality :db.cardinality/one
+                :db/unique :db.unique/identity}
+   :label/name {:db/valueType :db.type/string :db/cardinality :db.cardinality/one
+                :db/unique :db.unique/identity}
+   :issue/title {:db/valueType :db.type/string :db/cardinality :db.cardinality/one}
+   :issue/priority {:db/valueType :db.type/long :db/cardinality :db.cardinality/one}
+   :issue/state {:db/valueType :db.type/keyword :db/cardinality :db.cardinality/one}
+   :issue/assignee {:db/valueType :db.type/ref :db/cardinality :db.cardinality/one}
+   :issue/labels {:db/valueType :db.type/ref :db/cardinality :db.cardinality/many}})
 
 (defn generate
-  "{:edges [[from to] ...] :items [{:id :group :amount :flag :kind} ...]}:
-  the chain 0 -> 1 -> ... -> chain-length, and n-items items drawn with
-  java.util.Random(seed): group uniform in 0..99, amount in 0..999, kind
-  uniform among `kinds`, flag true for about half, false for about a tenth
-  and absent for the rest."
+  "{:edges [[from to] ...] :items [{:id :group :amount :flag :kind} ...]
+  :issues [{:priority :state :assignee :labels} ...]}: the chain 0 -> 1 ->
+  ... -> chain-length, and n-items items drawn with java.util.Random(seed):
+  group uniform in 0..99, amount in 0..999, kind uniform among `kinds`, flag
+  true for about half, false for about a tenth and absent for the rest; then,
+  drawn with java.util.Random(seed + 1), the tracker's issues: priority 1-5, a state, an assignee (a user index) on
+  nine in ten, and 1-3 distinct labels (label indexes) on the first
+  `:labelled`."
   []
-  (let [rnd (Random. seed)]
+  (let [rnd (Random. seed)
+        ;; the tracker's own stream: the items stay as they were before it
+        trnd (Random. (inc seed))]
     {:edges (vec (for [i (range chain-length)] [i (inc i)]))
+     :issues (vec (for [i (range (:issues tracker))]
+                    (cond-> {:priority (inc (.nextInt trnd 5))
+                             :state (states (.nextInt trnd (count states)))}
+                      (pos? (.nextInt trnd 10)) (assoc :assignee (.nextInt trnd (:users tracker)))
+                      (< i (:labelled tracker))
+                      (assoc :labels (set (repeatedly (inc (.nextInt trnd 3))
+                                                      #(.nextInt trnd (:labels tracker))))))))
      :items (vec (for [i (range n-items)]
                    (let [group (.nextInt rnd n-groups)
                          amount (.nextInt rnd 1000)
@@ -87,14 +117,18 @@
                      (cond-> {:id i :group group :amount amount :kind kind}
                        (some? flag) (assoc :flag flag)))))}))
 
-(defn- datom-count [{:keys [edges items]}]
+(defn- datom-count [{:keys [edges items issues]}]
   (+ (inc chain-length) (count edges)
-     (reduce + (map #(dec (count %)) items)) (count items)))
+     (reduce + (map #(dec (count %)) items)) (count items)
+     (:users tracker) (:labels tracker)
+     (reduce + (for [{:keys [assignee labels]} issues]
+                 (+ 3 (if assignee 1 0) (count labels))))))
 
 (defn- load!
   "Loads `data` into conn: the nodes, then their edges (by entity id), then
-  the items in transactions of 1,000."
-  [conn {:keys [edges items]}]
+  the items in transactions of 1,000, then the tracker (users and labels, then
+  the issues)."
+  [conn {:keys [edges items issues]}]
   (let [ids (:tempids (d/transact! conn (for [i (range (inc chain-length))]
                                           {:db/id (str "n" i) :node/id i})))
         eid (fn [i] (get ids (str "n" i)))]
@@ -103,7 +137,18 @@
       (d/transact! conn (for [{:keys [id group amount kind flag]} batch]
                           (cond-> {:item/id id :item/group group :item/amount amount
                                    :item/kind kind}
-                            (some? flag) (assoc :item/flag flag)))))))
+                            (some? flag) (assoc :item/flag flag))))))
+  (let [ids (:tempids (d/transact! conn (concat
+                                          (for [u (range (:users tracker))]
+                                            {:db/id (str "u" u) :user/email (str "user" u "@example.com")})
+                                          (for [l (range (:labels tracker))]
+                                            {:db/id (str "l" l) :label/name (str "label-" l)}))))]
+    (doseq [batch (partition-all 1000 (map-indexed vector issues))]
+      (d/transact! conn (for [[i {:keys [priority state assignee labels]}] batch]
+                          (cond-> {:issue/title (str "issue " i) :issue/priority priority
+                                   :issue/state state}
+                            assignee (assoc :issue/assignee (ids (str "u" assignee)))
+                            (seq labels) (assoc :issue/labels (mapv #(ids (str "l" %)) labels))))))))
 
 ;; ---------------------------------------------------------------- expectations
 
@@ -136,7 +181,7 @@
 (defn operations
   "The timed queries: [{:op :what :goal-ms (nil: informative) :query :inputs
   (after the db) :expected (from the data) :normalise (of the raw answer)}]."
-  [{:keys [edges items]}]
+  [{:keys [edges items issues]}]
   (let [chain (fn [op what rules from goal]
                 {:op op :what what :goal-ms goal :query reach-query :inputs [rules from]
                  :expected (reach-count edges from)})
@@ -160,7 +205,31 @@
      {:op "with-sum" :what "sum of :item/amount per group (100 groups) :with ?e" :goal-ms goal-ms
       :query '[:find ?g (sum ?amt) :with ?e :where [?e :item/group ?g] [?e :item/amount ?amt]]
       :normalise #(set (map vec %))
-      :expected with-sum}]))
+      :expected with-sum}
+     {:op "blanks-repeated" :what "labels of the 1,000 labelled issues, the pattern on blanks thrice"
+      :goal-ms goal-ms
+      :query '[:find ?l :where [_ :issue/labels ?l] [_ :issue/labels ?l] [_ :issue/labels ?l]]
+      :normalise count
+      :expected (count (into #{} (mapcat :labels) issues))}
+     {:op "fn-binds-join" :what "assignees, bound by get-else, then joined by a pattern"
+      :goal-ms goal-ms
+      :query '[:find ?u :where [?i :issue/title ?t] [(get-else $ ?i :issue/assignee -1) ?u]
+               [?j :issue/assignee ?u]]
+      :normalise count
+      :expected (count (into #{} (keep :assignee) issues))}
+     {:op "fn-binds-join-get-some" :what "the same with get-some" :goal-ms goal-ms
+      :query '[:find ?u :where [?i :issue/title ?t] [(get-some $ ?i :issue/assignee) [_ ?u]]
+               [?j :issue/assignee ?u]]
+      :normalise count
+      :expected (count (into #{} (keep :assignee) issues))}
+     {:op "disconnected-groups"
+      :what "issues of priority 4, beside open issues met only through a not-join"
+      :goal-ms goal-ms
+      :query '[:find (count-distinct ?i3) . :in $ ?n ?k
+               :where [?i3 :issue/priority ?n] [?i4 :issue/state ?k]
+               (not-join [?k ?n] [(identity ?k) ?x] [(< ?n 5)])]
+      :inputs [4 :state/open]
+      :expected nil}]))
 
 ;; ---------------------------------------------------------------- systems
 
@@ -254,7 +323,10 @@
                datoms (inc chain-length) n-items)
        "(`:item/id`, `:item/group` in " n-groups " groups, `:item/amount`, `:item/kind` among "
        (str/join " " kinds) ", `:item/flag` on about 60% of them), java.util.Random seed " seed
-       ". Each answer was checked against the one computed from the data before timing.\n\n"
+       (format "; and an issue tracker of %,d users, %,d labels and %,d issues (%,d of them labelled) "
+               (:users tracker) (:labels tracker) (:issues tracker) (:labelled tracker))
+       "for the planner's cases. Each answer was checked against the one computed from the "
+       "data before timing.\n\n"
        "Each query: " (:warmup-ms opts) " ms of untimed calls, then up to " (:reps opts)
        " timed calls (stopping after " (:max-ms opts) " ms, but not before 10); "
        "nearest-rank percentiles of those times.\n\n"
@@ -263,7 +335,9 @@
        (str/join "\n" (for [{:keys [op what query inputs]} ops]
                         (str "| " op " | " what ": `" (pr-str query) "`"
                              (when (seq inputs)
-                               (str " with rules `" (pr-str (first inputs)) "`"))
+                               (str " with " (if (vector? (first inputs)) "rules " "inputs ") "`"
+                                    (pr-str (if (vector? (first inputs)) (first inputs) inputs))
+                                    "`"))
                              " |")))
        "\n"))
 

@@ -15,8 +15,10 @@ import java.util.Map;
 /**
  * An immutable database value. Results are {@code java.util} collections
  * (Clojure's persistent ones, read-only): a relation query gives a
- * {@code Set<List<Object>>}, a collection query a {@code List}, a scalar query
- * the value; keywords are {@code clojure.lang.Keyword}s ({@link Datalith#kw}).
+ * {@code Set<List<Object>>} (with {@code :with} and no aggregate, a
+ * {@code List<List<Object>>} that keeps the repeats {@code :with} makes), a
+ * collection query a {@code List}, a scalar query the value; keywords are
+ * {@code clojure.lang.Keyword}s ({@link Datalith#kw}).
  */
 public final class Database {
   private final Db db;

@@ -89,6 +89,12 @@ public final class Codec {
   public static final int T_ANY = 0;
   /** Longest key part {@link #keyPart} returns, in bytes. */
   public static final int MAX_INLINE = 400;
+  /**
+   * Deepest nesting of collections in a stored value: a value is at depth 1,
+   * the elements of a collection one deeper. Keeps every recursive walk of a
+   * value (encoding, decoding, printing, comparing) far from the stack's end.
+   */
+  public static final int MAX_NESTING = 256;
 
   // bytes of full encoding an overflow key part keeps, leaving room for marker and hash
   private static final int OVERFLOW_PREFIX = MAX_INLINE - 20;
@@ -203,13 +209,25 @@ public final class Codec {
       case T_EDN:
         try {
           return decode(ByteBuffer.wrap(Edn.encode(T_EDN, v)), 0);
-        } catch (IllegalArgumentException | ExceptionInfo e) {
-          // nippy cannot freeze it, or a Java collection holds two = members
+        } catch (RuntimeException e) {
+          // unstorable, or nippy cannot freeze or thaw it, or a lazy seq in it threw
           return null;
         }
       default:
         throw new IllegalArgumentException("not a type tag: " + tag);
     }
+  }
+
+  /**
+   * Why no tag can store {@code v}, as a phrase ("is a Java array ..."), or
+   * null: v holds a Java array other than {@code byte[]} (arrays compare by
+   * identity, so no stored value could equal one), collections nested
+   * deeper than {@link #MAX_NESTING}, or a Java set or map with two members
+   * that are {@code =} to each other. Walks v without recursion and reads at
+   * most {@code MAX_NESTING} levels of it, so cyclic Java collections end.
+   */
+  public static String unstorable(Object v) {
+    return Edn.unstorable(v);
   }
 
   private static boolean isSmallIntegral(Object v) {

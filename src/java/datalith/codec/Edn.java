@@ -15,6 +15,7 @@ import clojure.lang.Symbol;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Date;
 import java.util.List;
@@ -39,6 +40,28 @@ final class Edn {
   private static final int MAP = 0x23;
   private static final int NIPPY = 0x24;
 
+  private static final String ARRAY_ADVICE = ": arrays compare by identity, so no stored value"
+      + " could be equal to it; give a vector, list or set instead";
+  private static final String JAVA_ARRAY = "holds a Java array" + ARRAY_ADVICE;
+  private static final String NESTED_TOO_DEEP = "nests collections more than "
+      + Codec.MAX_NESTING + " levels deep";
+  private static final String TWO_EQUAL_MEMBERS = "holds a Java set or map with two members that"
+      + " are = to each other (such as 1 and (int 1))";
+
+  /**
+   * Why a value cannot be encoded, as a phrase for "the value ...": thrown
+   * by {@link #encode}, read by {@link Codec#unstorable}.
+   */
+  static final class Unstorable extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+
+    Unstorable(String phrase) {
+      super(phrase);
+    }
+  }
+  // stands for nil on the walk's stack, which holds no nulls
+  private static final Object NO_VALUE = new Object();
+
   private Edn() {}
 
   /** Nippy's freeze and thaw, resolved on first use. */
@@ -56,7 +79,7 @@ final class Edn {
 
   static byte[] encode(int tag, Object v) {
     ByteSink out = new ByteSink(64);
-    write(v, out);
+    write(v, out, 1);
     return Escaping.wrap(tag, out.array(), out.length());
   }
 
@@ -64,13 +87,17 @@ final class Edn {
     return read(new ByteSource(Escaping.body(b, off + 1)));
   }
 
-  private static byte[] node(Object v) {
+  private static byte[] node(Object v, int depth) {
     ByteSink out = new ByteSink(16);
-    write(v, out);
+    write(v, out, depth);
     return out.toArray();
   }
 
-  private static void write(Object v, ByteSink out) {
+  // depth: v's own level, 1 for the value itself (see Codec.MAX_NESTING)
+  private static void write(Object v, ByteSink out, int depth) {
+    if (depth > Codec.MAX_NESTING) {
+      throw new Unstorable(NESTED_TOO_DEEP);
+    }
     if (v == null) {
       out.put(Codec.T_NIL);
     } else if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) {
@@ -93,21 +120,81 @@ final class Edn {
       out.put(Codec.encode(v, Codec.inferTag(v)));
     } else if (v.getClass() == Date.class) {
       out.put(Codec.encode(v, Codec.T_INSTANT));
+    } else if (v.getClass().isArray()) {
+      throw new Unstorable(JAVA_ARRAY);
     } else if (v instanceof IRecord || v instanceof IType) {
+      // frozen whole: nothing below may be an array or too deep (nippy would keep it)
+      String problem = unstorable(v, depth);
+      if (problem != null) {
+        throw new Unstorable(problem);
+      }
       writeFrozen(v, out);
     } else if (v instanceof Map) {
-      writeMap((Map<?, ?>) v, out);
+      writeMap((Map<?, ?>) v, out, depth);
     } else if (v instanceof Set) {
-      writeSet((Set<?>) v, out);
+      writeSet((Set<?>) v, out, depth);
     } else if (v instanceof List || v instanceof Sequential) {
       out.put(VECTOR);
       out.putOrderedLong(RT.count(v));
       for (ISeq s = RT.seq(v); s != null; s = s.next()) {
-        write(s.first(), out);
+        write(s.first(), out, depth + 1);
       }
     } else {
       writeFrozen(v, out);
     }
+  }
+
+  /** What {@link Codec#unstorable} says of {@code v}. */
+  static String unstorable(Object v) {
+    String problem = unstorable(v, 1);
+    if (problem != null) {
+      return problem;
+    }
+    try {
+      encode(Codec.T_EDN, v);
+      return null;
+    } catch (Unstorable e) {
+      return e.getMessage();
+    } catch (RuntimeException e) {
+      return null; // not a value for another reason (nippy cannot freeze it)
+    }
+  }
+
+  // v at level depth: the first Java array (other than byte[]) in it, or too deep a nesting
+  private static String unstorable(Object v, int depth) {
+    ArrayDeque<Object> todo = new ArrayDeque<>();
+    ArrayDeque<Integer> depths = new ArrayDeque<>();
+    push(todo, depths, v, depth);
+    while (!todo.isEmpty()) {
+      Object x = todo.pop();
+      int d = depths.pop();
+      if (x.getClass().isArray() && !(x instanceof byte[])) {
+        return d == depth ? "is a Java array (" + x.getClass().getSimpleName() + ")" + ARRAY_ADVICE
+            : "holds a Java array (" + x.getClass().getSimpleName() + ")" + ARRAY_ADVICE;
+      }
+      if (x instanceof Map<?, ?> m) {
+        if (!m.isEmpty() && d >= Codec.MAX_NESTING) {
+          return NESTED_TOO_DEEP;
+        }
+        for (Map.Entry<?, ?> en : m.entrySet()) {
+          push(todo, depths, en.getKey(), d + 1);
+          push(todo, depths, en.getValue(), d + 1);
+        }
+      } else if (x instanceof Iterable<?> it) {
+        for (Object c : it) {
+          if (d >= Codec.MAX_NESTING) {
+            return NESTED_TOO_DEEP;
+          }
+          push(todo, depths, c, d + 1);
+        }
+      }
+    }
+    return null;
+  }
+
+  private static void push(ArrayDeque<Object> todo, ArrayDeque<Integer> depths, Object x, int d) {
+    todo.push(x == null ? NO_VALUE : x);
+    depths.push(d);
   }
 
   private static void writeLong(long v, ByteSink out) {
@@ -131,29 +218,29 @@ final class Edn {
     out.put(frozen);
   }
 
-  private static void writeSet(Set<?> set, ByteSink out) {
+  private static void writeSet(Set<?> set, ByteSink out, int depth) {
     byte[][] elements = new byte[set.size()][];
     int n = 0;
     for (Object x : set) {
-      elements[n++] = node(x);
+      elements[n++] = node(x, depth + 1);
     }
     Arrays.sort(elements, Arrays::compareUnsigned);
     out.put(SET);
     out.putOrderedLong(n);
     for (int i = 0; i < n; i++) {
-      requireDistinct(elements, i, set);
+      requireDistinct(elements, i);
       out.put(elements[i]);
     }
   }
 
-  private static void writeMap(Map<?, ?> map, ByteSink out) {
+  private static void writeMap(Map<?, ?> map, ByteSink out, int depth) {
     byte[][] keys = new byte[map.size()][];
     byte[][] vals = new byte[map.size()][];
     Integer[] order = new Integer[map.size()];
     int n = 0;
     for (Map.Entry<?, ?> e : map.entrySet()) {
-      keys[n] = node(e.getKey());
-      vals[n] = node(e.getValue());
+      keys[n] = node(e.getKey(), depth + 1);
+      vals[n] = node(e.getValue(), depth + 1);
       order[n] = n;
       n++;
     }
@@ -165,16 +252,16 @@ final class Edn {
     out.put(MAP);
     out.putOrderedLong(n);
     for (int i = 0; i < n; i++) {
-      requireDistinct(sortedKeys, i, map);
+      requireDistinct(sortedKeys, i);
       out.put(sortedKeys[i]);
       out.put(vals[order[i]]);
     }
   }
 
   // a Java collection can hold two members that = considers equal (Integer 1, Long 1)
-  private static void requireDistinct(byte[][] sorted, int i, Object coll) {
+  private static void requireDistinct(byte[][] sorted, int i) {
     if (i > 0 && Arrays.equals(sorted[i - 1], sorted[i])) {
-      throw new IllegalArgumentException("collection holds two members that are = to each other: " + coll);
+      throw new Unstorable(TWO_EQUAL_MEMBERS);
     }
   }
 

@@ -11,6 +11,11 @@
  * {@code 00 00} the end, {@code 00 02} the overflow marker of a key part, which
  * is followed by a 16-byte hash and ends it.
  *
+ * <p>Values: every type of {@code Codec.T_*}, and any other value nippy can
+ * freeze (compared by equality only), except Java arrays other than
+ * {@code byte[]} (they compare by identity) and collections nested deeper
+ * than {@code Codec.MAX_NESTING}; {@code Codec.unstorable} says which.
+ *
  * <p>Threading: every method is static and stateless; any thread may call any
  * method at any time. Buffers passed in are only read, by absolute index.
  */

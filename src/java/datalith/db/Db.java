@@ -417,23 +417,20 @@ public final class Db {
       datalith.store.Cursor c = s.cursor(SubDb.LOG);
       ByteBuffer k = ByteBuffer.allocateDirect(8).putLong(0, Math.max(0, from));
       for (boolean ok = c.seek(k); ok; ok = c.next()) {
+        if (c.key().limit() != 8) {
+          throw Errors.error("store/corrupt", "A key of the transaction log is not a t",
+              "problem", LogRecord.MALFORMED);
+        }
         long t = c.key().getLong(0);
         if (t >= to) {
           break;
         }
         long tx = tToTx(t);
-        ByteBuffer v = c.val();
-        int n = v.getInt(0);
-        int off = 4;
-        List<Datom> datoms = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-          long e = v.getLong(off);
-          long aid = v.getLong(off + 8);
-          boolean added = v.get(off + 16) != 0;
-          int len = v.getInt(off + 17);
-          Object val = Codec.decode(v, off + 21);
-          off += 21 + len;
-          datoms.add(new Datom(e, aid, schema.ident(aid), val, tx, added));
+        List<LogRecord.Entry> entries = LogRecord.read(t, c.val(), Meta.FORMAT_VERSION);
+        List<Datom> datoms = new ArrayList<>(entries.size());
+        for (LogRecord.Entry d : entries) {
+          datoms.add(new Datom(d.e(), d.aid(), schema.ident(d.aid()), LogRecord.value(t, d), tx,
+              d.added()));
         }
         out.add(new Object[] {t, tx, datoms});
       }

@@ -11,9 +11,23 @@ final class Meta {
   static final ByteBuffer NEXT_EID = key("next-eid");
   /** Datom counts per attribute, for the planner ({@link Stats}). */
   static final ByteBuffer STATS = key("stats");
+  /**
+   * The t of the last transaction that changed the schema, or a later one, and the t of the
+   * commit that wrote this record (8 + 8 bytes). Every commit writes it; a record whose second
+   * half is not the store's t was left by a commit that did not (an older datalith), and does
+   * not count.
+   */
+  static final ByteBuffer SCHEMA_T = key("schema-t");
   /** The on-disk format version (8 bytes). */
   static final ByteBuffer FORMAT = key("format");
-  static final long FORMAT_VERSION = 1;
+  /**
+   * The format this code writes: 2, log records carry a CRC32C ({@link LogRecord}). Format 1
+   * (no checksums) is read only by {@link Verify} and {@link Rebuild}, which copies such a store
+   * into the current format.
+   */
+  static final long FORMAT_VERSION = 2;
+  /** The format before log records had checksums. */
+  static final long FORMAT_NO_CHECKSUMS = 1;
 
   private Meta() {}
 
@@ -28,5 +42,21 @@ final class Meta {
     ByteBuffer b = ByteBuffer.allocateDirect(8);
     b.putLong(0, x);
     return b;
+  }
+
+  /** The {@link #SCHEMA_T} record of commit {@code t}. */
+  static ByteBuffer schemaTVal(long schemaT, long t) {
+    ByteBuffer b = ByteBuffer.allocateDirect(16);
+    b.putLong(0, schemaT).putLong(8, t);
+    return b;
+  }
+
+  /**
+   * The t of the last schema change at or before commit {@code t}, from its {@link #SCHEMA_T}
+   * record ({@code recorded}, may be null); {@code t} itself when the record is not commit t's.
+   */
+  static long schemaT(ByteBuffer recorded, long t) {
+    return recorded != null && recorded.limit() == 16 && recorded.getLong(8) == t
+        ? Math.min(recorded.getLong(0), t) : t;
   }
 }

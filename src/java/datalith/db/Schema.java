@@ -199,15 +199,18 @@ public final class Schema {
     Object tt = p.get(TUPLE_TYPE);
     int tupleType = tt instanceof Long t && t >= TYPE_BASE && t < TYPE_BASE + TYPE_TAGS.length
         ? TYPE_TAGS[(int) (t - TYPE_BASE)] : 0;
+    // malformed tuple properties are ignored here, and refused by the transactor's SchemaCheck
     int[] tupleTypes = null;
     if (p.get(TUPLE_TYPES) instanceof List<?> l) {
       tupleTypes = new int[l.size()];
       for (int i = 0; i < l.size(); i++) {
-        tupleTypes[i] = typeTag((Keyword) l.get(i));
+        int tag = l.get(i) instanceof Keyword k ? typeTag(k) : -1;
+        tupleTypes[i] = tag < 0 ? Codec.T_ANY : tag;
       }
     }
     Keyword[] tupleAttrs = null;
-    if (p.get(TUPLE_ATTRS) instanceof List<?> l) {
+    if (p.get(TUPLE_ATTRS) instanceof List<?> l && !l.isEmpty()
+        && l.stream().allMatch(x -> x instanceof Keyword)) {
       tupleAttrs = l.toArray(new Keyword[0]);
     }
     Object u = p.get(UNIQUE);

@@ -21,6 +21,17 @@ public final class Stats {
     this.total = total;
   }
 
+  /** Statistics of these counts (aid -> {count}), copied. */
+  static Stats of(LongMap<long[]> counts) {
+    LongMap<long[]> m = new LongMap<>(counts.size() + 4);
+    long[] total = {0};
+    counts.forEach((aid, c) -> {
+      m.put(aid, new long[] {c[0]});
+      total[0] += c[0];
+    });
+    return new Stats(m, total[0]);
+  }
+
   /** Current datoms of attribute {@code aid}. */
   public long count(long aid) {
     long[] c = counts.get(aid);

@@ -1,5 +1,6 @@
 package datalith.db;
 
+import datalith.codec.Bytes;
 import datalith.codec.Codec;
 import datalith.index.Datom;
 import datalith.index.KeyBuilder;
@@ -25,16 +26,49 @@ final class Writes {
     this.ov = ov;
   }
 
-  static void toStore(WriteTxn wt, List<TxChange> changes, long t, long nextEid, Stats stats) {
-    Writes w = new Writes(wt, null);
-    w.write(changes, t);
+  /**
+   * The writes of transaction {@code t}, and the metadata after it (see {@link #meta}).
+   */
+  static void toStore(WriteTxn wt, List<TxChange> changes, long t, long nextEid, Stats stats,
+      long schemaT) {
+    new Writes(wt, null).write(changes, t);
+    meta(wt, t, nextEid, stats, schemaT);
+  }
+
+  /**
+   * The metadata a commit leaves: its basis t, the next entity id, the statistics, and
+   * {@code schemaT}, the t of the last schema change (see {@link Meta#SCHEMA_T}).
+   */
+  static void meta(WriteTxn wt, long t, long nextEid, Stats stats, long schemaT) {
     wt.put(SubDb.META, Meta.STATS.duplicate(), stats.encode());
     wt.put(SubDb.META, Meta.T.duplicate(), Meta.longVal(t));
     wt.put(SubDb.META, Meta.NEXT_EID.duplicate(), Meta.longVal(nextEid));
+    wt.put(SubDb.META, Meta.SCHEMA_T.duplicate(), Meta.schemaTVal(schemaT, t));
   }
 
   static void toOverlay(Overlay ov, List<TxChange> changes, long t) {
     new Writes(null, ov).write(changes, t);
+  }
+
+  /**
+   * The writes of the log record of {@code t} replayed into {@code wt} (by {@link Rebuild}): its
+   * datoms in the indexes, the record itself re-encoded in the current format. {@code assertedTx[i]}
+   * is the tx that asserted datom {@code i} when it is a retraction (unread for assertions).
+   */
+  static void replay(WriteTxn wt, long t, List<LogRecord.Entry> entries, long[] assertedTx) {
+    Writes w = new Writes(wt, null);
+    long tx = Db.tToTx(t);
+    long bytes = 0;
+    for (LogRecord.Entry d : entries) {
+      bytes += d.encoded().length;
+    }
+    LogRecord.Builder log = new LogRecord.Builder(entries.size(), bytes);
+    for (int i = 0; i < entries.size(); i++) {
+      LogRecord.Entry d = entries.get(i);
+      w.datom(d.e(), d.aid(), d.added(), d.encoded(), assertedTx[i], tx);
+      log.add(d.e(), d.aid(), d.added(), d.encoded());
+    }
+    w.put(SubDb.LOG, LogRecord.key(t), log.finish(t));
   }
 
   private void put(SubDb db, ByteBuffer key, ByteBuffer val) {
@@ -55,46 +89,55 @@ final class Writes {
 
   private void write(List<TxChange> changes, long t) {
     long tx = Db.tToTx(t);
-    int logSize = 4;
+    long bytes = 0;
     for (TxChange c : changes) {
-      logSize += 21 + c.encoded.length;
+      bytes += c.encoded.length;
+    }
+    LogRecord.Builder log = new LogRecord.Builder(changes.size(), bytes);
+    for (TxChange c : changes) {
       Datom d = c.datom;
-      byte[] vpart = Codec.keyPart(c.encoded);
-      if (vpart != c.encoded) { // keyPart returns its argument when the value fits inline
-        put(SubDb.BLOBS, Db.direct(Codec.overflowHash(c.encoded)), Db.direct(c.encoded));
+      datom(d.e, d.aid, d.added, c.encoded, c.assertedTx, tx);
+      log.add(d.e, d.aid, d.added, c.encoded);
+    }
+    put(SubDb.LOG, LogRecord.key(t), log.finish(t));
+  }
+
+  /**
+   * The index writes of one datom of transaction {@code tx}: an assertion's keys, or a
+   * retraction's (of the datom {@code assertedTx} asserted; unread for an assertion) moved to
+   * history. A value is a ref
+   * exactly when its encoding is tagged {@link Codec#T_REF}: ref attributes encode every value
+   * so, and no other attribute ever does ({@link Codec#inferTag} never gives it).
+   */
+  private void datom(long e, long aid, boolean added, byte[] encoded, long assertedTx, long tx) {
+    byte[] vpart = Codec.keyPart(encoded);
+    if (vpart != encoded) { // keyPart returns its argument when the value fits inline
+      put(SubDb.BLOBS, Db.direct(Codec.overflowHash(encoded)), Db.direct(encoded));
+    }
+    boolean ref = encoded[0] == Codec.T_REF;
+    long v = ref ? Bytes.longAt(encoded, 1) : 0;
+    if (added) {
+      index(SubDb.EAVT, eavt(e, aid, vpart, tx), false);
+      index(SubDb.AEVT, aevt(e, aid, vpart, tx), false);
+      index(SubDb.AVET, avet(e, aid, vpart, tx), false);
+      if (ref) {
+        index(SubDb.VAET, vaet(e, aid, v, tx), false);
       }
-      boolean ref = c.attr.isRef();
-      if (d.added) {
-        index(SubDb.EAVT, eavt(d, vpart, tx), false);
-        index(SubDb.AEVT, aevt(d, vpart, tx), false);
-        index(SubDb.AVET, avet(d, vpart, tx), false);
-        if (ref) {
-          index(SubDb.VAET, vaet(d, tx), false);
-        }
-      } else {
-        long at = c.assertedTx;
-        // history is kept for :db/noHistory too: older database values and as-of must
-        // still see such a value; the history view leaves it out
-        index(SubDb.EAVT, eavt(d, vpart, at), true);
-        index(SubDb.HEAVT, eavt(d, vpart, at).putLong(tx), false);
-        index(SubDb.AEVT, aevt(d, vpart, at), true);
-        index(SubDb.HAEVT, aevt(d, vpart, at).putLong(tx), false);
-        index(SubDb.AVET, avet(d, vpart, at), true);
-        index(SubDb.HAVET, avet(d, vpart, at).putLong(tx), false);
-        if (ref) {
-          index(SubDb.VAET, vaet(d, at), true);
-          index(SubDb.HVAET, vaet(d, at).putLong(tx), false);
-        }
+    } else {
+      long at = assertedTx;
+      // history is kept for :db/noHistory too: older database values and as-of must
+      // still see such a value; the history view leaves it out
+      index(SubDb.EAVT, eavt(e, aid, vpart, at), true);
+      index(SubDb.HEAVT, eavt(e, aid, vpart, at).putLong(tx), false);
+      index(SubDb.AEVT, aevt(e, aid, vpart, at), true);
+      index(SubDb.HAEVT, aevt(e, aid, vpart, at).putLong(tx), false);
+      index(SubDb.AVET, avet(e, aid, vpart, at), true);
+      index(SubDb.HAVET, avet(e, aid, vpart, at).putLong(tx), false);
+      if (ref) {
+        index(SubDb.VAET, vaet(e, aid, v, at), true);
+        index(SubDb.HVAET, vaet(e, aid, v, at).putLong(tx), false);
       }
     }
-    ByteBuffer log = ByteBuffer.allocateDirect(logSize);
-    log.putInt(changes.size());
-    for (TxChange c : changes) {
-      log.putLong(c.datom.e).putLong(c.datom.aid).put((byte) (c.datom.added ? 1 : 0))
-          .putInt(c.encoded.length).put(c.encoded);
-    }
-    log.flip();
-    put(SubDb.LOG, ByteBuffer.allocateDirect(8).putLong(0, t), log);
   }
 
   private void index(SubDb db, KeyBuilder key, boolean delete) {
@@ -105,19 +148,19 @@ final class Writes {
     }
   }
 
-  private KeyBuilder eavt(Datom d, byte[] vpart, long tx) {
-    return kb.reset().putLong(d.e).putLong(d.aid).put(vpart).putLong(tx);
+  private KeyBuilder eavt(long e, long aid, byte[] vpart, long tx) {
+    return kb.reset().putLong(e).putLong(aid).put(vpart).putLong(tx);
   }
 
-  private KeyBuilder aevt(Datom d, byte[] vpart, long tx) {
-    return kb.reset().putLong(d.aid).putLong(d.e).put(vpart).putLong(tx);
+  private KeyBuilder aevt(long e, long aid, byte[] vpart, long tx) {
+    return kb.reset().putLong(aid).putLong(e).put(vpart).putLong(tx);
   }
 
-  private KeyBuilder avet(Datom d, byte[] vpart, long tx) {
-    return kb.reset().putLong(d.aid).put(vpart).putLong(d.e).putLong(tx);
+  private KeyBuilder avet(long e, long aid, byte[] vpart, long tx) {
+    return kb.reset().putLong(aid).put(vpart).putLong(e).putLong(tx);
   }
 
-  private KeyBuilder vaet(Datom d, long tx) {
-    return kb.reset().putLong((Long) d.v).putLong(d.aid).putLong(d.e).putLong(tx);
+  private KeyBuilder vaet(long e, long aid, long v, long tx) {
+    return kb.reset().putLong(v).putLong(aid).putLong(e).putLong(tx);
   }
 }

@@ -28,6 +28,8 @@ import java.util.Map;
  * attr-option      = :as any | :limit (positive-long | nil) | :default any | :xform symbol-or-fn
  * recursion-limit  = positive-long | '...'
  * </pre>
+ * A pattern nests at most {@link #MAX_DEPTH} levels of map specs: parsing, pulling and
+ * printing stay well inside any thread's stack, and a deeper one is {@code :pull/too-deep}.
  */
 public final class PullPattern {
   private static final Keyword AS = Keyword.intern("as");
@@ -40,6 +42,10 @@ public final class PullPattern {
   private static final Symbol DEFAULT_SYM = Symbol.intern("default");
   /** Datomic's default limit on the values of one cardinality-many attribute. */
   static final long DEFAULT_LIMIT = 1000;
+  /** The deepest nesting of patterns that parses (the top pattern is level 1). */
+  public static final int MAX_DEPTH = 200;
+  private static final Var PRINT_LEVEL = RT.var("clojure.core", "*print-level*");
+  private static final Var PRINT_LENGTH = RT.var("clojure.core", "*print-length*");
 
   // attr-spec: one attribute to pull, with its options
   /** One attribute of a pattern. */
@@ -83,30 +89,87 @@ public final class PullPattern {
 
   public final boolean wildcard;
   public final List<AttrSpec> attrs;
+  /**
+   * The recursion limit of each of {@link #attrs}, by position: 0 for an attribute that does
+   * not recurse, -1 for {@code ...}. Never written: a puller copies it to count down.
+   */
+  final int[] depths;
   final Object form;
 
   private PullPattern(boolean wildcard, List<AttrSpec> attrs, Object form) {
     this.wildcard = wildcard;
     this.attrs = Collections.unmodifiableList(attrs);
     this.form = form;
-  }
-
-  static PullPattern of(boolean wildcard, List<AttrSpec> attrs, Object form) {
-    return new PullPattern(wildcard, attrs, form);
+    this.depths = new int[attrs.size()];
+    for (int i = 0; i < depths.length; i++) {
+      depths[i] = attrs.get(i).recursion;
+    }
   }
 
   /** The wildcard pattern {@code [*]}. */
   static final PullPattern ALL = new PullPattern(true, List.of(), RT.vector(STAR));
 
-  /** Parses a pattern: a vector, or a string of EDN; throws {@code :pull/pattern}. */
+  /**
+   * Parses a pattern: a vector, or a string of EDN; throws {@code :pull/pattern}, or
+   * {@code :pull/too-deep} for one nested deeper than {@link #MAX_DEPTH}.
+   */
   public static PullPattern parse(Object form) {
     if (form instanceof String s) {
+      // a level is a vector and a map; the deepest adds an attribute expression's brackets
+      if (nesting(s) > 2 * MAX_DEPTH + 2) {
+        throw tooDeep(s);
+      }
       try {
         form = clojure.lang.EdnReader.readString(s, clojure.lang.PersistentHashMap.EMPTY);
       } catch (RuntimeException ex) {
-        throw Errors.errorWithCause(ex, "pull/pattern", "Unreadable pull pattern: " + s,
+        throw Errors.errorWithCause(ex, "pull/pattern", "Unreadable pull pattern: "
+            + (s.length() > 200 ? s.substring(0, 200) + "..." : s),
             "pattern", s);
       }
+    }
+    return parse(form, form, 1);
+  }
+
+  private static clojure.lang.ExceptionInfo tooDeep(Object pattern) {
+    return Errors.error("pull/too-deep", "A pull pattern nests at most " + MAX_DEPTH
+        + " levels of patterns", "pattern", pattern, "limit", MAX_DEPTH);
+  }
+
+  /**
+   * How deeply the brackets of EDN text nest, outside strings, characters and comments: an
+   * upper bound of the depth of the pattern it reads as, found without reading it (the
+   * reader recurses once a bracket).
+   */
+  static int nesting(String s) {
+    int depth = 0;
+    int max = 0;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c == '"') {
+        for (i++; i < s.length() && s.charAt(i) != '"'; i++) {
+          if (s.charAt(i) == '\\') {
+            i++;
+          }
+        }
+      } else if (c == '\\') {
+        i++;
+      } else if (c == ';') {
+        while (i < s.length() && s.charAt(i) != '\n') {
+          i++;
+        }
+      } else if (c == '[' || c == '{' || c == '(') {
+        max = Math.max(max, ++depth);
+      } else if (c == ']' || c == '}' || c == ')') {
+        depth--;
+      }
+    }
+    return max;
+  }
+
+  // pattern at nesting level `level` of `top`, the whole pattern given
+  private static PullPattern parse(Object top, Object form, int level) {
+    if (level > MAX_DEPTH) {
+      throw tooDeep(top);
     }
     if (!(form instanceof List<?> l) || form instanceof ISeq) {
       throw Errors.error("pull/pattern", "A pull pattern is a vector", "pattern", form);
@@ -131,10 +194,10 @@ public final class PullPattern {
           Object v = en.getValue();
           if (DOTS.equals(v) || "...".equals(v)) {
             out.add(spec.withSub(null, -1));
-          } else if (v instanceof Number n && n.longValue() > 0) {
-            out.add(spec.withSub(null, (int) Math.min(Integer.MAX_VALUE, n.longValue())));
+          } else if (positive(v)) {
+            out.add(spec.withSub(null, (int) Math.min(Integer.MAX_VALUE, clamped((Number) v))));
           } else if (v instanceof List<?> && !(v instanceof ISeq)) {
-            out.add(spec.withSub(parse(v), 0));
+            out.add(spec.withSub(parse(top, v, level + 1), 0));
           } else {
             throw bad(form, el, "A map spec's value is a pattern, a positive recursion limit or ...");
           }
@@ -152,9 +215,37 @@ public final class PullPattern {
     return new AttrSpec(k, k, DEFAULT_LIMIT, false, null, null, null, 0);
   }
 
+  /** Whether {@code v} is a whole number above 0 (a long, int, short, byte or big integer). */
+  private static boolean positive(Object v) {
+    if (v instanceof Long || v instanceof Integer || v instanceof Short || v instanceof Byte) {
+      return ((Number) v).longValue() > 0;
+    }
+    if (v instanceof clojure.lang.BigInt b) {
+      return b.toBigInteger().signum() > 0;
+    }
+    return v instanceof java.math.BigInteger b && b.signum() > 0;
+  }
+
+  /** A whole number as a long, {@code Long.MAX_VALUE} for a larger one. */
+  private static long clamped(Number n) {
+    java.math.BigInteger big = n instanceof clojure.lang.BigInt b ? b.toBigInteger()
+        : n instanceof java.math.BigInteger b ? b : null;
+    return big != null && big.bitLength() > 63 ? Long.MAX_VALUE : n.longValue();
+  }
+
   private static clojure.lang.ExceptionInfo bad(Object pattern, Object el, String why) {
-    return Errors.error("pull/pattern", why + ": " + RT.printString(el), "pattern", pattern,
+    return Errors.error("pull/pattern", why + ": " + shortString(el), "pattern", pattern,
         "element", el);
+  }
+
+  /** {@code x} printed for a message: at most a few levels and elements of it. */
+  static String shortString(Object x) {
+    Var.pushThreadBindings(RT.map(PRINT_LEVEL, 6, PRINT_LENGTH, 20));
+    try {
+      return RT.printString(x);
+    } finally {
+      Var.popThreadBindings();
+    }
   }
 
   private static AttrSpec attrExpr(Object pattern, Object x) {
@@ -198,7 +289,7 @@ public final class PullPattern {
       } else if (XFORM.equals(opt)) {
         xform = xformOf(pattern, x, val);
       } else {
-        throw bad(pattern, x, "Unknown attribute option " + opt);
+        throw bad(pattern, x, "Unknown attribute option " + shortString(opt));
       }
     }
     return new AttrSpec(k, as, limit, hasDefault, dflt, xform, null, 0);
@@ -208,10 +299,10 @@ public final class PullPattern {
     if (v == null) {
       return -1;
     }
-    if (v instanceof Number n && n.longValue() > 0) {
-      return n.longValue();
+    if (positive(v)) {
+      return clamped((Number) v);
     }
-    throw bad(pattern, x, ":limit is a positive number or nil");
+    throw bad(pattern, x, ":limit is a positive whole number or nil");
   }
 
   private static IFn xformOf(Object pattern, Object x, Object v) {
@@ -238,6 +329,6 @@ public final class PullPattern {
 
   @Override
   public String toString() {
-    return RT.printString(form);
+    return shortString(form);
   }
 }

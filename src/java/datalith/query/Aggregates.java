@@ -1,5 +1,6 @@
 package datalith.query;
 
+import clojure.lang.ExceptionInfo;
 import clojure.lang.IFn;
 import clojure.lang.Numbers;
 import clojure.lang.PersistentHashSet;
@@ -12,13 +13,35 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
-/** Datomic's aggregate functions over the bag of values of one group. */
+/**
+ * Datomic's aggregate functions over the values of one group. The values are a bag: one per
+ * distinct row of the {@code :find} and {@code :with} variables, so a value repeats when the rows
+ * differ in another variable. Every aggregate reads the bag as it is, duplicates included, except
+ * {@code count-distinct}, {@code distinct} and {@code sample}, which draw on its distinct values.
+ * Values are ordered by {@link Compare}. Result types (Datomic Local 1.0.291's):
+ *
+ * <ul>
+ *   <li>{@code count}, {@code count-distinct}: a long;
+ *   <li>{@code sum}: Clojure's {@code +} of the values (a long for longs, a double for doubles,
+ *       a BigDecimal for BigDecimals);
+ *   <li>{@code avg}, {@code variance} (population), {@code stddev}: a double;
+ *   <li>{@code median}: the middle value of an odd count; of an even count, {@code (quot (+ a b)
+ *       2)} of the two middle values, which keeps their type (1 and 2 give 1; 6.5 and 6.5 give
+ *       6.0);
+ *   <li>{@code min}, {@code max}: a value; {@code (min n ?x)}, {@code (max n ?x)}: a vector of the
+ *       n smallest (ascending) or largest (descending) values, duplicates kept;
+ *   <li>{@code distinct}: a set; {@code rand}: a value; {@code (rand n ?x)}: a vector of n values
+ *       drawn with repeats; {@code (sample n ?x)}: a vector of at most n distinct values.
+ * </ul>
+ */
 final class Aggregates {
   private Aggregates() {}
 
   /**
    * Applies aggregate {@code name} (built-in) or {@code user} (a resolved user
-   * function) with leading arguments {@code args} to {@code values}.
+   * function) with leading arguments {@code args} to the bag {@code values}.
+   *
+   * @throws ExceptionInfo {@code :query/invalid-aggregate} when the values do not suit it
    */
   static Object apply(Symbol name, IFn user, Object[] args, List<Object> values) {
     if (user != null) {
@@ -27,6 +50,15 @@ final class Aggregates {
       all[args.length] = PersistentVector.create(values);
       return Functions.call(user, name, all);
     }
+    try {
+      return builtin(name, args, values);
+    } catch (ArithmeticException | ClassCastException e) {
+      throw Errors.errorWithCause(e, "query/invalid-aggregate", "Aggregate " + name
+          + " cannot combine its values: " + e.getMessage(), "fn", name);
+    }
+  }
+
+  private static Object builtin(Symbol name, Object[] args, List<Object> values) {
     switch (name.getName()) {
       case "count":
         return (long) values.size();
@@ -37,42 +69,24 @@ final class Aggregates {
       case "sum": {
         Object sum = 0L;
         for (Object v : values) {
-          sum = Numbers.add(sum, number(v, "sum"));
+          sum = Numbers.add(sum, number(v, name));
         }
         return sum;
       }
-      case "avg": {
-        if (values.isEmpty()) {
-          return null;
-        }
-        Object sum = 0L;
-        for (Object v : values) {
-          sum = Numbers.add(sum, number(v, "avg"));
-        }
-        return ((Number) sum).doubleValue() / values.size(); // a double, as Datomic's avg
-      }
-      case "median": {
-        List<Object> sorted = sorted(values);
-        int n = sorted.size();
-        if (n == 0) {
-          return null;
-        }
-        if (n % 2 == 1) {
-          return sorted.get(n / 2);
-        }
-        return Numbers.divide(Numbers.add(number(sorted.get(n / 2 - 1), "median"),
-            number(sorted.get(n / 2), "median")), 2);
-      }
+      case "avg":
+        return values.isEmpty() ? null : mean(values, name);
+      case "median":
+        return median(values, name);
       case "variance":
-        return variance(values);
-      case "stddev": {
-        Object var = variance(values);
-        return var == null ? null : Math.sqrt(((Number) var).doubleValue());
-      }
+        return values.isEmpty() ? null : variance(values, name);
+      case "stddev":
+        return values.isEmpty() ? null : Math.sqrt(variance(values, name));
       case "min":
-      case "max":
-        return args.length == 0 ? extreme(values, name.getName().equals("max"))
-            : extremes(values, count(args[0], name), name.getName().equals("max"));
+      case "max": {
+        boolean max = name.getName().equals("max");
+        return args.length == 0 ? extreme(values, max)
+            : extremes(values, count(args[0], name), max);
+      }
       case "rand":
         if (args.length == 0) {
           return values.isEmpty() ? null
@@ -90,25 +104,27 @@ final class Aggregates {
   }
 
   private static int count(Object n, Symbol name) {
-    if (!(n instanceof Number x) || x.longValue() < 1) {
-      throw Errors.error("query/invalid-aggregate", name + " needs a positive count", "fn", name,
-          "count", n);
+    if (!(n instanceof Long || n instanceof Integer || n instanceof Short || n instanceof Byte)
+        || ((Number) n).longValue() < 1) {
+      throw Errors.error("query/invalid-aggregate", name + " needs a positive integer count, got "
+          + clojure.lang.RT.printString(n), "fn", name, "count", n);
     }
-    return (int) Math.min(Integer.MAX_VALUE, x.longValue());
+    return (int) Math.min(Integer.MAX_VALUE, ((Number) n).longValue());
   }
 
-  private static Number number(Object v, String fn) {
+  private static Number number(Object v, Symbol fn) {
     if (!(v instanceof Number n)) {
-      throw Errors.error("query/invalid-aggregate", fn + " needs numbers", "fn", fn, "value", v);
+      throw Errors.error("query/invalid-aggregate", fn + " needs numbers, got "
+          + clojure.lang.RT.printString(v), "fn", fn, "value", v);
     }
     return n;
   }
 
   private static List<Object> distinct(List<Object> values) {
-    LinkedHashSet<Tuple> seen = new LinkedHashSet<>();
+    LinkedHashSet<Object> seen = new LinkedHashSet<>();
     List<Object> out = new ArrayList<>();
     for (Object v : values) {
-      if (seen.add(new Tuple(new Object[] {v}))) {
+      if (seen.add(Tuple.key(v))) {
         out.add(v);
       }
     }
@@ -121,36 +137,53 @@ final class Aggregates {
     return s;
   }
 
-  private static Object variance(List<Object> values) {
+  private static double mean(List<Object> values, Symbol fn) {
+    Object sum = 0L;
+    for (Object v : values) {
+      sum = Numbers.add(sum, number(v, fn));
+    }
+    return ((Number) sum).doubleValue() / values.size();
+  }
+
+  private static Object median(List<Object> values, Symbol fn) {
     int n = values.size();
     if (n == 0) {
       return null;
     }
-    double mean = 0;
-    for (Object v : values) {
-      mean += number(v, "variance").doubleValue();
+    List<Object> s = sorted(values);
+    if (n % 2 == 1) {
+      return s.get(n / 2);
     }
-    mean /= n;
+    Number lo = number(s.get(n / 2 - 1), fn);
+    Number hi = number(s.get(n / 2), fn);
+    return Numbers.quotient(Numbers.add(lo, hi), 2L);
+  }
+
+  private static double variance(List<Object> values, Symbol fn) {
+    double mean = mean(values, fn);
     double sq = 0;
     for (Object v : values) {
       double d = ((Number) v).doubleValue() - mean;
       sq += d * d;
     }
-    return sq / n;
+    return sq / values.size();
   }
 
   private static Object extreme(List<Object> values, boolean max) {
     Object best = null;
+    boolean first = true;
     for (Object v : values) {
-      if (best == null || (max ? Compare.compare(v, best) > 0 : Compare.compare(v, best) < 0)) {
+      int c = first ? 0 : Compare.compare(v, best);
+      if (first || (max ? c > 0 : c < 0)) {
         best = v;
+        first = false;
       }
     }
     return best;
   }
 
   private static Object extremes(List<Object> values, int n, boolean max) {
-    List<Object> s = sorted(distinct(values));
+    List<Object> s = sorted(values);
     if (max) {
       Collections.reverse(s);
     }
@@ -158,7 +191,7 @@ final class Aggregates {
   }
 
   private static Object randomWithReplacement(List<Object> values, int n) {
-    List<Object> out = new ArrayList<>(n);
+    List<Object> out = new ArrayList<>(Math.min(n, 1024));
     for (int i = 0; i < n && !values.isEmpty(); i++) {
       out.add(values.get(ThreadLocalRandom.current().nextInt(values.size())));
     }

@@ -82,6 +82,37 @@ final class Ctx {
     return out == null ? Rel.unit() : out;
   }
 
+  /**
+   * Projects away, as existential, the variables no longer {@code live}: a relation all of whose
+   * variables are dead only had to have a row (it goes; an empty one stays, as an empty relation
+   * over nothing, and empties the scope); one that keeps some is made the distinct rows of those
+   * when a later clause reads it ({@code later}: the later clauses' variables), so that what was
+   * dead or repeated cannot multiply the rows that clause joins. Relations no later clause reads
+   * are left whole for the end of the scope, which projects anyway.
+   */
+  void retain(Set<Variable> live, Set<Variable> later) {
+    for (int i = 0; i < rels.size(); i++) {
+      Rel r = rels.get(i);
+      List<Variable> kept = new ArrayList<>(r.vars.length);
+      boolean read = false;
+      for (Variable v : r.vars) {
+        if (live.contains(v)) {
+          kept.add(v);
+          read |= later.contains(v);
+        }
+      }
+      if (kept.isEmpty()) {
+        if (r.rows.isEmpty()) {
+          rels.set(i, new Rel(new Variable[0], new ArrayList<>(), true));
+        } else {
+          rels.remove(i--);
+        }
+      } else if (read && (kept.size() < r.vars.length || !r.distinct)) {
+        rels.set(i, r.project(kept));
+      }
+    }
+  }
+
   /** Adds {@code r}, joining it with the relations it shares variables with. */
   void joinIn(Rel r, Deadline deadline) {
     List<Variable> vs = List.of(r.vars);

@@ -107,6 +107,18 @@ final class Rel {
   Rel project(List<Variable> vs) {
     int[] cols = cols(vs);
     Variable[] outVars = vs.toArray(new Variable[0]);
+    if (rows instanceof IdRows idRows && !distinct && cols.length == 1) {
+      // entity ids stay longs: sorted, each kept once
+      long[] ids = java.util.Arrays.copyOf(idRows.ids(), idRows.size());
+      java.util.Arrays.sort(ids);
+      int n = 0;
+      for (int i = 0; i < ids.length; i++) {
+        if (n == 0 || ids[i] != ids[n - 1]) {
+          ids[n++] = ids[i];
+        }
+      }
+      return new Rel(outVars, new IdRows(ids, n), true);
+    }
     if (distinct && cols.length == vars.length) {
       // every column, maybe reordered: the rows are already distinct
       boolean same = true;
@@ -164,9 +176,9 @@ final class Rel {
     List<Object[]> out = new ArrayList<>();
     if (shared.isEmpty()) {
       for (Object[] ra : a.rows) {
-        deadline.check();
         for (Object[] rb : b.rows) {
           out.add(concat(ra, rb, bExtra));
+          deadline.tick(out.size());
         }
       }
       return new Rel(outVars, out, distinct);
@@ -187,11 +199,8 @@ final class Rel {
       }
     }
     int[] probeKey = buildA ? bKey : aKey;
-    int n = 0;
     for (Object[] probe : buildA ? b.rows : a.rows) {
-      if ((++n & 4095) == 0) {
-        deadline.check();
-      }
+      deadline.tick(out.size());
       Object matches;
       if (longTable != null) {
         // only a long key can equal one of the table's
@@ -207,6 +216,7 @@ final class Rel {
       } else {
         for (Object[] m : (RowList) matches) {
           out.add(buildA ? concat(m, probe, bExtra) : concat(probe, m, bExtra));
+          deadline.tick(out.size());
         }
       }
     }

@@ -6,6 +6,7 @@ import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import org.lmdbjava.Cursor;
 import org.lmdbjava.Env;
 import org.lmdbjava.LmdbException;
@@ -19,6 +20,8 @@ final class Errors {
 
   static final Keyword LMDB = Keyword.intern("store", "lmdb");
   static final Keyword MAP_FULL = Keyword.intern("store", "map-full");
+  static final Keyword MAP_RESIZED = Keyword.intern("store", "map-resized");
+  static final Keyword CONFLICT = Keyword.intern("store", "conflict");
   static final Keyword CLOSED = Keyword.intern("store", "closed");
   static final Keyword KEY_SIZE = Keyword.intern("store", "key-size");
   static final Keyword OPTION = Keyword.intern("store", "option");
@@ -78,6 +81,16 @@ final class Errors {
           "Key of " + size + " bytes, must be 1 to " + MAX_KEY_SIZE + " bytes", null,
           Keyword.intern("size"), size);
     }
+  }
+
+  /** A failed {@link WriteTxn#expect}: {@code key} of {@code db} holds {@code found}. */
+  static ExceptionInfo conflict(String where, SubDb db, byte[] key, byte[] expected,
+      byte[] found) {
+    return error(CONFLICT, where, "Another writer changed the store under this write transaction"
+        + " (key \"" + new String(key, StandardCharsets.ISO_8859_1) + "\" of " + db
+        + " no longer holds what the transaction was built on); nothing was written", null,
+        Keyword.intern("sub-db"), db.name(), Keyword.intern("key"), key,
+        Keyword.intern("expected"), expected, Keyword.intern("found"), found);
   }
 
   private static IPersistentMap data(Keyword code, String where, Object... more) {

@@ -3,8 +3,13 @@ package datalith.store;
 import clojure.lang.Keyword;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.FileLockInterruptionException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -16,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.StampedLock;
 import org.lmdbjava.Dbi;
+import org.lmdbjava.Dbi.MapResizedException;
 import org.lmdbjava.DbiFlags;
 import org.lmdbjava.Env;
 import org.lmdbjava.EnvFlags;
@@ -45,6 +51,17 @@ import org.lmdbjava.Txn;
  * {@code commit()}, and begin reads after {@code beginWrite()} returns. A commit fails with
  * {@code :store/map-full} only when other read transactions stay open for 30 seconds.
  *
+ * <p>Several processes may open one directory, as LMDB allows: readers anywhere, one write
+ * transaction at a time in all of them. {@link #beginWrite()} takes the directory's writer lock
+ * ({@code writer.lock}, an advisory lock of the operating system that ends with its process)
+ * and holds it until the write transaction closes, so a transaction that reads after
+ * {@code beginWrite()} returns reads the last commit of any process and nothing else commits
+ * before it. When another process has grown the map and filled the file past this process's
+ * map, a new read transaction grows this process's map to take it in (LMDB's
+ * {@code MDB_MAP_RESIZED}), waiting like any growth for this process's read transactions to
+ * finish; a thread that holds a read transaction already cannot wait for that, and gets
+ * {@code :store/map-resized}.
+ *
  * <p>Thread-safe. Each transaction is used by one thread at a time.
  */
 public final class LmdbStore implements Store {
@@ -65,6 +82,8 @@ public final class LmdbStore implements Store {
   private static final int OPEN = 0;
   private static final int CLOSING = 1;
   private static final int CLOSED = 2;
+  /** The file in the store's directory that the open write transaction of any process locks. */
+  static final String WRITER_LOCK = "writer.lock";
 
   // LMDB forbids opening one environment twice in a process: closing either breaks its locks.
   private static final Set<Path> OPEN_DIRS = ConcurrentHashMap.newKeySet(); // real paths
@@ -90,6 +109,7 @@ public final class LmdbStore implements Store {
   private final Set<LmdbReadTxn.Opened> parked = ConcurrentHashMap.newKeySet(); // in beginWrite
   private final Object gate = new Object(); // notified when a pending growth is done
   private final WriteLog log = new WriteLog(); // the open write transaction's writes
+  private FileChannel writerLockFile; // opened by the first write; used under the writer permit
   private volatile int state = OPEN;
   private volatile long growTo; // the map size wanted, 0 when no growth is pending
   private volatile long mapSize;
@@ -285,29 +305,76 @@ public final class LmdbStore implements Store {
    * {@inheritDoc}
    *
    * <p>Waits only while the map is being resized (at most briefly, and never when this thread
-   * already holds a read transaction).
+   * already holds a read transaction), or while it must grow to take in what another process
+   * wrote (until this process's read transactions finish, at most 30 seconds).
    *
    * @throws IllegalStateException when the store is closed
    * @throws clojure.lang.ExceptionInfo {@code :store/lmdb}, e.g. when more than "max-readers"
-   *     read transactions are open
+   *     read transactions are open; {@code :store/map-resized} when another process filled the
+   *     file past this process's map while this thread holds a read transaction, or while other
+   *     threads' read transactions stay open for 30 seconds
    */
   @Override
   public ReadTxn beginRead() {
     checkOpen();
     LmdbReadTxn.Opened opened = openReads.get();
-    long stamp = lockShared(opened.count() > 0);
-    try {
-      checkOpen();
-      LmdbReadTxn txn = new LmdbReadTxn(this, takeReader(), stamp, opened);
-      opened.add(txn);
-      return txn;
-    } catch (LmdbException e) {
-      mapLock.unlockRead(stamp);
-      throw failure("Cannot begin a read transaction", e);
-    } catch (RuntimeException e) {
-      mapLock.unlockRead(stamp);
-      throw e;
+    long deadline = 0;
+    while (true) {
+      long stamp = lockShared(opened.count() > 0);
+      try {
+        checkOpen();
+        LmdbReadTxn txn = new LmdbReadTxn(this, takeReader(), stamp, opened);
+        opened.add(txn);
+        return txn;
+      } catch (MapResizedException e) {
+        long needed = dataSize(); // the shared map lock keeps the map in place
+        mapLock.unlockRead(stamp);
+        if (deadline == 0) {
+          deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(GROW_WAIT_S);
+        }
+        adoptGrownMap(opened, needed, deadline);
+      } catch (LmdbException e) {
+        mapLock.unlockRead(stamp);
+        throw failure("Cannot begin a read transaction", e);
+      } catch (RuntimeException e) {
+        mapLock.unlockRead(stamp);
+        throw e;
+      }
     }
+  }
+
+  /**
+   * Another process filled the file to {@code needed} bytes, past this process's map: asks for
+   * the growth that takes it in, which the caller's next {@link #lockShared} helps along.
+   */
+  private void adoptGrownMap(LmdbReadTxn.Opened opened, long needed, long deadline) {
+    if (opened.count() > 0) {
+      throw Errors.error(Errors.MAP_RESIZED, where, "Another process filled the store past this"
+          + " process's map (" + mapSize + " bytes), which cannot grow while this thread holds a"
+          + " read transaction: close it and read again", null,
+          Keyword.intern("map-size"), mapSize, Keyword.intern("needed"), needed);
+    }
+    if (System.nanoTime() - deadline > 0) {
+      throw Errors.error(Errors.MAP_RESIZED, where, "Another process filled the store past this"
+          + " process's map (" + mapSize + " bytes), which cannot grow while read transactions"
+          + " stay open (waited " + GROW_WAIT_S + " s)", null,
+          Keyword.intern("map-size"), mapSize, Keyword.intern("needed"), needed);
+    }
+    requestGrowth(grownSize(needed));
+  }
+
+  /** The bytes the last commit of any process uses (from the newest meta page). */
+  private long dataSize() {
+    return (env.info().lastPageNumber + 1) * pageSize;
+  }
+
+  /** The map size after growth for {@code needed} bytes: the current one doubled until they fit. */
+  private long grownSize(long needed) {
+    long size = 2 * mapSize;
+    while (size < needed) {
+      size *= 2;
+    }
+    return size;
   }
 
   private long lockShared(boolean nested) {
@@ -350,6 +417,12 @@ public final class LmdbStore implements Store {
       if (reader != null && pool.compareAndSet(at, reader, null)) {
         try {
           reader.renew();
+        } catch (MapResizedException e) {
+          reader.txn.reset(); // LMDB has ended it; lmdbjava wants it reset before a renew
+          if (!giveBack(reader)) {
+            reader.txn.close();
+          }
+          throw e;
         } catch (RuntimeException e) {
           reader.txn.close();
           throw e;
@@ -390,8 +463,13 @@ public final class LmdbStore implements Store {
   /**
    * {@inheritDoc}
    *
+   * <p>Also waits for the write transaction of any other process on this directory: the one
+   * returned holds the directory's writer lock until it closes.
+   *
    * @throws IllegalStateException when the store is closed, or when this thread already holds
    *     the open write transaction (waiting would never end)
+   * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} when the writer lock file cannot be
+   *     opened or locked
    */
   @Override
   public WriteTxn beginWrite() {
@@ -413,9 +491,45 @@ public final class LmdbStore implements Store {
       writer.release();
       throw Errors.closed(where, "The store");
     }
+    FileLock lock;
+    try {
+      lock = lockWriters();
+    } catch (RuntimeException e) {
+      writer.release();
+      throw e;
+    }
     writerThread = Thread.currentThread();
     log.clear();
-    return new Write();
+    return new Write(lock);
+  }
+
+  /**
+   * Takes the directory's writer lock, waiting for another process's write transaction to end.
+   * Caller holds the writer permit. Not interruptible: an interrupt closes a channel blocked in
+   * {@link FileChannel#lock()}, so one that comes meanwhile reopens it, and is kept for later.
+   */
+  private FileLock lockWriters() {
+    boolean interrupted = Thread.interrupted(); // with the flag set, lock() would close the channel
+    try {
+      while (true) {
+        try {
+          if (writerLockFile == null || !writerLockFile.isOpen()) {
+            writerLockFile = FileChannel.open(dir.resolve(WRITER_LOCK),
+                StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+          }
+          return writerLockFile.lock();
+        } catch (FileLockInterruptionException | ClosedByInterruptException e) {
+          interrupted |= Thread.interrupted(); // the channel is closed: reopen it
+        } catch (IOException e) {
+          throw Errors.error(Errors.LMDB, where,
+              "Cannot lock " + dir.resolve(WRITER_LOCK) + ": " + e.getMessage(), e);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /**
@@ -464,6 +578,7 @@ public final class LmdbStore implements Store {
       gate.notifyAll();
     }
     writer.acquireUninterruptibly(); // the open write transaction is done
+    FileChannel lockFile = writerLockFile; // no write uses it now or later
     writer.release(); // beginWrite callers queued behind us now see CLOSING
     long stamp = mapLock.writeLock(); // every read transaction is closed
     try {
@@ -474,8 +589,13 @@ public final class LmdbStore implements Store {
         }
       }
       env.close();
+      if (lockFile != null) {
+        lockFile.close();
+      }
     } catch (LmdbException e) {
       throw failure("Cannot close the LMDB store", e);
+    } catch (IOException e) {
+      throw Errors.error(Errors.LMDB, where, "Cannot close " + WRITER_LOCK, e);
     } finally {
       OPEN_DIRS.remove(dir);
       state = CLOSED;
@@ -493,9 +613,17 @@ public final class LmdbStore implements Store {
     }
   }
 
-  /** Grows the map if a growth is pending and nothing is in the way now; never waits. */
+  /**
+   * Grows the map if a growth is pending and nothing is in the way now; never waits. The thread
+   * of the open write transaction may grow it too (outside {@link Write#commit()}: the LMDB
+   * write transaction is open only there).
+   */
   private void maybeGrow() {
-    if (growTo == 0 || state != OPEN || !writer.tryAcquire()) {
+    if (growTo == 0 || state != OPEN) {
+      return;
+    }
+    boolean mine = writerThread == Thread.currentThread();
+    if (!mine && !writer.tryAcquire()) {
       return;
     }
     try {
@@ -514,7 +642,9 @@ public final class LmdbStore implements Store {
         }
       }
     } finally {
-      writer.release();
+      if (!mine) {
+        writer.release();
+      }
     }
   }
 
@@ -555,11 +685,14 @@ public final class LmdbStore implements Store {
     }
   }
 
-  /** Caller holds the writer permit and the exclusive map lock. */
+  /**
+   * Caller holds the writer permit and the exclusive map lock. LMDB makes the map at least as
+   * big as the data any process committed.
+   */
   private void resize(long size) {
     if (size > mapSize) {
       env.setMapSize(size);
-      mapSize = size;
+      mapSize = env.info().mapSize;
       mapAddress = 0; // a resize may move the map
     }
     synchronized (gate) {
@@ -592,10 +725,19 @@ public final class LmdbStore implements Store {
     }
   }
 
-  /** The write transaction: buffers writes, applies them all in one LMDB txn on commit. */
+  /**
+   * The write transaction: buffers writes, applies them all in one LMDB txn on commit. Holds the
+   * writer permit and the directory's writer lock until closed.
+   */
   private final class Write implements WriteTxn {
+    private final FileLock lock;
+    private final List<Expected> expected = new ArrayList<>();
     private boolean open = true;
     private boolean committed;
+
+    Write(FileLock lock) {
+      this.lock = lock;
+    }
 
     private void checkWritable() {
       if (!open) {
@@ -621,14 +763,17 @@ public final class LmdbStore implements Store {
     }
 
     @Override
+    public void expect(SubDb db, ByteBuffer key, ByteBuffer val) {
+      checkWritable();
+      expected.add(new Expected(where, db, key, val));
+    }
+
+    @Override
     public void commit() {
       checkWritable();
       while (!apply()) {
-        long size = 2 * mapSize;
-        while (size < mapSize + 4 * log.bytes()) {
-          size *= 2;
-        }
-        growForCommit(size);
+        // the map is full, or another process filled the file past it
+        growForCommit(grownSize(Math.max(mapSize, dataSize()) + 4 * log.bytes()));
       }
       committed = true;
       try {
@@ -640,11 +785,23 @@ public final class LmdbStore implements Store {
       }
     }
 
-    /** Applies the log in one LMDB write transaction; false when the map is full. */
+    /**
+     * Applies the log in one LMDB write transaction; false when the map must grow first.
+     *
+     * @throws clojure.lang.ExceptionInfo {@code :store/conflict} when an {@link #expect} fails
+     */
     private boolean apply() {
       try {
-        Txn<ByteBuffer> txn = env.txnWrite();
+        Txn<ByteBuffer> txn;
         try {
+          txn = env.txnWrite();
+        } catch (MapResizedException e) {
+          return false;
+        }
+        try {
+          for (Expected x : expected) {
+            x.check(where, dbis.get(x.db.ordinal()).get(txn, x.directKey()));
+          }
           try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
             log.replay(replay);
           } // its cursors closed before the commit, or before the abort
@@ -665,9 +822,23 @@ public final class LmdbStore implements Store {
       if (open) {
         open = false;
         log.clear();
-        writerThread = null;
-        writer.release();
+        try {
+          lock.release();
+        } catch (IOException e) {
+          closeLockFile(); // which releases the lock; the next write opens the file again
+        } finally {
+          writerThread = null;
+          writer.release();
+        }
         maybeGrow();
+      }
+    }
+
+    private void closeLockFile() {
+      try {
+        writerLockFile.close();
+      } catch (IOException e) {
+        // closing releases the lock whatever else failed
       }
     }
   }

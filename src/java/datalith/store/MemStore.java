@@ -1,6 +1,8 @@
 package datalith.store;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Semaphore;
 
 /**
@@ -107,6 +109,7 @@ public final class MemStore implements Store {
   private final class Write implements WriteTxn {
     private final BTree.Editor editor = new BTree.Editor();
     private final BTree.Node[] next; // the roots being built
+    private final List<Expected> expected = new ArrayList<>();
     private boolean open = true;
     private boolean committed;
 
@@ -143,8 +146,18 @@ public final class MemStore implements Store {
     }
 
     @Override
+    public void expect(SubDb db, ByteBuffer key, ByteBuffer val) {
+      checkWritable();
+      expected.add(new Expected(WHERE, db, key, val));
+    }
+
+    @Override
     public void commit() {
       checkWritable();
+      for (Expected x : expected) {
+        byte[] k = x.key();
+        x.check(WHERE, BTree.get(roots[x.db.ordinal()], k, k.length));
+      }
       roots = next;
       committed = true;
     }

@@ -7,7 +7,8 @@ package datalith.store;
  *
  * <p>Threading: any thread may call {@link #beginRead()} at any time; read
  * transactions never block each other or the writer. {@link #beginWrite()}
- * blocks until no other write transaction is open.
+ * blocks until no other write transaction is open, in this process or (for
+ * a store that processes share) another.
  */
 public interface Store extends AutoCloseable {
 
@@ -19,9 +20,11 @@ public interface Store extends AutoCloseable {
   ReadTxn beginRead();
 
   /**
-   * Opens the single write transaction, waiting while another is open. Its
-   * writes become visible to new read transactions atomically on
-   * {@link WriteTxn#commit()}; closing it without commit discards them.
+   * Opens the single write transaction, waiting while another is open (of any
+   * process). Its writes become visible to new read transactions atomically on
+   * {@link WriteTxn#commit()}; closing it without commit discards them. Reads
+   * begun after this returns see the last commit, and nothing commits until
+   * it closes.
    */
   WriteTxn beginWrite();
 

@@ -4,8 +4,9 @@ import java.nio.ByteBuffer;
 
 /**
  * The single write transaction of a {@link Store}. It does not read: callers
- * read through a {@link ReadTxn} opened before it. Buffers passed in may be
- * reused by the caller as soon as the call returns.
+ * read through a {@link ReadTxn} opened after {@link Store#beginWrite()} returns,
+ * which sees every commit before this one (of any process). Buffers passed in
+ * may be reused by the caller as soon as the call returns.
  */
 public interface WriteTxn extends AutoCloseable {
 
@@ -14,6 +15,15 @@ public interface WriteTxn extends AutoCloseable {
 
   /** Removes {@code key}; no effect when absent. */
   void delete(SubDb db, ByteBuffer key);
+
+  /**
+   * Makes {@link #commit()} fail with {@code :store/conflict}, writing nothing,
+   * unless {@code key} holds {@code val} ({@code null}: is absent) when the
+   * commit applies: a guard for a transaction built on values read earlier,
+   * against a writer that did not wait for this transaction (one that ignores
+   * the store's writer lock).
+   */
+  void expect(SubDb db, ByteBuffer key, ByteBuffer val);
 
   /**
    * Makes every write visible at once, on disk before returning when the store

@@ -11,6 +11,14 @@
  * closed by any thread. Read transactions must be short: an open one pins storage (LMDB: pages of
  * the file, a reader slot, and the map at its current size).
  *
+ * <p>Processes: several may open one LMDB directory. The write transaction holds the directory's
+ * writer lock (a lock file, {@code writer.lock}) from {@code beginWrite()} until it closes, so
+ * one write transaction runs at a time across the processes, and a read begun after
+ * {@code beginWrite()} returns sees the last commit of any of them. A write transaction can
+ * {@code expect} a key's value at commit, as a guard against writers that ignore the lock. A
+ * process whose map another process outgrew grows its own before it reads. A
+ * {@link datalith.store.MemStore} belongs to its process.
+ *
  * <p>Memory: buffers returned by reads are read-only, big-endian, at position 0, and valid only
  * while their transaction is open (a cursor's only until it moves). They are not copies: LMDB's
  * point into its memory map, MemStore's are the stored entries, shared by every reader. Read them
@@ -40,9 +48,10 @@
  * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}).
  *
  * <p>Errors are {@code ex-info}s whose {@code :error} is {@code :store/lmdb},
- * {@code :store/map-full}, {@code :store/key-size}, {@code :store/option},
- * {@code :store/corrupt} (a damaged file: its data names the sub-database and page where one is
- * known) or {@code :store/io} (a file that cannot be read or written); use after close throws an
+ * {@code :store/map-full}, {@code :store/map-resized}, {@code :store/conflict},
+ * {@code :store/key-size}, {@code :store/option}, {@code :store/corrupt} (a damaged file: its
+ * data names the sub-database and page where one is known) or {@code :store/io} (a file that
+ * cannot be read or written); use after close throws an
  * {@link java.lang.IllegalStateException} whose {@code ex-data} has
  * {@code :error :store/closed}.
  */

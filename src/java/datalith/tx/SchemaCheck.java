@@ -1,6 +1,8 @@
 package datalith.tx;
 
+import clojure.lang.Keyword;
 import datalith.codec.Codec;
+import datalith.db.Attr;
 import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.IndexScan;
@@ -75,11 +77,64 @@ final class SchemaCheck {
         throw Errors.error("schema/invalid", ":db/isComponent needs :db.type/ref",
             "attribute", ident);
       }
+      checkTuple(ident, pa, after);
       if (pb.get(Schema.IDENT) != null && pa.get(Schema.IDENT) == null && hasDatoms(db, snap, e)) {
         throw Errors.error("schema/alter", "Cannot retract the ident of attribute " + ident
             + " while it has values", "attribute", ident);
       }
     }
+  }
+
+  /**
+   * {@code :db/tupleAttrs}, {@code :db/tupleType} and {@code :db/tupleTypes}:
+   * at most one, only with {@code :db.type/tuple}, and well formed: 2 to 8
+   * {@code :db.type/*} keywords other than tuple, or 2 to 8 attributes of
+   * cardinality one that are not tuples themselves.
+   */
+  private static void checkTuple(Object ident, Map<Long, Object> pa, Schema after) {
+    Object attrs = pa.get(Schema.TUPLE_ATTRS);
+    Object type = pa.get(Schema.TUPLE_TYPE);
+    Object types = pa.get(Schema.TUPLE_TYPES);
+    int given = (attrs != null ? 1 : 0) + (type != null ? 1 : 0) + (types != null ? 1 : 0);
+    if (given == 0) {
+      return;
+    }
+    if (!Long.valueOf(Schema.TYPE_BASE + Schema.typeIndex(Codec.T_TUPLE))
+        .equals(pa.get(Schema.VALUE_TYPE))) {
+      throw Errors.error("schema/invalid", ":db/tupleAttrs, :db/tupleType and :db/tupleTypes need"
+          + " :db/valueType :db.type/tuple", "attribute", ident);
+    }
+    if (given > 1) {
+      throw Errors.error("schema/invalid", "A tuple attribute has one of :db/tupleAttrs,"
+          + " :db/tupleType and :db/tupleTypes", "attribute", ident);
+    }
+    if (type != null && !(type instanceof Long l && isElementType(l))) {
+      throw Errors.error("schema/invalid", ":db/tupleType must be a :db.type/* other than tuple",
+          "attribute", ident, "value", type);
+    }
+    if (types != null && !(types instanceof List<?> l && fits(l) && l.stream().allMatch(
+        x -> x instanceof Keyword k && Schema.typeTag(k) >= 0 && Schema.typeTag(k) != Codec.T_TUPLE))) {
+      throw Errors.error("schema/invalid", ":db/tupleTypes must be 2 to 8 :db.type/* keywords other"
+          + " than tuple", "attribute", ident, "value", types);
+    }
+    if (attrs != null && !(attrs instanceof List<?> l && fits(l) && l.stream().allMatch(
+        x -> x instanceof Keyword k && !k.equals(ident) && isPart(after.attr(k))))) {
+      throw Errors.error("schema/invalid", ":db/tupleAttrs must be 2 to 8 attributes of cardinality"
+          + " one that are not tuples", "attribute", ident, "value", attrs);
+    }
+  }
+
+  private static boolean fits(List<?> l) {
+    return l.size() >= 2 && l.size() <= 8;
+  }
+
+  private static boolean isElementType(long typeId) {
+    return typeId >= Schema.TYPE_BASE && typeId < Schema.TYPE_BASE + Schema.typeCount()
+        && typeId != Schema.TYPE_BASE + Schema.typeIndex(Codec.T_TUPLE);
+  }
+
+  private static boolean isPart(Attr a) {
+    return a != null && !a.many && a.valueType != Codec.T_TUPLE;
   }
 
   private static boolean hasDatoms(Db db, Snapshot snap, long aid) {

@@ -2,12 +2,15 @@ package datalith.query.parser;
 
 import java.util.List;
 
-// bind-coll = [ variable '...' ]
-/** Binds each element of a collection to the variable, one result row per element. */
-public record BindColl(Variable var) implements Binding {
+// bind-coll = [ binding '...' ]
+/**
+ * Binds each element of a collection with {@code element}: the rows of every element, together.
+ * A map is the collection of its entries ({@code [k v]}).
+ */
+public record BindColl(Binding element) implements Binding {
   @Override
   public List<Variable> vars() {
-    return List.of(var);
+    return element.vars();
   }
 
   @Override

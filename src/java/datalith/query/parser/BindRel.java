@@ -2,10 +2,11 @@ package datalith.query.parser;
 
 import java.util.List;
 
-// bind-rel = [ [ (variable | '_')+ ] ]
+// bind-rel = [ [ binding+ ] ]
 /**
- * Binds a relation: a collection of tuples, each destructured by position. Each element is a
- * {@link BindScalar} or {@link BindIgnore}; never empty; no variable twice.
+ * Binds a relation: a collection of tuples, each destructured by position as a
+ * {@link BindTuple} of {@code elements} would (the same as {@code [[binding+] ...]}). Never
+ * empty; no variable twice.
  */
 public record BindRel(List<Binding> elements) implements Binding {
   public BindRel {

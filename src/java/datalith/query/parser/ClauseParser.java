@@ -108,17 +108,29 @@ final class ClauseParser {
     return new Pattern(src, terms);
   }
 
+  // a term of a data pattern: a symbol other than ?var, $src and _ is a constant (Datomic's
+  // [?e :attr sym] matches the symbol value sym)
   private Term patternTerm(Object t, Object form) {
-    if (Syntax.isVariable(t)) {
-      return Variable.of((Symbol) t);
-    } else if (Syntax.isPlaceholder(t)) {
-      return Placeholder.INSTANCE;
-    } else if (Syntax.isSrcVar(t)) {
+    if (Syntax.isSrcVar(t)) {
       throw malformed(form, "a source such as " + t + " can only come first in a data pattern");
     } else if (t instanceof Symbol) {
-      throw malformed(form, "plain symbol " + t + " in a data pattern; variables start with ?,"
-          + " rule invocations and not / or are written (name ...)");
-    } else if (t == null) {
+      return symbolTerm((Symbol) t);
+    }
+    return valueTerm(t, form);
+  }
+
+  private static Term symbolTerm(Symbol t) {
+    if (Syntax.isVariable(t)) {
+      return Variable.of(t);
+    } else if (Syntax.isPlaceholder(t)) {
+      return Placeholder.INSTANCE;
+    }
+    return new Constant(t);
+  }
+
+  // a non-symbol term of a data pattern or rule invocation
+  private Term valueTerm(Object t, Object form) {
+    if (t == null) {
       throw malformed(form, "nil never matches a datom; to find entities without a value"
           + " use [(missing? $ ?e :attr)]");
     }
@@ -147,7 +159,7 @@ final class ClauseParser {
     return new FnBinding(fn, args, parseBinding(items.get(1), errorKey, form));
   }
 
-  // fn-arg = (variable | constant | src-var)
+  // fn-arg = (variable | constant | src-var) ; a symbol constant is quoted: 'sym, (quote sym)
   private Term fnArg(Object a, Object form) {
     if (Syntax.isVariable(a)) {
       return Variable.of((Symbol) a);
@@ -156,8 +168,10 @@ final class ClauseParser {
     } else if (Syntax.isPlaceholder(a)) {
       throw malformed(form, "_ is not a function argument; pass a variable or a constant");
     } else if (a instanceof Symbol) {
-      throw malformed(form, "plain symbol " + a + " as a function argument;"
-          + " pass a variable, a constant or a source");
+      throw malformed(form, "symbol " + a + " as a function argument; pass a variable, a"
+          + " constant, a source, or the symbol quoted: '" + a);
+    } else if (Syntax.isQuoted(a)) {
+      return constant(Syntax.items(a).get(1), form);
     }
     return constant(a, form);
   }
@@ -176,8 +190,15 @@ final class ClauseParser {
       if (Syntax.isSrcVar(a)) {
         throw malformed(form, "a source such as " + a + " can only come first in a rule"
             + " invocation");
+      } else if (Syntax.isVariable(a) || Syntax.isPlaceholder(a)) {
+        args.add(symbolTerm((Symbol) a));
+      } else if (a instanceof Symbol) {
+        // Datomic takes a symbol constant in a data pattern but not in a rule invocation
+        throw malformed(form, "symbol " + a + " as a rule argument; variables start with ?,"
+            + " and a symbol constant goes in the rule's data patterns");
+      } else {
+        args.add(valueTerm(a, form));
       }
-      args.add(patternTerm(a, form));
     }
     RuleCall call = new RuleCall(src, name, args);
     ruleCalls.add(call);
@@ -297,51 +318,56 @@ final class ClauseParser {
     return new RuleVars(vars.subList(0, required.size()), vars);
   }
 
-  // binding = (bind-scalar | bind-tuple | bind-coll | bind-rel | '_')
+  // binding = (bind-scalar | bind-tuple | bind-coll | bind-rel | '_'), nested at will
+  /**
+   * The binding {@code b} written in {@code form}: a variable, {@code _}, {@code [binding+]} (a
+   * tuple), {@code [binding ...]} (a collection) or {@code [[binding+]]} (a relation), each
+   * position of a tuple itself any binding. No variable may occur twice.
+   */
   static Binding parseBinding(Object b, String errorKey, Object form) {
+    return parseBinding(b, errorKey, form, new HashSet<>());
+  }
+
+  private static Binding parseBinding(Object b, String errorKey, Object form,
+      Set<Variable> seen) {
     if (Syntax.isPlaceholder(b)) {
       return BindIgnore.INSTANCE;
     } else if (Syntax.isVariable(b)) {
-      return new BindScalar(Variable.of((Symbol) b));
+      Variable v = Variable.of((Symbol) b);
+      if (!seen.add(v)) {
+        throw Syntax.error(errorKey, "Variable " + v + " appears twice in binding "
+            + Syntax.show(form), form, "vars", Syntax.symbols(List.of(v)));
+      }
+      return new BindScalar(v);
     } else if (Syntax.isSequential(b)) {
       List<Object> items = Syntax.items(b);
       if (items.size() == 2 && Forms.ELLIPSIS.equals(items.get(1))) {
-        if (!Syntax.isVariable(items.get(0))) {
-          throw Syntax.error(errorKey, "Cannot parse binding " + Syntax.show(b)
-              + ", a collection binding is [?var ...]", form);
-        }
-        return new BindColl(Variable.of((Symbol) items.get(0)));
+        return new BindColl(parseBinding(items.get(0), errorKey, form, seen));
       } else if (items.size() == 1 && Syntax.isSequential(items.get(0))) {
-        return new BindRel(tupleElements(Syntax.items(items.get(0)), b, errorKey, form));
+        return new BindRel(tupleElements(Syntax.items(items.get(0)), items.get(0), errorKey,
+            form, seen));
       }
-      return new BindTuple(tupleElements(items, b, errorKey, form));
+      return new BindTuple(tupleElements(items, b, errorKey, form, seen));
     }
     throw Syntax.error(errorKey, "Cannot parse binding " + Syntax.show(b) + ", expected ?var,"
-        + " [?a ?b], [?x ...], [[?a ?b]] or _", form);
+        + " _, [binding+] (a tuple), [binding ...] (a collection) or [[binding+]] (a relation)",
+        form);
   }
 
+  // bind-tuple = [ binding+ ]
   private static List<Binding> tupleElements(List<Object> items, Object b, String errorKey,
-      Object form) {
+      Object form, Set<Variable> seen) {
     if (items.isEmpty()) {
       throw Syntax.error(errorKey, "Cannot parse binding " + Syntax.show(b)
-          + ", a tuple binding has at least one variable", form);
+          + ", a tuple binding has at least one position", form);
     }
     List<Binding> out = new ArrayList<>(items.size());
-    Set<Variable> seen = new HashSet<>();
     for (Object item : items) {
-      if (Syntax.isPlaceholder(item)) {
-        out.add(BindIgnore.INSTANCE);
-      } else if (Syntax.isVariable(item)) {
-        Variable v = Variable.of((Symbol) item);
-        if (!seen.add(v)) {
-          throw Syntax.error(errorKey, "Variable " + v + " appears twice in binding "
-              + Syntax.show(b), form, "vars", Syntax.symbols(List.of(v)));
-        }
-        out.add(new BindScalar(v));
-      } else {
-        throw Syntax.error(errorKey, "Cannot parse binding " + Syntax.show(b) + ", tuple"
-            + " positions are variables or _, got " + Syntax.show(item), form);
+      if (Forms.ELLIPSIS.equals(item)) {
+        throw Syntax.error(errorKey, "Cannot parse binding " + Syntax.show(b) + ": ... comes"
+            + " last in a collection binding [binding ...]", form);
       }
+      out.add(parseBinding(item, errorKey, form, seen));
     }
     return out;
   }

@@ -25,6 +25,7 @@ final class Forms {
   static final Symbol OR_JOIN = Symbol.intern("or-join");
   static final Symbol AND = Symbol.intern("and");
   static final Symbol PULL = Symbol.intern("pull");
+  static final Symbol QUOTE = Symbol.intern("quote");
 
   private Forms() {}
 
@@ -52,7 +53,7 @@ final class Forms {
     } else if (x instanceof BindTuple b) {
       return vector(b.elements());
     } else if (x instanceof BindColl b) {
-      return vec(b.var().symbol(), ELLIPSIS);
+      return vec(of(b.element()), ELLIPSIS);
     } else if (x instanceof BindRel b) {
       return vec(vector(b.elements()));
     } else if (x instanceof FindSpec f) {
@@ -62,7 +63,7 @@ final class Forms {
     } else if (x instanceof Aggregate a) {
       List<Object> out = new ArrayList<>();
       out.add(a.fn());
-      all(out, a.args());
+      fnArgs(out, a.args());
       out.add(a.var().symbol());
       return PersistentList.create(out);
     } else if (x instanceof Pull p) {
@@ -193,8 +194,17 @@ final class Forms {
   private static Object call(Symbol fn, List<Term> args) {
     List<Object> out = new ArrayList<>();
     out.add(fn);
-    all(out, args);
+    fnArgs(out, args);
     return PersistentList.create(out);
+  }
+
+  // a function's constant symbol is written quoted: (f 'sym), as fn-args take it
+  private static void fnArgs(List<Object> out, List<Term> args) {
+    for (Term t : args) {
+      boolean quote = t instanceof Constant c && (c.value() instanceof Symbol
+          || Syntax.isQuoted(c.value()));
+      out.add(quote ? PersistentList.create(List.of(QUOTE, ((Constant) t).value())) : of(t));
+    }
   }
 
   private static void source(List<Object> out, SrcVar src) {

@@ -8,8 +8,10 @@ import java.util.Set;
  * A data pattern {@code [?e :attr ?v ?tx ?added]} matched against the datoms of {@code src}.
  * {@code src} is never null: the source written, else the source of the enclosing
  * {@code ($src not ...)}/{@code ($src or ...)}, else {@code $}. {@code terms} has 1 to 5 elements,
- * each a {@link Variable}, {@link Constant} (raw value, never nil; a lookup ref stays a vector) or
- * {@link Placeholder}; positions not written read as {@code _} through {@link #e()} ...
+ * each a {@link Variable}, {@link Constant} (raw value, never nil; a lookup ref stays a vector; a
+ * symbol other than a variable, a source and {@code _} is a constant symbol, as in
+ * {@code [?e :attr sym]}) or {@link Placeholder}; positions not written read as {@code _} through
+ * {@link #e()} ...
  * {@link #added()}. An {@code added} constant is a Boolean. Runs with nothing bound; binds all its
  * variables.
  */

@@ -9,8 +9,8 @@ import java.util.Set;
  * A predicate {@code [(pred ?a 10)]}: keeps the rows for which the function returns truthy.
  * {@code fn} is the symbol as written (built-in such as {@code <} or {@code missing?}, or
  * qualified); the parser does not resolve it. {@code args} are {@link Variable}s,
- * {@link Constant}s (nil allowed) and {@link SrcVar}s, exactly as written. Needs all its
- * variables; binds none.
+ * {@link Constant}s (nil allowed; a symbol constant is written quoted, {@code 'sym}, and held
+ * unquoted) and {@link SrcVar}s, as written. Needs all its variables; binds none.
  */
 public record Predicate(Symbol fn, List<Term> args) implements Clause {
   public Predicate {

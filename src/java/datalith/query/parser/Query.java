@@ -72,7 +72,10 @@ public final class Query {
     return in;
   }
 
-  /** {@code :where} clauses in written order; empty when absent (then :in binds every find var). */
+  /**
+   * {@code :where} clauses in written order; empty when absent or empty (then {@code :in} binds
+   * every :find and :with variable).
+   */
   public List<Clause> where() {
     return where;
   }

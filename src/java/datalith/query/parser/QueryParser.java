@@ -49,6 +49,7 @@ public final class QueryParser {
    */
   public static Query parse(Object q) {
     Object data = q instanceof String s ? readEdn(s, "parser/query") : q;
+    Syntax.checkDepth(data, "parser/query");
     Map<String, List<Object>> sections;
     OptionalLong timeout = OptionalLong.empty();
     if (Syntax.isVector(data) || Syntax.isList(data)) {
@@ -86,15 +87,12 @@ public final class QueryParser {
     FindSpec find = parseFind(sections.get("find"), sources, patternNames, forms);
     Optional<ReturnMap> returnMap = parseReturnMap(sections, find);
     List<Variable> with = sections.containsKey("with")
-        ? parseWith(sections.get("with")) : List.of();
+        ? parseWith(sections.get("with"), find, forms) : List.of();
 
     List<Clause> where = List.of();
     Set<Variable> bound = inVars;
-    if (sections.containsKey("where")) {
-      List<Object> whereForms = sections.get("where");
-      if (whereForms.isEmpty()) {
-        throw Syntax.error("parser/where", ":where needs at least one clause", whereForms);
-      }
+    List<Object> whereForms = sections.getOrDefault("where", List.of());
+    if (!whereForms.isEmpty()) {
       ClauseParser clauses = new ClauseParser("parser/where", sources, forms);
       where = clauses.parseClauses(whereForms, SrcVar.DEFAULT);
       if (!hasRules && !clauses.ruleCalls().isEmpty()) {
@@ -112,9 +110,9 @@ public final class QueryParser {
       }
       Set<Variable> missing = Vars.minus(needed, inVars);
       if (!missing.isEmpty()) {
-        throw Syntax.error("parser/query", "Query " + Syntax.show(data) + " has no :where, so"
-            + " :in must bind every :find and :with variable, but not " + missing, data,
-            "vars", Syntax.symbols(missing));
+        throw Syntax.error("parser/query", "Query " + Syntax.show(data) + " has no :where"
+            + " clauses, so :in must bind every :find and :with variable, but not " + missing,
+            data, "vars", Syntax.symbols(missing));
       }
     }
     checkFindBound(find, with, bound, inVars, forms);
@@ -133,6 +131,7 @@ public final class QueryParser {
    */
   public static List<Rule> parseRules(Object rules) {
     Object data = rules instanceof String s ? readEdn(s, "parser/rule") : rules;
+    Syntax.checkDepth(data, "parser/rule");
     if (!Syntax.isSequential(data)) {
       throw Syntax.error("parser/rule", "Rules are a vector [[(name ?var+) clause+] ...], got "
           + Syntax.show(data), rules);
@@ -377,10 +376,10 @@ public final class QueryParser {
         args.add(src);
       } else if (a instanceof Symbol || Syntax.containsVariable(a)) {
         throw Syntax.error("parser/find", "Cannot parse aggregate " + Syntax.show(form)
-            + ", its arguments are constants, sources or :in variables, got "
-            + Syntax.show(a), form);
+            + ", its arguments are constants (a symbol quoted: 'sym), sources or :in variables,"
+            + " got " + Syntax.show(a), form);
       } else {
-        args.add(new Constant(a));
+        args.add(new Constant(Syntax.isQuoted(a) ? Syntax.items(a).get(1) : a));
       }
     }
     Aggregate agg = new Aggregate(fn, args, Variable.of((Symbol) last));
@@ -469,8 +468,9 @@ public final class QueryParser {
     return Optional.of(new ReturnMap(kind, keys));
   }
 
-  // with-clause = ':with' variable+
-  private static List<Variable> parseWith(List<Object> items) {
+  // with-clause = ':with' variable+ ; none of them a variable of :find
+  private static List<Variable> parseWith(List<Object> items, FindSpec find,
+      Map<Object, Object> forms) {
     if (items.isEmpty()) {
       throw Syntax.error("parser/with", ":with needs at least one variable", items);
     }
@@ -481,6 +481,13 @@ public final class QueryParser {
       }
       if (!out.add(Variable.of((Symbol) item))) {
         throw Syntax.error("parser/with", ":with names " + item + " twice", item);
+      }
+    }
+    for (FindElement e : find.elements()) {
+      if (out.contains(e.var())) {
+        throw Syntax.error("parser/with", ":with names " + e.var() + ", which :find already"
+            + " uses in " + Syntax.show(forms.get(e)) + "; :with adds the variables that :find"
+            + " does not name", e.var().symbol(), "vars", Syntax.symbols(List.of(e.var())));
       }
     }
     return List.copyOf(out);
@@ -563,6 +570,10 @@ public final class QueryParser {
       throw e;
     } catch (Exception e) {
       throw Errors.errorWithCause(e, errorKey, "Cannot read EDN: " + e.getMessage(), "form", s);
+    } catch (StackOverflowError e) {
+      // the reader recurses along nested collections; unwound here, the stack is whole again
+      throw Syntax.error(errorKey, "Cannot read EDN: collections nest too deep (at most "
+          + Syntax.MAX_DEPTH + ")", s, "max-depth", (long) Syntax.MAX_DEPTH);
     }
   }
 

@@ -9,8 +9,12 @@ import clojure.lang.PersistentVector;
 import clojure.lang.RT;
 import clojure.lang.Symbol;
 import datalith.db.Errors;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.Deque;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
@@ -36,10 +40,20 @@ final class Syntax {
     return Forms.PERCENT.equals(o);
   }
 
-  /** A symbol that is not a variable, source, {@code _} or {@code %}. */
+  // plain-symbol = symbol that does not begin with "$", "?", or "%" (and is not '_')
+  /** A symbol that is not a variable, source, {@code _}, nor starts with {@code %}. */
   static boolean isPlainSymbol(Object o) {
-    return o instanceof Symbol && !isVariable(o) && !isSrcVar(o) && !isPlaceholder(o)
-        && !isRulesVar(o);
+    return o instanceof Symbol s && !isVariable(o) && !isSrcVar(o) && !isPlaceholder(o)
+        && !(s.getNamespace() == null && s.getName().startsWith("%"));
+  }
+
+  /** {@code (quote x)}, which the reader makes of {@code 'x}. */
+  static boolean isQuoted(Object o) {
+    if (!isList(o)) {
+      return false;
+    }
+    List<Object> items = items(o);
+    return items.size() == 2 && Forms.QUOTE.equals(items.get(0));
   }
 
   /** A Clojure list or other seq: {@code (...)}. */
@@ -87,6 +101,54 @@ final class Syntax {
       return containsVariable(e.getKey()) || containsVariable(e.getValue());
     }
     return false;
+  }
+
+  /**
+   * How deep collections may nest in a query or rule set: far deeper than any query written by
+   * hand, and shallow enough that the parser, the validation and the executor, which recurse
+   * along nested clauses, bindings and constants, stay well within a thread's stack.
+   */
+  static final int MAX_DEPTH = 100;
+
+  /**
+   * Throws {@code errorKey} when collections in {@code form} nest more than {@link #MAX_DEPTH}
+   * deep. Walks with an explicit stack, so any depth is checked without recursion.
+   */
+  static void checkDepth(Object form, String errorKey) {
+    Deque<Iterator<?>> stack = new ArrayDeque<>();
+    Iterator<?> root = children(form);
+    if (root != null) {
+      stack.push(root);
+    }
+    while (!stack.isEmpty()) {
+      Iterator<?> top = stack.peek();
+      if (!top.hasNext()) {
+        stack.pop();
+        continue;
+      }
+      Iterator<?> next = children(top.next());
+      if (next != null) {
+        if (stack.size() >= MAX_DEPTH) {
+          throw error(errorKey, "Collections nest more than " + MAX_DEPTH + " deep in this "
+              + (errorKey.equals("parser/rule") ? "rule set" : "query"), form,
+              "max-depth", (long) MAX_DEPTH);
+        }
+        stack.push(next);
+      }
+    }
+  }
+
+  private static Iterator<?> children(Object x) {
+    if (x instanceof Map<?, ?> m) {
+      return m.entrySet().iterator();
+    } else if (x instanceof Map.Entry<?, ?> e) {
+      return Arrays.asList(e.getKey(), e.getValue()).iterator();
+    } else if (x instanceof Iterable<?> i && !(x instanceof Symbol)) {
+      return i.iterator();
+    } else if (x instanceof Object[] a) {
+      return Arrays.asList(a).iterator();
+    }
+    return null;
   }
 
   /** The parser's error: {@code {:error key, :form form, k v ...}} (see {@code Errors}). */

@@ -13,6 +13,9 @@
  * {@code :parser/find}, {@code :parser/with}, {@code :parser/in}, {@code :parser/where},
  * {@code :parser/rule}, {@code :query/unbound-var}, {@code :query/insufficient-binding},
  * {@code :query/missing-rules}, {@code :query/unknown-source}) and the offending {@code :form}.
+ * Collections nested more than a hundred deep in a query or rule set are refused
+ * ({@code :parser/query}, {@code :parser/rule}) before anything recurses along them, so no
+ * input overflows the stack of the parser, the validation or the executor.
  *
  * <p>Threading: parsing is a pure function of its input; every AST value is immutable and may be
  * shared freely between threads. {@link datalith.query.parser.Variable} instances are interned

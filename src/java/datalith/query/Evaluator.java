@@ -1,0 +1,730 @@
+package datalith.query;
+
+import clojure.lang.IFn;
+import clojure.lang.IPersistentMap;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentVector;
+import clojure.lang.RT;
+import clojure.lang.Symbol;
+import datalith.db.Db;
+import datalith.db.Errors;
+import datalith.db.LongMap;
+import datalith.db.Snapshot;
+import datalith.query.parser.And;
+import datalith.query.parser.Binding;
+import datalith.query.parser.Clause;
+import datalith.query.parser.Constant;
+import datalith.query.parser.FnBinding;
+import datalith.query.parser.Not;
+import datalith.query.parser.Or;
+import datalith.query.parser.Pattern;
+import datalith.query.parser.Predicate;
+import datalith.query.parser.Rule;
+import datalith.query.parser.RuleCall;
+import datalith.query.parser.SrcVar;
+import datalith.query.parser.Term;
+import datalith.query.parser.Variable;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * Runs one query's plans, set-at-a-time, clause by clause: patterns as scans, index-lookup joins
+ * (when the bound side is small), hash joins, or semi-joins when the pattern binds nothing still
+ * needed; predicates as filters, function bindings, anti-joins for {@code not}, unions for
+ * {@code or}; rule calls through {@link Rules}. After each clause the variables its plan no longer
+ * needs are projected away ({@link Ctx#retain}). Holds the query's snapshots (one per database,
+ * closed by {@link #close()}) and its patterns bound to each database. One query's own; not
+ * thread-safe.
+ */
+final class Evaluator implements AutoCloseable {
+  // What one seek of an index-lookup join costs, in datoms a scan reads instead: decoded ones, and
+  // ones of other entities that a scan keeping to the bound entities passes over undecoded
+  // (sorted title lookups against one filtered title scan at 1M datoms: even at ~7,000 of 162,000)
+  private static final long LOOKUP_COST = 3;
+  private static final long LOOKUP_COST_UNDECODED = 20;
+  private static final double LARGE = 1e9;
+
+  private final Deadline deadline;
+  /** The steps run so far, when explaining (else null). */
+  private final List<Object> explain;
+  private final Function<Object, Object> formOf;
+  private final Planner planner;
+  private final Rules rules;
+  private final IdentityHashMap<Db, Snapshot> snapshots = new IdentityHashMap<>();
+  private final Map<Pattern, Map<Db, DbPattern>> patterns = new IdentityHashMap<>();
+
+  /**
+   * An evaluator for one run of a query: {@code sources} by name, {@code ruleDefs} by name,
+   * {@code explain} the list explain's steps go to (null when not explaining), {@code formOf} a
+   * clause's source form (for errors and explain).
+   */
+  Evaluator(Map<String, Object> sources, Map<Symbol, List<Rule>> ruleDefs, Deadline deadline,
+      List<Object> explain, Function<Object, Object> formOf) {
+    this.deadline = deadline;
+    this.explain = explain;
+    this.formOf = formOf;
+    this.planner = new Planner(ruleDefs, formOf);
+    this.rules = new Rules(this, ruleDefs, sources);
+  }
+
+  Planner planner() {
+    return planner;
+  }
+
+  Deadline deadline() {
+    return deadline;
+  }
+
+  Function<Object, Object> formOf() {
+    return formOf;
+  }
+
+  /** The plan of {@code clauses} in {@code scope} (see {@link Planner#plan}). */
+  Plan plan(List<Clause> clauses, Set<Variable> bound, Set<Variable> wanted, Scope scope) {
+    return planner.plan(clauses, bound, wanted, (p, siblings) -> unjoined(p, siblings, scope));
+  }
+
+  /** Like {@link #plan}, null when no order runs every clause. */
+  Plan tryPlan(List<Clause> clauses, Set<Variable> bound, Set<Variable> wanted, Scope scope) {
+    return planner.tryPlan(clauses, bound, wanted, (p, siblings) -> unjoined(p, siblings, scope));
+  }
+
+  private double unjoined(Pattern p, List<Clause> siblings, Scope scope) {
+    Object src = scope.sources.get(p.src().name());
+    if (!(src instanceof Db db)) {
+      return src instanceof Collection<?> coll ? coll.size() : LARGE;
+    }
+    DbPattern dp = dbPattern(p, db);
+    return dp.estimate(snapshot(db), Planner.rangeFor(p, dp, siblings)) + 1;
+  }
+
+  /** The query's snapshot of {@code db}, opened on first use. */
+  Snapshot snapshot(Db db) {
+    return snapshots.computeIfAbsent(db, Db::snapshot);
+  }
+
+  /** {@code p} bound to {@code db}, made once per query. */
+  DbPattern dbPattern(Pattern p, Db db) {
+    return patterns.computeIfAbsent(p, k -> new IdentityHashMap<>())
+        .computeIfAbsent(db, d -> new DbPattern(p, d, snapshot(d)));
+  }
+
+  /** Closes the snapshots. */
+  @Override
+  public void close() {
+    for (Snapshot s : snapshots.values()) {
+      s.close();
+    }
+    snapshots.clear();
+  }
+
+  // ---------------------------------------------------------------- clauses
+
+  /** What running one clause did, for explain and for the comparisons its range implies. */
+  private record Outcome(String method, DbPattern dp, DbPattern.Range range) {
+    static Outcome of(String method) {
+      return new Outcome(method, null, null);
+    }
+  }
+
+  /** Runs {@code plan} on {@code ctx}, stopping early once the scope has no rows. */
+  void evalAll(Ctx ctx, Plan plan, Scope scope) {
+    List<Clause> clauses = plan.clauses();
+    // comparisons that a pattern's range already held every row of its variable to
+    Set<Clause> implied = null;
+    for (int i = 0; i < clauses.size(); i++) {
+      Clause c = clauses.get(i);
+      deadline.check();
+      if (ctx.isEmpty()) {
+        return;
+      }
+      long before = explain == null ? 0 : System.nanoTime();
+      int mark = explain == null ? 0 : explain.size();
+      Outcome out;
+      Set<Variable> live = plan.live(i);
+      if (implied != null && implied.contains(c)) {
+        out = Outcome.of("in-range");
+      } else {
+        out = eval(ctx, c, scope, clauses, live);
+        if (c instanceof Pattern p && out.range != null) {
+          implied = Planner.impliedBy(p, out.range, clauses, implied);
+        }
+      }
+      ctx.retain(live, plan.later().get(i));
+      if (explain != null) {
+        explainStep(c, out, ctx, before, mark);
+      }
+    }
+  }
+
+  private void explainStep(Clause c, Outcome out, Ctx ctx, long before, int mark) {
+    // the steps of a not or or body nest under it; a rule's fixpoint rounds are left out
+    List<Object> inner = explain.subList(mark, explain.size());
+    IPersistentMap step = PersistentArrayMap.EMPTY
+        .assoc(Keyword.intern("clause"), formOf.apply(c))
+        .assoc(Keyword.intern("method"), Keyword.intern(out.method))
+        .assoc(Keyword.intern("rows"), ctx.size())
+        .assoc(Keyword.intern("ms"), (System.nanoTime() - before) / 1e6);
+    if (out.dp != null) {
+      DbPattern.Range range = out.range;
+      step = step.assoc(Keyword.intern("index"), Keyword.intern(out.dp.lastIndexName()))
+          .assoc(Keyword.intern("estimate"), out.dp.estimate(snapshot(out.dp.db), range));
+      if (range != null) {
+        step = step.assoc(Keyword.intern("range"), PersistentVector.create(
+            range.lower, range.lowerInclusive ? ">=" : ">",
+            range.upper, range.upperInclusive ? "<=" : "<"));
+      }
+    }
+    if (!inner.isEmpty() && !(c instanceof RuleCall)) {
+      step = step.assoc(Keyword.intern("clauses"), PersistentVector.create(inner));
+    }
+    inner.clear();
+    explain.add(step);
+  }
+
+  private Outcome eval(Ctx ctx, Clause c, Scope scope, List<Clause> siblings, Set<Variable> live) {
+    if (c instanceof Pattern p) {
+      return evalPattern(ctx, p, scope, siblings, live);
+    } else if (c instanceof Predicate p) {
+      evalPredicate(ctx, p, scope);
+      return Outcome.of("filter");
+    } else if (c instanceof FnBinding f) {
+      evalFn(ctx, f, scope);
+      return Outcome.of("function");
+    } else if (c instanceof Not n) {
+      evalNot(ctx, n, scope);
+      return Outcome.of("anti-join");
+    } else if (c instanceof Or o) {
+      evalOr(ctx, o, scope);
+      return Outcome.of("union");
+    } else {
+      rules.evalRuleCall(ctx, (RuleCall) c, scope);
+      return Outcome.of("rule");
+    }
+  }
+
+  /**
+   * Runs pattern {@code p}: its rows are kept to {@code range} (from the comparisons among
+   * {@code siblings}) on every path. When none of the variables it would bind is {@code live},
+   * it only has to match: a check for one match (nothing bound) or a semi-join.
+   */
+  private Outcome evalPattern(Ctx ctx, Pattern p, Scope scope, List<Clause> siblings,
+      Set<Variable> live) {
+    Object src = scope.source(p.src());
+    if (!(src instanceof Db db)) {
+      ctx.joinIn(Rules.matchTerms(p.terms(), (Collection<?>) src, deadline), deadline);
+      return Outcome.of("collection");
+    }
+    DbPattern dp = dbPattern(p, db);
+    Snapshot s = snapshot(db);
+    DbPattern.Range range = Planner.rangeFor(p, dp, siblings);
+    List<Variable> boundVars = new ArrayList<>();
+    boolean bindsLive = false;
+    for (Variable v : dp.vars) {
+      if (ctx.bound(v)) {
+        boundVars.add(v);
+      } else {
+        bindsLive |= live.contains(v);
+      }
+    }
+    String method;
+    if (!bindsLive) {
+      method = boundVars.isEmpty() ? exists(ctx, dp, s, range)
+          : semiJoin(ctx, p, dp, boundVars, s, range);
+    } else if (boundVars.isEmpty()) {
+      method = scan(ctx, dp, s, range);
+    } else {
+      method = join(ctx, p, dp, boundVars, s, range);
+    }
+    return new Outcome(method, dp, range);
+  }
+
+  private String scan(Ctx ctx, DbPattern dp, Snapshot s, DbPattern.Range range) {
+    boolean distinct = dp.distinctRows();
+    if (dp.bindsOnlyEntity()) {
+      // a set of entities: kept as longs (Rel.IdRows)
+      IdCollector ids = new IdCollector(dp.sizeHint(), deadline);
+      dp.scan(s, null, ids, Long.MAX_VALUE, range);
+      ctx.joinIn(new Rel(dp.vars, new Rel.IdRows(ids.ids, ids.n), distinct), deadline);
+      return "scan-" + dp.lastIndexName();
+    }
+    List<Object[]> rows = new ArrayList<>(dp.sizeHint());
+    dp.scan(s, null, vals -> {
+      rows.add(vals.clone());
+      deadline.tick(rows.size());
+    }, Long.MAX_VALUE, range);
+    ctx.joinIn(new Rel(dp.vars, rows, distinct), deadline);
+    return "scan-" + dp.lastIndexName();
+  }
+
+  /** A pattern sharing nothing with its scope that binds nothing needed: one match is enough. */
+  private String exists(Ctx ctx, DbPattern dp, Snapshot s, DbPattern.Range range) {
+    if (dp.scan(s, null, vals -> { }, 1, range) == 0) {
+      ctx.add(new Rel(new Variable[0], new ArrayList<>(), true));
+    }
+    return "exists-" + dp.lastIndexName();
+  }
+
+  /**
+   * The rows of the scope that have a match of a pattern which binds nothing needed after it: one
+   * probe (stopping at the first match) per distinct binding when they are few, else one scan,
+   * kept to the bound entities when the entity is bound, whose matches' bindings are collected,
+   * as the join would choose. When the rows are a set of entities, the scan's entities are them.
+   */
+  private String semiJoin(Ctx ctx, Pattern p, DbPattern dp, List<Variable> boundVars, Snapshot s,
+      DbPattern.Range range) {
+    Rel r = ctx.take(boundVars, deadline);
+    int[] keyCols = r.cols(boundVars);
+    int[] givenPos = new int[boundVars.size()];
+    for (int i = 0; i < givenPos.length; i++) {
+      givenPos[i] = indexOf(dp.vars, boundVars.get(i));
+    }
+    Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
+    long scanCost = dp.estimate(s, range);
+    long lookupCost = ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED;
+    IdSet entities = ev != null && r.rows.size() * lookupCost >= scanCost
+        ? IdSet.ofColumn(r.rows, r.col(ev)) : null;
+    Map<Object, Object> groups = null;
+    long distinctKeys;
+    if (r.distinct && keyCols.length == r.vars.length) {
+      distinctKeys = r.rows.size();
+    } else if (keyCols.length == 1 && entities != null) {
+      distinctKeys = entities.size();
+    } else {
+      groups = groupRows(r, keyCols);
+      distinctKeys = groups.size();
+    }
+    if (distinctKeys * lookupCost >= scanCost && (ev == null || entities != null)
+        && !namesEntities(r, dp, boundVars, ev)) {
+      if (entities != null && r.vars.length == 1) {
+        // the rows are the entities: the matches' entities, each once, are the answer
+        int eAt = indexOf(dp.vars, ev);
+        IdCollector ids = new IdCollector(Math.min(entities.size(), dp.sizeHint()), deadline);
+        dp.scan(s, null, dp.bindsOnlyEntity() ? ids : vals -> ids.acceptId((Long) vals[eAt]),
+            Long.MAX_VALUE, range, entities);
+        Rel matched = new Rel(r.vars, new Rel.IdRows(ids.ids, ids.n), dp.distinctRows());
+        ctx.add(matched.project(List.of(r.vars)));
+        return "semi-join-scan-" + dp.lastIndexName();
+      }
+      Set<Object> matched = new HashSet<>();
+      dp.scan(s, null, vals -> {
+        matched.add(Tuple.key(vals, givenPos));
+        deadline.tick(0);
+      }, Long.MAX_VALUE, range, entities);
+      ctx.add(r.semiJoin(boundVars, matched, true));
+      return "semi-join-scan-" + dp.lastIndexName();
+    }
+    if (groups == null) {
+      groups = groupRows(r, keyCols);
+    }
+    List<Object[]> out = new ArrayList<>();
+    Object[] given = new Object[dp.vars.length];
+    try (DbPattern.Reuse reuse = new DbPattern.Reuse()) {
+      for (Object g : groups.values()) {
+        deadline.tick(out.size());
+        Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);
+        Arrays.fill(given, null);
+        for (int i = 0; i < givenPos.length; i++) {
+          given[givenPos[i]] = first[keyCols[i]];
+        }
+        if (dp.scan(s, given, vals -> { }, 1, range, null, reuse) > 0) {
+          addRows(out, g);
+        }
+      }
+    }
+    ctx.add(r.filtered(out));
+    return "semi-join-lookup-" + dp.lastIndexName();
+  }
+
+  private static void addRows(List<Object[]> out, Object rows) {
+    if (rows instanceof Object[] row) {
+      out.add(row);
+    } else {
+      out.addAll((Rel.RowList) rows);
+    }
+  }
+
+  /** The join of a pattern with the scope's rows binding {@code boundVars}, as the sizes choose. */
+  private String join(Ctx ctx, Pattern p, DbPattern dp, List<Variable> boundVars, Snapshot s,
+      DbPattern.Range range) {
+    boolean distinct = dp.distinctRows();
+    Rel r = ctx.take(boundVars, deadline);
+    int[] keyCols = r.cols(boundVars);
+    // when the entity is bound, datoms of other entities are skipped before decoding
+    Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
+    long scanCost = dp.estimate(s, range);
+    long lookupCost = ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED;
+    // the entities a hash join keeps its scan to, which also counts them: made when the rows
+    // are enough for a hash join (before counting their distinct keys); null when an ident or
+    // lookup ref is bound, which only the lookup join resolves
+    IdSet entities = ev != null && r.rows.size() * lookupCost >= scanCost
+        ? IdSet.ofColumn(r.rows, r.col(ev)) : null;
+    // distinct rows bound on every column have as many distinct keys as rows
+    boolean keyPerRow = r.distinct && keyCols.length == r.vars.length;
+    // rows by key: one long column is grouped without boxing keys again or hashing objects
+    LongMap<Object> longGroups = null;
+    Map<Object, Object> groups = null;
+    long distinctKeys;
+    if (keyPerRow) {
+      distinctKeys = r.rows.size();
+    } else if (keyCols.length == 1 && entities != null) {
+      distinctKeys = entities.size();
+    } else {
+      longGroups = keyCols.length == 1 ? Rel.longTable(r.rows, keyCols[0]) : null;
+      groups = longGroups == null ? groupRows(r, keyCols) : null;
+      distinctKeys = longGroups != null ? longGroups.size() : groups.size();
+    }
+    if (distinctKeys * lookupCost >= scanCost && (ev == null || entities != null)
+        && !namesEntities(r, dp, boundVars, ev)) {
+      Object[] byRank = entities != null && r.vars.length > 1 && keyCols.length == 1
+          ? entities.rowsByRank(r.rows, keyCols[0]) : null;
+      if (byRank != null) {
+        // the join is done as the scan goes: its entities ascend, and so do their ranks in the
+        // set, so each datom finds its rows in an array read in order (no hash table to build)
+        ctx.add(joinByRank(r, dp, ev, entities, byRank, s, range));
+        return "hash-join-" + dp.lastIndexName();
+      }
+      List<Object[]> rows = entities == null ? new ArrayList<>()
+          : new ArrayList<>(Math.min(entities.size(), dp.sizeHint()));
+      dp.scan(s, null, vals -> {
+        rows.add(vals.clone());
+        deadline.tick(rows.size());
+      }, Long.MAX_VALUE, range, entities);
+      Rel scanned = new Rel(dp.vars, rows, distinct);
+      // when r is a set of entities, which the scan kept to, the join is the scan
+      ctx.add(entities != null && r.vars.length == 1 ? scanned : Rel.join(r, scanned, deadline));
+      return "hash-join-" + dp.lastIndexName();
+    }
+    // index-lookup join: one prefix scan per distinct binding of the bound variables, in
+    // ascending order when the bindings are ids, so that the scans move forward through the index
+    List<Object> ordered; // the rows of each binding: one row (Object[]) or a Rel.RowList
+    if (longGroups == null && groups == null && keyCols.length == 1) {
+      longGroups = Rel.longTable(r.rows, keyCols[0]);
+    }
+    if (longGroups != null) {
+      long[] keys = longGroups.keys();
+      IdSet.sortDistinct(keys);
+      ordered = new ArrayList<>(keys.length);
+      for (long k : keys) {
+        ordered.add(longGroups.get(k));
+      }
+    } else {
+      if (groups == null) {
+        groups = groupRows(r, keyCols);
+      }
+      ordered = new ArrayList<>(groups.values());
+    }
+    int[] givenPos = new int[boundVars.size()];
+    for (int i = 0; i < givenPos.length; i++) {
+      givenPos[i] = indexOf(dp.vars, boundVars.get(i));
+    }
+    Extension ext = Extension.of(r, dp);
+    int[] freshCols = ext.cols();
+    Variable[] outVars = ext.vars();
+    List<Object[]> out = new ArrayList<>();
+    Object[] given = new Object[dp.vars.length];
+    try (DbPattern.Reuse reuse = new DbPattern.Reuse()) {
+      for (Object g : ordered) {
+        deadline.tick(out.size());
+        Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);
+        Arrays.fill(given, null);
+        for (int i = 0; i < givenPos.length; i++) {
+          given[givenPos[i]] = first[keyCols[i]];
+        }
+        dp.scan(s, given, vals -> {
+          if (g instanceof Object[] row) {
+            out.add(Rel.concat(row, vals, freshCols));
+          } else {
+            for (Object[] row : (Rel.RowList) g) {
+              out.add(Rel.concat(row, vals, freshCols));
+            }
+          }
+          deadline.tick(out.size());
+        }, Long.MAX_VALUE, range, null, reuse);
+      }
+    }
+    ctx.add(new Rel(outVars, out, r.distinct && distinct));
+    return "lookup-join-" + dp.lastIndexName();
+  }
+
+  /** The ids of a scan's matches, in a growing array. */
+  private static final class IdCollector implements DbPattern.IdSink {
+    long[] ids;
+    int n;
+
+    private final Deadline deadline;
+
+    IdCollector(int capacity, Deadline deadline) {
+      ids = new long[Math.max(16, capacity)];
+      this.deadline = deadline;
+    }
+
+    @Override
+    public void acceptId(long e) {
+      deadline.tick(n);
+      if (n == ids.length) {
+        ids = Arrays.copyOf(ids, n * 2);
+      }
+      ids[n++] = e;
+    }
+  }
+
+  /** The rows of {@code r} by their key at {@code keyCols}: one row (Object[]) or a Rel.RowList. */
+  private static Map<Object, Object> groupRows(Rel r, int[] keyCols) {
+    Map<Object, Object> groups = new LinkedHashMap<>();
+    for (Object[] row : r.rows) {
+      groups.merge(Tuple.key(row, keyCols), row, Rel::addRow);
+    }
+    return groups;
+  }
+
+  /**
+   * Whether a bound value is an ident or lookup ref where {@code dp} reads an id (entity,
+   * attribute or ref value position): only the index-lookup join resolves those, not the hash join.
+   * Variable {@code checked} (may be null) is not looked at again.
+   */
+  private static boolean namesEntities(Rel r, DbPattern dp, List<Variable> boundVars,
+      Variable checked) {
+    for (Variable v : boundVars) {
+      if (v == checked) {
+        continue;
+      }
+      int pos = dp.positionOf(v);
+      if (pos > 2 || pos == 2 && (dp.constAttr() == null || !dp.constAttr().isRef())) {
+        continue;
+      }
+      int col = r.col(v);
+      for (Object[] row : r.rows) {
+        if (row[col] instanceof Keyword || row[col] instanceof List) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  static int indexOf(Variable[] vars, Variable v) {
+    for (int i = 0; i < vars.length; i++) {
+      if (vars[i] == v) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * The join of {@code r} with the pattern's datoms, whose entity {@code ev} is the one variable
+   * they share: a scan kept to {@code entities}, r's rows found by the rank of each datom's
+   * entity in that set ({@link IdSet#rowsByRank}). Rows as {@link Rel#join} makes them.
+   */
+  private Rel joinByRank(Rel r, DbPattern dp, Variable ev, IdSet entities, Object[] byRank,
+      Snapshot s, DbPattern.Range range) {
+    Extension ext = Extension.of(r, dp);
+    int[] freshCols = ext.cols();
+    int eAt = indexOf(dp.vars, ev);
+    List<Object[]> out = new ArrayList<>(Math.min(r.rows.size(), dp.sizeHint()));
+    dp.scan(s, null, vals -> {
+      Object rows = byRank[entities.rank((Long) vals[eAt])];
+      if (rows instanceof Object[] row) {
+        out.add(Rel.concat(row, vals, freshCols));
+      } else if (rows != null) {
+        for (Object[] row : (Rel.RowList) rows) {
+          out.add(Rel.concat(row, vals, freshCols));
+        }
+      }
+      deadline.tick(out.size());
+    }, Long.MAX_VALUE, range, entities);
+    return new Rel(ext.vars(), out, r.distinct && dp.distinctRows());
+  }
+
+  /**
+   * A join's output columns: {@code vars}, r's variables then the pattern's that r lacks, and
+   * {@code cols}, where in the pattern's matches ({@code dp.vars}) those new ones are.
+   */
+  private record Extension(Variable[] vars, int[] cols) {
+    static Extension of(Rel r, DbPattern dp) {
+      List<Variable> fresh = new ArrayList<>();
+      for (Variable v : dp.vars) {
+        if (!r.has(v)) {
+          fresh.add(v);
+        }
+      }
+      int[] cols = new int[fresh.size()];
+      Variable[] vars = Arrays.copyOf(r.vars, r.vars.length + fresh.size());
+      for (int i = 0; i < cols.length; i++) {
+        cols[i] = indexOf(dp.vars, fresh.get(i));
+        vars[r.vars.length + i] = fresh.get(i);
+      }
+      return new Extension(vars, cols);
+    }
+  }
+
+  /**
+   * The arguments of a call, read from each row of {@code r}: the columns of its variables are
+   * found once, and with four arguments or fewer, which {@link Functions#call} passes one by one,
+   * one array serves every row.
+   */
+  private static final class Args {
+    private final int[] cols; // per argument, its column in r, or -1 for a constant or source
+    private final Object[] fixed; // the constants and sources in place
+    private final boolean shared;
+
+    Args(List<Term> terms, Rel r, Scope scope) {
+      cols = new int[terms.size()];
+      fixed = new Object[terms.size()];
+      for (int i = 0; i < cols.length; i++) {
+        Term t = terms.get(i);
+        cols[i] = t instanceof Variable v ? r.col(v) : -1;
+        if (t instanceof Constant c) {
+          fixed[i] = c.value();
+        } else if (t instanceof SrcVar src) {
+          fixed[i] = scope.source(src);
+        }
+      }
+      shared = cols.length <= 4;
+    }
+
+    Object[] of(Object[] row) {
+      Object[] out = shared ? fixed : fixed.clone();
+      for (int i = 0; i < cols.length; i++) {
+        if (cols[i] >= 0) {
+          out[i] = row[cols[i]];
+        }
+      }
+      return out;
+    }
+  }
+
+  private void evalPredicate(Ctx ctx, Predicate p, Scope scope) {
+    IFn f = Functions.resolve(p.fn());
+    Rel r = ctx.take(new ArrayList<>(p.vars()), deadline);
+    Args args = new Args(p.args(), r, scope);
+    List<Object[]> out = new ArrayList<>();
+    for (Object[] row : r.rows) {
+      deadline.tick(out.size());
+      if (RT.booleanCast(Functions.call(f, p.fn(), args.of(row)))) {
+        out.add(row);
+      }
+    }
+    ctx.add(r.filtered(out));
+  }
+
+  private void evalFn(Ctx ctx, FnBinding fb, Scope scope) {
+    IFn f = Functions.resolve(fb.fn());
+    Binding b = fb.binding();
+    List<Variable> outVars = b.vars();
+    // output variables already bound (the planner may run their clause first) are unified below
+    List<Variable> inVars = new ArrayList<>(fb.needs());
+    inVars.addAll(outVars);
+    Rel r = ctx.take(inVars, deadline);
+    List<Variable> fresh = new ArrayList<>();
+    for (Variable v : outVars) {
+      if (!r.has(v) && !fresh.contains(v)) {
+        fresh.add(v);
+      }
+    }
+    Variable[] vars = new Variable[r.vars.length + fresh.size()];
+    System.arraycopy(r.vars, 0, vars, 0, r.vars.length);
+    for (int i = 0; i < fresh.size(); i++) {
+      vars[r.vars.length + i] = fresh.get(i);
+    }
+    Rel shape = new Rel(vars, null);
+    List<Object[]> out = new ArrayList<>();
+    Args args = new Args(fb.args(), r, scope);
+    for (Object[] row : r.rows) {
+      deadline.tick(out.size());
+      Object result = Functions.call(f, fb.fn(), args.of(row));
+      if (result == null) {
+        continue;
+      }
+      for (Object[] binding : Bindings.rows(b, result)) {
+        Object[] nr = Arrays.copyOf(row, vars.length);
+        boolean ok = true;
+        for (int i = 0; i < outVars.size() && ok; i++) {
+          int col = shape.col(outVars.get(i));
+          if (col < row.length || nr[col] != null) {
+            ok = Tuple.same(nr[col], binding[i]);
+          } else {
+            nr[col] = binding[i];
+          }
+        }
+        if (ok) {
+          out.add(nr);
+        }
+      }
+    }
+    ctx.add(new Rel(vars, out).project(List.of(vars)));
+  }
+
+  private void evalNot(Ctx ctx, Not n, Scope scope) {
+    List<Variable> joinVars = n.joinVars();
+    Rel r = ctx.take(joinVars, deadline);
+    Ctx sub = new Ctx();
+    sub.add(r.project(joinVars));
+    evalAll(sub, plan(n.clauses(), sub.boundVars(), new HashSet<>(joinVars), scope), scope);
+    Set<Object> matched = new HashSet<>();
+    if (!sub.isEmpty()) {
+      Rel res = sub.take(joinVars, deadline);
+      int[] cols = res.cols(joinVars);
+      for (Object[] row : res.rows) {
+        matched.add(Tuple.key(row, cols));
+        deadline.tick(0);
+      }
+    }
+    ctx.add(r.semiJoin(joinVars, matched, false));
+  }
+
+  private void evalOr(Ctx ctx, Or o, Scope scope) {
+    List<Variable> joinVars = o.joinVars();
+    List<Variable> boundJoin = new ArrayList<>();
+    for (Variable v : joinVars) {
+      if (ctx.bound(v)) {
+        boundJoin.add(v);
+      }
+    }
+    Rel r = boundJoin.isEmpty() ? null : ctx.take(boundJoin, deadline);
+    Rel input = r == null ? Rel.unit() : r.project(boundJoin);
+    Set<Tuple> union = new LinkedHashSet<>();
+    for (And branch : o.branches()) {
+      Ctx sub = new Ctx();
+      sub.add(input);
+      evalAll(sub, plan(branch.clauses(), sub.boundVars(), new HashSet<>(joinVars), scope), scope);
+      if (sub.isEmpty()) {
+        continue;
+      }
+      Rel res = sub.take(joinVars, deadline);
+      for (Variable v : joinVars) {
+        if (!res.has(v)) {
+          throw Errors.error("query/insufficient-binding", "An or branch does not bind " + v,
+              "form", formOf.apply(o), "vars", PersistentVector.create(v.symbol()));
+        }
+      }
+      int[] cols = res.cols(joinVars);
+      for (Object[] row : res.rows) {
+        union.add(Tuple.of(row, cols));
+        deadline.tick(union.size());
+      }
+    }
+    List<Object[]> rows = new ArrayList<>(union.size());
+    for (Tuple t : union) {
+      rows.add(t.vals);
+    }
+    Rel u = new Rel(joinVars.toArray(new Variable[0]), rows, true);
+    if (r == null) {
+      ctx.joinIn(u, deadline);
+    } else {
+      ctx.add(Rel.join(r, u, deadline));
+    }
+  }
+
+}

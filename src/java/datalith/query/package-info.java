@@ -1,0 +1,17 @@
+/**
+ * The query engine: runs parsed queries ({@link datalith.query.parser}) on databases and
+ * collections. {@code Engine} conducts: {@code Bindings} binds the inputs (and function results)
+ * by the nested binding forms, a plan is asked for, and {@code Results} projects the bindings
+ * into the answer's shape ({@code :with} bags, pulls, {@code Grouper} for aggregates, which
+ * {@code Aggregates} computes); {@code Compare} is the one order of values (Datomic's, across
+ * types) used by predicates, ranges and aggregates; {@code Planner} orders a scope's clauses by what binds what and by cost into a
+ * {@code Plan}, which also says which variables each step leaves needed (the rest are projected
+ * away); {@code Evaluator} runs plans clause by clause over {@code Ctx} relations ({@code Rel}),
+ * patterns through {@code DbPattern} index scans; {@code Rules} tables rule calls to a fixpoint.
+ * {@code Deadline} holds a query's {@code :timeout} and {@code :max-rows}, checked in every loop.
+ *
+ * <p>Threading: {@code Engine.q} may be called from any thread; each call has its own
+ * {@code Engine}, {@code Results}, {@code Evaluator}, {@code Planner}, {@code Rules} and {@code Deadline}, none of
+ * them shared. Parsed queries and top-level plans are cached in concurrent maps, and are immutable.
+ */
+package datalith.query;

@@ -1,0 +1,32 @@
+package datalith.tx;
+
+import datalith.db.Attr;
+
+/**
+ * One operation of expanded tx-data. {@link Expander} makes them with the
+ * entity, and a ref attribute's values, as a Long id or a {@link TempRef};
+ * {@link TempidResolver} replaces each TempRef with its id and each new
+ * attribute with its final {@link Attr}, so {@link Applier} sees only ids.
+ *
+ * @param kind what the operation does
+ * @param form the tx-data form it came from, for error messages (never null)
+ * @param e the entity: Long, or TempRef before resolution
+ * @param attr the attribute; null for {@link Kind#RETRACT_ENTITY}
+ * @param v the value (the new one of a cas); null for {@link Kind#RETRACT_ATTR}
+ *     and {@link Kind#RETRACT_ENTITY}
+ * @param old the value a cas expects, or null (a cas that expects none)
+ */
+record Op(Kind kind, Object form, Object e, Attr attr, Object v, Object old) {
+  enum Kind {
+    /** {@code [:db/add e a v]}, and each value of an entity map. */
+    ADD,
+    /** {@code [:db/retract e a v]}. */
+    RETRACT,
+    /** {@code [:db/retract e a]}: every value e had before the transaction. */
+    RETRACT_ATTR,
+    /** {@code [:db/retractEntity e]}. */
+    RETRACT_ENTITY,
+    /** {@code [:db/cas e a old new]}. */
+    CAS
+  }
+}

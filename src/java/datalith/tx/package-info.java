@@ -1,0 +1,49 @@
+/**
+ * The transactor: turns tx-data into the datoms one transaction asserts and
+ * retracts ({@link datalith.tx.Transactor}, its only entry point), with
+ * Datomic's semantics. It reads the database before the transaction through
+ * one snapshot and writes nothing; {@code datalith.db.Conn} writes what it
+ * returns. Any tx-data it refuses is an ex-info with a namespaced
+ * {@code :error}, and it throws nothing else.
+ *
+ * <p>{@code Transactor} conducts; each step is one class's job, and hands the
+ * next its result:
+ * <ol>
+ *   <li>declare: {@code PendingAttrs} declares the attributes that maps with
+ *       {@code :db/ident} define, so the rest of tx-data sees them as defined;
+ *   <li>expand: {@code Expander} turns tx-data into {@code Op}s (entity maps,
+ *       nested maps, reverse attributes, list forms, and the tx-data that
+ *       {@code TxFns} gets from transaction functions), resolving each entity
+ *       reference as it meets it ({@code EntityRefs}: ids through
+ *       {@code EntityIds}, tempids through {@code Tempids}, idents, lookup
+ *       refs) and checking each operation ({@code OpChecks}); entities that
+ *       tx-data gives no id stay {@code TempRef}s;
+ *   <li>resolve: {@code TempidResolver} upserts through unique identities,
+ *       unifies tempids, and only then allocates ids for the rest (so the
+ *       allocator never hands out an id tx-data names) and gives new
+ *       attributes theirs; it returns the ops with ids only;
+ *   <li>apply: {@code Applier} applies the ops to {@code Slots}, the
+ *       per-(entity, attribute) values before and after, where values are
+ *       checked against their types ({@code Values}) and cardinality
+ *       conflicts found; a retractEntity becomes retractions there;
+ *   <li>derive: {@code Composites} sets composite tuples from the values of
+ *       their attributes; {@code TxInstant} dates the transaction;
+ *   <li>collect: {@code Slots.changes} lists the datoms ({@code TxChange});
+ *   <li>check: {@code SchemaCheck} refuses schema changes that are invalid or
+ *       unsafe for the stored data, {@code UniqueCheck} a unique value held
+ *       by two entities.
+ * </ol>
+ * State passes between steps as values (the ops, the changes). What several
+ * steps share is explicit, made by {@code Transactor} for one transaction and
+ * passed to the steps that need it: the registries {@code Tempids},
+ * {@code EntityIds} and {@code PendingAttrs} (filled while expanding, resolved
+ * by {@code TempidResolver}), and {@code Slots} (written by the apply and
+ * derive steps, read by collect). {@code Printed} prints values for error
+ * messages; {@code Bytes} keys maps by encoded values.
+ *
+ * <p>Threading: {@code Transactor.run} may be called from any thread, and
+ * everything it makes lives for that one call on that thread, shared with no
+ * other; {@code Conn} runs one transaction at a time. {@link datalith.tx.TxChange}
+ * values are immutable.
+ */
+package datalith.tx;

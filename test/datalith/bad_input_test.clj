@@ -1,0 +1,390 @@
+(ns datalith.bad-input-test
+  "Every public function of datalith.core, fed random and near-valid bad
+  input (wrong types, nils, deep and huge nesting, bad keywords, unknown
+  attributes and idents, bad lookup refs, negative and huge numbers, strings
+  for numbers, functions, arrays, random EDN, and valid forms with one part
+  replaced by such a value), on both stores: each call either succeeds (its
+  result read through) or throws an ex-info whose :error is a namespaced
+  keyword, never another Throwable; and a transact! that fails leaves the
+  database as it was (same basis-t, same datoms), as `with` always does.
+
+  DATALITH_TRIALS=n raises the trial count (each trial is one call per
+  store)."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing use-fixtures]]
+            [clojure.test.check :as tc]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
+            [datalith.core :as d]
+            [datalith.test-util :as tu])
+  (:import (java.io File)))
+
+(def trials
+  (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 400))
+
+(def schema
+  {:user/email {:db/valueType :db.type/string :db/unique :db.unique/identity}
+   :user/name {:db/valueType :db.type/string}
+   :user/age {:db/valueType :db.type/long :db/index true}
+   :user/tags {:db/valueType :db.type/keyword :db/cardinality :db.cardinality/many}
+   :user/friend {:db/valueType :db.type/ref :db/cardinality :db.cardinality/many}
+   :user/boss {:db/valueType :db.type/ref}
+   :user/part {:db/valueType :db.type/ref :db/isComponent true}
+   :user/score {:db/valueType :db.type/double}
+   :user/at {:db/valueType :db.type/instant}
+   :user/id {:db/valueType :db.type/uuid :db/unique :db.unique/value}})
+
+(def seed-data
+  [{:db/id "a" :user/email "a@x" :user/name "A" :user/age 30 :user/tags #{:x :y}
+    :user/friend ["b"] :user/part {:user/name "a-part"}}
+   {:db/id "b" :user/email "b@x" :user/name "B" :user/age 40 :user/boss "a" :user/friend ["a"]}
+   {:db/ident :my/enum}])
+
+(defn ok-tx-fn
+  "A transaction function for the near-valid tx-data: adds a name."
+  [_db e n]
+  [[:db/add e :user/name (str n)]])
+
+(defn ok-pred "A query predicate." [x] (some? x))
+
+;; ---------------------------------------------------------------- bad values
+
+(defn- nested
+  "`leaf` wrapped in `depth` collections made by `wrap`."
+  [wrap depth leaf]
+  (loop [x leaf n depth] (if (zero? n) x (recur (wrap x) (dec n)))))
+
+(def deep-values
+  "Values nested far deeper than a recursive reader of them could go."
+  (delay [(nested vector 20000 :user/name)
+          (nested list 20000 '?e)
+          (nested #(hash-map :user/friend %) 20000 [:user/name])
+          (nested #(vector :user/friend %) 20000 1)
+          (nested #(list 'not %) 20000 '[?e :user/name])
+          (nested #(vector % %) 12 1)]))
+
+(def huge-values
+  (delay [(vec (range 200000))
+          (apply str (repeat 1000000 "x"))
+          (vec (repeat 50000 [:db/add "x" :user/name "n"]))
+          (set (range 100000))]))
+
+(def gen-weird-keyword
+  (gen/elements [(keyword "") (keyword "a b") (keyword "db" "") (keyword "/") (keyword "a/b/c")
+                 (keyword "db" "id") :db/ident :db.part/db :db/txInstant :_friend :user/_friend
+                 :user/_name :no/such-attr :db/retractEntity :db.fn/cas (keyword "user" "_")
+                 :db/valueType :db.type/ref]))
+
+(def gen-scalar
+  (gen/one-of
+   [(gen/return nil) gen/boolean gen/large-integer gen/double gen/ratio gen/char
+    gen/string-ascii gen/keyword gen/keyword-ns gen/symbol gen/symbol-ns gen/uuid
+    gen-weird-keyword
+    (gen/elements [0 -1 1 Long/MAX_VALUE Long/MIN_VALUE Integer/MAX_VALUE (bigint 1e30)
+                   (bigdec "1e400") ##NaN ##Inf ##-Inf -0.0 "" "1" "-1" "1e9" "nil" "[" "{:a"
+                   "[:find ?e :where [?e]]" "[*]" (java.util.Date. 0) (java.util.Date. Long/MAX_VALUE)
+                   (Object.) (object-array [1 :a]) (byte-array 3) (long-array [1 2])
+                   (int 7) (short 3) (byte 1) (float 1.5) \a 'datalith.core/q '... '* '_ '$ '%
+                   (fn [& _] 1) inc (java.util.ArrayList. [1 2]) (java.util.HashMap. {:a 1})
+                   (StringBuilder. "x") (Thread/currentThread) (atom 1) (delay 1) (promise)
+                   (range 5) (map inc [1 2])])]))
+
+(defn- gen-bad
+  "A bad value: mostly scalars and random EDN, sometimes deep or huge."
+  []
+  (gen/frequency [[10 gen-scalar]
+                  [4 (gen/scale #(min % 8) gen/any-equatable)]
+                  [1 (gen/fmap #(nth @deep-values %) (gen/choose 0 (dec (count @deep-values))))]
+                  [1 (gen/fmap #(nth @huge-values %) (gen/choose 0 (dec (count @huge-values))))]]))
+
+(defn- names-a-directory?
+  "Whether `connect` would take `x` for a directory (and create it): never
+  generated but for temporary ones."
+  [x]
+  (or (string? x) (instance? File x) (instance? java.nio.file.Path x)
+      (and (map? x) (contains? x :dir))))
+
+;; ---------------------------------------------------------------- near-valid forms
+
+(defn- nodes
+  "The positions (paths of child indexes) of every node of form `x`, pre-order."
+  [x]
+  (cons [] (when (and (coll? x) (not (map? x)) (< (count x) 50))
+             (mapcat (fn [i c] (map #(cons i %) (nodes c))) (range) x))))
+
+(defn- replace-at
+  "`x` with the node at `path` replaced by `v`, keeping each collection's kind."
+  [x path v]
+  (if (empty? path)
+    v
+    (let [[i & more] path
+          items (vec x)
+          items (assoc items i (replace-at (nth items i) more v))]
+      (cond (vector? x) items
+            (set? x) (set items)
+            (seq? x) (apply list items)
+            :else items))))
+
+(defn- mutate
+  "A generator of `form` with one node replaced by a bad value (or left whole)."
+  [form]
+  (let [ps (vec (nodes form))]
+    (gen/frequency [[1 (gen/return form)]
+                    [6 (gen/let [i (gen/choose 0 (dec (count ps)))
+                                 v (gen-bad)]
+                         (replace-at form (map identity (nth ps i)) v))]])))
+
+(def queries
+  '[[:find ?e :where [?e :user/name]]
+    [:find ?n . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?n]]
+    [:find [?n ...] :where [?e :user/friend ?f] [?f :user/name ?n]]
+    [:find (count ?e) (max ?a) :where [?e :user/age ?a] [(> ?a 10)]]
+    [:find ?e ?x :in $ [?x ...] :where [?e :user/age ?x]]
+    [:find ?e :where [?e :user/name ?n] (not [?e :user/boss])]
+    [:find ?e :where (or [?e :user/age 30] [?e :user/age 40])]
+    [:find ?a :in $ % :where (r ?a)]
+    [:find (pull ?e [:user/name {:user/friend ...}]) :where [?e :user/email]]
+    [:find ?e ?y :where [?e :user/age ?a] [(+ ?a 1) ?y] [(datalith.bad-input-test/ok-pred ?y)]]
+    [:find ?e :with ?n :where [?e :user/name ?n] [(str/starts-with? ?n "A")]]
+    {:find [?e] :where [[?e :user/email _]] :timeout 1000}
+    [:find ?tx :where [?e :user/name _ ?tx true]]
+    [:find ?e :in $ $h :where [$h ?e :user/name _ _ false]]])
+
+(def rules '[[(r ?a) [?e :user/age ?a]] [(r ?a) [?e :user/score ?a]]])
+
+(def patterns
+  '[[*] [:user/name {:user/friend ...}] [:db/id [:user/tags :limit 1 :as :t]]
+    [{:user/friend 2} :user/_friend] [(default :user/age 0) (limit :user/tags nil)]
+    [:user/name {[:user/boss :as :b] [:user/email]}] [[:user/name :xform clojure.core/count]]
+    [:user/part {:user/part 1}]])
+
+(def tx-templates
+  '[[[:db/add "t" :user/name "n"]]
+    [{:db/id "t" :user/email "c@x" :user/friend [[:user/email "a@x"]]}]
+    [[:db/retract [:user/email "a@x"] :user/age 30]]
+    [[:db/retractEntity [:user/email "b@x"]]]
+    [[:db/cas [:user/email "a@x"] :user/age 30 31]]
+    [[datalith.bad-input-test/ok-tx-fn [:user/email "a@x"] "z"]]
+    [{:db/id "p" :user/part {:user/name "q"} :user/tags #{:a}}]
+    [[:db/add "t" :user/score 1.5] [:db/add "t" :user/at #inst "2020-01-01"]]
+    [{:db/ident :new/attr :db/valueType :db.type/long :db/cardinality :db.cardinality/one}]
+    [[:db/retract [:user/email "a@x"] :user/tags]]])
+
+;; ---------------------------------------------------------------- calls
+
+(defn- gen-of
+  "Picks a valid-ish value from `valid` (a vector) most of the time, else a bad one."
+  [valid]
+  (gen/frequency [[3 (gen/elements valid)] [1 (gen-bad)]]))
+
+(defn gen-call
+  "A generator of [fn-name args], where args refer to the fixture through
+  keywords (::db, ::conn, ::hist ...) resolved per store by `resolve-args`."
+  []
+  (let [db (gen-of [::db ::db ::as-of ::since ::hist ::with-db])
+        conn (gen-of [::conn])
+        eid (gen-of [::a ::b ::missing ::tx 0 -1 [:user/email "a@x"] [:user/email "nobody"]
+                     [:user/name "A"] [:no/attr 1] :my/enum :user/email :no/ident [:user/email]
+                     [:user/email "a@x" "b@x"] ["user/email" "a@x"] [::a] 3.5 "a"])
+        attr (gen-of [:user/email :user/age :user/friend :db/ident :no/attr :user/tags])
+        point (gen-of [::t ::tx 0 1 -5 Long/MAX_VALUE (java.util.Date.) (java.util.Date. 0)])
+        index (gen-of [:eavt :aevt :avet :vaet])
+        component (gen-of [::a :user/email "a@x" 30 :user/age ::tx nil [:user/email "a@x"]])
+        query (gen/bind (gen/elements queries) mutate)
+        inputs (gen/vector (gen-of ["a@x" [30 40] rules ::db ::hist]) 0 3)
+        pattern (gen/bind (gen/elements patterns) mutate)
+        tx-data (gen/frequency [[6 (gen/bind (gen/elements tx-templates) mutate)] [1 (gen-bad)]])]
+    (gen/one-of
+     [(gen/tuple (gen/return 'transact!) (gen/tuple conn tx-data))
+      (gen/tuple (gen/return 'transact!) (gen/tuple conn (gen/fmap #(hash-map :tx-data %) tx-data)))
+      (gen/tuple (gen/return 'with) (gen/tuple db tx-data))
+      (gen/tuple (gen/return 'q) (gen/fmap (fn [[q ins]] (into [q] (cons ::db ins))) (gen/tuple query inputs)))
+      (gen/tuple (gen/return 'q) (gen/fmap (fn [[q ins]] [{:query q :args (cons ::db ins) :timeout 5000}])
+                                           (gen/tuple query inputs)))
+      (gen/tuple (gen/return 'q) (gen/tuple (gen-bad) db))
+      (gen/tuple (gen/return 'explain) (gen/fmap (fn [[q ins]] (into [q] (cons ::db ins))) (gen/tuple query inputs)))
+      (gen/tuple (gen/return 'pull) (gen/tuple db pattern eid))
+      (gen/tuple (gen/return 'pull) (gen/tuple db (gen-bad) eid))
+      (gen/tuple (gen/return 'pull-many) (gen/tuple db pattern (gen/one-of [(gen/vector eid 0 4) (gen-bad)])))
+      (gen/tuple (gen/return 'entity) (gen/tuple db eid))
+      (gen/tuple (gen/return 'touch) (gen/tuple (gen-of [::entity])))
+      (gen/tuple (gen/return 'entid) (gen/tuple db eid))
+      (gen/tuple (gen/return 'datoms) (gen/fmap (fn [[db index cs]] (into [db index] cs))
+                                                (gen/tuple db index (gen/vector component 0 4))))
+      (gen/tuple (gen/return 'seek-datoms) (gen/fmap (fn [[db index cs]] (into [db index] cs))
+                                                     (gen/tuple db index (gen/vector component 0 4))))
+      (gen/tuple (gen/return 'index-range) (gen/tuple db attr component component))
+      (gen/tuple (gen/return 'tx-range) (gen/tuple (gen-of [::db ::conn ::log]) point point))
+      (gen/tuple (gen/return 'as-of) (gen/tuple db point))
+      (gen/tuple (gen/return 'since) (gen/tuple db point))
+      (gen/tuple (gen/elements '[history basis-t schema as-of-t since-t history?]) (gen/tuple db))
+      (gen/tuple (gen/elements '[t->tx tx->t]) (gen/tuple (gen-of [0 1 ::tx ::t])))
+      (gen/tuple (gen/elements '[db log]) (gen/tuple conn))
+      (gen/tuple (gen/return 'close) (gen/tuple (gen/one-of [(gen-bad) (gen/return ::fresh-conn)])))
+      (gen/tuple (gen/return 'verify)
+                 (gen/one-of [(gen/tuple conn) (gen/tuple conn (gen-bad))
+                              (gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))]))
+      (gen/tuple (gen/return 'rebuild-indexes)
+                 (gen/one-of [(gen/tuple conn (gen-of [:mem ::temp-dir]))
+                              (gen/tuple conn (gen-of [:mem ::temp-dir]) (gen-bad))
+                              (gen/tuple conn (gen/such-that (complement names-a-directory?) (gen-bad) 100))
+                              (gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100)
+                                         (gen/return :mem))]))
+      (gen/tuple (gen/return 'connect) (gen/one-of
+                                        [(gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))
+                                         (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema %) (gen-bad)))
+                                         (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema {:x/y %}) (gen-bad)))
+                                         (gen/tuple (gen/return ::temp-dir)
+                                                    (gen/fmap #(hash-map (rand-nth [:map-size :sync :max-readers :schema]) %)
+                                                              (gen-bad)))
+                                         (gen/tuple (gen/return ::temp-dir) (gen/return {:map-size -1}))
+                                         (gen/tuple (gen/return "/proc/no/such/dir/x"))]))])))
+
+(def public-fns
+  "The entry points the generator calls, by name: every public function of datalith.core."
+  '#{connect close db transact! with basis-t t->tx tx->t as-of since history as-of-t since-t
+     history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
+     pull pull-many verify rebuild-indexes})
+
+;; ---------------------------------------------------------------- the fixture
+
+(def ^:dynamic *fixture* nil)
+
+(defn- open-fixture [store]
+  (let [[conn cleanup] (tu/open-conn store {:schema schema})
+        ids (:tempids (d/transact! conn seed-data))
+        t0 (d/basis-t (d/db conn))]
+    (d/transact! conn [[:db/add (get ids "a") :user/name "A2"]])
+    {:store store :conn conn :cleanup cleanup :a (get ids "a") :b (get ids "b") :t0 t0}))
+
+(use-fixtures :once
+  (fn [run]
+    (let [fixtures (mapv open-fixture tu/stores)]
+      (try (binding [*fixture* fixtures] (run))
+           (finally (doseq [{:keys [conn cleanup]} fixtures] (d/close conn) (cleanup)))))))
+
+(defn- resolve-args
+  "Replaces the fixture keywords in `args` (at the top, and inside :args of a
+  query map) by this store's values; returns [args cleanup-fn]."
+  [{:keys [conn a b t0]} args]
+  (let [temps (atom [])
+        db (d/db conn)
+        value (fn value [x]
+                (case x
+                  ::db db ::conn conn ::log (d/log conn) ::hist (d/history db)
+                  ::as-of (d/as-of db t0) ::since (d/since db t0)
+                  ::with-db (:db-after (d/with db [[:db/add "w" :user/name "W"]]))
+                  ::a a ::b b ::missing 987654321 ::tx (d/t->tx t0) ::t t0
+                  ::entity (d/entity db a)
+                  ::fresh-conn (let [c (d/connect :mem {})] (swap! temps conj #(d/close c)) c)
+                  ::temp-dir (let [dir (tu/temp-dir)] (swap! temps conj #(tu/delete-tree dir)) (.getPath dir))
+                  x))
+        value* (fn [x] (if (keyword? x) (value x) x))
+        args (mapv (fn [x]
+                     (cond (keyword? x) (value x)
+                           (and (map? x) (contains? x :args)) (update x :args #(map value* %))
+                           :else x))
+                   args)]
+    [args (fn [] (doseq [f @temps] (try (f) (catch Exception _))))]))
+
+;; ---------------------------------------------------------------- outcomes
+
+(defn- realize
+  "Reads a result through: lazy sequences, nested collections (bounded), not
+  into entities (a graph, with cycles)."
+  [r]
+  (dorun (take 200000 (tree-seq #(and (or (coll? %) (instance? clojure.lang.LazySeq %))
+                                      (not (instance? datalith.db.Entity %)))
+                                seq r))))
+
+(defn- datoms-of [db] (vec (d/datoms db :eavt)))
+
+(defn outcome
+  "Calls `f` with `args` on fixture `fx`: :ok, :error (a proper ex-info) or
+  {:leak throwable}; also checks that a failed transact!
+  changed nothing."
+  [fx f args]
+  (let [[args cleanup] (resolve-args fx args)
+        conn (:conn fx)
+        before (when ('#{transact! with} f) (d/db conn))
+        before-datoms (some-> before datoms-of)
+        result (try (let [r (apply (ns-resolve 'datalith.core f) args)]
+                      (if (instance? datalith.db.Conn r) (d/close r) (realize r))
+                      :ok)
+                    (catch clojure.lang.ExceptionInfo e
+                      (let [k (:error (ex-data e))]
+                        (if (and (keyword? k) (namespace k)) :error {:leak e})))
+                    (catch Throwable t {:leak t})
+                    (finally (cleanup)))]
+    (if (and before (or (= 'with f) (not= :ok result)))
+      (let [after (d/db conn)]
+        (if (and (= (d/basis-t before) (d/basis-t after)) (= before-datoms (datoms-of after)))
+          result
+          {:leak (ex-info "a failed transaction changed the database" {:f f})}))
+      result)))
+
+(defn- short-str [x]
+  (binding [*print-length* 8 *print-level* 4] (let [s (pr-str x)] (subs s 0 (min 400 (count s))))))
+
+(defn- leak-key
+  "What tells one leak from another: the function, the Throwable's class, and
+  the first datalith stack frame."
+  [f ^Throwable t]
+  [f (.getName (class t))
+   (some #(when (str/starts-with? (.getClassName ^StackTraceElement %) "datalith.") (str %))
+         (.getStackTrace t))])
+
+(deftest every-entry-point-is-generated
+  (is (= public-fns (set (keys (ns-publics 'datalith.core))))
+      "a new public function of datalith.core needs a generator here"))
+
+(deftest bad-input-gives-ex-info
+  (let [tally (atom {})
+        leaks (atom {}) ; leak-key -> the shortest call that showed it
+        result (tc/quick-check
+                trials
+                (prop/for-all [[f args] (gen-call)]
+                  (doseq [fx *fixture*]
+                    (let [o (outcome fx f args)]
+                      (swap! tally update (if (keyword? o) o :leak) (fnil inc 0))
+                      (when-let [t (:leak o)]
+                        (let [call (str (:store fx) " (d/" f " " (short-str args) ") -> " t)]
+                          (swap! leaks update (leak-key f t)
+                                 #(if (and % (<= (count %) (count call))) % call))))))
+                  true))]
+    (println "bad input:" (:num-tests result) "calls on each store," @tally)
+    (doseq [[k call] @leaks]
+      (println "LEAK" k "\n   " call))
+    (is (empty? @leaks) (str (count @leaks) " kinds of leak (printed above)"))))
+
+(defn- error-of
+  "The :error of calling `f` on `args`, or :no-error."
+  [f args]
+  (try (let [r (apply f args)] (when (seq? r) (doall r))) :no-error
+       (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))
+
+(defn- are-errors
+  "Each keyword, then the calls [f & args] that must throw it."
+  [& keys-and-calls]
+  (loop [k nil [x & more] keys-and-calls]
+    (cond (nil? x) nil
+          (keyword? x) (recur x more)
+          :else (do (is (= k (error-of (first x) (rest x))) (pr-str x))
+                    (recur k more)))))
+
+(deftest arguments-of-the-wrong-type
+  (tu/each-store [conn {:schema schema}]
+    (let [db (d/db conn)]
+      (are-errors
+       :db/invalid-conn [d/transact! nil []] [d/transact! db []] [d/db "conn"] [d/log 1] [d/close :conn]
+       :db/invalid-db [d/pull conn [:user/name] 1] [d/basis-t nil] [d/as-of conn 1] [d/since "db" 1]
+       [d/history {}] [d/schema conn] [d/entid nil 1] [d/entity 1 1] [d/datoms nil :eavt]
+       [d/seek-datoms "db" :eavt] [d/index-range nil :user/age 1 2] [d/tx-range :log nil nil]
+       [d/with conn []] [d/as-of-t 1] [d/since-t 1] [d/history? 1] [d/pull-many nil [:user/name] []]
+       :db/invalid-entity [d/touch 1] [d/touch {:db/id 1}]
+       :db/invalid-t [d/t->tx "1"] [d/t->tx 1.5] [d/tx->t nil] [d/tx->t (bigint 1e30)]
+       :db/invalid-options [d/connect :mem [:map-size 1]]
+       :db/invalid-schema [d/connect :mem {:schema {:user/x :not-a-map}}]
+       :query/args [d/q {:query '[:find ?e :where [?e :user/name]] :args 1}]
+       :pull/entities [d/pull-many db [:user/name] 1] [d/pull-many db [:user/name] "ab"]
+       :pull/xform [d/pull db [[:db/id :xform name]] 1000]))))

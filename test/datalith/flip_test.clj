@@ -1,0 +1,83 @@
+(ns datalith.flip-test
+  "Damaged files (issue #13, item 5): copies of an LMDB database, each with one byte changed
+  at a seeded random offset anywhere in the file, are opened and read in child JVMs
+  (datalith.flip-child), so that a crash is seen rather than killing the test. Every copy
+  must be harmless (the same answers), found by d/verify, or a clear ex-info on open or
+  read; never wrong answers nobody notices, a raw exception nobody explains, a verify that
+  throws, a hang or a JVM crash. DATALITH_FLIPS=n sets the number of copies (default 240)."
+  (:require [clojure.edn :as edn]
+            [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is]]
+            [datalith.child-jvm :as child]
+            [datalith.core :as d]
+            [datalith.damage :as dmg]
+            [datalith.test-util :as tu])
+  (:import (java.io File)
+           (java.util.concurrent TimeUnit)))
+
+(def flips
+  (or (some-> (System/getenv "DATALITH_FLIPS") parse-long) 240))
+
+(def ^:private seed-timeout-s 60)
+
+(defn- build-original!
+  "The sample database and 40 users with names, tags and friends, some renamed."
+  [dir]
+  (with-open [c (d/connect (.getPath ^File dir))]
+    (dmg/load-sample! c)
+    (d/transact! c (vec (for [i (range 40)]
+                          {:db/id (str "u" i) :user/email (str "u" i "@x") :user/name (str "User " i)
+                           :user/tags #{(keyword (str "t" (mod i 5)))}
+                           :user/friends #{(str "u" (mod (* 7 i) 40))}})))
+    (doseq [i (range 0 40 4)]
+      (d/transact! c [{:user/email (str "u" i "@x") :user/name (str "Renamed " i)}]))))
+
+(defn- run-children
+  "Runs child JVMs over seeds [from, to), a new one after each crash or hang; the results."
+  [^File original ^File work from to]
+  (loop [from from, results []]
+    (if (>= from to)
+      results
+      (let [p (child/start (child/command work "datalith.flip-child" original work from to)
+                           (File. work "child.err"))
+            q (child/line-queue (.getInputStream p))
+            [results started status]
+            (loop [results results, started nil]
+              (let [l (.poll q seed-timeout-s TimeUnit/SECONDS)]
+                (cond
+                  (nil? l) (do (.destroyForcibly p) (.waitFor p) [results started :hang])
+                  (= :eof l) [results started (.waitFor p)]
+                  (str/starts-with? l "start ") (recur results (parse-long (subs l 6)))
+                  (str/starts-with? l "{") (recur (conj results (edn/read-string l)) nil)
+                  :else (recur results started))))]
+        (cond
+          (and (= 0 status) (nil? started)) results
+          started (recur (inc started)
+                         (conj results (merge {:seed started
+                                               :outcome (if (= :hang status) :hang :crash)
+                                               :exit status}
+                                              (child/crash-frame work))))
+          :else (throw (ex-info "The flip child failed before any seed"
+                                {:exit status :stderr (slurp (File. work "child.err"))})))))))
+
+(def ^:private failures #{:silent :raw :verify-threw :crash :hang})
+
+(deftest every-damaged-byte-is-harmless-found-or-a-clear-error
+  (let [original (tu/temp-dir)
+        work (tu/temp-dir)]
+    (try
+      (build-original! original)
+      (let [results (run-children original work 0 flips)
+            by-outcome (frequencies (map :outcome results))
+            bad (filter (comp failures :outcome) results)]
+        (println (format "flip-test: %d copies of a %,d-byte file: %s" (count results)
+                         (.length (io/file original "data.mdb")) (into (sorted-map) by-outcome)))
+        (doseq [r bad]
+          (println "flip-test failure:" (pr-str r)))
+        (is (= flips (count results)))
+        (is (empty? bad) (str (count bad) " copies failed, seeds "
+                              (str/join " " (map :seed bad)))))
+      (finally
+        (tu/delete-tree original)
+        (tu/delete-tree work)))))

@@ -1,0 +1,21 @@
+(ns datalith.kill-test
+  "kill -9 (issue #13): a child JVM streams transactions against an LMDB directory and is
+  killed with SIGKILL at random moments, DATALITH_KILLS times (default 50), half of its lives
+  with durable commits and half with {:sync false}; after each kill the directory is
+  reopened and checked (see datalith.kill-harness): nothing acknowledged is lost or partial,
+  d/verify finds nothing, and the current, history and as-of views are the model's.
+  `lein kill-test 2000` runs a long series."
+  (:require [clojure.test :refer [deftest is]]
+            [datalith.kill-harness :as harness]))
+
+(def kills
+  (or (some-> (System/getenv "DATALITH_KILLS") parse-long) 50))
+
+(deftest nothing-acknowledged-is-lost-or-partial-after-kill-9
+  (let [totals (harness/run {:lives kills :per-dir kills :seed 13})]
+    (println "kill-test:" (pr-str (update totals :failures #(take 3 %))))
+    (is (= kills (:kills totals)))
+    (is (= (quot (inc kills) 2) (get-in totals [:by-mode true])))
+    (is (= (quot kills 2) (get-in totals [:by-mode false])))
+    (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
+    (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))
