@@ -62,6 +62,8 @@ final class LmdbReadTxn implements ReadTxn {
    * with later commits.
    */
   private long pages;
+  private long dataStart; // the address of page 2, the first past the metas
+  private long dataEnd; // the address just past page pages - 1
   /** Whether cursors read leaf pages in Java (the store's option, and pages of 4 KiB). */
   final boolean javaPages;
 
@@ -70,12 +72,12 @@ final class LmdbReadTxn implements ReadTxn {
     this.pageSize = store.pageSize();
     this.pageShift = Integer.numberOfTrailingZeros(pageSize);
     long m = store.mapAddress();
-    long t = reader.txnAddress;
-    long n = m != 0 && t != 0 && LmdbLayout.txnEnv(t) == store.envAddress()
-        ? Math.min(LmdbLayout.txnNextPage(t), store.mapSize() >> pageShift) : 0;
+    long n = m == 0 ? 0
+        : Math.min(reader.nextPage(store.envAddress()), store.mapSize() >> pageShift);
     this.next = n;
-    this.pages = Math.min(n, store.filePages());
     this.map = n > LmdbLayout.NUM_METAS ? m : 0;
+    this.dataStart = map + ((long) LmdbLayout.NUM_METAS << pageShift);
+    bound(Math.min(n, store.filePages()));
     this.javaPages = map != 0 && store.javaPages && pageSize == LmdbCursor.PAGE_SIZE;
     this.reader = reader;
     this.stamp = stamp;
@@ -106,8 +108,13 @@ final class LmdbReadTxn implements ReadTxn {
 
   /** The snapshot's pages that the file holds now (a commit since the last look may add some). */
   private long grown() {
-    pages = Math.min(next, store.refreshFilePages());
-    return pages;
+    return bound(Math.min(next, store.refreshFilePages()));
+  }
+
+  private long bound(long filePages) {
+    pages = filePages;
+    dataEnd = map + (filePages << pageShift);
+    return filePages;
   }
 
   /**
@@ -118,15 +125,13 @@ final class LmdbReadTxn implements ReadTxn {
    * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when it does not
    */
   ByteBuffer check(ByteBuffer b, SubDb db, String what) {
-    if (map != 0) {
-      long at = ReadOnlyBufferProxy.base(b);
-      long start = map + ((long) LmdbLayout.NUM_METAS << pageShift);
-      long end = map + (pages << pageShift);
-      if (at > end - b.capacity() && pages < next) {
-        end = map + (grown() << pageShift);
+    long at = ReadOnlyBufferProxy.base(b);
+    if (map != 0 && (at < dataStart || at > dataEnd - b.capacity())) {
+      if (pages < next) {
+        grown();
       }
-      if (at < start || at > end - b.capacity()) {
-        throw corrupt(db, at < map || at >= end ? -1 : (at - map) >> pageShift,
+      if (at < dataStart || at > dataEnd - b.capacity()) {
+        throw corrupt(db, at < map || at >= dataEnd ? -1 : (at - map) >> pageShift,
             "LMDB read a " + what + " of " + b.capacity() + " bytes outside the file's pages");
       }
     }

@@ -70,7 +70,8 @@ final class LmdbReader {
   private static final int KEPT_ISSUED = 256; // capacity of the issued list kept across uses
 
   final Txn<ByteBuffer> txn;
-  final long txnAddress; // of its MDB_txn, 0 when unknown
+  private final long txnAddress; // of its MDB_txn, 0 when unknown
+  private int txnLayout; // 0 until checked, then 1 when txnAddress reads as LmdbLayout says, or -1
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
   private final ArrayList<Slot> slots = new ArrayList<>();
   private final ArrayList<ByteBuffer> issued = new ArrayList<>(); // get() results, detached on release
@@ -81,6 +82,17 @@ final class LmdbReader {
     this.txn = txn;
     this.txnAddress = LmdbPointers.txn(txn);
     this.dbis = dbis;
+  }
+
+  /**
+   * The first page number past this transaction's snapshot, read from its MDB_txn, or 0 when
+   * that does not read as {@link LmdbLayout} says (its mt_env is not {@code env}, checked once).
+   */
+  long nextPage(long env) {
+    if (txnLayout == 0) {
+      txnLayout = txnAddress != 0 && env != 0 && LmdbLayout.txnEnv(txnAddress) == env ? 1 : -1;
+    }
+    return txnLayout > 0 ? LmdbLayout.txnNextPage(txnAddress) : 0;
   }
 
   /** Takes a fresh snapshot after {@link #reset()}. */
