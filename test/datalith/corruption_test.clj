@@ -172,6 +172,18 @@
         (f/write-u64! dir (+ (:offset p) (:data-at n) 8 (* 8 i)) (- (+ last-pg extra) i)))
       (f/write-u64! dir (+ (* number psize) 136) (+ last-pg extra)))))
 
+(defn- free-list-loop
+  "free-tail, with the free list's root page made a branch page whose every
+  node points back at it."
+  [dir]
+  ((free-tail 3 3) dir)
+  (let [{:keys [free-root psize]} (f/last-meta dir)
+        p (f/page dir psize free-root)]
+    (f/write-u16! dir (+ (:offset p) 10) f/P_BRANCH)
+    (doseq [i (range (count (:nodes p)))
+            [at shift] [[0 0] [2 16] [4 32]]]
+      (f/write-u16! dir (+ (node-at p i) at) (bit-and (bit-shift-right free-root shift) 0xFFFF)))))
+
 (def ^:private either #{:corrupt :differs})
 
 (def ^:private rows
@@ -196,6 +208,7 @@
    ["last page past the file"             (last-meta-field 136 #(+ 10 (:last-pg %))) :connect :connect]
    ["last pages past the file, all free"  (free-tail 3 3)               :same    :same]
    ["last pages past the file, one not free" (free-tail 3 2)            :connect :connect]
+   ["last pages past the file, free list loops" free-list-loop          :connect :connect]
    ["main root past the file"             (last-meta-field 128 #(+ 10 (:last-pg %))) :connect :connect]
    ;; zeroed tree pages
    ["EAVT root page zeroed"               (zero root)                   :corrupt :corrupt]

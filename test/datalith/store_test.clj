@@ -615,6 +615,14 @@
           (finally (System/clearProperty LmdbStore/PAGE_READER_PROPERTY))))
       (finally (delete-tree dir)))))
 
+(deftest an-option-nested-deep-is-named-not-printed
+  (let [dir (temp-dir)
+        deep (reduce (fn [v _] [v]) [] (range 100000))]
+    (try
+      (let [e (is (thrown? clojure.lang.ExceptionInfo (open-lmdb dir {"max-readers" deep})))]
+        (is (= :store/option (:error (ex-data e)))))
+      (finally (delete-tree dir)))))
+
 (deftest close-waits-for-open-transactions
   (with-each-store [s]
     (commit! s [[SubDb/EAVT "a" "1"]])

@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.util.ArrayDeque;
 import java.util.BitSet;
+import java.util.HashSet;
 
 /**
  * LMDB's free list, read from the data file (never through the map), to tell a data file that
@@ -36,12 +37,13 @@ final class LmdbFreeList {
     }
     ByteBuffer page = ByteBuffer.allocate(pageSize).order(ByteOrder.nativeOrder());
     ArrayDeque<long[]> todo = new ArrayDeque<>(); // {pgno, depth}
+    HashSet<Long> seen = new HashSet<>(); // a page met twice: a cycle, or two parents
     todo.push(new long[] {root, 1});
     while (!todo.isEmpty()) {
       long[] at = todo.pop();
       long n = at[0];
       if (n < LmdbLayout.NUM_METAS || n >= from || at[1] > LmdbLayout.CURSOR_DEPTH
-          || !read(ch, page, n, pageSize)) {
+          || !seen.add(n) || !read(ch, page, n, pageSize)) {
         return false;
       }
       int flags = Short.toUnsignedInt(page.getShort(LmdbLayout.PAGE_FLAGS));

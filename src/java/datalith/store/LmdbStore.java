@@ -277,7 +277,8 @@ public final class LmdbStore implements Store {
     }
     if (!type.isInstance(value)) {
       throw Errors.error(Errors.OPTION, where,
-          "Option \"" + key + "\" must be a " + type.getSimpleName() + ", got " + value, null,
+          "Option \"" + key + "\" must be a " + type.getSimpleName() + ", got a "
+              + value.getClass().getName(), null, // not the value: it may nest too deep to print
           Keyword.intern("option"), key, Keyword.intern("value"), value);
     }
     return type.cast(value);
