@@ -131,8 +131,9 @@ final class LmdbReadTxn implements ReadTxn {
         grown();
       }
       if (at < dataStart || at > dataEnd - b.capacity()) {
-        throw corrupt(db, at < map || at >= dataEnd ? -1 : (at - map) >> pageShift,
-            "LMDB read a " + what + " of " + b.capacity() + " bytes outside the file's pages");
+        throw corrupt(db, at < map || at >= dataEnd ? -1 : (at - map) >> pageShift, at == 0
+            ? "LMDB read a " + what + " of 2 GiB or more, which no page holds" // see the proxy
+            : "LMDB read a " + what + " of " + b.capacity() + " bytes outside the file's pages");
       }
     }
     return b;
