@@ -335,10 +335,11 @@
 ;; ---------------------------------------------------------------- checking and repairing
 
 (defn- database-dir
-  "The directory of an existing database: a File, checked to hold something."
+  "The directory of an existing database: a File, checked to hold LMDB's data file (so that
+  nothing is created in a directory that holds no database)."
   ^File [dir]
   (let [f (.toFile (->path dir))]
-    (when-not (and (.isDirectory f) (seq (.list f)))
+    (when-not (.isFile (File. f "data.mdb"))
       (throw (error :db/no-database "No database in this directory" {:dir (str dir)})))
     f))
 
