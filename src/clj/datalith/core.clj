@@ -13,6 +13,7 @@
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
   (:refer-clojure :exclude [with])
+  (:require [datalith.readers])
   (:import (datalith.conn Conn TxReport With)
            (datalith.db Db Entity IndexScan Rebuild Schema Verify)
            (datalith.query Engine)
@@ -497,6 +498,9 @@
   (Puller/pullMany (db-arg db) pattern (vec eids)))
 
 ;; ---------------------------------------------------------------- printing
+
+;; #datalith/datom reads back (resources/data_readers.clj, datalith.readers); a database
+;; value or an entity is a view of a store, which its printed form does not hold.
 
 (defmethod print-method Datom [^Datom d ^Writer w]
   (.write w "#datalith/datom ")
