@@ -309,7 +309,7 @@
         before (when ('#{transact! with} f) (d/db conn))
         before-datoms (some-> before datoms-of)
         result (try (let [r (apply (ns-resolve 'datalith.core f) args)]
-                      (if (instance? datalith.db.Conn r) (d/close r) (realize r))
+                      (if (instance? datalith.conn.Conn r) (d/close r) (realize r))
                       :ok)
                     (catch clojure.lang.ExceptionInfo e
                       (let [k (:error (ex-data e))]
