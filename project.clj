@@ -2,7 +2,6 @@
   :description "Embedded, durable, immutable Datalog database for the JVM"
   :license {:name "Apache License 2.0" :url "https://www.apache.org/licenses/LICENSE-2.0"}
   :dependencies [[org.clojure/clojure "1.12.3"]
-                 [org.clojure/data.avl "0.2.0"]
                  [org.lmdbjava/lmdbjava "0.9.1"]
                  [com.taoensso/nippy "3.1.3" :exclusions [org.clojure/clojure]]]
   :java-source-paths ["src/java"]

@@ -183,6 +183,9 @@
   []
   (let [db (gen-of [::db ::db ::as-of ::since ::hist ::with-db])
         conn (gen-of [::conn])
+        ;; for functions that take a directory too: never one but temporary ones
+        not-a-dir (gen/frequency [[3 (gen/return ::conn)]
+                                  [1 (gen/such-that (complement names-a-directory?) (gen-bad) 100)]])
         eid (gen-of [::a ::b ::missing ::tx 0 -1 [:user/email "a@x"] [:user/email "nobody"]
                      [:user/name "A"] [:no/attr 1] :my/enum :user/email :no/ident [:user/email]
                      [:user/email "a@x" "b@x"] ["user/email" "a@x"] [::a] 3.5 "a"])
@@ -222,14 +225,11 @@
       (gen/tuple (gen/elements '[db log]) (gen/tuple conn))
       (gen/tuple (gen/return 'close) (gen/tuple (gen/one-of [(gen-bad) (gen/return ::fresh-conn)])))
       (gen/tuple (gen/return 'verify)
-                 (gen/one-of [(gen/tuple conn) (gen/tuple conn (gen-bad))
-                              (gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))]))
+                 (gen/one-of [(gen/tuple not-a-dir) (gen/tuple not-a-dir (gen-bad))]))
       (gen/tuple (gen/return 'rebuild-indexes)
-                 (gen/one-of [(gen/tuple conn (gen-of [:mem ::temp-dir]))
-                              (gen/tuple conn (gen-of [:mem ::temp-dir]) (gen-bad))
-                              (gen/tuple conn (gen/such-that (complement names-a-directory?) (gen-bad) 100))
-                              (gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100)
-                                         (gen/return :mem))]))
+                 (gen/one-of [(gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]))
+                              (gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]) (gen-bad))
+                              (gen/tuple not-a-dir not-a-dir)]))
       (gen/tuple (gen/return 'connect) (gen/one-of
                                         [(gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema %) (gen-bad)))
@@ -309,7 +309,7 @@
         before (when ('#{transact! with} f) (d/db conn))
         before-datoms (some-> before datoms-of)
         result (try (let [r (apply (ns-resolve 'datalith.core f) args)]
-                      (if (instance? datalith.db.Conn r) (d/close r) (realize r))
+                      (if (instance? datalith.conn.Conn r) (d/close r) (realize r))
                       :ok)
                     (catch clojure.lang.ExceptionInfo e
                       (let [k (:error (ex-data e))]
@@ -338,8 +338,11 @@
   (is (= public-fns (set (keys (ns-publics 'datalith.core))))
       "a new public function of datalith.core needs a generator here"))
 
+(defn- cwd-entries [] (set (.list (File. "."))))
+
 (deftest bad-input-gives-ex-info
-  (let [tally (atom {})
+  (let [cwd-before (cwd-entries)
+        tally (atom {})
         leaks (atom {}) ; leak-key -> the shortest call that showed it
         result (tc/quick-check
                 trials
@@ -355,7 +358,8 @@
     (println "bad input:" (:num-tests result) "calls on each store," @tally)
     (doseq [[k call] @leaks]
       (println "LEAK" k "\n   " call))
-    (is (empty? @leaks) (str (count @leaks) " kinds of leak (printed above)"))))
+    (is (empty? @leaks) (str (count @leaks) " kinds of leak (printed above)"))
+    (is (= cwd-before (cwd-entries)) "no call made a file or directory where the tests run")))
 
 (defn- error-of
   "The :error of calling `f` on `args`, or :no-error."

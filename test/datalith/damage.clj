@@ -5,7 +5,8 @@
   (:require [datalith.core :as d]
             [datalith.test-util :as tu])
   (:import (clojure.lang Keyword)
-           (datalith.db Conn Db)
+           (datalith.conn Conn)
+           (datalith.db Db)
            (datalith.store LmdbStore MemStore ReadTxn Store SubDb WriteTxn Cursor)
            (java.io File)
            (java.nio ByteBuffer)))

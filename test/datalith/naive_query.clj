@@ -571,7 +571,9 @@
   (case kind
     :rel (if bag?
            (and (vector? result) (= (frequencies tuples) (frequencies result)))
-           (and (set? result) (= tuples result)))
+           ;; a set's elements counted one by one too: a set built on rows it took to be
+           ;; distinct can hold one twice and still be = to the answer
+           (and (set? result) (= tuples result) (= (count tuples) (count (seq result)))))
     :coll (if bag?
             (and (vector? result) (= (frequencies (map first tuples)) (frequencies result)))
             (and (vector? result)

@@ -228,6 +228,32 @@
           (is (nil? (d/q query db 3 14)))
           (is (every? #(<= % 300) (map :rows (:clauses e))) (pr-str (:clauses e))))))))
 
+(deftest semi-joins-answer-each-binding-once
+  ;; an entity with several matching datoms matched once per datom; the answer, a set,
+  ;; held the entity twice (found by the query property test)
+  (each-store [conn {:schema {:p/tags {:db/cardinality :db.cardinality/many}}}]
+    (let [ids (:tempids (d/transact! conn [{:db/id "x" :p/tags #{1 2 3}} {:db/id "y" :p/tags 4}]))
+          [x y] (map ids ["x" "y"])
+          db (d/db conn)]
+      (are [query inputs answer]
+           (let [r (apply d/q query db inputs)]
+             (and (= answer r) (= (count answer) (count (seq r)))))
+        '[:find ?e :in $ $2 [[?e ?n]] :where [$2 ?a ?b] [?e :p/tags ?t ?tx]]
+        [[[0 0]] [[x 0]]]
+        #{[x]}
+
+        '[:find ?e :in $ [[?e ?n]] :where [?e :p/tags ?t]]
+        [[[x 0] [y 1] [x 2]]]
+        #{[x] [y]}
+
+        '[:find ?e :in $ [?e ...] :where [?e :p/tags ?t]]
+        [[x y x]]
+        #{[x] [y]}
+
+        '[:find ?e :in $ [?e ...] :where [?e :p/tags _]]
+        [[x y]]
+        #{[x] [y]}))))
+
 (deftest functions-bind-before-patterns-join-on-them
   ;; the smaller pattern on ?c ran first; the name scan then multiplied with it, and the
   ;; function only filtered that product

@@ -8,7 +8,7 @@
             [datalith.core :as d]
             [datalith.test-util :as tu])
   (:import (clojure.lang ExceptionInfo)
-           (datalith.db Conn)))
+           (datalith.conn Conn)))
 
 (set! *warn-on-reflection* true)
 

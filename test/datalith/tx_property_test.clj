@@ -15,7 +15,7 @@
             [datalith.core :as d]
             [datalith.naive :as naive]
             [datalith.test-util :as tu])
-  (:import (datalith.db Conn)
+  (:import (datalith.conn Conn)
            (datalith.index Datom)
            (datalith.store LmdbStore MemStore)
            (java.io File)))

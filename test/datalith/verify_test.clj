@@ -13,7 +13,7 @@
             [datalith.core :as d]
             [datalith.damage :as dmg :refer [with-store-conn]]
             [datalith.test-util :as tu])
-  (:import (datalith.db Conn)
+  (:import (datalith.conn Conn)
            (datalith.store LmdbStore)
            (java.security MessageDigest)
            (java.nio.file Files)))

@@ -13,7 +13,9 @@
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
   (:refer-clojure :exclude [with])
-  (:import (datalith.db Conn Db Entity IndexScan Rebuild Schema TxReport Verify)
+  (:require [datalith.readers])
+  (:import (datalith.conn Conn TxReport With)
+           (datalith.db Db Entity IndexScan Rebuild Schema Verify)
            (datalith.query Engine)
            (datalith.pull Puller)
            (datalith.index Datom Index)
@@ -199,7 +201,7 @@
   Its :db-after can be read, and extended with more `with`, like any value."
   [db tx-data]
   (let [db (db-arg db)]
-    (report->map (.with (.conn db) db (tx-data-of tx-data)))))
+    (report->map (With/run db (tx-data-of tx-data)))))
 
 ;; ---------------------------------------------------------------- values
 
@@ -347,24 +349,24 @@
 ;; ---------------------------------------------------------------- checking and repairing
 
 (defn- database-dir
-  "The directory of an existing database: a File, checked to hold something."
+  "The directory of an existing database: a File, checked to hold LMDB's data file (so that
+  nothing is created in a directory that holds no database)."
   ^File [dir]
   (let [f (.toFile (->path dir))]
-    (when-not (and (.isDirectory f) (seq (.list f)))
+    (when-not (.isFile (File. f "data.mdb"))
       (throw (error :db/no-database "No database in this directory" {:dir (str dir)})))
     f))
 
 (defmacro ^:private with-store
   "Runs body with `store` bound to the store of `source`: a connection's, or an LMDB store
   opened on the database directory `source` (not through a connection: its format and its
-  indexes may be the ones in doubt) and closed afterwards. `conn` is bound to the connection,
-  or nil."
-  [[store conn source] & body]
+  indexes may be the ones in doubt) and closed afterwards."
+  [[store source] & body]
   `(let [src# ~source]
      (if (instance? Conn src#)
-       (let [~conn src# ~store nil] ~@body)
+       (let [~(vary-meta store assoc :tag `Store) (.store ^Conn src#)] ~@body)
        (let [^Store s# (LmdbStore/open (.toPath (database-dir src#)) {})]
-         (try (let [~conn nil ~store s#] ~@body)
+         (try (let [~(vary-meta store assoc :tag `Store) s#] ~@body)
               (finally (.close s#)))))))
 
 (defn verify
@@ -398,10 +400,8 @@
          max-problems (long-arg max-problems ":max-problems")]
      (when-not (<= 0 max-problems Integer/MAX_VALUE)
        (throw (error :db/invalid-options ":max-problems is a count" {:max-problems max-problems})))
-     (with-store [store conn source]
-       (if conn
-         (Verify/run ^Conn conn (int max-problems))
-         (Verify/run ^Store store (int max-problems)))))))
+     (with-store [store source]
+       (Verify/run store (int max-problems))))))
 
 (defn- empty-target
   "The target directory of a rebuild, which must not hold anything; [File created?]."
@@ -437,11 +437,8 @@
   ([source target] (rebuild-indexes source target {}))
   ([source target opts]
    (let [{:keys [trust-log-end]} (opts-arg opts)]
-     (with-store [store conn source]
-       (let [run (fn [^Store into]
-                   (if conn
-                     (Rebuild/run ^Conn conn into (boolean trust-log-end))
-                     (Rebuild/run ^Store store into (boolean trust-log-end))))]
+     (with-store [store source]
+       (let [run (fn [^Store into] (Rebuild/run store into (boolean trust-log-end)))]
          (if (= :mem target)
            (let [into (MemStore/open)
                  report (try (run into) (catch Throwable t (.close into) (throw t)))]
@@ -514,6 +511,9 @@
   (Puller/pullMany (db-arg db) pattern (vec eids)))
 
 ;; ---------------------------------------------------------------- printing
+
+;; #datalith/datom reads back (resources/data_readers.clj, datalith.readers); a database
+;; value or an entity is a view of a store, which its printed form does not hold.
 
 (defmethod print-method Datom [^Datom d ^Writer w]
   (.write w "#datalith/datom ")

@@ -15,7 +15,7 @@
             [datalith.bench.harness :as harness]
             [datalith.bench.system :as system]
             [datalith.core :as d])
-  (:import (datalith.db Conn)
+  (:import (datalith.conn Conn)
            (java.io File)
            (java.lang.management ManagementFactory)
            (java.nio.file Files)

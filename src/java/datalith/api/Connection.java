@@ -1,6 +1,6 @@
 package datalith.api;
 
-import datalith.db.Conn;
+import datalith.conn.Conn;
 
 /** An open database: transactions and the latest value. Thread-safe; close it when done. */
 public final class Connection implements AutoCloseable {

@@ -1,5 +1,6 @@
 package datalith.api;
 
+import datalith.conn.With;
 import datalith.db.Db;
 import datalith.db.Entity;
 import datalith.db.Snapshot;
@@ -110,6 +111,6 @@ public final class Database {
 
   /** The database after {@code txData} (EDN text or data), in memory only. */
   public TxResult with(Object txData) {
-    return new TxResult(db.conn().with(db, Edn.read(txData, "tx-data")));
+    return new TxResult(With.run(db, Edn.read(txData, "tx-data")));
   }
 }

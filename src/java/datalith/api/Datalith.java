@@ -1,7 +1,7 @@
 package datalith.api;
 
 import clojure.lang.Keyword;
-import datalith.db.Conn;
+import datalith.conn.Conn;
 import datalith.store.LmdbStore;
 import datalith.store.MemStore;
 import datalith.store.Store;

@@ -1,6 +1,6 @@
 package datalith.api;
 
-import datalith.db.TxReport;
+import datalith.conn.TxReport;
 import datalith.index.Datom;
 import java.util.List;
 import java.util.Map;

@@ -23,7 +23,8 @@ public final class Db {
   static final long NO_AS_OF = Long.MAX_VALUE;
   static final long NO_SINCE = -1;
 
-  final Conn conn;
+  /** Where the store is: the connection's, which may close. */
+  final Source source;
   final Schema schema;
   final long basisT;
   /** The basis t of the committed store state this value reads through (= basisT without overlay). */
@@ -35,9 +36,9 @@ public final class Db {
   final long nextEid;
   final Stats stats;
 
-  Db(Conn conn, Schema schema, long basisT, long storeT, long asOfT, long sinceT, boolean history,
+  Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT, boolean history,
       Overlay overlay, long nextEid, Stats stats) {
-    this.conn = conn;
+    this.source = source;
     this.schema = schema;
     this.basisT = basisT;
     this.storeT = storeT;
@@ -85,10 +86,6 @@ public final class Db {
     return schema;
   }
 
-  public Conn conn() {
-    return conn;
-  }
-
   /** The entity id the next new entity would get. */
   public long nextEid() {
     return nextEid;
@@ -99,24 +96,40 @@ public final class Db {
   /** This value as it was at {@code point}: a t, a transaction id or a {@link Date}. */
   public Db asOf(Object point) {
     long t = toT(point);
-    return new Db(conn, schema, basisT, storeT, Math.min(asOfT, t), sinceT, history, overlay, nextEid, stats);
+    return new Db(source, schema, basisT, storeT, Math.min(asOfT, t), sinceT, history, overlay, nextEid, stats);
   }
 
   /** Only the datoms asserted after {@code point} (a t, a transaction id or a Date). */
   public Db since(Object point) {
     long t = toT(point);
-    return new Db(conn, schema, basisT, storeT, asOfT, Math.max(sinceT, t), history, overlay, nextEid, stats);
+    return new Db(source, schema, basisT, storeT, asOfT, Math.max(sinceT, t), history, overlay, nextEid, stats);
   }
 
   /** Every assertion and retraction, each as a datom with its {@code added} flag. */
   public Db historyView() {
-    return new Db(conn, schema, basisT, storeT, asOfT, sinceT, true, overlay, nextEid, stats);
+    return new Db(source, schema, basisT, storeT, asOfT, sinceT, true, overlay, nextEid, stats);
   }
 
-  /** This value without as-of, since or history filters. */
-  Db current() {
+  /** This value without as-of, since or history filters (its {@code with} overlay kept). */
+  public Db current() {
     return asOfT == NO_AS_OF && sinceT == NO_SINCE && !history ? this
-        : new Db(conn, schema, basisT, storeT, NO_AS_OF, NO_SINCE, false, overlay, nextEid, stats);
+        : new Db(source, schema, basisT, storeT, NO_AS_OF, NO_SINCE, false, overlay, nextEid, stats);
+  }
+
+  /**
+   * This value, current, with a transaction's {@code changes} laid over it in memory: the value
+   * after {@code with}. Nothing is written; the result reads the same store, through the overlay.
+   *
+   * @param schema the schema after the transaction
+   * @param t the transaction's t, above this value's basis t
+   * @param nextEid the next entity id after the transaction
+   */
+  public Db withChanges(List<TxChange> changes, Schema schema, long t, long nextEid) {
+    Db before = current();
+    Overlay ov = Overlay.copyOf(before.overlay);
+    Writes.toOverlay(ov, changes, t);
+    return new Db(source, schema, t, before.storeT, NO_AS_OF, NO_SINCE, false, ov, nextEid,
+        before.stats.with(changes));
   }
 
   /** The first t at {@code point}: a t, a tx id, or the first transaction at or after a Date. */
@@ -156,7 +169,7 @@ public final class Db {
 
   /** Opens a short read; close it before returning to the caller. */
   public Snapshot snapshot() {
-    return new Snapshot(conn.store().beginRead(), overlay);
+    return new Snapshot(source.store().beginRead(), overlay);
   }
 
   IndexScan scan(Snapshot s, Index index, ByteBuffer prefix, ByteBuffer seek, ByteBuffer upper,

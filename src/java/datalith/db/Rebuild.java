@@ -48,15 +48,6 @@ public final class Rebuild {
    *     {@code :inconsistent}; {@code :store/not-empty} when the target holds data
    */
   public static IPersistentMap run(Store source, Store target, boolean trustLogEnd) {
-    return rebuild(source, target, trustLogEnd);
-  }
-
-  /** {@link #run(Store, Store, boolean)} from the store under {@code source}. */
-  public static IPersistentMap run(Conn source, Store target, boolean trustLogEnd) {
-    return rebuild(source.store(), target, trustLogEnd);
-  }
-
-  private static IPersistentMap rebuild(Store source, Store target, boolean trustLogEnd) {
     try (ReadTxn src = source.beginRead()) {
       long format = sourceFormat(src);
       Long metaT = metaLong(src, Meta.T);

@@ -2,6 +2,7 @@ package datalith.db;
 
 import datalith.store.Cursor;
 import datalith.store.ReadTxn;
+import datalith.store.Store;
 import datalith.store.SubDb;
 import java.nio.ByteBuffer;
 import java.util.TreeMap;
@@ -22,6 +23,11 @@ public final class Snapshot implements AutoCloseable {
     this.overlay = overlay;
     ByteBuffer t = rt.get(SubDb.META, Meta.T.duplicate());
     this.storeLatestT = t == null ? -1 : t.getLong(0);
+  }
+
+  /** A read of the last commit in {@code store} (of any process), with no overlay. */
+  public static Snapshot of(Store store) {
+    return new Snapshot(store.beginRead(), null);
   }
 
   /** A cursor over {@code db}, with the overlay laid on top. */

@@ -1,6 +1,5 @@
 package datalith.db;
 
-import datalith.tx.TxChange;
 import java.nio.ByteBuffer;
 import java.util.List;
 

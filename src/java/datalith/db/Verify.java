@@ -146,15 +146,6 @@ public final class Verify {
    * {@link SeekCheck}), {@code :t}, {@code :next-eid}, {@code :stats}, {@code :format}.
    */
   public static IPersistentMap run(Store store, int maxProblems) {
-    return check(store, maxProblems);
-  }
-
-  /** {@link #run(Store, int)} of the store under {@code conn}. */
-  public static IPersistentMap run(Conn conn, int maxProblems) {
-    return check(conn.store(), maxProblems);
-  }
-
-  private static IPersistentMap check(Store store, int maxProblems) {
     try (ReadTxn rt = store.beginRead()) {
       Verify v = new Verify(rt, maxProblems);
       v.step(META, v::readMeta);

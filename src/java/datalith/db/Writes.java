@@ -6,7 +6,6 @@ import datalith.index.Datom;
 import datalith.index.KeyBuilder;
 import datalith.store.SubDb;
 import datalith.store.WriteTxn;
-import datalith.tx.TxChange;
 import java.nio.ByteBuffer;
 import java.util.List;
 

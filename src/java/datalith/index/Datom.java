@@ -13,7 +13,9 @@ import java.util.Arrays;
 /**
  * One fact {@code [e a v tx added]}: immutable. {@code a} is the attribute's
  * ident; refs are entity ids (longs). Supports {@code (:e d)} lookups and
- * {@code [e a v tx added]} destructuring from Clojure.
+ * {@code [e a v tx added]} destructuring from Clojure. Two datoms are equal when
+ * those five are: when they print the same, so that a printed datom
+ * ({@code #datalith/datom [e a v tx added]}) reads back as an equal one.
  */
 public final class Datom implements ILookup, Indexed, Counted, Seqable {
   static final Keyword K_E = Keyword.intern("e");
@@ -22,8 +24,11 @@ public final class Datom implements ILookup, Indexed, Counted, Seqable {
   static final Keyword K_TX = Keyword.intern("tx");
   static final Keyword K_ADDED = Keyword.intern("added");
 
+  /** The {@link #aid} of a datom read from text, where no database names the attribute's id. */
+  public static final long UNKNOWN_AID = -1;
+
   public final long e;
-  /** The attribute's entity id. */
+  /** The attribute's entity id; {@link #UNKNOWN_AID} in a datom read from its printed form. */
   public final long aid;
   /** The attribute's ident; never null. */
   public final Keyword a;
@@ -95,7 +100,7 @@ public final class Datom implements ILookup, Indexed, Counted, Seqable {
       return false;
     }
     Datom d = (Datom) o;
-    return e == d.e && aid == d.aid && tx == d.tx && added == d.added && valueEquals(v, d.v);
+    return e == d.e && a.equals(d.a) && tx == d.tx && added == d.added && valueEquals(v, d.v);
   }
 
   /** Equality of datom values: byte arrays by content, everything else by Clojure's {@code =}. */
@@ -109,10 +114,23 @@ public final class Datom implements ILookup, Indexed, Counted, Seqable {
   @Override
   public int hashCode() {
     int h = Long.hashCode(e);
-    h = 31 * h + Long.hashCode(aid);
-    h = 31 * h + (v instanceof byte[] b ? Arrays.hashCode(b) : Util.hasheq(v));
+    h = 31 * h + a.hashCode();
+    h = 31 * h + valueHash(v);
     h = 31 * h + Long.hashCode(tx);
     return 31 * h + (added ? 1 : 0);
+  }
+
+  /**
+   * The hash of a datom value, consistent with {@link #valueEquals}: byte arrays by content, a
+   * Float as the Double it equals (Clojure's {@code =} holds between the two, its hashes differ),
+   * so that a float datom read back from its printed form, where its value is a double, hashes
+   * alike.
+   */
+  private static int valueHash(Object v) {
+    if (v instanceof byte[] b) {
+      return Arrays.hashCode(b);
+    }
+    return Util.hasheq(v instanceof Float f ? (Object) f.doubleValue() : v);
   }
 
   @Override

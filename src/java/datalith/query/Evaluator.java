@@ -312,7 +312,10 @@ final class Evaluator implements AutoCloseable {
         IdCollector ids = new IdCollector(Math.min(entities.size(), dp.sizeHint()), deadline);
         dp.scan(s, null, dp.bindsOnlyEntity() ? ids : vals -> ids.acceptId((Long) vals[eAt]),
             Long.MAX_VALUE, range, entities);
-        Rel matched = new Rel(r.vars, new Rel.IdRows(ids.ids, ids.n), dp.distinctRows());
+        // one id a match: the entities are distinct only when each has one match, which is so
+        // when the pattern binds nothing but the entity (one datom each)
+        Rel matched = new Rel(r.vars, new Rel.IdRows(ids.ids, ids.n),
+            dp.bindsOnlyEntity() && dp.distinctRows());
         ctx.add(matched.project(List.of(r.vars)));
         return "semi-join-scan-" + dp.lastIndexName();
       }

@@ -10,6 +10,7 @@ import datalith.db.Errors;
 import datalith.db.IndexScan;
 import datalith.db.Schema;
 import datalith.db.Snapshot;
+import datalith.db.TxChange;
 import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;

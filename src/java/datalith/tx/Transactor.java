@@ -8,6 +8,7 @@ import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.Schema;
 import datalith.db.Snapshot;
+import datalith.db.TxChange;
 import datalith.index.Datom;
 import java.util.ArrayList;
 import java.util.Collection;

@@ -2,9 +2,12 @@
  * The transactor: turns tx-data into the datoms one transaction asserts and
  * retracts ({@link datalith.tx.Transactor}, its only entry point), with
  * Datomic's semantics. It reads the database before the transaction through
- * one snapshot and writes nothing; {@code datalith.db.Conn} writes what it
- * returns. Any tx-data it refuses is an ex-info with a namespaced
- * {@code :error}, and it throws nothing else.
+ * one snapshot and writes nothing: the connection above it
+ * ({@code datalith.conn.Conn}) commits the changes it returns
+ * ({@link datalith.db.TxChange}s, written by {@code datalith.db.Latest}), and
+ * {@code datalith.conn.With} lays them over a value in memory. Any tx-data it
+ * refuses is an ex-info with a namespaced {@code :error}, and it throws nothing
+ * else.
  *
  * <p>{@code Transactor} conducts; each step is one class's job, and hands the
  * next its result:
@@ -43,7 +46,6 @@
  *
  * <p>Threading: {@code Transactor.run} may be called from any thread, and
  * everything it makes lives for that one call on that thread, shared with no
- * other; {@code Conn} runs one transaction at a time. {@link datalith.tx.TxChange}
- * values are immutable.
+ * other; a connection runs one transaction at a time. Its result is immutable.
  */
 package datalith.tx;

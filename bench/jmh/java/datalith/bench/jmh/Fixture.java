@@ -3,7 +3,7 @@ package datalith.bench.jmh;
 import clojure.java.api.Clojure;
 import clojure.lang.IFn;
 import clojure.lang.IPersistentVector;
-import datalith.db.Conn;
+import datalith.conn.Conn;
 
 /** A loaded workload database for a benchmark's trial, through {@code datalith.bench.jmh-fixture}. */
 final class Fixture implements AutoCloseable {

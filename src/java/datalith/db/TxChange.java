@@ -1,11 +1,11 @@
-package datalith.tx;
+package datalith.db;
 
-import datalith.db.Attr;
 import datalith.index.Datom;
 
 /**
  * One datom a transaction writes: an assertion, or a retraction together with
- * the transaction that had asserted it (needed to find its index keys).
+ * the transaction that had asserted it (needed to find its index keys). The
+ * transactor makes them; {@code Writes} writes them. Immutable.
  */
 public final class TxChange {
   public final Datom datom;

@@ -1,0 +1,1 @@
+{datalith/datom datalith.readers/read-datom}

@@ -1,0 +1,41 @@
+(ns datalith.readers
+  "Reader functions for the tags datalith prints, so that printed values read
+  back. resources/data_readers.clj maps `#datalith/datom` to `read-datom` for
+  `read` and `read-string`; `datalith.core` loads this namespace, so the tag
+  reads wherever datoms can have been printed. For `clojure.edn`, pass
+  `readers`:
+
+    (clojure.edn/read-string {:readers datalith.readers/readers} s)
+
+  Database values (`#datalith/db`) and entities (`#datalith/entity`) print for
+  people and have no reader: each is a view of a store, which the text does not
+  hold. A reader given `*default-data-reader-fn*` (e.g. `tagged-literal`) still
+  reads them, as tagged literals."
+  (:import (datalith.index Datom)))
+
+(set! *warn-on-reflection* true)
+
+(defn- id? [x]
+  (and (integer? x) (<= 0 x Long/MAX_VALUE)))
+
+(defn read-datom
+  "The datom that `#datalith/datom [e a v tx added]` prints: equal to the one
+  printed (its attribute id, which the text does not name, is
+  Datom/UNKNOWN_AID). Values read back as Clojure reads them: a float reads
+  as a double, a byte array prints as an object and does not read.
+
+    (read-string \"#datalith/datom [1000 :user/name \\\"Ada\\\" 13194139533313 true]\")
+    ; => #datalith/datom [1000 :user/name \"Ada\" 13194139533313 true]"
+  ^Datom [form]
+  (if (and (vector? form) (= 5 (count form)))
+    (let [[e a v tx added] form]
+      (when-not (and (id? e) (keyword? a) (some? v) (id? tx) (boolean? added))
+        (throw (ex-info "A datom reads from [e a v tx added]: e and tx entity ids, a keyword, v a value, added a boolean"
+                        {:error :db/invalid-datom :form form})))
+      (Datom. (long e) Datom/UNKNOWN_AID a v (long tx) (boolean added)))
+    (throw (ex-info "A datom reads from a vector [e a v tx added]"
+                    {:error :db/invalid-datom :form form}))))
+
+(def readers
+  "The tags datalith's values read back from, for `clojure.edn/read` `:readers`."
+  {'datalith/datom read-datom})

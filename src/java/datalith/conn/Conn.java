@@ -1,0 +1,167 @@
+package datalith.conn;
+
+import datalith.db.Db;
+import datalith.db.Errors;
+import datalith.db.Latest;
+import datalith.db.Snapshot;
+import datalith.db.Source;
+import datalith.store.Store;
+import datalith.store.WriteTxn;
+import datalith.tx.Transactor;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A connection to one database: owns its {@link Store}, serialises transactions, and holds the
+ * latest database value. Thread-safe.
+ *
+ * <p>Several processes may connect to one LMDB directory (the store lets one write transaction
+ * of one process run at a time). A transaction takes the store's write transaction first, then
+ * reads the last commit, whichever process made it: its t, the next entity id, the statistics
+ * and, when it changed, the schema. It builds on that, and commits only if the store's t is
+ * still the one it built on. {@link #db()} reads the store's t on each call, so it returns
+ * other processes' commits too.
+ *
+ * <p>The thread running a transaction (its transaction functions, and whatever they call) may
+ * neither transact on this connection nor close it: both throw. A transaction function must not
+ * wait for another thread's transaction on this connection either: that one waits for it.
+ */
+public final class Conn implements Source, AutoCloseable {
+  private final Store store;
+  private final ReentrantLock txLock = new ReentrantLock(); // held by the running transaction
+  private final Object publishLock = new Object();
+  private volatile Latest latest; // never null once open; its basis t only grows
+  private volatile boolean closed;
+
+  private Conn(Store store) {
+    this.store = store;
+  }
+
+  /**
+   * Opens a connection over {@code store}, writing the bootstrap schema into an empty one.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/format} for a store of another format
+   */
+  public static Conn open(Store store) {
+    Conn c = new Conn(store);
+    Latest l;
+    try (Snapshot s = Snapshot.of(store)) {
+      l = Latest.load(c, s);
+    }
+    if (l == null) {
+      try (WriteTxn wt = store.beginWrite()) {
+        try (Snapshot s = Snapshot.of(store)) {
+          l = Latest.load(c, s); // another process may have bootstrapped it meanwhile
+        }
+        if (l == null) {
+          l = Latest.bootstrap(c, wt);
+        }
+      }
+    }
+    c.latest = l;
+    return c;
+  }
+
+  /**
+   * The store, for the database values of this connection and for checks that read it whole
+   * ({@code Verify}, {@code Rebuild}). Any thread may call it.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :db/closed} once the connection is closed
+   */
+  @Override
+  public Store store() {
+    if (closed) {
+      throw Errors.error("db/closed", "The connection is closed");
+    }
+    return store;
+  }
+
+  /**
+   * The latest database value: the last commit of any process. Reads the store's t to know
+   * (one short read); loads the new t's metadata, and its schema if that changed, when another
+   * process committed since.
+   */
+  public Db db() {
+    Latest known = latest;
+    try (Snapshot s = Snapshot.of(store())) {
+      Latest l = known.refresh(s);
+      return l == known ? known.db() : publish(l).db();
+    }
+  }
+
+  /** Makes {@code l} the latest value unless a newer one is; returns the latest. */
+  private Latest publish(Latest l) {
+    synchronized (publishLock) {
+      if (l.db().basisT() > latest.db().basisT()) {
+        latest = l;
+      }
+      return latest;
+    }
+  }
+
+  /**
+   * Runs one transaction: all of it is committed (durably, unless the store relaxes fsync) or,
+   * on any error, nothing. It is built on the last commit of any process, read after the store's
+   * write transaction is taken (so nothing commits in between).
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :tx/reentrant} from the thread running a
+   *     transaction of this connection (a transaction function), besides the transaction's own
+   *     errors
+   */
+  public TxReport transact(Object txData) {
+    if (txLock.isHeldByCurrentThread()) {
+      throw Errors.error("tx/reentrant", "Cannot transact on a connection from inside one of its"
+          + " transactions (a transaction function, or code it calls): return the tx-data from"
+          + " the function instead", "tx-data", txData);
+    }
+    txLock.lock();
+    try (WriteTxn wt = store().beginWrite()) {
+      Latest base;
+      Transactor.Result r;
+      try (Snapshot s = Snapshot.of(store())) {
+        base = latest.refresh(s);
+        r = Transactor.run(base.db(), s, txData);
+      }
+      Latest after = base.commit(wt, r.changes, r.schema, r.t, r.nextEid);
+      publish(after);
+      return new TxReport(base.db(), after.db(), r.changes, r.tempids);
+    } finally {
+      txLock.unlock();
+    }
+  }
+
+  /** Whether {@link #close} has closed the connection. */
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * Closes the store, after a transaction running on another thread ends. All or nothing: when
+   * it throws, the connection stays open. Idempotent.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :db/close-in-tx} from the thread running a
+   *     transaction of this connection (a transaction function)
+   * @throws IllegalStateException when this thread holds a read of the store (a function called
+   *     by a query of this connection)
+   */
+  @Override
+  public void close() {
+    if (txLock.isHeldByCurrentThread()) {
+      throw Errors.error("db/close-in-tx", "Cannot close a connection from inside one of its"
+          + " transactions (a transaction function, or code it calls)");
+    }
+    txLock.lock();
+    try {
+      if (!closed) {
+        closed = true;
+        try {
+          store.close();
+        } catch (RuntimeException e) {
+          closed = false; // the store refused before closing anything
+          throw e;
+        }
+      }
+    } finally {
+      txLock.unlock();
+    }
+  }
+}

@@ -1,0 +1,33 @@
+package datalith.conn;
+
+import clojure.lang.IPersistentMap;
+import datalith.db.Db;
+import datalith.db.TxChange;
+import datalith.index.Datom;
+import java.util.ArrayList;
+import java.util.List;
+
+/** What a transaction did: the values before and after, its datoms, and its tempids. Immutable. */
+public final class TxReport {
+  public final Db dbBefore;
+  public final Db dbAfter;
+  /** Assertions and retractions, each with this transaction's tx id. */
+  public final List<Datom> txData;
+  /** User tempid -> entity id, plus {@code :db/current-tx} -> the transaction's id. */
+  public final IPersistentMap tempids;
+
+  TxReport(Db dbBefore, Db dbAfter, List<TxChange> changes, IPersistentMap tempids) {
+    this.dbBefore = dbBefore;
+    this.dbAfter = dbAfter;
+    this.txData = datoms(changes);
+    this.tempids = tempids;
+  }
+
+  private static List<Datom> datoms(List<TxChange> changes) {
+    List<Datom> out = new ArrayList<>(changes.size());
+    for (TxChange c : changes) {
+      out.add(c.datom);
+    }
+    return out;
+  }
+}

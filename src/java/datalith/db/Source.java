@@ -1,0 +1,19 @@
+package datalith.db;
+
+import datalith.store.Store;
+
+/**
+ * Where database values read from: the store of the connection that made them
+ * ({@code datalith.conn.Conn} implements it). A value holds its source, not its
+ * connection, so this package needs nothing of the layers above it.
+ */
+public interface Source {
+  /**
+   * The store, open: each read of a database value begins a read transaction on
+   * it. Any thread may call it.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :db/closed} once the connection is
+   *     closed
+   */
+  Store store();
+}

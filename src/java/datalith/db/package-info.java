@@ -1,0 +1,35 @@
+/**
+ * Database values, and what reads and writes them in the store.
+ *
+ * <p>Reading: a {@link datalith.db.Db} is an immutable value (the state after basis t, possibly
+ * viewed as-of, since or as history, possibly with speculative transactions laid over it as an
+ * {@code Overlay}). It holds no store resources: each read opens a short
+ * {@link datalith.db.Snapshot} of the store of its {@link datalith.db.Source} (its connection's),
+ * and {@link datalith.db.IndexScan} reads an index under a prefix as the value sees it, merging
+ * the current and history sub-databases when the view needs both. {@link datalith.db.Schema}
+ * and {@link datalith.db.Attr} are the schema, itself data; {@link datalith.db.Entity} is the
+ * lazy entity view; {@link datalith.db.Stats} the per-attribute counts the planner uses.
+ *
+ * <p>Writing: a transaction's {@link datalith.db.TxChange}s (the transactor's output) become
+ * index, history, log and META writes in {@code Writes}: into a store write transaction,
+ * committed by {@link datalith.db.Latest}, which also reads the latest value back from a store
+ * (any process's commit) and bootstraps an empty one; or into an overlay, for
+ * {@link datalith.db.Db#withChanges}. {@code LogRecord} is the format of the transaction log, the
+ * source of truth; {@code Meta} names the keys of META.
+ *
+ * <p>Checking and repair: {@link datalith.db.Verify} checks every sub-database against the log
+ * (with {@code Digest}, {@code Examine}, {@code SeekCheck}, {@code IndexKeys},
+ * {@code Problems}); {@link datalith.db.Rebuild} writes a new store from the log.
+ * {@link datalith.db.Errors} builds every user-facing error of the packages above the store;
+ * {@link datalith.db.Fns} finds the Clojure functions that tx-data, queries and pulls name.
+ *
+ * <p>Layering: above codec, store and index; below the transactor, pull, the query engine and
+ * connections, none of which it knows.
+ *
+ * <p>Threading: database values, schemas, statistics, {@code Latest} and {@code TxChange} are
+ * immutable and may be shared by any threads; an {@code Entity} is thread-safe. A
+ * {@code Snapshot}, and every scan and buffer read through it, belongs to the thread that opened
+ * it, for the call that opened it. {@code Verify} and {@code Rebuild} run on the calling thread,
+ * reading their source in one read transaction.
+ */
+package datalith.db;
