@@ -5,7 +5,7 @@
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop])
-  (:import (clojure.lang BigInt PersistentArrayMap)
+  (:import (clojure.lang BigInt ExceptionInfo PersistentArrayMap)
            (datalith.codec Codec)
            (java.math BigDecimal BigInteger)
            (java.nio ByteBuffer ByteOrder)
@@ -349,7 +349,7 @@
           (is (= (- ot 16) h))
           (.get (.duplicate b) h hash)
           (is (Arrays/equals hash (Codec/overflowHash full))))
-        (is (thrown? IllegalArgumentException (Codec/decode b ok)))
+        (is (= :store/corrupt (:error (ex-data (is (thrown? ExceptionInfo (Codec/decode b ok)))))))
         (is (same? (Codec/coerce v (int tag)) (decode* full)))))))
 
 (defn- allocated-bytes
@@ -391,7 +391,8 @@
   (let [full (enc "abc" Codec/T_STRING)]
     (is (identical? full (Codec/keyPart full)))
     (is (not (Codec/isOverflow (wrap full) 0)))
-    (is (thrown? IllegalArgumentException (Codec/overflowHashOffset (wrap full) 0)))
+    (is (= :store/corrupt (:error (ex-data (is (thrown? ExceptionInfo
+                                                         (Codec/overflowHashOffset (wrap full) 0)))))))
     (is (not (Codec/isOverflow (wrap (enc 1 Codec/T_LONG)) 0)))))
 
 (deftest a-1000-char-string-fits
@@ -637,3 +638,35 @@
   (is (thrown? IllegalArgumentException (Codec/encode 1 Codec/T_ANY)))
   (is (thrown? IllegalArgumentException (Codec/encode -1 Codec/T_REF)))
   (is (thrown? IllegalArgumentException (Codec/encode nil Codec/T_LONG))))
+
+;; ---------------------------------------------------------------------------
+;; Damaged bytes: what a damaged store hands the decoder
+
+(def ^:private gen-damaged
+  "A full encoding (of any type, tuples and EDN too) cut short, with bytes
+  overwritten, or random bytes."
+  (gen/one-of
+   [(gen/let [[tag g] (gen/elements (conj typed-gens [Codec/T_TUPLE gen-tuple]
+                                          [Codec/T_EDN (gen/resize 8 gen/any-equatable)]))
+              v g
+              cut gen/nat
+              flips (gen/vector (gen/tuple gen/nat gen/byte) 0 3)]
+      (let [^bytes full (enc v tag)
+            ^bytes b (Arrays/copyOf full (int (max 1 (- (alength full) (mod cut 4)))))]
+        (doseq [[i x] flips] (aset b (int (mod i (alength b))) (byte x)))
+        b))
+    (gen/fmap byte-array (gen/vector (gen/frequency [[3 (gen/choose 0 20)] [1 gen/byte] [1 (gen/return 0)]])
+                                     1 40))]))
+
+(defn- corrupt-or-value
+  "Calls f: its value, :corrupt for a :store/corrupt ex-info, else the exception."
+  [f]
+  (try (f) (catch ExceptionInfo e (if (= :store/corrupt (:error (ex-data e))) :corrupt e))
+       (catch Throwable t t)))
+
+(defspec damaged-bytes-decode-to-a-value-or-store-corrupt trials
+  (prop/for-all [^bytes b gen-damaged]
+    (not-any? #(instance? Throwable %)
+              (for [f [#(Codec/decode (wrap b) 0) #(Codec/skipKeyPart (wrap b) 0)
+                       #(Codec/isOverflow (wrap b) 0) #(Codec/overflowHashOffset (wrap b) 0)]]
+                (corrupt-or-value f)))))

@@ -715,7 +715,7 @@
                  data gen-data
                  spec gen-query-spec]
     (outcome (some (fn [store] (some-> (run-case store schema data spec) (assoc :store store)))
-                   tu/stores))))
+                   tu/checked-stores))))
 
 ;; ---------------------------------------------------------------- regressions
 ;; Shrunk failures of the property, kept as plain tests.

@@ -15,7 +15,12 @@
 
 ;; ---- stores ----------------------------------------------------------------
 
-(def kinds [:lmdb :mem])
+(def kinds
+  "LMDB with its Java page reader, LMDB alone (option \"page-reader\" \"lmdb\": every read
+  and write LMDB's own, the plain path the Java reader is checked against), and MemStore."
+  [:lmdb :lmdb-plain :mem])
+
+(def ^:dynamic *kind* "The kind of the store under test." nil)
 
 (defn- temp-dir ^Path []
   (Files/createTempDirectory "datalith-store-test" (make-array FileAttribute 0)))
@@ -32,14 +37,16 @@
   directory) afterwards."
   ([kind f] (call-with-store kind {} f))
   ([kind opts f]
-   (case kind
-     :mem (let [s (MemStore/open)]
-            (try (f s) (finally (.close s))))
-     :lmdb (let [dir (temp-dir)]
-             (try
-               (let [s (open-lmdb dir opts)]
-                 (try (f s) (finally (.close s))))
-               (finally (delete-tree dir)))))))
+   (binding [*kind* kind]
+     (case kind
+       :mem (let [s (MemStore/open)]
+              (try (f s) (finally (.close s))))
+       (:lmdb :lmdb-plain)
+       (let [dir (temp-dir)]
+         (try
+           (let [s (open-lmdb dir (assoc opts "page-reader" (if (= kind :lmdb) "java" "lmdb")))]
+             (try (f s) (finally (.close s))))
+           (finally (delete-tree dir))))))))
 
 (defmacro with-each-store
   "Runs body once per store kind, `sym` bound to a fresh store."
@@ -375,7 +382,7 @@
       (with-open [r (.beginRead s)]
         (is (= (view model) (view (scan r SubDb/EAVT))))
         (is (= (reverse (view model)) (view (scan r SubDb/EAVT false)))))
-      (when (instance? LmdbStore s)
+      (when (= *kind* :lmdb) ; :lmdb-plain leaves every put to LMDB
         ;; 40-byte keys and small values: 75 fit on a page, half full is 37
         (let [{:keys [entries leaf-pages]} (.pageStats ^LmdbStore s SubDb/EAVT)]
           (is (= (count model) entries))
@@ -533,7 +540,8 @@
       (let [dir (temp-dir)]
         (try
           (with-open [^Store s (case kind
-                          :lmdb (open-lmdb dir {"sync" false})
+                          :lmdb (open-lmdb dir {"sync" false "page-reader" "java"})
+                          :lmdb-plain (open-lmdb dir {"sync" false "page-reader" "lmdb"})
                           :mem (MemStore/open))]
             (let [stop (atom false)
                   readers (doall (repeatedly 3 #(run-for stop (fn [] (with-open [r (.beginRead s)]
@@ -544,7 +552,7 @@
               (doseq [r readers] (is (pos? @r)))
               (with-open [r (.beginRead s)]
                 (is (= 1000 (count (scan r SubDb/EAVT))))))
-            (when (= kind :lmdb)
+            (when (not= kind :mem)
               ;; about 110 KB of live entries; 300 unreclaimed versions would take 30+ MB.
               ;; Readers pin a few versions each, more on a loaded machine: allow 12 MiB.
               (is (< (data-file-size dir) (* 12 1024 1024)) (str "data.mdb: " (data-file-size dir)))))
@@ -587,6 +595,33 @@
       (.close s)
       (is (thrown? IllegalStateException (.beginRead s)))
       (is (thrown? IllegalStateException (.beginWrite s))))))
+
+(deftest page-reader-option
+  (let [dir (temp-dir)
+        option-error (fn [opts] (try (.close (open-lmdb dir opts)) nil
+                                     (catch clojure.lang.ExceptionInfo e (:error (ex-data e)))))]
+    (try
+      (are [opts] (= :store/option (option-error opts))
+        {"page-reader" "mmap"}
+        {"page-reader" :lmdb})
+      (are [opts] (nil? (option-error opts))
+        {"page-reader" "java"}
+        {"page-reader" "lmdb"})
+      (testing "the system property sets the default"
+        (System/setProperty LmdbStore/PAGE_READER_PROPERTY "mmap")
+        (try
+          (is (= :store/option (option-error {})))
+          (is (nil? (option-error {"page-reader" "lmdb"})) "the option wins")
+          (finally (System/clearProperty LmdbStore/PAGE_READER_PROPERTY))))
+      (finally (delete-tree dir)))))
+
+(deftest an-option-nested-deep-is-named-not-printed
+  (let [dir (temp-dir)
+        deep (reduce (fn [v _] [v]) [] (range 100000))]
+    (try
+      (let [e (is (thrown? clojure.lang.ExceptionInfo (open-lmdb dir {"max-readers" deep})))]
+        (is (= :store/option (:error (ex-data e)))))
+      (finally (delete-tree dir)))))
 
 (deftest close-waits-for-open-transactions
   (with-each-store [s]

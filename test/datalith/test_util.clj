@@ -9,6 +9,23 @@
   "The stores every behaviour is tested on."
   [:lmdb :mem])
 
+(def checked-stores
+  "The stores the store and property tests run on: `stores` and :lmdb-plain,
+  LMDB with `:page-reader :lmdb` (every read and write LMDB's own), the slow
+  twin that the Java page reader of :lmdb is checked against. To run every
+  test on LMDB alone: JVM_OPTS=-Ddatalith.page-reader=lmdb lein test"
+  [:lmdb :lmdb-plain :mem])
+
+(defn durable?
+  "Whether `store` keeps its data in a directory."
+  [store]
+  (not= store :mem))
+
+(defn store-opts
+  "`opts` for a connection on `store`."
+  [store opts]
+  (cond-> opts (= store :lmdb-plain) (assoc :page-reader :lmdb)))
+
 (defn temp-dir
   "A new empty temporary directory."
   ^File []
@@ -20,13 +37,13 @@
   (.delete f))
 
 (defn open-conn
-  "A connection on a fresh database of kind `store` (:lmdb or :mem); returns
-  [conn cleanup-fn]."
+  "A connection on a fresh database of kind `store` (:lmdb, :lmdb-plain or
+  :mem); returns [conn cleanup-fn]."
   [store opts]
-  (case store
-    :mem [(d/connect :mem opts) (fn [])]
-    :lmdb (let [dir (temp-dir)]
-            [(d/connect (.getPath dir) opts) #(delete-tree dir)])))
+  (if (durable? store)
+    (let [dir (temp-dir)]
+      [(d/connect (.getPath dir) (store-opts store opts)) #(delete-tree dir)])
+    [(d/connect :mem opts) (fn [])]))
 
 (defmacro with-conn
   "Runs body with `conn` bound to a fresh connection on `store`, closed and

@@ -193,4 +193,4 @@
               (let [ms (run-history store history)]
                 (or (empty? ms)
                     (do (println "store" store "mismatches:" (pr-str ms)) false))))
-            tu/stores)))
+            tu/checked-stores)))

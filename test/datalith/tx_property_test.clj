@@ -535,8 +535,8 @@
   agree, else the failure with the concrete tx-data that led to it."
   ([store schema txs] (run-case store schema txs nil))
   ([store schema txs {:keys [reopen-at]}]
-   (let [dir (when (= store :lmdb) (tu/temp-dir))
-         opts {:schema (engine-schema schema)}
+   (let [dir (when (tu/durable? store) (tu/temp-dir))
+         opts (tu/store-opts store {:schema (engine-schema schema)})
          open #(if dir (d/connect (.getPath ^File dir) opts) (d/connect :mem opts))
          conn (atom (open))]
      (try
@@ -583,7 +583,7 @@
                  reopen-at (gen/frequency [[1 (gen/return nil)] [1 (gen/choose 1 8)]])]
     (outcome (keep #(run-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs)
                               {:reopen-at reopen-at})
-                   tu/stores))))
+                   tu/checked-stores))))
 
 ;; Transactions of more datoms than one chunk of `d/datoms` (512), so that
 ;; scans resume mid-index, with retractions and re-assertions whose history
@@ -613,7 +613,7 @@
                  step (gen/choose 2 5)]
     ;; entities enough for ~600 user datoms: 1 name and (tags-per + 1) / 2 tags each
     (let [n (+ extra (quot 1200 (+ 3 tags-per)))]
-      (outcome (keep #(run-case % schema (bulk-txs n tags-per step)) tu/stores)))))
+      (outcome (keep #(run-case % schema (bulk-txs n tags-per step)) tu/checked-stores)))))
 
 ;; ---------------------------------------------------------------- fixed cases
 ;; Hand-picked transaction sequences, replayed through the same harness.

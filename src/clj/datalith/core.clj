@@ -74,7 +74,9 @@
   (cond-> {}
     (contains? opts :map-size) (assoc "map-size" (:map-size opts))
     (contains? opts :sync) (assoc "sync" (:sync opts))
-    (contains? opts :max-readers) (assoc "max-readers" (:max-readers opts))))
+    (contains? opts :max-readers) (assoc "max-readers" (:max-readers opts))
+    (contains? opts :page-reader) (assoc "page-reader" (let [r (:page-reader opts)]
+                                                         (if (keyword? r) (name r) r)))))
 
 (defn- schema-tx
   "Schema given as a DataScript-style map {ident props} or Datomic-style maps
@@ -106,6 +108,16 @@
     :map-size     LMDB's initial map size in bytes (it grows by itself)
     :sync         false to skip fsync on commit: faster bulk loads, but an OS
                   crash may lose the last commits (default true: durable)
+    :page-reader  :java (default) reads LMDB's leaf pages in Java, checking every
+                  page and address first (a damaged file is a :store/corrupt
+                  ex-info); :lmdb leaves every read and write to LMDB itself, the
+                  slower plain path. The JVM property datalith.page-reader sets
+                  the default.
+
+  Before LMDB maps an existing data file, its meta pages are checked: an
+  empty, foreign or truncated data file is a :store/corrupt ex-info at
+  connect, and a disk too full for the lock file a :store/io one; the files
+  are left as they were.
 
   Several processes may connect to one directory at once and all of them
   may write: a transaction waits for the directory's writer lock (one

@@ -1,6 +1,7 @@
 package datalith.codec;
 
 import clojure.lang.BigInt;
+import clojure.lang.ExceptionInfo;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentVector;
 import clojure.lang.Symbol;
@@ -377,10 +378,41 @@ public final class Codec {
    * which may be big- or little-endian. Returns a new object (or a cached
    * immutable one) owned by the caller.
    *
-   * @throws IllegalArgumentException when the bytes at off are an overflow key
-   *     part (decode the full encoding stored under its hash) or malformed
+   * @throws ExceptionInfo {@code :store/corrupt} when the bytes at off are an
+   *     overflow key part (decode the full encoding stored under its hash) or
+   *     malformed, such as bytes of a damaged store
    */
   public static Object decode(ByteBuffer b, int off) {
+    try {
+      return decodeValue(b, off);
+    } catch (RuntimeException e) {
+      throw malformed("value", b, off, e);
+    }
+  }
+
+  /**
+   * The exception for malformed bytes at {@code off} of b, where a {@code what}
+   * was expected: {@code :store/corrupt}, for decoding reads only what a store
+   * holds; its data holds the offset and the first bytes from there.
+   */
+  private static RuntimeException malformed(String what, ByteBuffer b, int off,
+      RuntimeException e) {
+    if (e instanceof ExceptionInfo) {
+      return e;
+    }
+    StringBuilder hex = new StringBuilder();
+    for (int i = Math.max(off, 0); i < Math.min(b.limit(), Math.max(off, 0) + 32); i++) {
+      hex.append(String.format("%02x", b.get(i)));
+    }
+    return new ExceptionInfo("Malformed " + what + " encoding at index " + off + " of "
+        + b.limit() + " bytes: " + e.getMessage(),
+        clojure.lang.PersistentArrayMap.create(java.util.Map.of(
+            Keyword.intern("error"), Keyword.intern("store", "corrupt"),
+            Keyword.intern("offset"), off,
+            Keyword.intern("bytes"), hex.toString())), e);
+  }
+
+  private static Object decodeValue(ByteBuffer b, int off) {
     int tag = b.get(off);
     switch (tag) {
       case T_NIL:
@@ -425,8 +457,8 @@ public final class Codec {
   private static PersistentVector decodeTuple(ByteBuffer b, int off) {
     ByteBuffer raw = ByteBuffer.wrap(Escaping.body(b, off + 1));
     PersistentVector out = PersistentVector.EMPTY;
-    for (int i = 0; i < raw.limit(); i = skipKeyPart(raw, i)) {
-      out = out.cons(decode(raw, i));
+    for (int i = 0; i < raw.limit(); i = skipPart(raw, i)) {
+      out = out.cons(decodeValue(raw, i));
     }
     return out;
   }
@@ -467,31 +499,53 @@ public final class Codec {
    * form) starting at {@code off} of b. Allocates nothing.
    */
   public static int skipKeyPart(ByteBuffer b, int off) {
+    try {
+      return skipPart(b, off);
+    } catch (RuntimeException e) {
+      throw malformed("key part", b, off, e);
+    }
+  }
+
+  private static int skipPart(ByteBuffer b, int off) {
     int width = width(b.get(off));
     return width > 0 ? off + width : Escaping.pastTerminal(b, Escaping.terminal(b, off + 1));
   }
 
-  /** Whether the key part starting at {@code off} of b is an overflow form. */
+  /**
+   * Whether the key part starting at {@code off} of b is an overflow form.
+   *
+   * @throws ExceptionInfo {@code :store/corrupt} when it is malformed
+   */
   public static boolean isOverflow(ByteBuffer b, int off) {
-    // an overflow form is never shorter than MIN_OVERFLOW_PART: most keys are told at once
-    return b.limit() - off >= MIN_OVERFLOW_PART && width(b.get(off)) == 0
-        && b.get(Escaping.terminal(b, off + 1) + 1) == Escaping.OVF;
+    try {
+      // an overflow form is never shorter than MIN_OVERFLOW_PART: most keys are told at once
+      return b.limit() - off >= MIN_OVERFLOW_PART && width(b.get(off)) == 0
+          && b.get(Escaping.terminal(b, off + 1) + 1) == Escaping.OVF;
+    } catch (RuntimeException e) {
+      throw malformed("key part", b, off, e);
+    }
   }
 
   /**
    * The absolute index of the 16-byte hash in the overflow key part starting
    * at {@code off} of b.
    *
-   * @throws IllegalArgumentException when that key part is not an overflow form
+   * @throws ExceptionInfo {@code :store/corrupt} when that key part is not an
+   *     overflow form
    */
   public static int overflowHashOffset(ByteBuffer b, int off) {
-    if (width(b.get(off)) == 0) {
-      int m = Escaping.terminal(b, off + 1);
-      if (b.get(m + 1) == Escaping.OVF) {
-        return m + 2;
+    try {
+      if (width(b.get(off)) == 0) {
+        int m = Escaping.terminal(b, off + 1);
+        if (b.get(m + 1) == Escaping.OVF) {
+          return m + 2;
+        }
       }
+    } catch (RuntimeException e) {
+      throw malformed("overflow key part", b, off, e);
     }
-    throw new IllegalArgumentException("not an overflow key part at index " + off);
+    throw malformed("overflow key part", b, off,
+        new IllegalArgumentException("not an overflow key part"));
   }
 
   // length of the full encoding of a fixed-width type, 0 for variable-length ones

@@ -16,6 +16,10 @@
  * {@code byte[]} (they compare by identity) and collections nested deeper
  * than {@code Codec.MAX_NESTING}; {@code Codec.unstorable} says which.
  *
+ * <p>Decoding (decode, skipKeyPart, isOverflow, overflowHashOffset) reads what a
+ * store holds: malformed bytes, a damaged store's, are a {@code :store/corrupt}
+ * ex-info, never another exception.
+ *
  * <p>Threading: every method is static and stateless; any thread may call any
  * method at any time. Buffers passed in are only read, by absolute index.
  */

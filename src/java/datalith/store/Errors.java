@@ -7,6 +7,10 @@ import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import org.lmdbjava.Cursor;
+import org.lmdbjava.Env;
+import org.lmdbjava.LmdbException;
+import org.lmdbjava.LmdbNativeException;
 
 /** The one place where the store package builds its exceptions. */
 final class Errors {
@@ -21,6 +25,11 @@ final class Errors {
   static final Keyword CLOSED = Keyword.intern("store", "closed");
   static final Keyword KEY_SIZE = Keyword.intern("store", "key-size");
   static final Keyword OPTION = Keyword.intern("store", "option");
+  static final Keyword CORRUPT = Keyword.intern("store", "corrupt");
+  static final Keyword IO = Keyword.intern("store", "io");
+
+  private static final Keyword DB = Keyword.intern("db");
+  private static final Keyword PAGE = Keyword.intern("page");
 
   private static final Keyword ERROR = Keyword.intern("error");
   private static final Keyword STORE = Keyword.intern("store");
@@ -31,6 +40,32 @@ final class Errors {
   static ExceptionInfo error(Keyword code, String where, String message, Throwable cause,
       Object... more) {
     return new ExceptionInfo(message + " (" + where + ")", data(code, where, more), cause);
+  }
+
+  /**
+   * A damaged store: {@code :store/corrupt}, naming the sub-database (null: none in particular)
+   * and the page (-1: none in particular) where the damage was found.
+   */
+  static ExceptionInfo corrupt(String where, SubDb db, long page, String message) {
+    String at = (db == null ? "" : " in " + db) + (page < 0 ? "" : " at page " + page);
+    Object[] more = db == null
+        ? (page < 0 ? new Object[0] : new Object[] {PAGE, page})
+        : (page < 0 ? new Object[] {DB, db.name()} : new Object[] {DB, db.name(), PAGE, page});
+    return error(CORRUPT, where, message + at, null, more);
+  }
+
+  /**
+   * An LMDB failure: {@code :store/corrupt} for the errors LMDB gives on a damaged file (a page
+   * number past the snapshot's last page, a page of the wrong kind, a branch path deeper than a
+   * cursor holds, a file that is not LMDB's), else {@code :store/lmdb}.
+   */
+  static ExceptionInfo lmdb(String where, String what, LmdbException e) {
+    boolean damaged = e instanceof LmdbNativeException.PageNotFoundException
+        || e instanceof LmdbNativeException.PageCorruptedException
+        || e instanceof Cursor.FullException
+        || e instanceof Env.FileInvalidException
+        || e instanceof Env.VersionMismatchException;
+    return error(damaged ? CORRUPT : LMDB, where, what + ": " + e.getMessage(), e);
   }
 
   /** Use of a closed store or transaction: an {@link IllegalStateException} carrying ex-data. */

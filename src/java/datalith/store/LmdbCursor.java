@@ -19,11 +19,18 @@ import org.lmdbjava.LmdbException;
  * <p>A call into LMDB through JNR costs about as much as reading a whole leaf page, so once the
  * LMDB cursor has landed on a leaf page this cursor reads that page itself: moves within the
  * page, and seeks to keys the page holds, are done in Java from the map, and LMDB is called only
- * to cross to another page or seek elsewhere. A read transaction's pages never change, and every
- * page is checked against LMDB's layout before it is read this way; a page that does not match
- * (another LMDB version, a page of another kind) is left to LMDB. LMDB's own cursor (its
- * MDB_cursor struct) is read for its place on the page, and when it is found where it was left,
- * moved along the page by writing its index, so that stepping off the page is one call.
+ * to cross to another page or seek elsewhere. A read transaction's pages never change. LMDB's own
+ * cursor (its MDB_cursor struct) is read for its place on the page, and when it is found where it
+ * was left, moved along the page by writing its index, so that stepping off the page is one call.
+ *
+ * <p>Nothing is read before it is checked: a page number must be one of the snapshot's data
+ * pages in the file (see {@link LmdbReadTxn#isDataPage}), the page there must say it is that page,
+ * of the kind expected (leaf or branch), with its bounds in order, and a node must lie in its page
+ * with a key of at least one byte (a page read along has all its nodes checked at once, when it
+ * is first read so); what LMDB returns is checked too ({@link LmdbReadTxn#check}). A page that
+ * fails is damage: a {@code :store/corrupt} ex-info naming the sub-database and page.
+ * When LMDB's structs do not read as {@link LmdbLayout} says (another LMDB), nothing is read in
+ * Java and LMDB does every move.
  *
  * <p>Stepping off a leaf page to its neighbour is done in Java too: the path of branch pages from
  * the root to the leaf is read once from LMDB's cursor, then followed and kept here, so that a
@@ -33,30 +40,40 @@ import org.lmdbjava.LmdbException;
 final class LmdbCursor implements Cursor {
 
   // pages and LMDB's cursor are read by LMDB 0.9's layout, see LmdbLayout
-  // LMDB's page size is the system's; pages of this size are read in Java (on a system with
-  // larger pages, such as 16 KiB on Apple silicon, LMDB does all the reading)
-  private static final int SMALLEST_SYSTEM_PAGE = 4096;
+  /**
+   * The page size whose pages are read in Java, the smallest system page: the page holding a key
+   * is found from the key's address; on a system with larger pages, such as 16 KiB on Apple
+   * silicon, LMDB does all the reading.
+   */
+  static final int PAGE_SIZE = 4096;
+  private static final int PAGE_SHIFT = Integer.numberOfTrailingZeros(PAGE_SIZE);
+  private static final int LAST_NODE = PAGE_SIZE - NODE_HEADER - 1; // with a key of one byte
 
   private final LmdbReadTxn txn;
+  private final SubDb db;
   private LmdbReader.Slot slot; // null once closed
   private boolean positioned; // false before the first positioning and after running off an end
   private ByteBuffer key; // the cursor's key view while positioned, else null
 
   // the leaf page read in Java: page is its address, 0 when the cursor is not on one
   private long page;
+  private long pgno; // its page number
   private int count; // its keys
+  private boolean checked; // whether all its nodes were checked (see checkNodes)
   private int index; // the current key's place in it, -1 until needed
   private int lmdbIndex; // where LMDB's cursor is on it, -1 until needed, ELSEWHERE if not on it
   private long lmdbKey; // the address of LMDB's current key
   private static final int ELSEWHERE = -2;
-  // the pages from the root to the leaf page (path[pathTop] == page when it is that page's path)
-  // and the child taken on each branch page (the leaf's own entry is unused: index is its place)
+  // the page numbers from the root to the leaf page (path[pathTop] == pgno when it is that
+  // page's path) and the child taken on each branch page (the leaf's own entry is unused: index
+  // is its place)
   private final long[] path = new long[CURSOR_DEPTH];
   private final int[] pathIndex = new int[CURSOR_DEPTH];
   private int pathTop = -1;
 
-  LmdbCursor(LmdbReadTxn txn, LmdbReader.Slot slot) {
+  LmdbCursor(LmdbReadTxn txn, SubDb db, LmdbReader.Slot slot) {
     this.txn = txn;
+    this.db = db;
     this.slot = slot;
   }
 
@@ -69,7 +86,19 @@ final class LmdbCursor implements Cursor {
     return s.cursor;
   }
 
-  /** After a move of LMDB's cursor: takes its key and the leaf page that holds it. */
+  /** The exception for damage found at page {@code at}. */
+  private RuntimeException corrupt(long at, String message) {
+    return txn.corrupt(db, at, message);
+  }
+
+  private RuntimeException failure(String what, LmdbException e) {
+    return txn.failure(what + " in " + db, e);
+  }
+
+  /**
+   * After a move of LMDB's cursor: takes its key, checked to lie in the file, and the leaf page
+   * that holds it, checked to be a sound leaf page.
+   */
   private boolean moved(boolean found, org.lmdbjava.Cursor<ByteBuffer> c) {
     positioned = found;
     page = 0;
@@ -77,51 +106,47 @@ final class LmdbCursor implements Cursor {
       key = null;
       return false;
     }
-    ByteBuffer k = c.key();
+    ByteBuffer k = txn.check(c.key(), db, "key");
+    if (k.capacity() == 0 || k.capacity() > Errors.MAX_KEY_SIZE) {
+      throw corrupt(-1, "LMDB read a key of " + k.capacity() + " bytes, which no page holds");
+    }
     key = k;
-    int ps = txn.pageSize;
+    if (!txn.javaPages) {
+      return true;
+    }
+    // the map starts on a page boundary, so the page holding k starts here and lies in one
+    // system page with k (a node past the page's end is damage, found by the checks below)
     long at = ReadOnlyBufferProxy.base(k);
-    if (ps != SMALLEST_SYSTEM_PAGE) {
-      return true;
-    }
-    // the map starts on a boundary of the system's pages, so the page holding k starts here and
-    // lies in one system page with k
-    long p = at & -ps;
-    long pgno = LmdbLayout.pgno(p);
-    // the first page seen tells where the map starts; a page not where that puts it is not read
-    int n = txn.mapAddress(p, pgno) == p - pgno * ps ? pageKeys(p, P_LEAF) : -1;
-    if (n < 0) {
-      return true;
-    }
-    enter(p, n);
+    long p = at & -PAGE_SIZE;
+    long n = (p - txn.map) >> PAGE_SHIFT;
+    enter(p, n, pageKeys(n, P_LEAF));
     index = -1;
     lmdbIndex = -1;
     lmdbKey = at;
     return true;
   }
 
-  /** The current key's place on the page, found from LMDB's key; false if it is not there. */
-  private boolean placed() {
+  /**
+   * The current key's place on the page, found from LMDB's key: LMDB's cursor knows its place
+   * (mc_ki[mc_top]), else the node offsets are searched for it.
+   */
+  private void place() {
     if (index >= 0) {
-      return true;
+      return;
     }
     int node = (int) (lmdbKey - page) - NODE_HEADER;
-    // LMDB's cursor knows its place (mc_ki[mc_top]); else the node offsets are searched for it
     int known = lmdbPlace();
-    int from = known >= 0 ? known : 0;
-    int to = known >= 0 ? known + 1 : count;
-    for (int i = from; i < to; i++) {
-      if (LmdbLayout.node(page, i) == node) {
-        if (LmdbLayout.keySize(page + node) != key.limit()) {
-          break;
-        }
-        index = i;
-        lmdbIndex = i;
-        return true;
+    int i = known >= 0 && LmdbLayout.node(page, known) == node ? known : -1;
+    for (int j = 0; i < 0 && j < count; j++) {
+      if (LmdbLayout.node(page, j) == node) {
+        i = j;
       }
     }
-    page = 0; // not the layout this reads: leave the page to LMDB
-    return false;
+    if (i < 0 || keySize(node(i)) != key.limit()) {
+      throw corrupt(pgno, "LMDB read a key that is no node of its page");
+    }
+    index = i;
+    lmdbIndex = i;
   }
 
   /** LMDB's cursor's index on the page, read from its MDB_cursor when that is on it; else -1. */
@@ -138,22 +163,62 @@ final class LmdbCursor implements Cursor {
     return i < count ? i : -1;
   }
 
-  /** The offset of node {@code i} on the page, checked to lie within it. */
+  /**
+   * Node {@code i} (< count) of the page, checked to lie in the page, past its header, with a
+   * key of at least one byte (unless every node was, see {@link #checkNodes}): its offset in the
+   * page << 16 | the size of its key (see {@link #offset}, {@link #keySize}).
+   */
   private int node(int i) {
-    // i < count, so its offset lies in the page's header; the node is checked to lie in the page
-    long p = page;
-    int node = LmdbLayout.node(p, i);
-    if (node < PAGE_HEADER || node + NODE_HEADER + LmdbLayout.keySize(p + node) > txn.pageSize) {
-      throw new IllegalStateException("LMDB page " + page + " has a node out of bounds");
+    int node = LmdbLayout.node(page, i); // i < count, so this lies in the page's header
+    if (!checked && !sound(node)) {
+      throw outside(i);
     }
-    return node;
+    return node << 16 | LmdbLayout.keySize(page + node);
+  }
+
+  /**
+   * Whether the node at {@code node} in the page lies in it: from PAGE_HEADER to LAST_NODE, so
+   * that its header lies in the page, with a key of 1 to PAGE_SIZE - NODE_HEADER - node bytes,
+   * so that it ends in the page (two unsigned comparisons).
+   */
+  private boolean sound(int node) {
+    return Integer.compareUnsigned(node - PAGE_HEADER, LAST_NODE - PAGE_HEADER) <= 0
+        && Integer.compareUnsigned(LmdbLayout.keySize(page + node) - 1, LAST_NODE - node) <= 0;
+  }
+
+  /**
+   * Checks every node of the page, once, before it is read whole (stepped along, crossed to,
+   * searched): its nodes then cost no check each. A page LMDB has just landed on is checked node
+   * by node, as a seek elsewhere reads few of its nodes.
+   */
+  private void checkNodes() {
+    if (!checked) {
+      for (int i = 0; i < count; i++) {
+        if (!sound(LmdbLayout.node(page, i))) {
+          throw outside(i);
+        }
+      }
+      checked = true;
+    }
+  }
+
+  private static int offset(int node) {
+    return node >>> 16;
+  }
+
+  private static int keySize(int node) {
+    return node & 0xFFFF;
+  }
+
+  private RuntimeException outside(int i) {
+    return corrupt(pgno, "A node (" + i + " of " + count + ") lies outside its page");
   }
 
   /** Makes key {@code i} of the page current. */
   private boolean at(int i) {
     int node = node(i);
     ByteBuffer k = slot.keyView;
-    ReadOnlyBufferProxy.point(k, page + node + NODE_HEADER, LmdbLayout.keySize(page + node));
+    ReadOnlyBufferProxy.point(k, page + offset(node) + NODE_HEADER, keySize(node));
     index = i;
     key = k;
     positioned = true;
@@ -162,13 +227,18 @@ final class LmdbCursor implements Cursor {
 
   @Override
   public long skipRun(ByteBuffer prefix) {
-    if (!positioned || page == 0 || !placed() || index >= count - 1) {
+    if (!positioned || page == 0) {
       return 0;
     }
+    place();
+    if (index >= count - 1) {
+      return 0;
+    }
+    checkNodes();
     ByteBuffer pv = slot.pageView;
     int last = KeyPrefix.lastOfRun(index, count - 1, i -> {
       int node = node(i);
-      return KeyPrefix.at(pv, node + NODE_HEADER, LmdbLayout.keySize(page + node), prefix);
+      return KeyPrefix.at(pv, offset(node) + NODE_HEADER, keySize(node), prefix);
     });
     int moved = last - index;
     if (moved > 0) {
@@ -178,36 +248,56 @@ final class LmdbCursor implements Cursor {
   }
 
   /**
-   * The number of keys of the map's page at address {@code p} when it is a page of kind
-   * {@code flags} (P_BRANCH or P_LEAF) whose header is sound; else -1.
+   * The number of keys of the snapshot's page {@code n}, checked to be a sound page of kind
+   * {@code flags} (P_BRANCH or P_LEAF): a data page of the snapshot that says it is page n, of
+   * that kind, with at least one key and its bounds in order.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when it is not
    */
-  private int pageKeys(long p, int flags) {
-    long base = txn.pageAddress(0);
-    long pgno = (p - base) >> txn.pageShift;
-    if (base == 0 || txn.pageShift < 0 || p != txn.pageAddress(pgno)
-        || LmdbLayout.pgno(p) != pgno || LmdbLayout.flags(p) != flags) {
-      return -1;
+  private int pageKeys(long n, int flags) {
+    long p = txn.map + (n << PAGE_SHIFT);
+    if (!txn.isDataPage(n) || LmdbLayout.pgno(p) != n || LmdbLayout.flags(p) != flags) {
+      throw badPage(n, flags);
     }
     int lower = LmdbLayout.lower(p);
     int upper = LmdbLayout.upper(p);
-    if (lower <= PAGE_HEADER || lower > upper || upper > txn.pageSize) {
-      return -1;
+    if (lower <= PAGE_HEADER || lower > upper || upper > PAGE_SIZE) {
+      throw badPage(n, flags);
     }
     return (lower - PAGE_HEADER) >>> 1;
   }
 
-  /** The address of the page node {@code i} of branch page {@code p} points to, or 0. */
-  private long child(long p, int i) {
-    int node = LmdbLayout.node(p, i);
-    if (node < PAGE_HEADER || node + NODE_HEADER > txn.pageSize) {
-      return 0;
+  /** The exception for page {@code n}, not a sound page of kind {@code flags}: says why. */
+  private RuntimeException badPage(long n, int flags) {
+    String kind = flags == P_LEAF ? "leaf" : "branch";
+    if (!txn.isDataPage(n)) {
+      return corrupt(n, "A " + kind + " page number outside the file's pages");
     }
-    return txn.pageAddress(LmdbLayout.childPgno(p + node));
+    long p = txn.map + (n << PAGE_SHIFT);
+    if (LmdbLayout.pgno(p) != n || LmdbLayout.flags(p) != flags) {
+      return corrupt(n, "Not the " + kind + " page expected (its header says page "
+          + LmdbLayout.pgno(p) + ", flags " + LmdbLayout.flags(p) + ")");
+    }
+    return corrupt(n, "A " + kind + " page whose bounds are out of order (lower "
+        + LmdbLayout.lower(p) + ", upper " + LmdbLayout.upper(p) + ")");
   }
 
-  /** Whether {@link #path} leads to the current page, read from LMDB's cursor if need be. */
+  /** The page number that node {@code i} (< its keys) of branch page {@code n} points to. */
+  private long child(long n, int i) {
+    long p = txn.map + (n << PAGE_SHIFT);
+    int node = LmdbLayout.node(p, i);
+    if (node < LmdbLayout.upper(p) || node > PAGE_SIZE - NODE_HEADER) {
+      throw corrupt(n, "A node (" + i + ") lies outside its branch page");
+    }
+    return LmdbLayout.childPgno(p + node);
+  }
+
+  /**
+   * Whether {@link #path} leads to the current page, read from LMDB's cursor if need be: the
+   * branch pages LMDB's cursor holds above it are LMDB's (in the map), checked like any other.
+   */
   private boolean pathKnown() {
-    if (pathTop >= 0 && path[pathTop] == page) {
+    if (pathTop >= 0 && path[pathTop] == pgno) {
       return true;
     }
     pathTop = -1;
@@ -220,15 +310,16 @@ final class LmdbCursor implements Cursor {
       return false; // a tree of one page, or LMDB's cursor is not on this page
     }
     for (int l = 0; l < top; l++) {
-      long b = LmdbLayout.cursorPage(a, l);
+      long b = LmdbLayout.cursorPage(a, l) - txn.map;
+      long n = b >> PAGE_SHIFT;
       int i = LmdbLayout.cursorIndex(a, l);
-      if (i >= pageKeys(b, P_BRANCH)) {
+      if (b != n << PAGE_SHIFT || i >= pageKeys(n, P_BRANCH)) {
         return false;
       }
-      path[l] = b;
+      path[l] = n;
       pathIndex[l] = i;
     }
-    path[top] = page;
+    path[top] = pgno;
     pathTop = top;
     return true;
   }
@@ -237,6 +328,10 @@ final class LmdbCursor implements Cursor {
    * Moves to the first key of the next leaf page ({@code forward}) or the last key of the
    * previous one, along the branch pages: 1 when it did, 0 when there is no such page (the cursor
    * is then off the end, as LMDB leaves it), -1 when LMDB must make the move.
+   *
+   * <p>The descent takes pathTop - level steps, whatever the pages say, and every page on it is
+   * checked; a branch that points back up the tree or across it is found by the order of keys:
+   * the key reached must follow the current one.
    */
   private int cross(boolean forward) {
     if (!pathKnown()) {
@@ -263,24 +358,40 @@ final class LmdbCursor implements Cursor {
     for (int l = level; l < pathTop; l++) {
       long c = child(path[l], pathIndex[l]);
       n = pageKeys(c, l + 1 == pathTop ? P_LEAF : P_BRANCH);
-      if (n <= 0) {
-        pathTop = -1; // not a layout this reads: LMDB makes the move
-        return -1;
-      }
       path[l + 1] = c;
       pathIndex[l + 1] = forward ? 0 : n - 1;
     }
-    enter(path[pathTop], n);
-    lmdbIndex = ELSEWHERE;
-    return at(forward ? 0 : n - 1) ? 1 : 0;
+    return land(forward, n);
   }
 
-  /** Makes the checked leaf page at {@code p}, with {@code n} keys, the one read in Java. */
-  private void enter(long p, int n) {
+  /**
+   * Makes the leaf page {@link #cross} reached, with {@code n} keys, current, at its first key
+   * ({@code forward}) or its last, which must follow the current key in that direction.
+   */
+  private int land(boolean forward, int n) {
+    long leaf = path[pathTop];
+    ByteBuffer previous = key; // a view of its page, or LMDB's, both checked
+    enter(txn.map + (leaf << PAGE_SHIFT), leaf, n);
+    checkNodes(); // a page crossed to is read along
+    int i = forward ? 0 : n - 1;
+    int node = node(i);
+    int order = ReadOnlyBufferProxy.compareUnsigned(page + offset(node) + NODE_HEADER,
+        keySize(node), ReadOnlyBufferProxy.base(previous), previous.limit());
+    if (forward ? order <= 0 : order >= 0) {
+      throw corrupt(leaf, "A branch page leads to keys out of order");
+    }
+    lmdbIndex = ELSEWHERE;
+    return at(i) ? 1 : 0;
+  }
+
+  /** Makes the checked leaf page {@code n} at {@code p}, with {@code keys} keys, current. */
+  private void enter(long p, long n, int keys) {
     page = p;
-    count = n;
+    pgno = n;
+    count = keys;
+    checked = false;
     ByteBuffer pv = slot.pageView;
-    ReadOnlyBufferProxy.point(pv, p, txn.pageSize);
+    ReadOnlyBufferProxy.point(pv, p, PAGE_SIZE);
     pv.order(ByteOrder.nativeOrder());
   }
 
@@ -290,10 +401,10 @@ final class LmdbCursor implements Cursor {
       return;
     }
     if (!c.get(key, GetOp.MDB_SET_KEY)) {
-      throw new IllegalStateException("LMDB lost key " + index + " of page " + page);
+      throw corrupt(pgno, "LMDB does not find key " + index + " of the page");
     }
     lmdbIndex = index;
-    lmdbKey = ReadOnlyBufferProxy.base(c.key());
+    lmdbKey = ReadOnlyBufferProxy.base(txn.check(c.key(), db, "key"));
   }
 
   /**
@@ -315,16 +426,17 @@ final class LmdbCursor implements Cursor {
   @Override
   public boolean seek(ByteBuffer key) {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
-    if (page != 0 && key.remaining() <= Errors.MAX_KEY_SIZE && key.remaining() > 0 && placed()) {
+    if (page != 0 && key.remaining() <= Errors.MAX_KEY_SIZE && key.remaining() > 0) {
+      place();
       int i = search(key);
       if (i >= 0) {
         return at(i);
       }
     }
     try {
-      return moved(slot.seek(key), c);
+      return moved(slot.seek(key, txn), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot seek", e);
+      throw failure("Cannot seek", e);
     }
   }
 
@@ -336,6 +448,7 @@ final class LmdbCursor implements Cursor {
     if (compare(probe, 0) < 0 || compare(probe, count - 1) > 0) {
       return -1;
     }
+    checkNodes();
     int lo = 0; // compare(probe, lo) >= 0
     int hi = count - 1; // compare(probe, hi) <= 0
     while (hi - lo > 1) {
@@ -356,7 +469,7 @@ final class LmdbCursor implements Cursor {
   private int compare(ByteBuffer probe, int i) {
     int node = node(i);
     ByteBuffer v = slot.nodeView;
-    ReadOnlyBufferProxy.point(v, page + node + NODE_HEADER, LmdbLayout.keySize(page + node));
+    ReadOnlyBufferProxy.point(v, page + offset(node) + NODE_HEADER, keySize(node));
     return ReadOnlyBufferProxy.compareUnsigned(probe, v);
   }
 
@@ -366,7 +479,7 @@ final class LmdbCursor implements Cursor {
     try {
       return moved(c.first(), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot move to the first key", e);
+      throw failure("Cannot move to the first key", e);
     }
   }
 
@@ -376,7 +489,7 @@ final class LmdbCursor implements Cursor {
     try {
       return moved(c.last(), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot move to the last key", e);
+      throw failure("Cannot move to the last key", e);
     }
   }
 
@@ -386,8 +499,10 @@ final class LmdbCursor implements Cursor {
     if (!positioned) {
       return false;
     }
-    if (page != 0 && placed()) {
+    if (page != 0) {
+      place();
       if (index + 1 < count) {
+        checkNodes();
         return at(index + 1);
       }
       int crossed = cross(true);
@@ -399,7 +514,7 @@ final class LmdbCursor implements Cursor {
       syncToStep(c);
       return moved(c.next(), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot move to the next key", e);
+      throw failure("Cannot move to the next key", e);
     }
   }
 
@@ -409,8 +524,10 @@ final class LmdbCursor implements Cursor {
     if (!positioned) {
       return false;
     }
-    if (page != 0 && placed()) {
+    if (page != 0) {
+      place();
       if (index > 0) {
+        checkNodes();
         return at(index - 1);
       }
       int crossed = cross(false);
@@ -422,7 +539,7 @@ final class LmdbCursor implements Cursor {
       syncToStep(c);
       return moved(c.prev(), c);
     } catch (LmdbException e) {
-      throw txn.failure("Cannot move to the previous key", e);
+      throw failure("Cannot move to the previous key", e);
     }
   }
 
@@ -446,24 +563,29 @@ final class LmdbCursor implements Cursor {
     }
     if (page != 0 && index != lmdbIndex) {
       int node = node(index);
-      long at = page + node;
-      if ((LmdbLayout.nodeFlags(at) & F_BIGDATA) == 0) {
-        int ksize = LmdbLayout.keySize(at);
-        int size = LmdbLayout.dataSize(at);
-        if (node + NODE_HEADER + ksize + size > txn.pageSize) {
-          throw new IllegalStateException("LMDB page " + page + " has a value out of bounds");
+      long at = page + offset(node);
+      int end = offset(node) + NODE_HEADER + keySize(node); // where the node's data starts
+      int flags = LmdbLayout.nodeFlags(at);
+      if (flags == 0) {
+        long size = LmdbLayout.dataSize(at);
+        if (end + size > PAGE_SIZE) {
+          throw corrupt(pgno, "A value (of key " + index + ") lies outside its page");
         }
         ByteBuffer v = slot.valView;
-        ReadOnlyBufferProxy.point(v, at + NODE_HEADER + ksize, size);
+        ReadOnlyBufferProxy.point(v, page + end, (int) size);
         return v;
+      }
+      // a value on overflow pages: LMDB reads their page number from the node's data
+      if (flags != F_BIGDATA || end + Long.BYTES > PAGE_SIZE) {
+        throw corrupt(pgno, "A node (" + index + ", flags " + flags + ") lies outside its page");
       }
       try {
         sync(c);
       } catch (LmdbException e) {
-        throw txn.failure("Cannot read a value", e);
+        throw failure("Cannot read a value", e);
       }
     }
-    return c.val();
+    return txn.check(c.val(), db, "value");
   }
 
   @Override

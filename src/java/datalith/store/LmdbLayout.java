@@ -10,9 +10,25 @@ package datalith.store;
  * flags u16, ksize u16, key, data}: its data size is lo | hi << 16, and the F_BIGDATA flag puts
  * the data on an overflow page. A branch node's lo, hi and flags hold its child's page number.
  *
- * <p>An MDB_cursor holds four pointers, an unsigned int (padded to 8 bytes) and three more
- * pointers, then mc_snum and mc_top (u16), mc_flags (u32), the page stack mc_pg[32] and the index
- * stack mc_ki[32] (u16): mc_pg[mc_top] is its leaf page and mc_ki[mc_top] its place there.
+ * <p>A node lies between the page's upper bound and its end; keys are 1 to 511 bytes. Pages 0
+ * and 1 are the meta pages: after the page header, {magic u32 (0xBEEFC0DE), version u32 (1),
+ * address u64, mapsize u64, two MDB_db records of 48 bytes (the free list's, whose first u32 is
+ * the page size, and the main database's, whose last u64 is its root page), last_pg u64,
+ * txnid u64}. The meta page with the larger txnid is the last commit; a snapshot reads pages 2
+ * to its last_pg.
+ *
+ * <p>An MDB_cursor holds four pointers (the fourth, mc_txn, its transaction), an unsigned int
+ * (padded to 8 bytes) and three more pointers, then mc_snum and mc_top (u16), mc_flags (u32), the
+ * page stack mc_pg[32] and the index stack mc_ki[32] (u16): mc_pg[mc_top] is its leaf page and
+ * mc_ki[mc_top] its place there.
+ *
+ * <p>An MDB_txn holds two pointers, then mt_next_pgno (u64: its snapshot's last page + 1), its
+ * txnid, and mt_env, the address of its MDB_env. An MDB_env holds three file handles and eight
+ * u32 (me_psize the second of them, me_maxdbs the seventh, the number of sub-databases + 2), the
+ * pid padded to 8 bytes, then me_path, me_map (where the data file is mapped), me_txns, and
+ * me_metas[2] (the addresses of the two metas: me_map + 16 and me_map + page size + 16); then
+ * four more pointers and me_mapsize. Reading the map's place from there is trusted only when
+ * every one of these matches what lmdbjava reports (see {@link #mapOf}).
  */
 final class LmdbLayout {
   static final int PAGE_HEADER = 16;
@@ -22,6 +38,32 @@ final class LmdbLayout {
   static final int P_DIRTY = 0x10; // a page a write transaction has copied
   static final int F_BIGDATA = 0x01;
   static final int CURSOR_DEPTH = 32;
+  static final int P_META = 0x08;
+  static final int NUM_METAS = 2;
+  static final int META_MAGIC = 0xBEEFC0DE;
+  static final int META_VERSION = 1;
+  // offsets in a meta page
+  static final int MM_MAGIC = PAGE_HEADER;
+  static final int MM_VERSION = PAGE_HEADER + 4;
+  static final int MM_PSIZE = PAGE_HEADER + 24;
+  static final int MM_LAST_PG = PAGE_HEADER + 120;
+  static final int MM_TXNID = PAGE_HEADER + 128;
+  static final int META_END = PAGE_HEADER + 136;
+  static final int MM_FREE_ROOT = PAGE_HEADER + 64;
+  static final int MM_MAIN_ROOT = PAGE_HEADER + 112;
+  // offsets in a page header
+  static final int PAGE_FLAGS = 10;
+  static final int PAGE_LOWER = 12;
+  static final int PAGE_UPPER = 14;
+  private static final int MC_TXN = 24;
+  private static final int MT_NEXT_PGNO = 16;
+  private static final int MT_ENV = 32;
+  private static final int ME_PSIZE = 16;
+  private static final int ME_MAXDBS = 36;
+  private static final int ME_MAP = 56;
+  private static final int ME_METAS = 72;
+  private static final int ME_MAPSIZE = 112;
+  private static final int CORE_DBS = 2;
   private static final int MC_TOP = 66;
   private static final int MC_PG = 72;
   private static final int MC_KI = MC_PG + 8 * CURSOR_DEPTH;
@@ -33,15 +75,15 @@ final class LmdbLayout {
   }
 
   static int flags(long page) {
-    return ReadOnlyBufferProxy.nativeShort(page + 10);
+    return ReadOnlyBufferProxy.nativeShort(page + PAGE_FLAGS);
   }
 
   static int lower(long page) {
-    return ReadOnlyBufferProxy.nativeShort(page + 12);
+    return ReadOnlyBufferProxy.nativeShort(page + PAGE_LOWER);
   }
 
   static int upper(long page) {
-    return ReadOnlyBufferProxy.nativeShort(page + 14);
+    return ReadOnlyBufferProxy.nativeShort(page + PAGE_UPPER);
   }
 
   /** The offset in the page of its node {@code i}. */
@@ -58,9 +100,10 @@ final class LmdbLayout {
     return ReadOnlyBufferProxy.nativeShort(node + 6);
   }
 
-  /** The size of a leaf node's data. */
-  static int dataSize(long node) {
-    return ReadOnlyBufferProxy.nativeShort(node) | ReadOnlyBufferProxy.nativeShort(node + 2) << 16;
+  /** The size of a leaf node's data (0 to 2^32 - 1). */
+  static long dataSize(long node) {
+    return ReadOnlyBufferProxy.nativeShort(node)
+        | (long) ReadOnlyBufferProxy.nativeShort(node + 2) << 16;
   }
 
   /** The page number a branch node points to. */
@@ -87,5 +130,38 @@ final class LmdbLayout {
 
   static void setCursorIndex(long cursor, int level, int i) {
     ReadOnlyBufferProxy.putNativeShort(cursor + MC_KI + 2L * level, i);
+  }
+
+  /** The address of the cursor's MDB_txn. */
+  static long cursorTxn(long cursor) {
+    return ReadOnlyBufferProxy.nativeLong(cursor + MC_TXN);
+  }
+
+  /** The address of the MDB_env of the transaction at address {@code txn}. */
+  static long txnEnv(long txn) {
+    return ReadOnlyBufferProxy.nativeLong(txn + MT_ENV);
+  }
+
+  /** The first page number past the snapshot of the transaction at address {@code txn}. */
+  static long txnNextPage(long txn) {
+    return ReadOnlyBufferProxy.nativeLong(txn + MT_NEXT_PGNO);
+  }
+
+  /**
+   * The address of the data file's map, read from the MDB_env at address {@code env}, when the
+   * struct reads as this layout says: its page size, number of sub-databases, meta addresses and
+   * map size are the ones given (as lmdbjava reports them); else 0.
+   */
+  static long mapOf(long env, int pageSize, int subDbs, long mapSize) {
+    if (env == 0
+        || ReadOnlyBufferProxy.nativeInt(env + ME_PSIZE) != pageSize
+        || ReadOnlyBufferProxy.nativeInt(env + ME_MAXDBS) != subDbs + CORE_DBS
+        || ReadOnlyBufferProxy.nativeLong(env + ME_MAPSIZE) != mapSize) {
+      return 0;
+    }
+    long map = ReadOnlyBufferProxy.nativeLong(env + ME_MAP);
+    boolean metas = ReadOnlyBufferProxy.nativeLong(env + ME_METAS) == map + PAGE_HEADER
+        && ReadOnlyBufferProxy.nativeLong(env + ME_METAS + 8) == map + pageSize + PAGE_HEADER;
+    return map != 0 && map % pageSize == 0 && metas ? map : 0;
   }
 }

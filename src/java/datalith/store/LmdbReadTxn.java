@@ -46,20 +46,39 @@ final class LmdbReadTxn implements ReadTxn {
   private LmdbReader reader; // null once closed
   private Thread user; // the thread of the last operation
   private boolean closedForGrowth;
-  private long mapAddress; // the map's place (0 until known) and size while this is open
-  final long mapSize;
   final int pageSize;
-  private final long pages; // the map's size in pages
-  /** log2 of the page size (a power of two, as every system's is), or -1 when it is not one. */
+  /** log2 of the page size (a power of two, as every system's is). */
   final int pageShift;
+  /**
+   * The address of the map, 0 when LMDB's structs do not read as {@link LmdbLayout} says: then
+   * nothing LMDB returns is checked, and nothing is read in Java.
+   */
+  final long map;
+  /** The snapshot's pages are 0 to next - 1 (from its MDB_txn), all of them in the map. */
+  private final long next;
+  /**
+   * Those of them the file holds, as last seen: LMDB does not write a page that a transaction
+   * allocated and freed again, so the file may end before the snapshot's last page, and it grows
+   * with later commits.
+   */
+  private long pages;
+  private long dataStart; // the address of page 2, the first past the metas
+  private long dataEnd; // the address just past page pages - 1
+  /** Whether cursors read leaf pages in Java (the store's option, and pages of 4 KiB). */
+  final boolean javaPages;
 
   LmdbReadTxn(LmdbStore store, LmdbReader reader, long stamp, Opened opened) {
     this.store = store;
-    this.mapAddress = store.mapAddress();
-    this.mapSize = store.mapSize();
     this.pageSize = store.pageSize();
-    this.pages = mapSize / pageSize;
-    this.pageShift = Integer.bitCount(pageSize) == 1 ? Integer.numberOfTrailingZeros(pageSize) : -1;
+    this.pageShift = Integer.numberOfTrailingZeros(pageSize);
+    long m = store.mapAddress();
+    long n = m == 0 ? 0
+        : Math.min(reader.nextPage(store.envAddress()), store.mapSize() >> pageShift);
+    this.next = n;
+    this.map = n > LmdbLayout.NUM_METAS ? m : 0;
+    this.dataStart = map + ((long) LmdbLayout.NUM_METAS << pageShift);
+    bound(Math.min(n, store.filePages()));
+    this.javaPages = map != 0 && store.javaPages && pageSize == LmdbCursor.PAGE_SIZE;
     this.reader = reader;
     this.stamp = stamp;
     this.opened = opened;
@@ -82,30 +101,47 @@ final class LmdbReadTxn implements ReadTxn {
     return r;
   }
 
-  /**
-   * The address of the map, given that {@code page} is the address of page number {@code pgno}
-   * as read there; 0 when that is not where the map starts.
-   */
-  long mapAddress(long page, long pgno) {
-    long m = mapAddress;
-    if (m == 0 && pgno >= 0 && pgno * pageSize < mapSize) {
-      m = page - pgno * pageSize;
-      mapAddress = m;
-      store.mapAddress(m);
-    }
-    return m;
+  /** Whether page {@code pgno} is one of the snapshot's, other than the meta pages. */
+  boolean isDataPage(long pgno) {
+    return pgno >= LmdbLayout.NUM_METAS && (pgno < pages || pgno < next && grown() > pgno);
+  }
+
+  /** The snapshot's pages that the file holds now (a commit since the last look may add some). */
+  private long grown() {
+    return bound(Math.min(next, store.refreshFilePages()));
+  }
+
+  private long bound(long filePages) {
+    pages = filePages;
+    dataEnd = map + (filePages << pageShift);
+    return filePages;
   }
 
   /**
-   * The address of page {@code pgno} in the map, once the map's place is known (from a page
-   * LMDB gave, see {@link #mapAddress}); 0 when it is not, or the page lies outside the map.
+   * {@code b}, a key or value LMDB returned, once checked to lie in the snapshot's pages past the
+   * meta pages (LMDB takes a node's place and sizes from the page as they are, so a damaged page
+   * points anywhere); {@code what} and {@code db} name it in the exception.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when it does not
    */
-  long pageAddress(long pgno) {
-    long m = mapAddress;
-    if (m == 0 || pgno < 0 || pgno >= pages) {
-      return 0;
+  ByteBuffer check(ByteBuffer b, SubDb db, String what) {
+    long at = ReadOnlyBufferProxy.base(b);
+    if (map != 0 && (at < dataStart || at > dataEnd - b.capacity())) {
+      if (pages < next) {
+        grown();
+      }
+      if (at < dataStart || at > dataEnd - b.capacity()) {
+        throw corrupt(db, at < map || at >= dataEnd ? -1 : (at - map) >> pageShift, at == 0
+            ? "LMDB read a " + what + " of 2 GiB or more, which no page holds" // see the proxy
+            : "LMDB read a " + what + " of " + b.capacity() + " bytes outside the file's pages");
+      }
     }
-    return m + pgno * pageSize;
+    return b;
+  }
+
+  /** The exception for damage found in {@code db} at page {@code pgno} (-1: unknown). */
+  RuntimeException corrupt(SubDb db, long pgno, String message) {
+    return Errors.corrupt(store.where(), db, pgno, message);
   }
 
   boolean isOpen() {
@@ -119,16 +155,16 @@ final class LmdbReadTxn implements ReadTxn {
 
   /** An LMDB failure as the store reports it. */
   RuntimeException failure(String what, LmdbException e) {
-    return store.failure(what, e);
+    return Errors.lmdb(store.where(), what, e);
   }
 
   @Override
   public Cursor cursor(SubDb db) {
     LmdbReader r = reader();
     try {
-      return new LmdbCursor(this, r.lend(db));
+      return new LmdbCursor(this, db, r.lend(db));
     } catch (LmdbException e) {
-      throw failure("Cannot open a cursor", e);
+      throw failure("Cannot open a cursor in " + db, e);
     }
   }
 
@@ -136,9 +172,10 @@ final class LmdbReadTxn implements ReadTxn {
   public ByteBuffer get(SubDb db, ByteBuffer key) {
     LmdbReader r = reader();
     try {
-      return r.get(db, key);
+      ByteBuffer v = r.get(db, key);
+      return v == null ? null : check(v, db, "value");
     } catch (LmdbException e) {
-      throw failure("Cannot read", e);
+      throw failure("Cannot read " + db, e);
     }
   }
 

@@ -32,11 +32,14 @@ final class LmdbReader {
       this.db = db;
       this.cursor = cursor;
       this.epoch = epoch;
-      this.address = addressOf(cursor);
+      this.address = LmdbPointers.cursor(cursor);
     }
 
-    /** Positions at the first key >= {@code key}, for keys of any length. */
-    boolean seek(ByteBuffer key) {
+    /**
+     * Positions at the first key >= {@code key}, for keys of any length; a key LMDB returns is
+     * checked by {@code txn} before it is read.
+     */
+    boolean seek(ByteBuffer key, LmdbReadTxn txn) {
       int size = key.remaining();
       if (size == 0) {
         return cursor.first();
@@ -49,7 +52,8 @@ final class LmdbReader {
         return false;
       }
       // A longer key sorts right after its 511-byte prefix, and no stored key is longer.
-      return size <= Errors.MAX_KEY_SIZE || !cursor.key().equals(k) || cursor.next();
+      return size <= Errors.MAX_KEY_SIZE || !txn.check(cursor.key(), db, "key").equals(k)
+          || cursor.next();
     }
 
     void detach() {
@@ -62,30 +66,12 @@ final class LmdbReader {
     }
   }
 
-  private static final java.lang.reflect.Field PTR_CURSOR = ptrCursorField();
-
-  private static java.lang.reflect.Field ptrCursorField() {
-    try {
-      java.lang.reflect.Field f = Cursor.class.getDeclaredField("ptrCursor");
-      f.setAccessible(true);
-      return f.getType() == jnr.ffi.Pointer.class ? f : null;
-    } catch (ReflectiveOperationException | RuntimeException e) {
-      return null; // another lmdbjava: LmdbCursor syncs LMDB's cursor by seeking
-    }
-  }
-
-  static long addressOf(Cursor<ByteBuffer> cursor) {
-    try {
-      return PTR_CURSOR == null ? 0 : ((jnr.ffi.Pointer) PTR_CURSOR.get(cursor)).address();
-    } catch (ReflectiveOperationException | RuntimeException e) {
-      return 0;
-    }
-  }
-
   private static final int KEPT_SLOTS = 8; // cursors kept across uses
   private static final int KEPT_ISSUED = 256; // capacity of the issued list kept across uses
 
   final Txn<ByteBuffer> txn;
+  private final long txnAddress; // of its MDB_txn, 0 when unknown
+  private int txnLayout; // 0 until checked, then 1 when txnAddress reads as LmdbLayout says, or -1
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
   private final ArrayList<Slot> slots = new ArrayList<>();
   private final ArrayList<ByteBuffer> issued = new ArrayList<>(); // get() results, detached on release
@@ -94,7 +80,19 @@ final class LmdbReader {
 
   LmdbReader(Txn<ByteBuffer> txn, List<Dbi<ByteBuffer>> dbis) {
     this.txn = txn;
+    this.txnAddress = LmdbPointers.txn(txn);
     this.dbis = dbis;
+  }
+
+  /**
+   * The first page number past this transaction's snapshot, read from its MDB_txn, or 0 when
+   * that does not read as {@link LmdbLayout} says (its mt_env is not {@code env}, checked once).
+   */
+  long nextPage(long env) {
+    if (txnLayout == 0) {
+      txnLayout = txnAddress != 0 && env != 0 && LmdbLayout.txnEnv(txnAddress) == env ? 1 : -1;
+    }
+    return txnLayout > 0 ? LmdbLayout.txnNextPage(txnAddress) : 0;
   }
 
   /** Takes a fresh snapshot after {@link #reset()}. */

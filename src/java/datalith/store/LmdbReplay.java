@@ -32,12 +32,17 @@ import org.lmdbjava.Txn;
  * page's end, and LMDB fills each page before it starts the next. A lone put moves nothing.
  *
  * <p>Pages are read as {@link LmdbCursor} reads them, by LMDB 0.9's layout, checked first; a page
- * this cannot read soundly (or a value on an overflow page) is left to LMDB as it is.
+ * this cannot read soundly (or a value on an overflow page) is left to LMDB as it is. The page is
+ * the one LMDB's cursor holds after the put (LMDB's copy, or a page of the map), so every read is
+ * kept within its {@code pageSize} bytes. With the store's {@code "page-reader" "lmdb"}, no page
+ * is read and LMDB alone places every key.
  */
 final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
   private final Txn<ByteBuffer> txn;
   private final int pageSize;
+  private final boolean fillPages; // false: every put is LMDB's alone, no page is read in Java
+  private final String where; // the store, for messages
   @SuppressWarnings("unchecked")
   private final Cursor<ByteBuffer>[] cursors = new Cursor[SubDb.values().length];
   private final long[] addresses = new long[cursors.length]; // of their MDB_cursor structs
@@ -47,10 +52,13 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
   private final ByteBuffer k = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
   private ByteBuffer v = ByteBuffer.allocateDirect(256);
 
-  LmdbReplay(List<Dbi<ByteBuffer>> dbis, Txn<ByteBuffer> txn, int pageSize) {
+  LmdbReplay(List<Dbi<ByteBuffer>> dbis, Txn<ByteBuffer> txn, int pageSize, boolean fillPages,
+      String where) {
     this.dbis = dbis;
     this.txn = txn;
     this.pageSize = pageSize;
+    this.fillPages = fillPages;
+    this.where = where;
   }
 
   @Override
@@ -132,12 +140,12 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
         return; // out of bounds, or a value on an overflow page: left to LMDB
       }
       int ksize = LmdbLayout.keySize(p + node);
-      int dsize = LmdbLayout.dataSize(p + node);
-      if (ksize == 0 || node + NODE_HEADER + (long) ksize + dsize > pageSize) {
+      long dsize = LmdbLayout.dataSize(p + node);
+      if (ksize == 0 || node + NODE_HEADER + ksize + dsize > pageSize) {
         return;
       }
       keys[j] = copy(p + node + NODE_HEADER, ksize);
-      vals[j] = copy(p + node + NODE_HEADER + ksize, dsize);
+      vals[j] = copy(p + node + NODE_HEADER + ksize, (int) dsize);
       if (j == 0 && compare(nextPut, keys[0]) >= 0) {
         return; // the next put goes past the page's next key
       }
@@ -147,7 +155,8 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
       k.clear();
       k.put(key).flip();
       if (!dbi.delete(txn, k)) {
-        throw new IllegalStateException("LMDB lost a key of page " + p + " while writing");
+        throw Errors.corrupt(where, db, LmdbLayout.pgno(p),
+            "LMDB does not find a key of the page it is writing");
       }
     }
     for (int j = 0; j < n; j++) {
@@ -186,7 +195,7 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
     if (c == null) {
       c = dbis.get(db.ordinal()).openCursor(txn);
       cursors[db.ordinal()] = c;
-      addresses[db.ordinal()] = LmdbReader.addressOf(c);
+      addresses[db.ordinal()] = fillPages ? LmdbPointers.cursor(c) : 0;
     }
     return c;
   }

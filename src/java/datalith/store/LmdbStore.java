@@ -72,6 +72,9 @@ public final class LmdbStore implements Store {
   /** Default maximum number of read transactions open at once. */
   public static final int DEFAULT_MAX_READERS = 1024;
 
+  /** The system property that sets the default of the option "page-reader". */
+  public static final String PAGE_READER_PROPERTY = "datalith.page-reader";
+
   private static final long MAP_SIZE_UNIT = 64 << 10; // map sizes are multiples of this
   private static final int POOL_SIZE = 64; // pooled read transactions
   private static final long GATE_WAIT_MS = 100; // longest wait of a new reader for a resize
@@ -91,6 +94,11 @@ public final class LmdbStore implements Store {
   private final Env<ByteBuffer> env;
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
   private final int pageSize;
+  private final long envAddress; // of LMDB's MDB_env, 0 when unknown
+  /** Whether cursors read leaf pages in Java and commits fill pages (option "page-reader"). */
+  final boolean javaPages;
+  private final Path dataFile;
+  private volatile long filePages; // whole pages in the data file, as last seen
 
   // Shared while a read transaction is open; exclusive while the map is resized or closed.
   private final StampedLock mapLock = new StampedLock();
@@ -105,11 +113,11 @@ public final class LmdbStore implements Store {
   private volatile int state = OPEN;
   private volatile long growTo; // the map size wanted, 0 when no growth is pending
   private volatile long mapSize;
-  private volatile long mapAddress; // where the map starts in this process, 0 until a read finds it
+  private volatile long mapAddress; // where the map starts in this process, 0 until read again
   private volatile Thread writerThread; // the thread that began the open write transaction
 
   private LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
-      List<Dbi<ByteBuffer>> dbis) {
+      List<Dbi<ByteBuffer>> dbis, boolean javaPages) {
     this.dir = dir;
     this.where = where;
     this.sync = sync;
@@ -117,19 +125,44 @@ public final class LmdbStore implements Store {
     this.dbis = dbis;
     this.pageSize = env.stat().pageSize;
     this.mapSize = env.info().mapSize;
+    this.envAddress = LmdbPointers.env(env);
+    this.javaPages = javaPages;
+    this.dataFile = dir.resolve(LmdbFiles.DATA);
+    this.filePages = refreshFilePages();
   }
 
   /**
-   * The map's address, or 0 when not known yet (lmdbjava's EnvInfo does not give it); stable
-   * while a read transaction is open, as it holds the map lock.
+   * The map's address, read from LMDB's MDB_env (lmdbjava's EnvInfo does not give it), or 0
+   * when that does not read as {@link LmdbLayout} says; stable while a read transaction is open,
+   * as it holds the map lock.
    */
   long mapAddress() {
-    return mapAddress;
+    long m = mapAddress;
+    if (m == 0) {
+      m = LmdbLayout.mapOf(envAddress, pageSize, SubDb.values().length, mapSize);
+      mapAddress = m;
+    }
+    return m;
   }
 
-  /** Records the map's address, as a read transaction found it. */
-  void mapAddress(long address) {
-    mapAddress = address;
+  long envAddress() {
+    return envAddress;
+  }
+
+  /** The whole pages in the data file, as last seen: commits only ever add to them. */
+  long filePages() {
+    return filePages;
+  }
+
+  /** The whole pages in the data file now. */
+  long refreshFilePages() {
+    try {
+      long n = Files.size(dataFile) / pageSize;
+      filePages = n;
+      return n;
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot read the size of " + LmdbFiles.DATA, e);
+    }
   }
 
   long mapSize() {
@@ -146,11 +179,20 @@ public final class LmdbStore implements Store {
    * itself), {@code "sync"} (Boolean, default true: each commit is on disk before
    * {@code commit()} returns; false uses MDB_NOSYNC for bulk loads: an operating system crash
    * may then lose the last commits, and on a file system that does not keep the order of writes,
-   * damage the store), {@code "max-readers"} (Number, default 1024). Other keys are ignored.
+   * damage the store), {@code "max-readers"} (Number, default 1024), {@code "page-reader"}
+   * ({@code "java"}, the default, or {@code "lmdb"}: whether cursors read LMDB's leaf pages in
+   * Java, and commits fill pages, or every read and write is LMDB's own; the system property
+   * {@value #PAGE_READER_PROPERTY} sets the default). Other keys are ignored.
    *
-   * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} when LMDB cannot open the directory
-   *     or this process has it open already, {@code :store/option} for an option of the wrong
-   *     type
+   * <p>Before LMDB maps the files, the data file's meta pages are read and checked against its
+   * size, and the lock file is written to its full size (see {@link LmdbFiles}); the files are
+   * left as they were when that fails, and a data file created by a failed open is removed.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when the data file is empty, not
+   *     LMDB's, has a damaged meta page or is shorter than its last commit; {@code :store/io}
+   *     when a file cannot be read or written (a full disk); {@code :store/lmdb} when LMDB
+   *     cannot open the directory or this process has it open already; {@code :store/option}
+   *     for an option of the wrong type or value
    */
   public static LmdbStore open(Path dir, Map<String, Object> opts) {
     String where = dir.toAbsolutePath().toString();
@@ -160,14 +202,32 @@ public final class LmdbStore implements Store {
     boolean sync = option(options, "sync", Boolean.class, Boolean.TRUE, where);
     int maxReaders = option(options, "max-readers", Number.class, DEFAULT_MAX_READERS, where)
         .intValue();
+    String reader = option(options, "page-reader", String.class,
+        System.getProperty(PAGE_READER_PROPERTY, "java"), where);
+    if (!reader.equals("java") && !reader.equals("lmdb")) {
+      throw Errors.error(Errors.OPTION, where,
+          "Option \"page-reader\" must be \"java\" or \"lmdb\", got \"" + reader + "\"", null,
+          Keyword.intern("option"), "page-reader", Keyword.intern("value"), reader);
+    }
     Path real;
     try {
       real = Files.createDirectories(dir).toRealPath();
     } catch (IOException e) {
-      throw Errors.error(Errors.LMDB, where, "Cannot create the store directory", e);
+      throw Errors.error(Errors.IO, where, "Cannot create the store directory: " + e, e);
     }
     if (!OPEN_DIRS.add(real)) {
       throw Errors.error(Errors.LMDB, where, "The store is already open in this process", null);
+    }
+    boolean existed;
+    boolean lockCreated;
+    try {
+      // only with the directory ours in this process: the lock file is written while no other
+      // process uses it, and closing it must not drop an open environment's locks on it
+      existed = LmdbFiles.checkData(real, where);
+      lockCreated = LmdbFiles.prepareLock(real, where, maxReaders);
+    } catch (RuntimeException e) {
+      OPEN_DIRS.remove(real);
+      throw e;
     }
     Env<ByteBuffer> env = null;
     try {
@@ -184,13 +244,28 @@ public final class LmdbStore implements Store {
       for (SubDb db : SubDb.values()) {
         dbis.add(env.openDbi(db.name(), DbiFlags.MDB_CREATE));
       }
-      return new LmdbStore(real, where, sync, env, List.copyOf(dbis));
-    } catch (LmdbException e) {
+      return new LmdbStore(real, where, sync, env, List.copyOf(dbis), reader.equals("java"));
+    } catch (RuntimeException e) {
       if (env != null) {
         env.close();
       }
+      if (!existed && !LmdbFiles.holdsDatabase(real)) {
+        deleteQuietly(real.resolve(LmdbFiles.DATA)); // a database never made: as it was
+        if (lockCreated) {
+          deleteQuietly(real.resolve(LmdbFiles.LOCK));
+        }
+      }
       OPEN_DIRS.remove(real);
-      throw Errors.error(Errors.LMDB, where, "Cannot open the LMDB store: " + e.getMessage(), e);
+      throw e instanceof LmdbException
+          ? Errors.lmdb(where, "Cannot open the LMDB store", (LmdbException) e) : e;
+    }
+  }
+
+  private static void deleteQuietly(Path file) {
+    try {
+      Files.deleteIfExists(file);
+    } catch (IOException e) {
+      // left as it is: the failure being reported names the cause
     }
   }
 
@@ -202,7 +277,8 @@ public final class LmdbStore implements Store {
     }
     if (!type.isInstance(value)) {
       throw Errors.error(Errors.OPTION, where,
-          "Option \"" + key + "\" must be a " + type.getSimpleName() + ", got " + value, null,
+          "Option \"" + key + "\" must be a " + type.getSimpleName() + ", got a "
+              + value.getClass().getName(), null, // not the value: it may nest too deep to print
           Keyword.intern("option"), key, Keyword.intern("value"), value);
     }
     return type.cast(value);
@@ -217,7 +293,7 @@ public final class LmdbStore implements Store {
   }
 
   RuntimeException failure(String what, LmdbException e) {
-    return Errors.error(Errors.LMDB, where, what + ": " + e.getMessage(), e);
+    return Errors.lmdb(where, what, e);
   }
 
   private void checkOpen() {
@@ -727,7 +803,7 @@ public final class LmdbStore implements Store {
           for (Expected x : expected) {
             x.check(where, dbis.get(x.db.ordinal()).get(txn, x.directKey()));
           }
-          try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize)) {
+          try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
             log.replay(replay);
           } // its cursors closed before the commit, or before the abort
           txn.commit();

@@ -24,6 +24,8 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
   // sun.misc.Unsafe through method handles: javac -Werror rejects naming the class.
   private static final MethodHandle GET_ADDRESS; // (long address) -> long
   private static final MethodHandle PUT_ADDRESS; // (long address, long value) -> void
+  private static final MethodHandle GET_INT; // (long address) -> int
+  private static final MethodHandle GET_BYTE; // (long address) -> byte
   private static final MethodHandle GET_SHORT; // (long address) -> short
   private static final MethodHandle PUT_SHORT; // (long address, short value) -> void
   private static final MethodHandle GET_FIELD_LONG; // (Object, long offset) -> long
@@ -31,6 +33,7 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
   private static final MethodHandle PUT_FIELD_INT; // (Object, long offset, int) -> void
   private static final long ADDRESS_OFFSET; // java.nio.Buffer.address
   private static final long CAPACITY_OFFSET; // java.nio.Buffer.capacity
+  private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
 
   static {
     try {
@@ -43,6 +46,10 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
           MethodType.methodType(long.class, long.class)).bindTo(unsafe);
       PUT_ADDRESS = lookup.findVirtual(unsafeClass, "putLong",
           MethodType.methodType(void.class, long.class, long.class)).bindTo(unsafe);
+      GET_INT = lookup.findVirtual(unsafeClass, "getInt",
+          MethodType.methodType(int.class, long.class)).bindTo(unsafe);
+      GET_BYTE = lookup.findVirtual(unsafeClass, "getByte",
+          MethodType.methodType(byte.class, long.class)).bindTo(unsafe);
       GET_SHORT = lookup.findVirtual(unsafeClass, "getShort",
           MethodType.methodType(short.class, long.class)).bindTo(unsafe);
       PUT_SHORT = lookup.findVirtual(unsafeClass, "putShort",
@@ -107,6 +114,50 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
   static long nativeLong(long address) {
     try {
       return (long) GET_ADDRESS.invokeExact(address);
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /** The unsigned byte at {@code address}, which must be readable native memory. */
+  static int nativeByte(long address) {
+    try {
+      return Byte.toUnsignedInt((byte) GET_BYTE.invokeExact(address));
+    } catch (Throwable e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /**
+   * Unsigned lexicographic order of the {@code an} bytes at address {@code a} and the
+   * {@code bn} bytes at {@code b}, a prefix first, both readable native memory: eight bytes a
+   * step, without a buffer's checks.
+   */
+  static int compareUnsigned(long a, int an, long b, int bn) {
+    int n = Math.min(an, bn);
+    int i = 0;
+    for (; i + Long.BYTES <= n; i += Long.BYTES) {
+      long x = nativeLong(a + i);
+      long y = nativeLong(b + i);
+      if (x != y) {
+        return LITTLE_ENDIAN
+            ? Long.compareUnsigned(Long.reverseBytes(x), Long.reverseBytes(y))
+            : Long.compareUnsigned(x, y);
+      }
+    }
+    for (; i < n; i++) {
+      int d = nativeByte(a + i) - nativeByte(b + i);
+      if (d != 0) {
+        return d;
+      }
+    }
+    return an - bn;
+  }
+
+  /** The native-order int at {@code address}, which must be readable native memory. */
+  static int nativeInt(long address) {
+    try {
+      return (int) GET_INT.invokeExact(address);
     } catch (Throwable e) {
       throw new AssertionError(e);
     }
@@ -206,7 +257,13 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
     } catch (Throwable e) {
       throw new AssertionError(e);
     }
-    point(buffer, data, (int) size);
+    // a size no buffer holds comes only from a damaged page: the view is then left empty at
+    // address 0, which every reader of LMDB's results rejects (see LmdbReadTxn#check)
+    if (size < 0 || size > Integer.MAX_VALUE) {
+      point(buffer, 0L, 0);
+    } else {
+      point(buffer, data, (int) size);
+    }
     return buffer;
   }
 }

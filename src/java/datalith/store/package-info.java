@@ -29,7 +29,18 @@
  * reads the leaf page it has landed on in Java, checking the page against LMDB 0.9's layout
  * first: steps and seeks within the page never call LMDB, and crossing to the next or previous
  * leaf follows the branch pages in Java too, so a scan calls LMDB only to start (see
- * {@link datalith.store.LmdbCursor}).
+ * {@link datalith.store.LmdbCursor}). The option {@code "page-reader" "lmdb"} turns this off
+ * (and the page filling of writes): the plain path the tests check the Java reader against.
+ *
+ * <p>Damaged files: every native address read, by the Java reader or in what LMDB returns, is
+ * first checked to lie in the read transaction's snapshot (its pages 2 to its last, and in the
+ * file); every page the Java reader reads is checked to be the page, of the kind, it expects,
+ * with its nodes inside it. Before LMDB maps a data file, its meta pages are read and checked
+ * against the file's size, and the lock file is written to its full size (see
+ * {@link datalith.store.LmdbFiles}). So a truncated, empty or damaged file, or a full disk at
+ * open, is an ex-info rather than a crash of the JVM. LMDB's own reading of a damaged page is
+ * not checked: a node offset on the file's last pages that points past its end can still stop
+ * the process inside LMDB.
  *
  * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
  * transaction in key order; runs of keys that land in the middle of a tree (new entities' datoms
@@ -38,8 +49,10 @@
  *
  * <p>Errors are {@code ex-info}s whose {@code :error} is {@code :store/lmdb},
  * {@code :store/map-full}, {@code :store/map-resized}, {@code :store/conflict},
- * {@code :store/key-size} or {@code :store/option}; use after close
- * throws an {@link java.lang.IllegalStateException} whose {@code ex-data} has
+ * {@code :store/key-size}, {@code :store/option}, {@code :store/corrupt} (a damaged file: its
+ * data names the sub-database and page where one is known) or {@code :store/io} (a file that
+ * cannot be read or written); use after close throws an
+ * {@link java.lang.IllegalStateException} whose {@code ex-data} has
  * {@code :error :store/closed}.
  */
 package datalith.store;

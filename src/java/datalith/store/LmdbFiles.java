@@ -1,0 +1,198 @@
+package datalith.store;
+
+import clojure.lang.Keyword;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Checks of an LMDB environment's two files, made before LMDB opens them. LMDB maps both files
+ * and trusts what it finds there: a data file shorter than its last commit (a truncated copy)
+ * makes its first read of a missing page a SIGBUS that ends the process, an empty data file is
+ * taken for a new database, and a lock file whose space the file system cannot give (LMDB sizes
+ * it with ftruncate, then writes it through the map) is a SIGBUS too when the disk is full.
+ *
+ * <p>The data file's meta pages are read as {@link LmdbLayout} describes them. The lock file is
+ * written (not truncated) to its full size while no other process uses it, so that a full disk
+ * is an error here rather than a signal in LMDB.
+ */
+final class LmdbFiles {
+  static final String DATA = "data.mdb";
+  static final String LOCK = "lock.mdb";
+
+  /** LMDB 0.9's largest page size. */
+  private static final int MAX_PAGE_SIZE = 0x8000;
+  private static final int MIN_PAGE_SIZE = 512;
+  /** The size of a reader slot in the lock file. */
+  private static final int READER_SLOT = 64;
+  /**
+   * Room for the lock file's header (MDB_txninfo less one reader slot: 128 bytes on Linux on
+   * x86-64, its size with the system's mutexes elsewhere), kept generous: a larger lock file
+   * only gives LMDB room for more readers.
+   */
+  private static final int LOCK_HEADER = 1024;
+  private static final long NO_ROOT = -1; // P_INVALID: a tree with no pages
+
+  private LmdbFiles() {}
+
+  /**
+   * Checks the data file of directory {@code dir} before LMDB maps it: false when there is none
+   * (LMDB creates a new database), true when it holds one whose last commit lies within it.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when the file is empty, is not an
+   *     LMDB data file, has a damaged meta page or is shorter than its last commit says;
+   *     {@code :store/io} when it cannot be read
+   */
+  static boolean checkData(Path dir, String where) {
+    Path file = dir.resolve(DATA);
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+      long size = ch.size();
+      if (size == 0) {
+        throw corrupt(where, file, "The data file " + DATA + " is empty (0 bytes), so it holds no"
+            + " database: a copy cut short, or a database whose creation failed. LMDB would start"
+            + " a new empty one over it; move the file away to do that", size);
+      }
+      Meta m0 = Meta.read(ch, 0, where, file, size);
+      Meta m1 = Meta.read(ch, m0.pageSize, where, file, size);
+      if (m1.pageSize != m0.pageSize) {
+        throw corrupt(where, file, "The meta pages of " + DATA + " disagree on the page size ("
+            + m0.pageSize + " and " + m1.pageSize + ")", size);
+      }
+      Meta last = m1.txnid > m0.txnid ? m1 : m0; // LMDB's choice
+      long pages = size / last.pageSize; // whole pages in the file
+      boolean missing = last.lastPage >= pages && (last.freeRoot == NO_ROOT
+          || !LmdbFreeList.coversTail(ch, last.pageSize, last.freeRoot, pages, last.lastPage));
+      if (last.lastPage < LmdbLayout.NUM_METAS - 1 || missing) {
+        throw corrupt(where, file, "The data file " + DATA + " is shorter than its last commit"
+            + " (transaction " + last.txnid + ", meta page " + last.number + ") says: it has "
+            + size + " bytes, and that commit ends with page " + last.lastPage + " of "
+            + last.pageSize + " bytes. A truncated copy? Restore the whole file", size);
+      }
+      for (long root : new long[] {last.freeRoot, last.mainRoot}) {
+        long end = Math.min(pages - 1, last.lastPage);
+        if (root != NO_ROOT && (root < LmdbLayout.NUM_METAS || root > end)) {
+          throw corrupt(where, file, "The last commit of " + DATA + " (transaction " + last.txnid
+              + ", meta page " + last.number + ") has a root page " + root + " outside pages "
+              + LmdbLayout.NUM_METAS + " to " + end, size);
+        }
+      }
+      return true;
+    } catch (NoSuchFileException e) {
+      return false;
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot read the data file " + DATA + ": " + e, e);
+    }
+  }
+
+  /** Whether directory {@code dir}'s data file holds a database that LMDB can open. */
+  static boolean holdsDatabase(Path dir) {
+    try {
+      return checkData(dir, dir.toString());
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  /**
+   * Gives the lock file of directory {@code dir} every byte LMDB maps for {@code maxReaders}
+   * readers, by writing zeros over it, unless another process has the environment open (its
+   * LMDB set the file up). LMDB initializes the file itself when it is the only user, as it is
+   * then. Returns whether the file was created here.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the file cannot be written, such as
+   *     on a full disk; a file created here is removed again
+   */
+  static boolean prepareLock(Path dir, String where, int maxReaders) {
+    Path file = dir.resolve(LOCK);
+    boolean created = !Files.exists(file);
+    long size = (long) Math.max(maxReaders, 1) * READER_SLOT + LOCK_HEADER;
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE,
+        StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      // LMDB takes this byte's lock for writing when it is the first user, and keeps it shared
+      try (FileLock lock = ch.tryLock(0, 1, false)) {
+        if (lock != null) {
+          ByteBuffer zeros = ByteBuffer.allocate(4096);
+          long end = Math.max(size, ch.size());
+          for (long at = 0; at < end; ) {
+            zeros.clear().limit((int) Math.min(zeros.capacity(), end - at));
+            at += ch.write(zeros, at);
+          }
+        }
+      }
+      return created;
+    } catch (IOException e) {
+      if (created) {
+        try {
+          Files.deleteIfExists(file);
+        } catch (IOException ignored) {
+          // the error below names the cause; the file is left as it was made
+        }
+      }
+      throw Errors.error(Errors.IO, where, "Cannot write the lock file " + LOCK + " (" + size
+          + " bytes) before LMDB maps it: " + e.getMessage(), e,
+          Keyword.intern("file"), file.toString());
+    }
+  }
+
+  private static RuntimeException corrupt(String where, Path file, String message, long size) {
+    return Errors.error(Errors.CORRUPT, where, message, null, Keyword.intern("file"),
+        file.toString(), Keyword.intern("size"), size);
+  }
+
+  /** One meta page, as read from the file. */
+  private static final class Meta {
+    final int number; // 0 or 1
+    final int pageSize;
+    final long lastPage;
+    final long txnid;
+    final long freeRoot;
+    final long mainRoot;
+
+    private Meta(int number, int pageSize, long lastPage, long txnid, long freeRoot,
+        long mainRoot) {
+      this.number = number;
+      this.pageSize = pageSize;
+      this.lastPage = lastPage;
+      this.txnid = txnid;
+      this.freeRoot = freeRoot;
+      this.mainRoot = mainRoot;
+    }
+
+    /** The meta page at {@code offset} (0, or the page size for the second one). */
+    static Meta read(FileChannel ch, long offset, String where, Path file, long size)
+        throws IOException {
+      int number = offset == 0 ? 0 : 1;
+      String which = "meta page " + number + " of " + DATA;
+      ByteBuffer b = ByteBuffer.allocate(LmdbLayout.META_END).order(ByteOrder.nativeOrder());
+      while (b.hasRemaining() && ch.read(b, offset + b.position()) > 0) {
+        // reads until the meta is read or the file ends
+      }
+      if (b.hasRemaining()) {
+        throw corrupt(where, file, "The data file " + DATA + " (" + size + " bytes) is too short"
+            + " to hold its " + which + ". A truncated copy? Restore the whole file", size);
+      }
+      int flags = Short.toUnsignedInt(b.getShort(LmdbLayout.PAGE_FLAGS));
+      int magic = b.getInt(LmdbLayout.MM_MAGIC);
+      int version = b.getInt(LmdbLayout.MM_VERSION);
+      int pageSize = b.getInt(LmdbLayout.MM_PSIZE);
+      if ((flags & LmdbLayout.P_META) == 0 || magic != LmdbLayout.META_MAGIC) {
+        throw corrupt(where, file, "The " + which + " is damaged or not LMDB's (flags " + flags
+            + ", magic " + Integer.toHexString(magic) + ")", size);
+      }
+      if (version != LmdbLayout.META_VERSION || Integer.bitCount(pageSize) != 1
+          || pageSize < MIN_PAGE_SIZE || pageSize > MAX_PAGE_SIZE) {
+        throw corrupt(where, file, "The " + which + " has version " + version + " and page size "
+            + pageSize + ", not LMDB 0.9's", size);
+      }
+      return new Meta(number, pageSize, b.getLong(LmdbLayout.MM_LAST_PG),
+          b.getLong(LmdbLayout.MM_TXNID), b.getLong(LmdbLayout.MM_FREE_ROOT),
+          b.getLong(LmdbLayout.MM_MAIN_ROOT));
+    }
+  }
+}

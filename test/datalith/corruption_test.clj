@@ -1,0 +1,388 @@
+(ns datalith.corruption-test
+  "Structural damage to an LMDB data file, row by row: a database is built,
+  copied, and each copy damaged in one way (truncations, an empty file, zeroed
+  meta, branch and leaf pages, branch nodes pointing past the map, past the file,
+  at the meta pages, at themselves or elsewhere in the tree, nodes and pages with
+  bad offsets, sizes and bounds). Every copy is then opened and read whole, both
+  ways, in a child JVM (a regression would crash the JVM), once with the Java
+  page reader and once with LMDB alone (:page-reader :lmdb), and each outcome is
+  checked against the row's: reads the same data, reads other data (damage no
+  page check can see), a :store/corrupt ex-info on a read, or a clear ex-info at
+  connect that leaves the files as they were. A JVM crash (exit 134, an hs_err
+  file) fails the row it happened on."
+  (:require [clojure.edn :as edn]
+            [clojure.java.io :as io]
+            [clojure.java.shell :as sh]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [datalith.core :as d]
+            [datalith.lmdb-file :as f]
+            [datalith.test-util :as tu])
+  (:import (datalith.store Cursor LmdbStore ReadTxn Store SubDb)
+           (java.io File)
+           (java.nio ByteBuffer)
+           (java.nio.file Files StandardCopyOption)
+           (java.security MessageDigest)
+           (java.util Arrays)
+           (java.util.concurrent TimeUnit)))
+
+(set! *warn-on-reflection* true)
+
+;; ---------------------------------------------------------------- the database
+
+(def ^:private schema
+  {:p/id {:db/valueType :db.type/long :db/cardinality :db.cardinality/one
+          :db/unique :db.unique/identity}
+   :p/name {:db/valueType :db.type/string :db/cardinality :db.cardinality/one}
+   :p/friend {:db/valueType :db.type/ref :db/cardinality :db.cardinality/one}
+   :p/tags {:db/valueType :db.type/long :db/cardinality :db.cardinality/many}})
+
+(defn- build!
+  "3000 people in 7 transactions: EAVT three levels deep (a root, 4 branch pages,
+  about 275 leaves), and the log's values on overflow pages."
+  [^File dir]
+  (with-open [conn (d/connect (.getPath dir) {:schema schema})]
+    (doseq [batch (partition-all 500 (range 3000))]
+      (d/transact! conn (vec (for [i batch]
+                               {:p/id i :p/name (str "name-" i "-" (apply str (repeat (mod i 7) "x")))
+                                :p/tags (hash-set (mod i 5) (+ 100 (mod i 11)))}))))
+    (d/transact! conn (vec (for [i (range 0 3000 3)]
+                             {:p/id i :p/friend [:p/id (mod (* 7 i) 3000)]})))))
+
+;; ---------------------------------------------------------------- reading a copy (child JVM)
+
+(defn- hash-pairs [pairs]
+  (reduce (fn [h [^bytes k ^bytes v]]
+            (unchecked-add (unchecked-multiply 31 h) (+ (Arrays/hashCode k) (* 7 (Arrays/hashCode v)))))
+          17 pairs))
+
+(defn- bytes-of ^bytes [^ByteBuffer b]
+  (let [a (byte-array (.remaining b))] (.get b (.position b) a) a))
+
+(defn- scan
+  "Every [key val] of `db`, forward or backward."
+  [^ReadTxn r db forward?]
+  (with-open [c (.cursor r db)]
+    (loop [ok (if forward? (.first c) (.last c)) acc (transient [])]
+      (if ok
+        (let [acc (conj! acc [(bytes-of (.key c)) (bytes-of (.val c))])]
+          (recur (if forward? (.next c) (.prev c)) acc))
+        (persistent! acc)))))
+
+(defn- read-store
+  "Each sub-database of the store in `dir` read whole both ways, and seeks to
+  every 37th key: {name [count forward-hash backward-hash seeks-found]}."
+  [dir mode]
+  (with-open [^Store s (LmdbStore/open (.toPath (io/file dir)) {"page-reader" mode})
+              r (.beginRead s)]
+    (into (sorted-map)
+          (for [^SubDb db (SubDb/values)]
+            (let [fwd (scan r db true)
+                  bwd (scan r db false)
+                  seeks (with-open [^Cursor c (.cursor r db)]
+                          (count (for [[^bytes k] (take-nth 37 fwd)
+                                       :when (and (.seek c (ByteBuffer/wrap k))
+                                                  (Arrays/equals k (bytes-of (.key c))))]
+                                   k)))]
+              [(str db) [(count fwd) (hash-pairs fwd) (hash-pairs (rseq bwd)) seeks]])))))
+
+(defn- read-db
+  "The datoms of each index and a query, through datalith.core."
+  [dir mode]
+  (with-open [conn (d/connect dir {:page-reader (keyword mode)})]
+    (let [db (d/db conn)]
+      [(mapv #(hash (vec (d/datoms db %))) [:eavt :aevt :avet :vaet])
+       (d/q '[:find (count ?e) . :where [?e :p/name]] db)])))
+
+(defn- outcome-of
+  "What reading the copy in `dir` did: [:read result] or [:error code message]."
+  [f]
+  (try [:read (f)]
+       (catch clojure.lang.ExceptionInfo e
+         [:error (:error (ex-data e)) (.getMessage e)])
+       (catch Throwable t
+         [:error (symbol (.getName (class t))) (str t)])))
+
+(defn -main
+  "The child JVM. `connect dir ...`: prints `CONNECT dir outcome` for a connect
+  to each directory. `java|lmdb dir ...` (the page reader): prints one line
+  `ROW dir {:open .. :store .. :db ..}` per copy as it is read."
+  [mode & dirs]
+  (doseq [dir dirs]
+    (when (= mode "connect")
+      (println "CONNECT" dir (pr-str (outcome-of #(with-open [conn (d/connect dir)]
+                                                    (d/basis-t (d/db conn))))))
+      (flush)))
+  (doseq [dir dirs :when (not= mode "connect")]
+    (let [open (outcome-of #(.close (LmdbStore/open (.toPath (io/file dir)) {"page-reader" mode})))
+          store (when (= :read (first open)) (outcome-of #(read-store dir mode)))
+          db (when (= :read (first store)) (outcome-of #(read-db dir mode)))]
+      (println "ROW" dir (pr-str {:open open :store store :db db}))
+      (flush)))
+  (shutdown-agents))
+
+;; ---------------------------------------------------------------- damage
+
+;; Each damage is a function of the copy's directory. EAVT is three levels deep:
+;; `branch` is the second of its four mid-level pages, `leaf` its middle leaf.
+
+(defn- eavt [dir] (f/tree dir (get (f/sub-db-roots dir) "EAVT")))
+(defn- psize [dir] (:psize (f/last-meta dir)))
+(defn- root [dir] (ffirst (eavt dir)))
+(defn- branch [dir] (second (second (eavt dir))))
+(defn- leaf [dir] (let [ls (last (eavt dir))] (nth ls (quot (count ls) 2))))
+(defn- node-at [p i] (+ (:offset p) (:at (nth (:nodes p) i))))
+(defn- pointer-at [p i] (+ (:offset p) 16 (* 2 i)))
+
+(defn- cut [fraction] #(f/truncate! % (long (* fraction (f/size %)))))
+(defn- cut-to [size] #(f/truncate! % size))
+
+(defn- zero [page]
+  #(let [n (psize %), pgno (if (number? page) page (:pgno (page %)))]
+     (f/write-bytes! % (* pgno n) (byte-array n))))
+
+(defn- log-overflow [dir]
+  {:pgno (inc (:pgno (ffirst (f/tree dir (get (f/sub-db-roots dir) "LOG")))))})
+
+(defn- last-meta-field [offset value-of]
+  #(let [{:keys [number] :as m} (f/last-meta %)]
+     (f/write-u64! % (+ (* number (psize %)) offset) (value-of m))))
+
+(defn- child [pgno-of]
+  #(let [b (branch %), pgno (pgno-of % b), at (node-at b 3)]
+     (doseq [[i shift] [[0 0] [2 16] [4 32]]]
+       (f/write-u16! % (+ at i) (bit-and (bit-shift-right pgno shift) 0xFFFF)))))
+
+(defn- u16 [page offset-of value-of]
+  #(let [p (page %)] (f/write-u16! % (offset-of p) (value-of p))))
+
+(defn- free-tail
+  "Makes the last commit end `extra` pages past the file's end, and lists
+  `listed` of those pages on the free list (in place of others on its largest
+  list): LMDB leaves pages a transaction freed unwritten, so a file may end
+  before its last page when the pages missing are free."
+  [extra listed]
+  (fn [dir]
+    (let [{:keys [free-root psize last-pg number]} (f/last-meta dir)
+          p (f/page dir psize free-root)
+          n (apply max-key :data-size (:nodes p))]
+      (when-not (and (= f/P_LEAF (:flags p)) (zero? (:flags n)) (> (:data-size n) (* 8 (inc listed))))
+        (throw (ex-info "the free list is not one leaf page with a list in it" {:page p})))
+      (doseq [i (range listed)]
+        (f/write-u64! dir (+ (:offset p) (:data-at n) 8 (* 8 i)) (- (+ last-pg extra) i)))
+      (f/write-u64! dir (+ (* number psize) 136) (+ last-pg extra)))))
+
+(defn- free-list-loop
+  "free-tail, with the free list's root page made a branch page whose every
+  node points back at it."
+  [dir]
+  ((free-tail 3 3) dir)
+  (let [{:keys [free-root psize]} (f/last-meta dir)
+        p (f/page dir psize free-root)]
+    (f/write-u16! dir (+ (:offset p) 10) f/P_BRANCH)
+    (doseq [i (range (count (:nodes p)))
+            [at shift] [[0 0] [2 16] [4 32]]]
+      (f/write-u16! dir (+ (node-at p i) at) (bit-and (bit-shift-right free-root shift) 0xFFFF)))))
+
+(def ^:private either #{:corrupt :differs})
+
+(def ^:private rows
+  "[name damage java-outcome lmdb-outcome]: the outcome of reading the damaged
+  copy with the Java page reader and with LMDB alone: :same (reads as the
+  intact copy), :differs (reads, other data: damage no page check can see),
+  :corrupt (a :store/corrupt ex-info on a read), :connect (a :store/corrupt
+  ex-info at connect, the files left as they were); a set where the outcome
+  depends on what the damaged node points at."
+  [["intact"                              (fn [_])                      :same    :same]
+   ;; truncated copies and an empty file: LMDB would map pages the file lacks
+   ["truncated to 90%"                    (cut 0.9)                     :connect :connect]
+   ["truncated to 50%"                    (cut 0.5)                     :connect :connect]
+   ["truncated to 10%"                    (cut 0.1)                     :connect :connect]
+   ["truncated mid-page"                  #(f/truncate! % (- (f/size %) 100)) :connect :connect]
+   ["truncated to one page"               (cut-to 4096)                 :connect :connect]
+   ["truncated to 100 bytes"              (cut-to 100)                  :connect :connect]
+   ["empty file"                          (cut-to 0)                    :connect :connect]
+   ;; meta pages
+   ["meta page 0 zeroed"                  (zero 0)                      :connect :connect]
+   ["meta page 1 zeroed"                  (zero 1)                      :connect :connect]
+   ["last page past the file"             (last-meta-field 136 #(+ 10 (:last-pg %))) :connect :connect]
+   ["last pages past the file, all free"  (free-tail 3 3)               :same    :same]
+   ["last pages past the file, one not free" (free-tail 3 2)            :connect :connect]
+   ["last pages past the file, free list loops" free-list-loop          :connect :connect]
+   ["main root past the file"             (last-meta-field 128 #(+ 10 (:last-pg %))) :connect :connect]
+   ;; zeroed tree pages
+   ["EAVT root page zeroed"               (zero root)                   :corrupt :corrupt]
+   ["EAVT branch page zeroed"             (zero branch)                 :corrupt :corrupt]
+   ["EAVT leaf page zeroed"               (zero leaf)                   :corrupt :corrupt]
+   ["LOG overflow page zeroed"            (zero log-overflow)           :differs :differs]
+   ;; a branch node pointing elsewhere
+   ["child past the map"                  (child (fn [_ _] (bit-shift-left 1 40)))      :corrupt :corrupt]
+   ["child past the file, in the map"     (child (fn [d _] (+ 100 (:last-pg (f/last-meta d))))) :corrupt :corrupt]
+   ["child is meta page 0"                (child (fn [_ _] 0))          :corrupt :corrupt]
+   ["child is meta page 1"                (child (fn [_ _] 1))          :corrupt :corrupt]
+   ["child is its own branch page"        (child (fn [_ b] (:pgno b)))  :corrupt :corrupt]
+   ["child is the root"                   (child (fn [d _] (:pgno (root d)))) :corrupt :corrupt]
+   ["child is a leaf elsewhere"           (child (fn [d _] (:pgno (first (last (eavt d)))))) :corrupt :differs]
+   ["branch node offset past the page"    (u16 branch #(pointer-at % 3) (constantly 0xFFF0)) :corrupt :corrupt]
+   ;; leaf nodes and page bounds
+   ["leaf node offset past the page"      (u16 leaf #(pointer-at % 5) (constantly 0xFFF0)) :corrupt either]
+   ["leaf node offset in the header"      (u16 leaf #(pointer-at % 5) (constantly 2)) :corrupt :corrupt]
+   ["leaf key size 65535"                 (u16 leaf #(+ 6 (node-at % 5)) (constantly 0xFFFF)) :corrupt :corrupt]
+   ["leaf key size 0"                     (u16 leaf #(+ 6 (node-at % 5)) (constantly 0)) :corrupt :corrupt]
+   ["leaf data size 4 GiB"                #(do ((u16 leaf (fn [p] (node-at p 5)) (constantly 0xFFFF)) %)
+                                               ((u16 leaf (fn [p] (+ 2 (node-at p 5))) (constantly 0xFFFF)) %))
+    :corrupt :corrupt]
+   ["leaf node on overflow pages, falsely" (u16 leaf #(+ 4 (node-at % 5)) (constantly 1)) :corrupt :corrupt]
+   ["leaf lower 65535"                    (u16 leaf #(+ 12 (:offset %)) (constantly 0xFFFF)) :corrupt either]
+   ["leaf lower past upper"               (u16 leaf #(+ 12 (:offset %)) #(+ 2 (:upper %))) :corrupt :corrupt]
+   ["leaf upper 0"                        (u16 leaf #(+ 14 (:offset %)) (constantly 0)) :corrupt :same]
+   ["leaf page number wrong"              #(f/write-u64! % (:offset (leaf %)) 5) :corrupt :same]])
+
+;; ---------------------------------------------------------------- the parent
+
+(defn- sha [^File file]
+  (let [md (MessageDigest/getInstance "SHA-256")]
+    (.digest md (Files/readAllBytes (.toPath file)))))
+
+(defn- run-child
+  "Runs -main in a child JVM over `dirs`; {:exit code :rows {dir outcome} :out text}."
+  [mode dirs ^File work]
+  (let [cmd (concat [(str (System/getProperty "java.home") "/bin/java")
+                     "--add-opens=java.base/java.nio=ALL-UNNAMED"
+                     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"
+                     (str "-XX:ErrorFile=" work "/hs_err_%p.log")
+                     "-Xss4m" "-cp" (System/getProperty "java.class.path")
+                     "clojure.main" "-m" "datalith.corruption-test" mode]
+                    dirs)
+        p (-> (ProcessBuilder. ^java.util.List (vec cmd)) (.redirectErrorStream true) (.start))
+        out (slurp (.getInputStream p))
+        exited (.waitFor p 300 TimeUnit/SECONDS)]
+    (when-not exited (.destroyForcibly p))
+    {:exit (if exited (.exitValue p) :timeout)
+     :out out
+     :rows (into {} (for [line (str/split-lines out)
+                          :when (str/starts-with? line "ROW ")
+                          :let [[_ dir data] (re-matches #"ROW (\S+) (.*)" line)]]
+                      [dir (edn/read-string data)]))}))
+
+(defn- classify
+  "The outcome of a row's reading, given the intact copy's."
+  [{:keys [open store db]} intact]
+  (let [corrupt? #(= [:error :store/corrupt] (subvec % 0 2))]
+    (cond
+      (corrupt? open) :connect
+      (= :error (first open)) [:unexpected open]
+      (corrupt? store) :corrupt
+      (= :error (first store)) [:unexpected store]
+      (corrupt? db) :corrupt
+      (= :error (first db)) [:unexpected db]
+      (and (= store (:store intact)) (= db (:db intact))) :same
+      :else :differs)))
+
+(defn- damaged-copies
+  "Each row's copy of the intact database in `work`, damaged."
+  [^File work ^File intact]
+  (vec (map-indexed
+        (fn [i [label damage java lmdb]]
+          (let [dir (io/file work (str "row" i))]
+            (.mkdirs dir)
+            (Files/copy (.toPath (f/data-file intact)) (.toPath (f/data-file dir))
+                        ^"[Ljava.nio.file.CopyOption;" (make-array java.nio.file.CopyOption 0))
+            (damage (.getPath dir))
+            {:label label :dir (.getPath dir) :expected {:java java :lmdb lmdb}
+             :digest (vec (sha (f/data-file dir)))}))
+        rows)))
+
+(defn- outcomes [expected] (if (set? expected) expected #{expected}))
+
+(defn- read-all
+  "Reads the copies in `dirs` in child JVMs: {dir outcome}, :crash for a copy
+  whose reading ended its JVM (the rows after it are read by the next one)."
+  [mode dirs work]
+  (loop [dirs dirs acc {}]
+    (if (empty? dirs)
+      acc
+      (let [{:keys [exit rows out]} (run-child mode dirs work)
+            [done [crashed & more]] (split-with #(contains? rows %) dirs)
+            acc (merge acc rows)]
+        (if crashed
+          (do (println "child JVM exit" exit "reading" crashed ":\n" out)
+              (recur more (assoc acc crashed :crash)))
+          (do (is (= 0 exit) (str "the child JVM exited with " exit ":\n" out))
+              acc))))))
+
+(defn- crash-reports [^File work]
+  (filter #(str/starts-with? (.getName ^File %) "hs_err") (.listFiles work)))
+
+(defn- check-mode
+  "Reads every copy in child JVMs with page reader `mode`, checking each row."
+  [mode copies work]
+  (let [rows (read-all mode (map :dir copies) work)
+        intact (get rows (:dir (first copies)))]
+    (is (empty? (crash-reports work)) (str "JVM crash reports: " (vec (crash-reports work))))
+    (doseq [{:keys [label dir expected digest]} copies]
+      (testing label
+        (let [row (get rows dir)
+              got (if (map? row) (classify row intact) row)]
+          (is (contains? (outcomes (get expected (keyword mode))) got) (pr-str row))
+          (when (= got :connect)
+            (is (= digest (vec (sha (f/data-file dir)))) "the data file is left as it was")
+            (is (= ["data.mdb"] (vec (.list (io/file dir)))) "no lock file is made")))))))
+
+(deftest damaged-files-never-crash-the-jvm
+  (let [work (tu/temp-dir)
+        intact (io/file work "intact")]
+    (try
+      (.mkdirs intact)
+      (build! intact)
+      (let [copies (damaged-copies work intact)]
+        (doseq [mode ["java" "lmdb"]]
+          (testing (str "page reader " mode)
+            (check-mode mode copies work))))
+      (finally (tu/delete-tree work)))))
+
+;; ---------------------------------------------------------------- a full disk at connect
+
+(defn- fill!
+  "Writes a file in `dir` until its file system is full."
+  [^File dir]
+  (with-open [out (java.io.FileOutputStream. (io/file dir "filler"))]
+    (try (while true (.write out (byte-array 4096)))
+         (catch java.io.IOException _))))
+
+(deftest a-full-disk-at-connect-is-an-error
+  ;; LMDB sizes its lock file with ftruncate and writes it through a map: on a
+  ;; full disk that write was a SIGBUS. Needs a small file system of its own: a
+  ;; tmpfs of 1 MiB, mounted when this runs as root with the right to mount.
+  (let [work (tu/temp-dir)
+        fs (io/file work "fs")]
+    (.mkdirs fs)
+    (try
+      (if-not (zero? (:exit (sh/sh "mount" "-t" "tmpfs" "-o" "size=1m" "tmpfs" (.getPath fs))))
+        (println "a-full-disk-at-connect-is-an-error: cannot mount a tmpfs here, not run")
+        (try
+          (let [db (io/file fs "db")
+                fresh (io/file fs "fresh")]
+            (with-open [conn (d/connect (.getPath db) {:schema schema})]
+              (d/transact! conn [{:p/id 1 :p/name "one"}]))
+            (.delete (io/file db "lock.mdb")) ; as after a copy, or a reboot that cleared it
+            (let [digest (vec (sha (f/data-file db)))]
+              (fill! fs)
+              (let [{:keys [exit out]} (run-child "connect" [(.getPath db) (.getPath fresh)] work)
+                    outcome (into {} (for [[_ dir data] (re-seq #"CONNECT (\S+) (.*)" out)]
+                                       [dir (edn/read-string data)]))]
+                (is (= 0 exit) out)
+                (is (empty? (crash-reports work)))
+                (testing "an existing database"
+                  (is (= :store/io (second (outcome (.getPath db)))) out)
+                  (is (= digest (vec (sha (f/data-file db)))) "the data file is left as it was")
+                  (is (not (.exists (io/file db "lock.mdb"))) "no lock file is left"))
+                (testing "a new database"
+                  (is (= :store/io (second (outcome (.getPath fresh)))) out)
+                  (is (empty? (.list fresh)) "no file is left")))
+              (.delete (io/file fs "filler"))
+              (testing "with room again, the database opens as it was"
+                (with-open [conn (d/connect (.getPath db))]
+                  (is (= "one" (:p/name (d/pull (d/db conn) [:p/name] [:p/id 1]))))))))
+          (finally (sh/sh "umount" (.getPath fs)))))
+      (finally (tu/delete-tree work)))))
