@@ -168,7 +168,12 @@
     [{:db/id "p" :user/part {:user/name "q"} :user/tags #{:a}}]
     [[:db/add "t" :user/score 1.5] [:db/add "t" :user/at #inst "2020-01-01"]]
     [{:db/ident :new/attr :db/valueType :db.type/long :db/cardinality :db.cardinality/one}]
-    [[:db/retract [:user/email "a@x"] :user/tags]]])
+    [[:db/retract [:user/email "a@x"] :user/tags]]
+    [[:db.fn/retractAttribute [:user/email "a@x"] :user/tags]]])
+
+(def tx-templates-with-values
+  "tx-data holding function values, which a quoted form cannot."
+  (conj tx-templates [[:db.fn/call ok-tx-fn [:user/email "a@x"] "z"]]))
 
 ;; ---------------------------------------------------------------- calls
 
@@ -196,7 +201,7 @@
         query (gen/bind (gen/elements queries) mutate)
         inputs (gen/vector (gen-of ["a@x" [30 40] rules ::db ::hist]) 0 3)
         pattern (gen/bind (gen/elements patterns) mutate)
-        tx-data (gen/frequency [[6 (gen/bind (gen/elements tx-templates) mutate)] [1 (gen-bad)]])]
+        tx-data (gen/frequency [[6 (gen/bind (gen/elements tx-templates-with-values) mutate)] [1 (gen-bad)]])]
     (gen/one-of
      [(gen/tuple (gen/return 'transact!) (gen/tuple conn tx-data))
       (gen/tuple (gen/return 'transact!) (gen/tuple conn (gen/fmap #(hash-map :tx-data %) tx-data)))

@@ -184,7 +184,9 @@
   tx-data is a vector of entity maps and lists:
     {:db/id \"tmp\" :user/name \"Ada\"}    [:db/add e a v]    [:db/retract e a v]
     [:db/retract e a]    [:db/retractEntity e]    [:db/cas e a old new]
+    [:db.fn/retractAttribute e a]  ; = [:db/retract e a]: every value of a
     (my.ns/tx-fn arg ...) ; calls (my.ns/tx-fn db arg ...) -> more tx-data
+    [:db.fn/call f arg ...] ; calls the function value f: (f db arg ...) -> more tx-data
 
   A transaction function returns tx-data and has no other effect: calling
   `transact!` on the same connection from it (or from anything it calls)
