@@ -235,6 +235,19 @@
                  (gen/one-of [(gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]))
                               (gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]) (gen-bad))
                               (gen/tuple not-a-dir not-a-dir)]))
+      (gen/tuple (gen/return 'entity-db) (gen/tuple (gen-of [::entity])))
+      (gen/tuple (gen/return 'squuid) (gen/return []))
+      (gen/tuple (gen/return 'squuid-time-millis) (gen/tuple (gen-of [(java.util.UUID/randomUUID)])))
+      (gen/tuple (gen/return 'tempid) (gen/one-of [(gen/tuple (gen-of [:db.part/user :db.part/tx]))
+                                                   (gen/tuple (gen-of [:db.part/user]) (gen-of [-1 -7]))]))
+      (gen/tuple (gen/return 'db-stats) (gen/tuple db))
+      (gen/tuple (gen/return 'sync) (gen/one-of [(gen/tuple conn) (gen/tuple conn point)]))
+      (gen/tuple (gen/return 'transact-async) (gen/tuple conn tx-data))
+      ;; listeners and queues on a connection of their own, closed after the call
+      (gen/tuple (gen/return 'listen!) (gen/one-of [(gen/tuple (gen-of [::fresh-conn]) (gen-of [identity]))
+                                                    (gen/tuple (gen-of [::fresh-conn]) (gen-bad) (gen-of [identity]))]))
+      (gen/tuple (gen/elements '[unlisten!]) (gen/tuple (gen-of [::fresh-conn]) (gen-bad)))
+      (gen/tuple (gen/elements '[tx-report-queue remove-tx-report-queue]) (gen/tuple (gen-of [::fresh-conn])))
       (gen/tuple (gen/return 'connect) (gen/one-of
                                         [(gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema %) (gen-bad)))
@@ -249,7 +262,9 @@
   "The entry points the generator calls, by name: every public function of datalith.core."
   '#{connect close db transact! with basis-t t->tx tx->t as-of since history as-of-t since-t
      history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
-     pull pull-many verify rebuild-indexes})
+     pull pull-many verify rebuild-indexes
+     entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
+     tx-report-queue remove-tx-report-queue})
 
 ;; ---------------------------------------------------------------- the fixture
 
@@ -311,9 +326,10 @@
   [fx f args]
   (let [[args cleanup] (resolve-args fx args)
         conn (:conn fx)
-        before (when ('#{transact! with} f) (d/db conn))
+        before (when ('#{transact! transact-async with} f) (d/db conn))
         before-datoms (some-> before datoms-of)
-        result (try (let [r (apply (ns-resolve 'datalith.core f) args)]
+        result (try (let [r (apply (ns-resolve 'datalith.core f) args)
+                          r (if (= 'transact-async f) @r r)]
                       (if (instance? datalith.conn.Conn r) (d/close r) (realize r))
                       :ok)
                     (catch clojure.lang.ExceptionInfo e

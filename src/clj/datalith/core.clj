@@ -12,9 +12,9 @@
 
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
-  (:refer-clojure :exclude [with])
+  (:refer-clojure :exclude [with sync])
   (:require [datalith.readers])
-  (:import (datalith.conn Conn TxReport With)
+  (:import (datalith.conn Conn TxFuture TxReport With)
            (datalith.db Db Entity IndexScan Rebuild Schema Verify)
            (datalith.query Engine)
            (datalith.pull Puller)
@@ -164,10 +164,7 @@
   (.db (conn-arg conn)))
 
 (defn- report->map [^TxReport r]
-  {:db-before (.dbBefore r)
-   :db-after (.dbAfter r)
-   :tx-data (vec (.txData r))
-   :tempids (.tempids r)})
+  (.toMap r))
 
 (defn- tx-data-of [tx]
   (let [data (if (and (map? tx) (contains? tx :tx-data)) (:tx-data tx) tx)]
@@ -511,6 +508,179 @@
   (when-not (or (nil? eids) (coll? eids) (instance? java.util.Collection eids))
     (throw (error :pull/entities "pull-many takes a collection of entity ids" {:entities eids})))
   (Puller/pullMany (db-arg db) pattern (vec eids)))
+
+;; ---------------------------------------------------------------- Datomic's and DataScript's names
+
+(defn entity-db
+  "The database value an entity (from `entity`) reads.
+
+    (= db (d/entity-db (d/entity db [:user/email \"ada@example.com\"])))
+    ; => true"
+  ^Db [entity]
+  (if (instance? Entity entity)
+    (.db ^Entity entity)
+    (throw (error :db/invalid-entity "entity-db takes an entity (from entity)" {:entity entity}))))
+
+(defn squuid
+  "A random UUID whose first 32 bits are the time in seconds (Datomic's
+  sequential UUID): values made later sort after, which keeps an index of
+  them local.
+
+    (d/squuid-time-millis (d/squuid))
+    ; => 1764614400000 (now, to the second)"
+  ^java.util.UUID []
+  (let [u (java.util.UUID/randomUUID)
+        secs (quot (System/currentTimeMillis) 1000)]
+    (java.util.UUID. (bit-or (bit-shift-left secs 32)
+                             (bit-and (.getMostSignificantBits u) 0xFFFFFFFF))
+                     (.getLeastSignificantBits u))))
+
+(defn squuid-time-millis
+  "The time, in milliseconds since the epoch (to the second), that `squuid` wrote into `uuid`."
+  [uuid]
+  (if (instance? java.util.UUID uuid)
+    (* 1000 (unsigned-bit-shift-right (.getMostSignificantBits ^java.util.UUID uuid) 32))
+    (throw (error :db/invalid-uuid "squuid-time-millis takes a UUID" {:uuid uuid}))))
+
+(def ^:private tempid-counter (java.util.concurrent.atomic.AtomicLong. -1000000))
+
+(defn tempid
+  "A tempid for tx-data, as Datomic's: each call with a partition alone gives a new
+  one; with `n` (a negative number) the same `n` names the same new entity within a
+  transaction. datalith has no partitions: any keyword is taken, :db.part/tx names the
+  transaction itself. A tempid is a negative long; the report's :tempids maps it to
+  the entity id.
+
+    (let [t (d/tempid :db.part/user)]
+      (get (:tempids (d/transact! conn [{:db/id t :user/name \"Ada\"}])) t))
+    ; => 1000"
+  ([partition]
+   (when-not (keyword? partition)
+     (throw (error :db/invalid-partition "A partition is a keyword, like :db.part/user"
+                   {:partition partition})))
+   (if (= :db.part/tx partition)
+     "datomic.tx"
+     (.decrementAndGet ^java.util.concurrent.atomic.AtomicLong tempid-counter)))
+  ([partition n]
+   (when-not (keyword? partition)
+     (throw (error :db/invalid-partition "A partition is a keyword, like :db.part/user"
+                   {:partition partition})))
+   (when-not (and (integer? n) (<= Long/MIN_VALUE n -1))
+     (throw (error :db/invalid-tempid "A tempid's number is negative" {:n n})))
+   (if (= :db.part/tx partition) "datomic.tx" (long n))))
+
+(defn- view?
+  "Whether `db` sees less or more than its current state (as-of, since, history)."
+  [^Db db]
+  (or (some? (.asOfT db)) (some? (.sinceT db)) (.isHistory db)))
+
+(defn db-stats
+  "Statistics of `db`, as Datomic's: {:datoms n :attrs {ident {:count n}}}, the
+  datoms each attribute has (current ones; for an as-of, since or history view,
+  the ones it sees, counted by reading them all).
+
+    (d/db-stats db)
+    ; => {:datoms 96, :attrs {:user/email {:count 3}, :db/ident {:count 40}, ...}}"
+  [db]
+  (let [^Db db (db-arg db)
+        schema (.schema db)
+        counts (if (view? db)
+                 (persistent! (reduce (fn [m ^Datom d] (assoc! m (.aid d) (inc (get m (.aid d) 0))))
+                                      (transient {}) (datom-seq db Index/AEVT (byte-array 0) nil nil nil)))
+                 (into {} (.counts (.stats db))))
+        attrs (into {} (for [[aid n] counts
+                             :when (pos? (long n))
+                             :let [ident (.ident ^Schema schema (long aid))]
+                             :when ident]
+                         [ident {:count n}]))]
+    {:datoms (reduce + 0 (map :count (vals attrs))) :attrs attrs}))
+
+(defn sync
+  "The latest database value of `conn`: every transaction committed, by any
+  process, when it is called (embedded, there is nothing to wait for). With `t`,
+  the same, checked to include t (:db/invalid-t when no transaction t was
+  committed yet).
+
+    (d/basis-t (d/sync conn))
+    ; => 12"
+  (^Db [conn] (db conn))
+  (^Db [conn t]
+   (let [t (long-arg t :t)
+         d (db conn)]
+     (when (> t (.basisT d))
+       (throw (error :db/invalid-t "No transaction with this t was committed yet"
+                     {:t t :basis-t (.basisT d)})))
+     d)))
+
+(defn transact-async
+  "Runs `transact!` on the connection's transaction thread and returns at once a
+  future of its report: `deref` it for the report, or for the transaction's error
+  (the same ex-info transact! throws); `(deref f ms timeout-value)` and `realized?`
+  work too. Transactions given to transact-async run
+  one after another, in the order of the calls.
+
+    (:tempids @(d/transact-async conn [{:db/id \"a\" :user/name \"Ada\"}]))
+    ; => {\"a\" 1000, :db/current-tx 13194139533313}"
+  [conn tx-data]
+  (let [^TxFuture f (.transactAsync (conn-arg conn) (tx-data-of tx-data))]
+    (reify
+      clojure.lang.IDeref
+      (deref [_] (report->map (.get f)))
+      clojure.lang.IBlockingDeref
+      (deref [_ ms timeout]
+        (if-let [r (.get f (long ms))] (report->map r) timeout))
+      clojure.lang.IPending
+      (isRealized [_] (.isDone f)))))
+
+(defn listen!
+  "Calls `(f report)` with the report of every transaction `conn` commits from now
+  on ({:db-before :db-after :tx-data :tempids}), in commit order, after the commit,
+  on the thread that committed it (before its `transact!` returns), under `key`
+  (replacing the listener of that key; default: a new key, returned). An exception
+  in `f` goes to the thread's uncaught exception handler: the transaction stands.
+  Only this connection's transactions are reported, not other processes'.
+
+    (d/listen! conn :log (fn [{:keys [tx-data]}] (println (count tx-data) \"datoms\")))
+    ; => :log"
+  ([conn f] (listen! conn (Object.) f))
+  ([conn key f]
+   (let [c (conn-arg conn)]
+     (when-not (ifn? f)
+       (throw (error :db/invalid-listener "A listener is a function of the report" {:listener f})))
+     (.listen c key f)
+     key)))
+
+(defn unlisten!
+  "Removes the listener `listen!` registered under `key`.
+
+    (d/unlisten! conn :log)
+    ; => nil"
+  [conn key]
+  (.unlisten (conn-arg conn) key)
+  nil)
+
+(defn tx-report-queue
+  "A java.util.concurrent.BlockingQueue receiving the report of every transaction
+  `conn` commits from the first call on ({:db-before :db-after :tx-data :tempids}),
+  in commit order: unbounded, never dropped. Every call returns the same queue until
+  `remove-tx-report-queue`. Only this connection's transactions are reported.
+
+    (let [q (d/tx-report-queue conn)]
+      (d/transact! conn [{:user/name \"Ada\"}])
+      (count (:tx-data (.take q))))
+    ; => 2"
+  ^java.util.concurrent.BlockingQueue [conn]
+  (.txReportQueue (conn-arg conn)))
+
+(defn remove-tx-report-queue
+  "Stops filling the queue of `tx-report-queue` (what it holds stays); the next
+  `tx-report-queue` makes a new one.
+
+    (d/remove-tx-report-queue conn)
+    ; => nil"
+  [conn]
+  (.removeTxReportQueue (conn-arg conn))
+  nil)
 
 ;; ---------------------------------------------------------------- printing
 
