@@ -263,3 +263,168 @@
           (is (= 1 (count q2)))))
       (is (= :db/invalid-conn (error-of #(d/tx-report-queue (d/db conn)))))
       (is (= :db/invalid-conn (error-of #(d/remove-tx-report-queue 1)))))))
+
+;; ---------------------------------------------------------------- rseek-datoms, index-pull, qseq
+
+(defn- many-people
+  "n people with ages 0..n-1 (a few long names, which the AVET key holds by hash)."
+  [n]
+  (for [i (range n)]
+    {:user/email (str "p" i "@x") :user/age (mod (* i 7) n)
+     :user/name (if (zero? (mod i 50)) (apply str "long-" i (repeat 300 "n")) (str "p" i))
+     :user/tags #{:x (keyword (str "t" (mod i 3)))}}))
+
+(deftest rseek-datoms-is-seek-datoms-backwards
+  (each-store [conn {:schema schema}]
+    (d/transact! conn (vec (many-people 1500)))
+    (d/transact! conn [[:db/retract [:user/email "p3@x"] :user/age 21]])
+    (let [db (d/db conn)
+          views [db (d/history db) (d/as-of db 2)
+                 (:db-after (d/with db [{:user/email "w@x" :user/age 7 :user/name "W"}]))]]
+      (doseq [v views
+              [index & cs] [[:eavt] [:aevt] [:avet] [:vaet]
+                            [:eavt (d/entid db [:user/email "p700@x"])]
+                            [:eavt (d/entid db [:user/email "p700@x"]) :user/tags]
+                            [:aevt :user/age] [:avet :user/age] [:avet :user/age 700]
+                            [:avet :user/age 20000] [:avet :user/name "p99"] [:aevt :user/email]]]
+        (testing (pr-str index cs)
+          (let [all (vec (d/datoms v index))
+                ;; the datoms before seek-datoms's start, and those matching cs
+                matching (set (apply d/datoms v index cs))
+                past (drop-while #(contains? matching %) (apply d/seek-datoms v index cs))
+                upto (subvec all 0 (- (count all) (count past)))
+                r (apply d/rseek-datoms v index cs)]
+            (is (= (count upto) (count r)))
+            (is (= (rseq upto) (seq r)))))))
+    (is (= () (d/rseek-datoms (d/db conn) :avet :no/attr)))
+    (are [f err] (= err (error-of f))
+      #(d/rseek-datoms (d/db conn) :xyz) :db/invalid-index
+      #(d/rseek-datoms conn :eavt) :db/invalid-db)))
+
+(deftest index-pull-walks-and-pulls
+  (each-store [conn {:schema schema}]
+    (d/transact! conn people)
+    (let [db (d/db conn)]
+      (are [arg out] (= out (d/index-pull db arg))
+        {:index :avet :selector [:user/name] :start [:user/age]}
+        [{:user/name "Cy"} {:user/name "Ada"} {:user/name "Bob"}]
+        {:index :avet :selector [:user/name :user/age] :start [:user/age 36]}
+        [{:user/name "Ada" :user/age 36} {:user/name "Bob" :user/age 41}]
+        {:index :avet :selector [:user/name] :start [:user/age 36] :reverse true}
+        [{:user/name "Ada"} {:user/name "Cy"}]
+        {:index :avet :selector [:user/name] :start [:user/age] :reverse true}
+        [{:user/name "Bob"} {:user/name "Ada"} {:user/name "Cy"}]
+        {:index :aevt :selector [:user/email] :start [:user/friend]}
+        [{:user/email "b@x"} {:user/email "a@x"} {:user/email "c@x"}]
+        {:index :avet :selector [:user/name] :start [:no/attr]}
+        [])
+      (is (seq? (d/index-pull db {:index :avet :selector [:user/name] :start [:user/age]})))
+      (are [arg err] (= err (error-of #(doall (d/index-pull db arg))))
+        {:index :eavt :selector [:user/name] :start [:user/age]} :db/invalid-index
+        {:index :avet :selector [:user/name] :start []} :db/invalid-components
+        {:index :avet :selector [:user/name] :start "a"} :db/invalid-components
+        {:index :aevt :selector [:user/name] :start [:user/age]} :db/invalid-attribute
+        {:index :avet :selector :bad :start [:user/age]} :pull/pattern
+        [:index :avet] :db/invalid-options))))
+
+(def pulls (atom 0))
+
+(defn counting-xform [x] (swap! pulls inc) x)
+
+(deftest qseq-pulls-lazily
+  (each-store [conn {:schema schema}]
+    (d/transact! conn (vec (many-people 200)))
+    (let [db (d/db conn)
+          query '[:find ?a (pull ?e [[:user/name :xform datalith.api-names-test/counting-xform]])
+                  :where [?e :user/age ?a]]]
+      (testing "the same answer as q"
+        (reset! pulls 0)
+        (let [s (d/qseq query db)]
+          (is (seq? s))
+          (is (< @pulls 200) "nothing pulled before it is read (but a first chunk)")
+          (first s)
+          (is (<= @pulls 32) "reading the first row pulls a chunk, not everything")
+          (is (= 200 (count s)))
+          (is (= 200 @pulls))
+          (is (= (d/q query db) (set s)))))
+      (doseq [[q & ins] ['[[:find ?e . :where [?e :user/age 3]]]
+                         '[[:find [?a ...] :where [_ :user/age ?a]]]
+                         '[[:find (pull ?e [:user/name]) ?a :where [?e :user/age ?a]]]
+                         '[[:find ?a ?n :keys age name :where [?e :user/age ?a] [?e :user/name ?n]]]
+                         '[[:find (pull ?e ?p) :in $ ?p :where [?e :user/age 4]] [:user/email]]
+                         '[[:find [?e ?a] :where [?e :user/age ?a] [(= ?a 5)]]]]]
+        (is (= (apply d/q q db ins)
+               (let [r (apply d/qseq q db ins)]
+                 (if (seq? r) (into (empty (apply d/q q db ins)) r) r)))
+            (pr-str q)))
+      (is (= (d/q '[:find [(pull ?e [:user/age]) ...] :where [?e :user/age ?a] [(< ?a 10)]] db)
+             (vec (d/qseq '[:find [(pull ?e [:user/age]) ...] :where [?e :user/age ?a] [(< ?a 10)]] db))))
+      (is (= (d/q {:query '[:find ?e :where [?e :user/age 3]] :args [db]})
+             (set (d/qseq {:query '[:find ?e :where [?e :user/age 3]] :args [db]}))))
+      (are [f err] (= err (error-of f))
+        #(d/qseq '[:find ?x :where [?e :user/age]] db) (error-of #(d/q '[:find ?x :where [?e :user/age]] db))
+        #(d/qseq {:query '[:find ?e :where [?e :user/age]] :args 1}) :query/args
+        #(d/qseq '[:find (pull ?e [:user/name]) :in $ ?x :where [?e :user/age ?x]] db 1 2) :query/inputs))))
+
+;; ---------------------------------------------------------------- query inputs: functions, patterns; nested q
+
+(deftest function-values-through-in
+  (each-store [conn {:schema schema}]
+    (d/transact! conn people)
+    (let [db (d/db conn)]
+      (are [q in out] (= out (let [r (d/q q db in)] (if (vector? r) (sort r) r)))
+        '[:find ?n ?y :in $ ?f :where [?e :user/age ?a] [?e :user/name ?n] [(?f ?a) ?y]]
+        #(* 2 %) #{["Ada" 72] ["Bob" 82] ["Cy" 58]}
+        '[:find ?n :in $ ?f :where [?e :user/age ?a] [?e :user/name ?n] [(?f ?a)]]
+        odd? #{["Bob"] ["Cy"]}
+        '[:find ?n :in $ ?f :where [?e :user/age ?a] [?e :user/name ?n] [(?f ?a 40)]]
+        > #{["Bob"]}
+        '[:find [?t ...] :in $ ?f :where [?e :user/tags ?tag] [(?f ?tag) [?t ...]]]
+        (fn [t] [(name t) "tag"]) ["tag" "x" "y"]
+        '[:find ?n :in $ ?f :where [?e :user/name ?n] (not [(?f ?n)])]
+        #(= "Ada" %) #{["Bob"] ["Cy"]})
+      (testing "one function per row, from a collection binding"
+        (is (= #{[36 37] [36 35]}
+               (d/q '[:find ?a ?y :in $ [?f ...] :where [?e :user/name "Ada"] [?e :user/age ?a] [(?f ?a) ?y]]
+                    db [inc dec]))))
+      (are [in err] (= err (error-of #(d/q '[:find ?y :in $ ?f :where [_ :user/age ?a] [(?f ?a) ?y]] db in)))
+        42 :query/unknown-fn
+        :user/name :query/unknown-fn
+        nil :query/unknown-fn
+        (fn [_] (throw (RuntimeException. "f"))) :query/fn-failed)
+      (is (= :query/unbound-var
+             (error-of #(d/q '[:find ?y :where [_ :user/age ?a] [(?f ?a) ?y]] db)))))))
+
+(deftest pull-pattern-inputs
+  (each-store [conn {:schema schema}]
+    (d/transact! conn people)
+    (let [db (d/db conn)]
+      (are [q in] (= #{[{:user/name "Ada"}]} (d/q q db in))
+        '[:find (pull ?e ?p) :in $ ?p :where [?e :user/email "a@x"]] [:user/name]
+        '[:find (pull ?e pattern) :in $ pattern :where [?e :user/email "a@x"]] [:user/name])
+      (is (= [{:user/email "b@x" :user/friend [{:user/name "Ada"} {:user/name "Cy"}]}]
+             (d/q '[:find [(pull ?e ?p) ...] :in $ ?p :where [?e :user/email "b@x"]]
+                  db [:user/email {:user/friend [:user/name]}])))
+      (is (= :pull/pattern
+             (error-of #(d/q '[:find (pull ?e ?p) :in $ ?p :where [?e :user/email "a@x"]] db 42))))
+      (is (= :parser/find
+             (error-of #(d/q '[:find (pull ?e ?p) :in $ [?p ...] :where [?e :user/email "a@x"]] db [[:user/name]])))
+          "only a scalar input holds a pattern"))))
+
+(deftest nested-queries
+  (each-store [conn {:schema schema}]
+    (d/transact! conn people)
+    (let [db (d/db conn)
+          inner '[:find ?e ?a :where [?e :user/age ?a]]]
+      (are [q] (= #{["Ada"] ["Bob"]} (d/q q db inner))
+        '[:find ?n :in $ ?inner
+          :where [(datalith.core/q ?inner $) [[?e ?a]]] [(> ?a 30)] [?e :user/name ?n]]
+        '[:find ?n :in $ ?inner
+          :where [(q ?inner $) [[?e ?a]]] [(> ?a 30)] [?e :user/name ?n]])
+      (testing "the inner query gets its own inputs, and its answer binds like any value"
+        (is (= #{[41]}
+               (d/q '[:find ?max :in $ ?inner
+                      :where [(q ?inner $ 40) ?max]]
+                    db '[:find (max ?a) . :in $ ?min :where [_ :user/age ?a] [(>= ?a ?min)]]))))
+      (is (= :query/invalid-call (error-of #(d/q '[:find ?r :where [(q) ?r]] db))))
+      (is (= :parser/query (error-of #(d/q '[:find ?r :in $ ?q :where [(q ?q $) ?r]] db 42)))))))

@@ -150,6 +150,14 @@
     [:find ?tx :where [?e :user/name _ ?tx true]]
     [:find ?e :in $ $h :where [$h ?e :user/name _ _ false]]])
 
+(def fn-queries
+  "Queries taking a function, a pull pattern or a query as their second input."
+  '[[:find ?y :in $ ?f :where [_ :user/age ?a] [(?f ?a) ?y]]
+    [:find ?e :in $ ?f :where [?e :user/name ?n] [(?f ?n)]]
+    [:find (pull ?e ?p) :in $ ?p :where [?e :user/email]]
+    [:find ?r :in $ ?q :where [(q ?q $) ?r]]
+    [:find ?r :in $ ?q :where [(datalith.core/q ?q $) [[?r]]]]])
+
 (def rules '[[(r ?a) [?e :user/age ?a]] [(r ?a) [?e :user/score ?a]]])
 
 (def patterns
@@ -235,6 +243,20 @@
                  (gen/one-of [(gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]))
                               (gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]) (gen-bad))
                               (gen/tuple not-a-dir not-a-dir)]))
+      (gen/tuple (gen/return 'rseek-datoms) (gen/fmap (fn [[db index cs]] (into [db index] cs))
+                                                      (gen/tuple db index (gen/vector component 0 4))))
+      (gen/tuple (gen/return 'index-pull)
+                 (gen/tuple db (gen/one-of
+                                [(gen/hash-map :index (gen-of [:avet :aevt]) :selector pattern
+                                               :start (gen/one-of [(gen/vector component 1 3)
+                                                                   (gen/fmap (fn [[a cs]] (into [a] cs))
+                                                                             (gen/tuple attr (gen/vector component 0 2)))])
+                                               :reverse (gen-of [true false]))
+                                 (gen-bad)])))
+      (gen/tuple (gen/return 'qseq) (gen/fmap (fn [[q ins]] (into [q] (cons ::db ins))) (gen/tuple query inputs)))
+      (gen/tuple (gen/return 'qseq) (gen/fmap (fn [[q ins]] [{:query q :args (cons ::db ins) :timeout 5000}])
+                                              (gen/tuple query inputs)))
+      (gen/tuple (gen/return 'q) (gen/fmap (fn [[q f]] [q ::db f]) (gen/tuple (gen/elements fn-queries) (gen-bad))))
       (gen/tuple (gen/return 'entity-db) (gen/tuple (gen-of [::entity])))
       (gen/tuple (gen/return 'squuid) (gen/return []))
       (gen/tuple (gen/return 'squuid-time-millis) (gen/tuple (gen-of [(java.util.UUID/randomUUID)])))
@@ -264,7 +286,7 @@
      history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
      pull pull-many verify rebuild-indexes
      entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
-     tx-report-queue remove-tx-report-queue})
+     tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq})
 
 ;; ---------------------------------------------------------------- the fixture
 

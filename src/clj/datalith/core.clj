@@ -15,7 +15,7 @@
   (:refer-clojure :exclude [with sync])
   (:require [datalith.readers])
   (:import (datalith.conn Conn TxFuture TxReport With)
-           (datalith.db Db Entity IndexScan Rebuild Schema Verify)
+           (datalith.db Db Entity IndexScan Rebuild Reverse Schema Verify)
            (datalith.query Engine)
            (datalith.pull Puller)
            (datalith.index Datom Index)
@@ -681,6 +681,89 @@
   [conn]
   (.removeTxReportQueue (conn-arg conn))
   nil)
+
+;; ---------------------------------------------------------------- reading backwards, index-pull, qseq
+
+(def ^:private reverse-chunk 512)
+
+(defn- rdatom-seq
+  "The datoms of `index` below `upper` (exclusive; nil: the end), backwards: chunks of
+  about `reverse-chunk` index entries, each read forwards and reversed."
+  [^Db db ^Index index ^bytes upper]
+  (lazy-seq
+    (let [lower (Reverse/chunkStart db index upper reverse-chunk)
+          chunk (vec (datom-seq db index (byte-array 0) lower upper nil))]
+      (concat (rseq chunk)
+              (when lower (rdatom-seq db index lower))))))
+
+(defn rseek-datoms
+  "The datoms of `index` from the position `components` on, backwards to the start
+  of the index (Datomic's and DataScript's rseek-datoms): the datoms matching
+  `components` come first, the last of them first, then every datom before them.
+
+    (map :v (d/rseek-datoms db :avet :user/age 40))
+    ; => (40 36 29 ...)"
+  [db index & components]
+  (let [db (db-arg db)
+        ix (index-of index)]
+    (if (empty? components)
+      (rdatom-seq db ix nil)
+      (if-let [start (.keyFor db ix (object-array components))]
+        (if-let [upper (Reverse/after start)]
+          (rdatom-seq db ix upper)
+          (rdatom-seq db ix nil))
+        ()))))
+
+(defn index-pull
+  "Walks an index and pulls each entity it meets, as a lazy sequence (Datomic's
+  index-pull). `arg-map`:
+    :index     :avet (pulls each datom's entity) or :aevt (pulls each datom's
+               value, an entity: the attribute is a ref)
+    :selector  a pull pattern
+    :start     [attr] or [attr value] (:avet) or [attr entity] (:aevt): where the
+               walk starts; it stays within attr
+    :reverse   true to walk backwards from :start
+
+    (d/index-pull db {:index :avet :selector [:user/name] :start [:user/age 30]})
+    ; => ({:user/name \"Ada\"} {:user/name \"Bob\"})"
+  [db arg-map]
+  (let [db (db-arg db)
+        {:keys [index selector start reverse]} arg-map]
+    (when-not (map? arg-map)
+      (throw (error :db/invalid-options "index-pull takes a map {:index :selector :start}" {:arg-map arg-map})))
+    (when-not (#{:avet :aevt} index)
+      (throw (error :db/invalid-index "index-pull's :index is :avet or :aevt" {:index index})))
+    (when-not (and (sequential? start) (seq start) (keyword? (first start)) (<= (count start) 3))
+      (throw (error :db/invalid-components "index-pull's :start is [attr ...] in the index's order"
+                    {:start start})))
+    (let [attr (first start)
+          a (.attr (.schema db) ^clojure.lang.Keyword attr)
+          pattern (datalith.pull.PullPattern/parse selector)
+          datoms (apply (if reverse rseek-datoms seek-datoms) db index start)]
+      (when (and (= :aevt index) a (not (.isRef ^datalith.db.Attr a)))
+        (throw (error :db/invalid-attribute "index-pull on :aevt pulls the values: a ref attribute"
+                      {:attribute attr})))
+      (if a
+        (->> datoms
+             (take-while #(= (.aid ^Datom %) (.id ^datalith.db.Attr a)))
+             (map #(Puller/pull db pattern (if (= :avet index) (.e ^Datom %) (.v ^Datom %)))))
+        ()))))
+
+(defn qseq
+  "`q` whose answer, for a relation or collection :find, is a lazy sequence (Datomic's
+  qseq): the rows are found at the call, but the `(pull ?e pattern)` of each row is
+  made as the sequence is read, each through a short read of its own. Takes what `q`
+  takes. Scalar and tuple finds answer as `q` does.
+
+    (first (d/qseq '[:find (pull ?e [:user/name]) :where [?e :user/email]] db))
+    ; => [{:user/name \"Ada\"}]"
+  [query & inputs]
+  (if (and (map? query) (contains? query :query))
+    (let [args (:args query)]
+      (when-not (or (nil? args) (sequential? args) (instance? List args))
+        (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
+      (Engine/qseq (:query query) (object-array args) (select-keys query [:timeout :max-rows])))
+    (Engine/qseq query (object-array inputs) nil)))
 
 ;; ---------------------------------------------------------------- printing
 
