@@ -428,3 +428,65 @@
                     db '[:find (max ?a) . :in $ ?min :where [_ :user/age ?a] [(>= ?a ?min)]]))))
       (is (= :query/invalid-call (error-of #(d/q '[:find ?r :where [(q) ?r]] db))))
       (is (= :parser/query (error-of #(d/q '[:find ?r :in $ ?q :where [(q ?q $) ?r]] db 42)))))))
+
+;; ---------------------------------------------------------------- filter
+
+(deftest filtered-views
+  (each-store [conn {:schema schema}]
+    (d/transact! conn people)
+    (let [db (d/db conn)
+          bob (d/entid db [:user/email "b@x"])
+          ada (d/entid db [:user/email "a@x"])
+          not-age (fn [_ d] (not= :user/age (:a d)))
+          f (d/filter db not-age)]
+      (testing "every read path sees only accepted datoms"
+        (is (d/filtered? f))
+        (is (not (d/filtered? db)))
+        (is (= (remove #(= :user/age (:a %)) (d/datoms db :eavt)) (d/datoms f :eavt)))
+        (are [index] (= (remove #(= :user/age (:a %)) (d/datoms db index)) (d/datoms f index))
+          :eavt :aevt :avet :vaet)
+        (is (= () (d/datoms f :avet :user/age)))
+        (is (= () (d/index-range f :user/age 0 100)))
+        (is (not-any? #(= :user/age (:a %)) (d/seek-datoms f :avet :user/age)))
+        (is (= (remove #(= :user/age (:a %)) (d/rseek-datoms db :aevt)) (d/rseek-datoms f :aevt)))
+        (is (= #{} (d/q '[:find ?a :where [_ :user/age ?a]] f)))
+        (is (= 0 (or (d/q '[:find (count ?e) . :where [?e :user/age]] f) 0)))
+        (is (= #{["Ada"] ["Bob"] ["Cy"]} (d/q '[:find ?n :where [?e :user/name ?n]] f)))
+        (is (= {:user/name "Ada"} (d/pull f [:user/name :user/age] ada)))
+        (is (nil? (:user/age (d/entity f ada))))
+        (is (= "Ada" (:user/name (d/entity f ada))))
+        (is (= (count (d/datoms f :eavt)) (:datoms (d/db-stats f))))
+        (is (nil? (get-in (d/db-stats f) [:attrs :user/age]))))
+      (testing "a filter on entities hides them from lookups, refs and reverse refs"
+        (let [g (d/filter db (fn [_ d] (and (not= bob (:e d)) (not= bob (:v d)))))]
+          (is (nil? (d/entid g [:user/email "b@x"])))
+          (is (= #{["Ada"] ["Cy"]} (d/q '[:find ?n :where [?e :user/name ?n]] g)))
+          (is (= {:user/name "Ada"} (d/pull g [:user/name {:user/friend [:user/name]}] ada)))
+          (is (nil? (:user/_friend (d/entity g ada))))
+          (is (= #{} (d/q '[:find ?e :where [?e :user/friend ?f] [?f :user/name "Ada"]] g)))))
+      (testing "filters compose, with each other and with as-of, since and history"
+        (d/transact! conn [{:user/email "a@x" :user/age 37}])
+        (let [now (d/db conn)
+              t (d/basis-t db)
+              only-ada (fn [_ d] (= ada (:e d)))
+              h (-> now (d/filter only-ada) (d/filter not-age))]
+          (is (= #{[:user/email "a@x"] [:user/name "Ada"] [:user/tags :x] [:user/tags :y] [:user/friend bob]}
+                 (set (map (juxt :a :v) (d/datoms h :eavt)))))
+          (is (= [[36 true] [36 false] [37 true]]
+                 (map (juxt :v :added) (d/datoms (d/filter (d/history now) only-ada) :eavt ada :user/age))))
+          (is (= [36] (map :v (d/datoms (d/as-of (d/filter now only-ada) t) :eavt ada :user/age))))
+          (is (= [36] (map :v (d/datoms (d/filter (d/as-of now t) only-ada) :eavt ada :user/age))))
+          (is (= [37] (map :v (d/datoms (d/since (d/filter now only-ada) t) :aevt :user/age))))
+          (is (= (d/as-of-t (d/as-of (d/filter now only-ada) t)) t))
+          (is (d/filtered? (d/history (d/filter now only-ada))))))
+      (testing "the predicate gets the value it was applied to, and each datom"
+        (let [seen (atom #{})]
+          (dorun (d/datoms (d/filter db (fn [x d] (swap! seen conj [(identical? x db) (instance? datalith.index.Datom d)]) true)) :eavt))
+          (is (= #{[true true]} @seen))))
+      (are [f err] (= err (error-of f))
+        #(d/filter db 42) :db/invalid-filter
+        #(d/filter db :user/age) :db/invalid-filter
+        #(d/filter conn not-age) :db/invalid-db
+        #(doall (d/datoms (d/filter db (fn [_ _] (throw (RuntimeException. "no")))) :eavt)) :db/filter-failed
+        #(d/q '[:find ?e :where [?e :user/name]] (d/filter db (fn [_ _] (/ 1 0)))) :db/filter-failed
+        #(d/with (d/filter db not-age) [{:user/name "x"}]) :db/filtered))))

@@ -257,6 +257,8 @@
       (gen/tuple (gen/return 'qseq) (gen/fmap (fn [[q ins]] [{:query q :args (cons ::db ins) :timeout 5000}])
                                               (gen/tuple query inputs)))
       (gen/tuple (gen/return 'q) (gen/fmap (fn [[q f]] [q ::db f]) (gen/tuple (gen/elements fn-queries) (gen-bad))))
+      (gen/tuple (gen/return 'filter) (gen/tuple db (gen-of [(fn [_ d] (odd? (:e d))) (fn [_ _] true)])))
+      (gen/tuple (gen/return 'filtered?) (gen/tuple db))
       (gen/tuple (gen/return 'entity-db) (gen/tuple (gen-of [::entity])))
       (gen/tuple (gen/return 'squuid) (gen/return []))
       (gen/tuple (gen/return 'squuid-time-millis) (gen/tuple (gen-of [(java.util.UUID/randomUUID)])))
@@ -286,7 +288,7 @@
      history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
      pull pull-many verify rebuild-indexes
      entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
-     tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq})
+     tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?})
 
 ;; ---------------------------------------------------------------- the fixture
 
@@ -316,6 +318,7 @@
                   ::db db ::conn conn ::log (d/log conn) ::hist (d/history db)
                   ::as-of (d/as-of db t0) ::since (d/since db t0)
                   ::with-db (:db-after (d/with db [[:db/add "w" :user/name "W"]]))
+                  ::filtered (d/filter db (fn [_ d] (not= :user/age (:a d))))
                   ::a a ::b b ::missing 987654321 ::tx (d/t->tx t0) ::t t0
                   ::entity (d/entity db a)
                   ::fresh-conn (let [c (d/connect :mem {})] (swap! temps conj #(d/close c)) c)

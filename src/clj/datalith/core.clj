@@ -12,7 +12,7 @@
 
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
-  (:refer-clojure :exclude [with sync])
+  (:refer-clojure :exclude [filter with sync])
   (:require [datalith.readers])
   (:import (datalith.conn Conn TxFuture TxReport With)
            (datalith.db Db Entity IndexScan Rebuild Reverse Schema Verify)
@@ -226,6 +226,24 @@
   "`db` with every assertion and retraction, each datom's :added telling which."
   ^Db [db]
   (.historyView (db-arg db)))
+
+(defn filter
+  "`db` with only the datoms `(pred db datom)` accepts (Datomic's and DataScript's
+  filter): every read of it (datoms, seek-datoms, index-range, q, pull, entity,
+  lookup refs) and of the views made from it (as-of, since, history; filter again
+  to add a predicate) sees only them. `pred` gets the value it was applied to and
+  each datom. A filtered value is read-only: `with` refuses it.
+
+    (def public (d/filter db (fn [_ datom] (not= :user/password (:a datom)))))
+    (:user/password (d/entity public [:user/email \"ada@example.com\"]))
+    ; => nil"
+  ^Db [db pred]
+  (let [db (db-arg db)]
+    (when-not (and (ifn? pred) (not (keyword? pred)) (not (symbol? pred)) (not (coll? pred)))
+      (throw (error :db/invalid-filter "filter takes a function (fn [db datom])" {:pred pred})))
+    (.filtered db pred)))
+
+(defn filtered? "Whether `db` is a filtered value (from `filter`)." [db] (.isFiltered (db-arg db)))
 
 (defn as-of-t "The as-of point of `db`, or nil." [db] (.asOfT (db-arg db)))
 (defn since-t "The since point of `db`, or nil." [db] (.sinceT (db-arg db)))
@@ -570,14 +588,14 @@
    (if (= :db.part/tx partition) "datomic.tx" (long n))))
 
 (defn- view?
-  "Whether `db` sees less or more than its current state (as-of, since, history)."
+  "Whether `db` sees less or more than its current state (as-of, since, history, filter)."
   [^Db db]
-  (or (some? (.asOfT db)) (some? (.sinceT db)) (.isHistory db)))
+  (or (some? (.asOfT db)) (some? (.sinceT db)) (.isHistory db) (.isFiltered db)))
 
 (defn db-stats
   "Statistics of `db`, as Datomic's: {:datoms n :attrs {ident {:count n}}}, the
-  datoms each attribute has (current ones; for an as-of, since or history view,
-  the ones it sees, counted by reading them all).
+  datoms each attribute has (current ones; for an as-of, since, history or
+  filtered view, the ones it sees, counted by reading them all).
 
     (d/db-stats db)
     ; => {:datoms 96, :attrs {:user/email {:count 3}, :db/ident {:count 40}, ...}}"
