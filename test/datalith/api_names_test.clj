@@ -490,3 +490,55 @@
         #(doall (d/datoms (d/filter db (fn [_ _] (throw (RuntimeException. "no")))) :eavt)) :db/filter-failed
         #(d/q '[:find ?e :where [?e :user/name]] (d/filter db (fn [_ _] (/ 1 0)))) :db/filter-failed
         #(d/with (d/filter db not-age) [{:user/name "x"}]) :db/filtered))))
+
+;; ---------------------------------------------------------------- strict mode, schema keys
+
+(deftest strict-connections-refuse-unknown-attributes
+  (each-store [conn {:schema schema :strict? true}]
+    (d/transact! conn people)
+    (let [db (d/db conn)
+          t (d/basis-t db)]
+      (are [f err] (= err (error-of f))
+        #(d/q '[:find ?e :where [?e :user/emial "a@x"]] db) :query/unknown-attribute
+        #(d/q '[:find ?e :where [?e :user/name] (not [?e :user/agee 3])] db) :query/unknown-attribute
+        #(d/q '[:find ?e :where [?e :user/name] [(get-else $ ?e :user/nme "-") ?n]] db) :query/invalid-call
+        #(d/pull db [:user/name :user/emial] [:user/email "a@x"]) :pull/unknown-attribute
+        #(d/pull db [{:user/freind [:user/name]}] [:user/email "a@x"]) :pull/unknown-attribute
+        #(d/pull db [:user/_freind] [:user/email "a@x"]) :pull/unknown-attribute
+        #(d/q '[:find (pull ?e [:user/nme]) :where [?e :user/email]] db) :pull/unknown-attribute
+        #(d/transact! conn [{:user/email "d@x" :user/nmae "D"}]) :tx/unknown-attribute
+        #(d/transact! conn [[:db/add "x" :user/nmae "D"]]) :tx/unknown-attribute
+        #(d/with db [[:db/add "x" :user/nmae "D"]]) :tx/unknown-attribute)
+      (is (= t (d/basis-t (d/db conn))))
+      (testing "installed attributes work as ever, and new ones can be installed"
+        (is (= #{["Ada"]} (d/q '[:find ?n :where [?e :user/email "a@x"] [?e :user/name ?n]] db)))
+        (is (= {:user/name "Ada"} (d/pull db [:user/name] [:user/email "a@x"])))
+        (d/transact! conn [{:db/ident :user/nick :db/valueType :db.type/string
+                            :db/cardinality :db.cardinality/one}
+                           {:user/email "a@x" :user/nick "A"}])
+        (is (= "A" (:user/nick (d/entity (d/db conn) [:user/email "a@x"])))))
+      (testing "a variable attribute still matches what there is"
+        (is (= #{[(d/entid db :user/email)]} (d/q '[:find ?a :where [?e ?a "a@x"]] db))))))
+  (testing "the default is lenient"
+    (each-store [conn {:schema schema}]
+      (is (= #{} (d/q '[:find ?e :where [?e :user/emial "a@x"]] (d/db conn))))
+      (is (nil? (d/pull (d/db conn) [:user/emial] 0)))
+      (d/transact! conn [{:user/nmae "D"}])
+      (is (contains? (d/schema (d/db conn)) :user/nmae))))
+  (is (= :db/invalid-options (error-of #(d/connect :mem {:strict? "yes"})))))
+
+(deftest unknown-db-keys-are-refused
+  (each-store [conn {}]
+    (are [m supported-by-datomic?]
+         (let [e (try (d/transact! conn [m]) nil (catch clojure.lang.ExceptionInfo e e))]
+           (and (= :tx/invalid-attribute (:error (ex-data e)))
+                (contains? (set (:supported (ex-data e))) :db/valueType)
+                (= supported-by-datomic? (boolean (re-find #"not supported by datalith" (ex-message e))))))
+      {:db/ident :a/b :db/valueType :db.type/string :db/fulltext true} true
+      {:db/ident :a/b :db/valueType :db.type/string :db.attr/preds 'x/y} true
+      {:db/ident :a/b :db/valueType :db.type/string :db.install/_attribute :db.part/db} true
+      {:db/ident :a/b :db/valueType :db.type/string :db/fancy true} false
+      {:db/ident :a/b :db/valueType :db.type/string :db.foo/bar 1} false)
+    (is (= {} (select-keys (d/schema (d/db conn)) [:a/b])) "nothing installed")
+    (is (= :tx/invalid-attribute
+           (error-of #(d/connect :mem {:schema {:a/b {:db/valueType :db.type/string :db/fulltext true}}}))))))

@@ -277,7 +277,7 @@
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema %) (gen-bad)))
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema {:x/y %}) (gen-bad)))
                                          (gen/tuple (gen/return ::temp-dir)
-                                                    (gen/fmap #(hash-map (rand-nth [:map-size :sync :max-readers :schema]) %)
+                                                    (gen/fmap #(hash-map (rand-nth [:map-size :sync :max-readers :schema :strict?]) %)
                                                               (gen-bad)))
                                          (gen/tuple (gen/return ::temp-dir) (gen/return {:map-size -1}))
                                          (gen/tuple (gen/return "/proc/no/such/dir/x"))]))])))

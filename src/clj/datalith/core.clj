@@ -113,6 +113,13 @@
                   ex-info); :lmdb leaves every read and write to LMDB itself, the
                   slower plain path. The JVM property datalith.page-reader sets
                   the default.
+    :strict?      true to refuse, with a clear error, a query pattern, a pull
+                  pattern or tx-data naming an attribute that is not installed
+                  (:query/unknown-attribute, :pull/unknown-attribute,
+                  :tx/unknown-attribute). Default false, lenient as Datomic's
+                  reads are: an unknown attribute matches nothing in a query or
+                  pull, and tx-data installs it on first use (cardinality one,
+                  any type).
 
   Before LMDB maps an existing data file, its meta pages are checked: an
   empty, foreign or truncated data file is a :store/corrupt ex-info at
@@ -136,10 +143,12 @@
      (connect target {})))
   (^Conn [target opts]
    (opts-arg opts)
+   (when-not (boolean? (:strict? opts false))
+     (throw (error :db/invalid-options ":strict? is true or false" {:strict? (:strict? opts)})))
    (let [^Store store (if (= :mem target)
                         (MemStore/open)
                         (LmdbStore/open (->path target) (store-options opts)))
-         ^Conn conn (try (Conn/open store)
+         ^Conn conn (try (Conn/open store (boolean (:strict? opts)))
                    (catch Throwable t (.close store) (throw t)))]
      (when-let [s (:schema opts)]
        (try (let [tx (schema-tx s (.toMap (.schema (.db conn))))]
@@ -650,6 +659,14 @@
       clojure.lang.IPending
       (isRealized [_] (.isDone f)))))
 
+(defn- listener-key
+  "`key`, checked to hash (a key nested deeper than the stack cannot be a map's)."
+  [key]
+  (try (.hashCode ^Object key) key
+       (catch NullPointerException _ key)
+       (catch StackOverflowError _
+         (throw (error :db/invalid-listener "A listener's key nests collections too deep" {})))))
+
 (defn listen!
   "Calls `(f report)` with the report of every transaction `conn` commits from now
   on ({:db-before :db-after :tx-data :tempids}), in commit order, after the commit,
@@ -665,7 +682,7 @@
    (let [c (conn-arg conn)]
      (when-not (ifn? f)
        (throw (error :db/invalid-listener "A listener is a function of the report" {:listener f})))
-     (.listen c key f)
+     (.listen c (listener-key key) f)
      key)))
 
 (defn unlisten!
@@ -674,7 +691,7 @@
     (d/unlisten! conn :log)
     ; => nil"
   [conn key]
-  (.unlisten (conn-arg conn) key)
+  (.unlisten (conn-arg conn) (listener-key key))
   nil)
 
 (defn tx-report-queue
@@ -749,7 +766,7 @@
         {:keys [index selector start reverse]} arg-map]
     (when-not (map? arg-map)
       (throw (error :db/invalid-options "index-pull takes a map {:index :selector :start}" {:arg-map arg-map})))
-    (when-not (#{:avet :aevt} index)
+    (when-not (or (identical? :avet index) (identical? :aevt index))
       (throw (error :db/invalid-index "index-pull's :index is :avet or :aevt" {:index index})))
     (when-not (and (sequential? start) (seq start) (keyword? (first start)) (<= (count start) 3))
       (throw (error :db/invalid-components "index-pull's :start is [attr ...] in the index's order"

@@ -37,9 +37,11 @@ public final class Conn implements Source, AutoCloseable {
   private volatile boolean closed;
   private final Listeners listeners = new Listeners();
   private ExecutorService async; // runs transactAsync's transactions, in order; made on first use
+  private final boolean strict;
 
-  private Conn(Store store) {
+  private Conn(Store store, boolean strict) {
     this.store = store;
+    this.strict = strict;
   }
 
   /**
@@ -48,7 +50,17 @@ public final class Conn implements Source, AutoCloseable {
    * @throws clojure.lang.ExceptionInfo {@code :store/format} for a store of another format
    */
   public static Conn open(Store store) {
-    Conn c = new Conn(store);
+    return open(store, false);
+  }
+
+  /**
+   * Opens a connection over {@code store}, strict or lenient ({@link Source#strict}), writing
+   * the bootstrap schema into an empty one.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/format} for a store of another format
+   */
+  public static Conn open(Store store, boolean strict) {
+    Conn c = new Conn(store, strict);
     Latest l;
     try (Snapshot s = Snapshot.of(store)) {
       l = Latest.load(c, s);
@@ -189,6 +201,12 @@ public final class Conn implements Source, AutoCloseable {
   /** Stops filling the report queue. */
   public void removeTxReportQueue() {
     listeners.removeQueue();
+  }
+
+  /** Whether the connection is strict: its values refuse attributes that are not installed. */
+  @Override
+  public boolean strict() {
+    return strict;
   }
 
   /** Whether {@link #close} has closed the connection. */

@@ -132,6 +132,14 @@ public final class Db {
         new Filter(filter, pred, this));
   }
 
+  /**
+   * Whether this value is strict: its connection refuses queries, pulls and transactions that
+   * name attributes which are not installed.
+   */
+  public boolean isStrict() {
+    return source.strict();
+  }
+
   /** Whether this value is filtered ({@link #filtered}). */
   public boolean isFiltered() {
     return filter != null;

@@ -194,6 +194,11 @@ public final class Engine {
       }
       evaluator.evalAll(ctx, plan, scope);
       return results.of(ctx);
+    } catch (StackOverflowError e) {
+      // unwound to here, the stack is whole again; hashing or comparing an input nested deeper
+      // than the stack recurses along it
+      throw Errors.error("query/too-deep", "The query ran out of stack: an input nests"
+          + " collections too deep to compare, or a function it calls recursed too deep");
     } finally {
       if (evaluator != null) {
         evaluator.close();

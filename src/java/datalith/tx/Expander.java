@@ -96,7 +96,10 @@ final class Expander {
     }
   }
 
-  /** The attribute {@code k} names, installed (cardinality one, any type) when it names nothing. */
+  /**
+   * The attribute {@code k} names, installed (cardinality one, any type) when it names nothing
+   * and the database is lenient; a strict one refuses it.
+   */
   private Attr attrOf(Keyword k, Object form) {
     Attr a = pending.get(k);
     if (a != null) {
@@ -108,8 +111,12 @@ final class Expander {
           "A reverse attribute is only allowed as a map key", "attribute", k, "form", form);
     }
     if (ns != null && (ns.equals("db") || ns.startsWith("db."))) {
-      throw Errors.error("tx/invalid-attribute", "No attribute " + k + ": the :db namespaces are"
-          + " datalith's own, so it cannot be installed on first use", "attribute", k, "form", form);
+      throw SchemaKeys.unknown(k, form);
+    }
+    if (db.isStrict()) {
+      throw Errors.error("tx/unknown-attribute", "No attribute " + k + " is installed (the"
+          + " connection is strict: install it with a schema map first)", "attribute", k,
+          "form", form);
     }
     TempRef entity = temps.anonymous();
     a = pending.install(k, entity);
