@@ -542,3 +542,26 @@
     (is (= {} (select-keys (d/schema (d/db conn)) [:a/b])) "nothing installed")
     (is (= :tx/invalid-attribute
            (error-of #(d/connect :mem {:schema {:a/b {:db/valueType :db.type/string :db/fulltext true}}}))))))
+
+;; ---------------------------------------------------------------- REPL
+
+(deftest printing-connections-and-datoms
+  (let [dir (tu/temp-dir)]
+    (try
+      (let [conn (d/connect (.getPath dir) {:schema schema})
+            t (d/basis-t (d/db conn))]
+        (is (= (str "#datalith/conn {:dir " (pr-str (str (.toRealPath (.toPath dir) (make-array java.nio.file.LinkOption 0))))
+                    ", :basis-t " t ", :open? true}")
+               (pr-str conn)))
+        (d/close conn)
+        (is (re-find #":open\? false}$" (pr-str conn))))
+      (finally (tu/delete-tree dir))))
+  (with-open [conn (d/connect)]
+    (is (= "#datalith/conn {:dir :mem, :basis-t 0, :open? true}" (pr-str conn)))
+    (d/transact! conn [{:user/name "A"}])
+    (is (= "#datalith/conn {:dir :mem, :basis-t 1, :open? true}" (pr-str conn)))
+    (let [d (first (d/datoms (d/db conn) :aevt :user/name))]
+      (testing "a datom is a collection of its five parts"
+        (is (= [(:e d) :user/name "A" (:tx d) true] (vec d) (into [] d) (seq d)))
+        (let [[e a v] d] (is (= [(:e d) :user/name "A"] [e a v])))
+        (is (= d (read-string (pr-str d))) "and reads back")))))

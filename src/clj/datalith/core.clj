@@ -812,6 +812,10 @@
 (defmethod print-method Db [^Db db ^Writer w]
   (.write w (str db)))
 
+;; #datalith/conn {:dir "/tmp/people", :basis-t 12, :open? true}, or {:dir :mem ...}
+(defmethod print-method Conn [^Conn conn ^Writer w]
+  (.write w (str conn)))
+
 (defn- printable [v]
   (cond
     (instance? Entity v) {:db/id (.eid ^Entity v)}

@@ -209,6 +209,17 @@ public final class Conn implements Source, AutoCloseable {
     return strict;
   }
 
+  /**
+   * The connection as the REPL prints it: its directory (or {@code :mem}), the basis t of the
+   * latest value it knows (no read of the store: it may be a closed one's), open or closed.
+   */
+  @Override
+  public String toString() {
+    String dir = store.directory();
+    return "#datalith/conn {:dir " + (dir == null ? ":mem" : clojure.lang.RT.printString(dir))
+        + ", :basis-t " + latest.db().basisT() + ", :open? " + !closed + "}";
+  }
+
   /** Whether {@link #close} has closed the connection. */
   public boolean isClosed() {
     return closed;
