@@ -150,6 +150,14 @@
     [:find ?tx :where [?e :user/name _ ?tx true]]
     [:find ?e :in $ $h :where [$h ?e :user/name _ _ false]]])
 
+(def fn-queries
+  "Queries taking a function, a pull pattern or a query as their second input."
+  '[[:find ?y :in $ ?f :where [_ :user/age ?a] [(?f ?a) ?y]]
+    [:find ?e :in $ ?f :where [?e :user/name ?n] [(?f ?n)]]
+    [:find (pull ?e ?p) :in $ ?p :where [?e :user/email]]
+    [:find ?r :in $ ?q :where [(q ?q $) ?r]]
+    [:find ?r :in $ ?q :where [(datalith.core/q ?q $) [[?r]]]]])
+
 (def rules '[[(r ?a) [?e :user/age ?a]] [(r ?a) [?e :user/score ?a]]])
 
 (def patterns
@@ -168,7 +176,12 @@
     [{:db/id "p" :user/part {:user/name "q"} :user/tags #{:a}}]
     [[:db/add "t" :user/score 1.5] [:db/add "t" :user/at #inst "2020-01-01"]]
     [{:db/ident :new/attr :db/valueType :db.type/long :db/cardinality :db.cardinality/one}]
-    [[:db/retract [:user/email "a@x"] :user/tags]]])
+    [[:db/retract [:user/email "a@x"] :user/tags]]
+    [[:db.fn/retractAttribute [:user/email "a@x"] :user/tags]]])
+
+(def tx-templates-with-values
+  "tx-data holding function values, which a quoted form cannot."
+  (conj tx-templates [[:db.fn/call ok-tx-fn [:user/email "a@x"] "z"]]))
 
 ;; ---------------------------------------------------------------- calls
 
@@ -196,7 +209,7 @@
         query (gen/bind (gen/elements queries) mutate)
         inputs (gen/vector (gen-of ["a@x" [30 40] rules ::db ::hist]) 0 3)
         pattern (gen/bind (gen/elements patterns) mutate)
-        tx-data (gen/frequency [[6 (gen/bind (gen/elements tx-templates) mutate)] [1 (gen-bad)]])]
+        tx-data (gen/frequency [[6 (gen/bind (gen/elements tx-templates-with-values) mutate)] [1 (gen-bad)]])]
     (gen/one-of
      [(gen/tuple (gen/return 'transact!) (gen/tuple conn tx-data))
       (gen/tuple (gen/return 'transact!) (gen/tuple conn (gen/fmap #(hash-map :tx-data %) tx-data)))
@@ -230,12 +243,41 @@
                  (gen/one-of [(gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]))
                               (gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]) (gen-bad))
                               (gen/tuple not-a-dir not-a-dir)]))
+      (gen/tuple (gen/return 'rseek-datoms) (gen/fmap (fn [[db index cs]] (into [db index] cs))
+                                                      (gen/tuple db index (gen/vector component 0 4))))
+      (gen/tuple (gen/return 'index-pull)
+                 (gen/tuple db (gen/one-of
+                                [(gen/hash-map :index (gen-of [:avet :aevt]) :selector pattern
+                                               :start (gen/one-of [(gen/vector component 1 3)
+                                                                   (gen/fmap (fn [[a cs]] (into [a] cs))
+                                                                             (gen/tuple attr (gen/vector component 0 2)))])
+                                               :reverse (gen-of [true false]))
+                                 (gen-bad)])))
+      (gen/tuple (gen/return 'qseq) (gen/fmap (fn [[q ins]] (into [q] (cons ::db ins))) (gen/tuple query inputs)))
+      (gen/tuple (gen/return 'qseq) (gen/fmap (fn [[q ins]] [{:query q :args (cons ::db ins) :timeout 5000}])
+                                              (gen/tuple query inputs)))
+      (gen/tuple (gen/return 'q) (gen/fmap (fn [[q f]] [q ::db f]) (gen/tuple (gen/elements fn-queries) (gen-bad))))
+      (gen/tuple (gen/return 'filter) (gen/tuple db (gen-of [(fn [_ d] (odd? (:e d))) (fn [_ _] true)])))
+      (gen/tuple (gen/return 'filtered?) (gen/tuple db))
+      (gen/tuple (gen/return 'entity-db) (gen/tuple (gen-of [::entity])))
+      (gen/tuple (gen/return 'squuid) (gen/return []))
+      (gen/tuple (gen/return 'squuid-time-millis) (gen/tuple (gen-of [(java.util.UUID/randomUUID)])))
+      (gen/tuple (gen/return 'tempid) (gen/one-of [(gen/tuple (gen-of [:db.part/user :db.part/tx]))
+                                                   (gen/tuple (gen-of [:db.part/user]) (gen-of [-1 -7]))]))
+      (gen/tuple (gen/return 'db-stats) (gen/tuple db))
+      (gen/tuple (gen/return 'sync) (gen/one-of [(gen/tuple conn) (gen/tuple conn point)]))
+      (gen/tuple (gen/return 'transact-async) (gen/tuple conn tx-data))
+      ;; listeners and queues on a connection of their own, closed after the call
+      (gen/tuple (gen/return 'listen!) (gen/one-of [(gen/tuple (gen-of [::fresh-conn]) (gen-of [identity]))
+                                                    (gen/tuple (gen-of [::fresh-conn]) (gen-bad) (gen-of [identity]))]))
+      (gen/tuple (gen/elements '[unlisten!]) (gen/tuple (gen-of [::fresh-conn]) (gen-bad)))
+      (gen/tuple (gen/elements '[tx-report-queue remove-tx-report-queue]) (gen/tuple (gen-of [::fresh-conn])))
       (gen/tuple (gen/return 'connect) (gen/one-of
                                         [(gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema %) (gen-bad)))
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema {:x/y %}) (gen-bad)))
                                          (gen/tuple (gen/return ::temp-dir)
-                                                    (gen/fmap #(hash-map (rand-nth [:map-size :sync :max-readers :schema]) %)
+                                                    (gen/fmap #(hash-map (rand-nth [:map-size :sync :max-readers :schema :strict?]) %)
                                                               (gen-bad)))
                                          (gen/tuple (gen/return ::temp-dir) (gen/return {:map-size -1}))
                                          (gen/tuple (gen/return "/proc/no/such/dir/x"))]))])))
@@ -244,7 +286,9 @@
   "The entry points the generator calls, by name: every public function of datalith.core."
   '#{connect close db transact! with basis-t t->tx tx->t as-of since history as-of-t since-t
      history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
-     pull pull-many verify rebuild-indexes})
+     pull pull-many verify rebuild-indexes
+     entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
+     tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?})
 
 ;; ---------------------------------------------------------------- the fixture
 
@@ -274,6 +318,7 @@
                   ::db db ::conn conn ::log (d/log conn) ::hist (d/history db)
                   ::as-of (d/as-of db t0) ::since (d/since db t0)
                   ::with-db (:db-after (d/with db [[:db/add "w" :user/name "W"]]))
+                  ::filtered (d/filter db (fn [_ d] (not= :user/age (:a d))))
                   ::a a ::b b ::missing 987654321 ::tx (d/t->tx t0) ::t t0
                   ::entity (d/entity db a)
                   ::fresh-conn (let [c (d/connect :mem {})] (swap! temps conj #(d/close c)) c)
@@ -306,9 +351,10 @@
   [fx f args]
   (let [[args cleanup] (resolve-args fx args)
         conn (:conn fx)
-        before (when ('#{transact! with} f) (d/db conn))
+        before (when ('#{transact! transact-async with} f) (d/db conn))
         before-datoms (some-> before datoms-of)
-        result (try (let [r (apply (ns-resolve 'datalith.core f) args)]
+        result (try (let [r (apply (ns-resolve 'datalith.core f) args)
+                          r (if (= 'transact-async f) @r r)]
                       (if (instance? datalith.conn.Conn r) (d/close r) (realize r))
                       :ok)
                     (catch clojure.lang.ExceptionInfo e

@@ -29,6 +29,7 @@
 
   tx-data language (the subset the generator emits):
     [:db/add e a v]  [:db/retract e a v]  [:db/retract e a]  [:db/retractEntity e]
+    [:db.fn/retractAttribute e a] (= [:db/retract e a])
     [:db/cas e a old-or-nil new]
     {:db/id e? a v ...}  (a set value for a cardinality-many attribute)
   where an entity is an id (long), a tempid (string), \"datomic.tx\" (the
@@ -181,6 +182,7 @@
                                  [{:op :retract :e (entity-ref e form) :a a
                                    :v (value-ref schema a v form)}])
                    :db/retractEntity [{:op :retract-entity :e (entity-ref e form)}]
+                   :db.fn/retractAttribute [{:op :retract-attr :e (entity-ref e form) :a a}]
                    :db/cas (let [[_ _ _ old new] form]
                              [{:op :cas :e (entity-ref e form) :a a
                                :old (when (some? old) (value-ref schema a old form))

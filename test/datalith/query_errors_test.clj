@@ -34,7 +34,7 @@
       '[:find ?e :where [?e :a ?v] (not)]
       '[:find ?e :where [?e :a ?v] (not-join [] [?e :a 1])]
       '[:find ?e :where [?e :a ?v] (or-join [?e])]
-      '[:find ?e :where [(?e :a) ?v]]
+      '[:find ?e :where [("f" :a) ?v]]
       42
       "not edn ]")))
 

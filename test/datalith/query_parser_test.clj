@@ -256,7 +256,7 @@
     '[:find ?e :where [?e :a ?v ?t :yes]]     :parser/where '[?e :a ?v ?t :yes]
     '[:find ?e :where [$]]                    :parser/where '[$]
     '[:find ?e :where [?e :a ?v] [(> ?v 1) ?x ?y]] :parser/where '[(> ?v 1) ?x ?y]
-    '[:find ?e :where [?e :a ?v] [(?f ?v)]]   :parser/where '[(?f ?v)]
+    '[:find ?e :where [?e :a ?v] [("f" ?v)]] :parser/where '[("f" ?v)]
     '[:find ?e :where [?e :a ?v] [()]]        :parser/where '[()]
     '[:find ?e :where [?e :a ?v] [(> ?v _)]]  :parser/where '[(> ?v _)]
     '[:find ?e :where [?e :a ?v] [(> ?v x)]]  :parser/where '[(> ?v x)]
@@ -285,6 +285,7 @@
     '[:find ?w :where [?e :a ?v] (or-join [?e] [?e :b ?w] [?e :c ?w])] :query/unbound-var '?w
     '[:find (sample ?n ?v) :where [?e :a ?v] [?e :n ?n]] :query/unbound-var '(sample ?n ?v)
     '[:find ?e :where [?e :a ?v] [(> ?w 1)]]  :query/unbound-var '[(> ?w 1)]
+    '[:find ?e :where [?e :a ?v] [(?f ?v)]]   :query/unbound-var '[(?f ?v)]
     '[:find ?e :where [?e :a ?v] [(inc ?w) ?u]] :query/unbound-var '[(inc ?w) ?u]
     '[:find ?e :where [?e :a ?v] [(> ?u 1)] [(inc ?w) ?u]] :query/unbound-var '[(inc ?w) ?u]
     '[:find ?e :where [?e :a ?v] [(inc ?u) ?w] [(inc ?w) ?u]] :query/unbound-var '[(inc ?u) ?w]

@@ -196,7 +196,9 @@
                                            (pick (values-of e a) (second (:v op))))
                                          (value a (:v op)))]
                                (when (and e (some? v)) [:db/retract e a v]))
-                    :retract-attr (when-let [e (existing (:e op))] [:db/retract e (attr (:a op))])
+                    :retract-attr (when-let [e (existing (:e op))]
+                                    [(if (even? (:a op)) :db/retract :db.fn/retractAttribute)
+                                     e (attr (:a op))])
                     :retract-entity (when-let [e (existing (:e op))] [:db/retractEntity e])
                     :map (let [m (map-attrs (:attrs op))]
                            (if-let [e (some-> (:e op) entity)]

@@ -8,6 +8,10 @@ import datalith.db.Source;
 import datalith.store.Store;
 import datalith.store.WriteTxn;
 import datalith.tx.Transactor;
+import clojure.lang.IFn;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -31,9 +35,13 @@ public final class Conn implements Source, AutoCloseable {
   private final Object publishLock = new Object();
   private volatile Latest latest; // never null once open; its basis t only grows
   private volatile boolean closed;
+  private final Listeners listeners = new Listeners();
+  private ExecutorService async; // runs transactAsync's transactions, in order; made on first use
+  private final boolean strict;
 
-  private Conn(Store store) {
+  private Conn(Store store, boolean strict) {
     this.store = store;
+    this.strict = strict;
   }
 
   /**
@@ -42,7 +50,17 @@ public final class Conn implements Source, AutoCloseable {
    * @throws clojure.lang.ExceptionInfo {@code :store/format} for a store of another format
    */
   public static Conn open(Store store) {
-    Conn c = new Conn(store);
+    return open(store, false);
+  }
+
+  /**
+   * Opens a connection over {@code store}, strict or lenient ({@link Source#strict}), writing
+   * the bootstrap schema into an empty one.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/format} for a store of another format
+   */
+  public static Conn open(Store store, boolean strict) {
+    Conn c = new Conn(store, strict);
     Latest l;
     try (Snapshot s = Snapshot.of(store)) {
       l = Latest.load(c, s);
@@ -113,6 +131,7 @@ public final class Conn implements Source, AutoCloseable {
           + " transactions (a transaction function, or code it calls): return the tx-data from"
           + " the function instead", "tx-data", txData);
     }
+    TxReport report;
     txLock.lock();
     try (WriteTxn wt = store().beginWrite()) {
       Latest base;
@@ -123,10 +142,82 @@ public final class Conn implements Source, AutoCloseable {
       }
       Latest after = base.commit(wt, r.changes, r.schema, r.t, r.nextEid);
       publish(after);
-      return new TxReport(base.db(), after.db(), r.changes, r.tempids);
+      report = new TxReport(base.db(), after.db(), r.changes, r.tempids);
+      listeners.committed(report); // committed: in commit order, under the lock
     } finally {
       txLock.unlock();
     }
+    listeners.deliver();
+    return report;
+  }
+
+  /**
+   * Runs {@link #transact} on this connection's transaction thread: the transactions given to
+   * it run one after another, in the order of the calls. The future completes with the report,
+   * or with the transaction's error.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :db/closed} once the connection is closed
+   */
+  public TxFuture transactAsync(Object txData) {
+    synchronized (this) { // close shuts the executor down holding this monitor
+      store(); // a closed connection refuses here, not in the future
+      if (async == null) {
+        async = Executors.newSingleThreadExecutor(r -> {
+          Thread t = new Thread(r, "datalith-transact-async");
+          t.setDaemon(true);
+          return t;
+        });
+      }
+      TxFuture f = new TxFuture();
+      async.execute(() -> f.run(this, txData));
+      return f;
+    }
+  }
+
+  /**
+   * Calls {@code (f report)} with the report map of every transaction this connection commits
+   * from now on, after the commit, in commit order, on the thread that committed it (before its
+   * transact returns). Replaces the listener registered under {@code key}. A listener's
+   * exception goes to the thread's uncaught exception handler: the transaction stands.
+   */
+  public void listen(Object key, IFn f) {
+    listeners.listen(key, f);
+  }
+
+  /** Removes the listener of {@code key}; whether there was one. */
+  public boolean unlisten(Object key) {
+    return listeners.unlisten(key);
+  }
+
+  /**
+   * The queue that receives the report map of every transaction this connection commits, in
+   * commit order, from the first call on: unbounded, nothing dropped; the same queue until
+   * {@link #removeTxReportQueue}.
+   */
+  public BlockingQueue<Object> txReportQueue() {
+    return listeners.queue();
+  }
+
+  /** Stops filling the report queue. */
+  public void removeTxReportQueue() {
+    listeners.removeQueue();
+  }
+
+  /** Whether the connection is strict: its values refuse attributes that are not installed. */
+  @Override
+  public boolean strict() {
+    return strict;
+  }
+
+  /**
+   * The connection as the REPL prints it: its directory (or {@code :mem}), the basis t of the
+   * latest value it knows (no read of the store: it may be a closed one's), open or closed.
+   */
+  @Override
+  public String toString() {
+    String dir = store.directory();
+    return "#datalith/conn {:dir " + (dir == null ? ":mem" : clojure.lang.RT.printString(dir))
+        + ", :basis-t " + latest.db().basisT() + ", :open? " + !closed + "}";
   }
 
   /** Whether {@link #close} has closed the connection. */
@@ -158,6 +249,11 @@ public final class Conn implements Source, AutoCloseable {
         } catch (RuntimeException e) {
           closed = false; // the store refused before closing anything
           throw e;
+        }
+        synchronized (this) {
+          if (async != null) {
+            async.shutdown(); // what it holds runs, and finds the connection closed
+          }
         }
       }
     } finally {

@@ -1,6 +1,9 @@
 package datalith.conn;
 
 import clojure.lang.IPersistentMap;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentVector;
 import datalith.db.Db;
 import datalith.db.TxChange;
 import datalith.index.Datom;
@@ -21,6 +24,17 @@ public final class TxReport {
     this.dbAfter = dbAfter;
     this.txData = datoms(changes);
     this.tempids = tempids;
+  }
+
+  private static final Keyword DB_BEFORE = Keyword.intern("db-before");
+  private static final Keyword DB_AFTER = Keyword.intern("db-after");
+  private static final Keyword TX_DATA = Keyword.intern("tx-data");
+  private static final Keyword TEMPIDS = Keyword.intern("tempids");
+
+  /** The report as Clojure sees it: {@code {:db-before :db-after :tx-data [datoms] :tempids}}. */
+  public IPersistentMap toMap() {
+    return PersistentArrayMap.createAsIfByAssoc(new Object[] {DB_BEFORE, dbBefore, DB_AFTER,
+        dbAfter, TX_DATA, PersistentVector.create(txData), TEMPIDS, tempids});
   }
 
   private static List<Datom> datoms(List<TxChange> changes) {

@@ -18,12 +18,15 @@ public final class With {
    * The transaction of {@code txData} applied to {@code base} (its current state: as-of and
    * since filters are dropped) in memory only. Any thread may call it.
    *
-   * @throws clojure.lang.ExceptionInfo {@code :db/history} for a history view, besides the
-   *     transaction's own errors
+   * @throws clojure.lang.ExceptionInfo {@code :db/history} for a history view, {@code :db/filtered}
+   *     for a filtered one, besides the transaction's own errors
    */
   public static TxReport run(Db base, Object txData) {
     if (base.isHistory()) { // Datomic: with is not for history databases
       throw Errors.error("db/history", "Cannot apply with to a history database", "db", base);
+    }
+    if (base.isFiltered()) { // DataScript: a filtered value is read-only
+      throw Errors.error("db/filtered", "Cannot apply with to a filtered database", "db", base);
     }
     Db before = base.current();
     Transactor.Result r;

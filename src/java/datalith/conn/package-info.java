@@ -3,7 +3,9 @@
  * transactions one at a time (the transactor, {@code datalith.tx}, computes each;
  * {@code datalith.db.Latest} commits it) and holds the latest database value;
  * {@link datalith.conn.With} applies a transaction to a database value in memory only;
- * {@link datalith.conn.TxReport} says what either did.
+ * {@link datalith.conn.TxReport} says what either did. {@code Listeners} hands each committed
+ * report to the connection's listeners and report queue; {@link datalith.conn.TxFuture} is the
+ * pending report of {@code Conn.transactAsync}.
  *
  * <p>Layering: this package sits above the transactor, pull and the query engine, and only the
  * APIs ({@code datalith.api}, {@code datalith.core}) sit above it. A database value reaches its
@@ -16,5 +18,9 @@
  * newest value it reads, whose basis t only grows. The thread running a transaction (its
  * transaction functions, and what they call) may neither transact on that connection nor close
  * it: both throw. {@code With.run} may be called from any thread; reports are immutable.
+ * Listeners and the report queue get each report after its commit, outside the transaction
+ * lock, in commit order, on the committing thread, one thread delivering at a time (a
+ * transaction returns once its report is delivered). {@code transactAsync} runs transactions on
+ * the connection's one daemon thread, made on first use and shut down by {@code close}.
  */
 package datalith.conn;

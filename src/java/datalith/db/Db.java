@@ -1,5 +1,6 @@
 package datalith.db;
 
+import clojure.lang.IFn;
 import clojure.lang.Keyword;
 import datalith.codec.Codec;
 import datalith.index.Datom;
@@ -13,7 +14,7 @@ import java.util.List;
 
 /**
  * An immutable database value: the state after the transaction with basis
- * {@code t}, possibly viewed as-of, since or as history, possibly with
+ * {@code t}, possibly viewed as-of, since or as history, possibly filtered, possibly with
  * speculative ({@code with}) transactions on top. It holds no store resources:
  * each read opens a short {@link Snapshot}. Any thread may use it.
  */
@@ -35,9 +36,16 @@ public final class Db {
   final Overlay overlay;
   final long nextEid;
   final Stats stats;
+  /** The predicates of a filtered value ({@link #filtered}), or null: every datom visible. */
+  final Filter filter;
 
   Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT, boolean history,
       Overlay overlay, long nextEid, Stats stats) {
+    this(source, schema, basisT, storeT, asOfT, sinceT, history, overlay, nextEid, stats, null);
+  }
+
+  private Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT,
+      boolean history, Overlay overlay, long nextEid, Stats stats, Filter filter) {
     this.source = source;
     this.schema = schema;
     this.basisT = basisT;
@@ -48,6 +56,7 @@ public final class Db {
     this.overlay = overlay;
     this.nextEid = nextEid;
     this.stats = stats;
+    this.filter = filter;
   }
 
   /** Datom counts per attribute (of the current state: an estimate for views). */
@@ -96,23 +105,52 @@ public final class Db {
   /** This value as it was at {@code point}: a t, a transaction id or a {@link Date}. */
   public Db asOf(Object point) {
     long t = toT(point);
-    return new Db(source, schema, basisT, storeT, Math.min(asOfT, t), sinceT, history, overlay, nextEid, stats);
+    return new Db(source, schema, basisT, storeT, Math.min(asOfT, t), sinceT, history, overlay,
+        nextEid, stats, filter);
   }
 
   /** Only the datoms asserted after {@code point} (a t, a transaction id or a Date). */
   public Db since(Object point) {
     long t = toT(point);
-    return new Db(source, schema, basisT, storeT, asOfT, Math.max(sinceT, t), history, overlay, nextEid, stats);
+    return new Db(source, schema, basisT, storeT, asOfT, Math.max(sinceT, t), history, overlay,
+        nextEid, stats, filter);
   }
 
   /** Every assertion and retraction, each as a datom with its {@code added} flag. */
   public Db historyView() {
-    return new Db(source, schema, basisT, storeT, asOfT, sinceT, true, overlay, nextEid, stats);
+    return new Db(source, schema, basisT, storeT, asOfT, sinceT, true, overlay, nextEid, stats,
+        filter);
   }
 
-  /** This value without as-of, since or history filters (its {@code with} overlay kept). */
+  /**
+   * This value with only the datoms {@code (pred this datom)} accepts, as well as those its
+   * filters accept: every read of it (datoms, queries, pulls, entities, lookup refs) and of the
+   * views made from it (as-of, since, history) sees only them.
+   */
+  public Db filtered(IFn pred) {
+    return new Db(source, schema, basisT, storeT, asOfT, sinceT, history, overlay, nextEid, stats,
+        new Filter(filter, pred, this));
+  }
+
+  /**
+   * Whether this value is strict: its connection refuses queries, pulls and transactions that
+   * name attributes which are not installed.
+   */
+  public boolean isStrict() {
+    return source.strict();
+  }
+
+  /** Whether this value is filtered ({@link #filtered}). */
+  public boolean isFiltered() {
+    return filter != null;
+  }
+
+  /**
+   * This value without as-of, since or history views, nor a {@link #filtered} predicate (its
+   * {@code with} overlay kept).
+   */
   public Db current() {
-    return asOfT == NO_AS_OF && sinceT == NO_SINCE && !history ? this
+    return asOfT == NO_AS_OF && sinceT == NO_SINCE && !history && filter == null ? this
         : new Db(source, schema, basisT, storeT, NO_AS_OF, NO_SINCE, false, overlay, nextEid, stats);
   }
 
@@ -219,8 +257,8 @@ public final class Db {
       while (out.size() < n && scan.next()) {
         out.add(scan.datom());
       }
-      while (scan.hasPending()) { // never resume inside one key's datoms or a sorted run
-        scan.next();
+      // never resume inside one key's datoms or a sorted run
+      while (scan.hasPending() && scan.next()) {
         out.add(scan.datom());
       }
       byte[] resume = out.size() >= n ? scan.lastKey() : null;
@@ -455,6 +493,7 @@ public final class Db {
   @Override
   public String toString() {
     return "#datalith/db {:basis-t " + basisT + (asOfT == NO_AS_OF ? "" : " :as-of " + asOfT)
-        + (sinceT == NO_SINCE ? "" : " :since " + sinceT) + (history ? " :history true" : "") + "}";
+        + (sinceT == NO_SINCE ? "" : " :since " + sinceT) + (history ? " :history true" : "")
+        + (filter == null ? "" : " :filtered true") + "}";
   }
 }

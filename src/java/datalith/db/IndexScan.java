@@ -284,6 +284,19 @@ public final class IndexScan {
    * lazily from the key, which stays valid until the next call.
    */
   public boolean next() {
+    if (db.filter == null) {
+      return nextVisible();
+    }
+    while (nextVisible()) {
+      if (db.filter.accepts(datom())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** {@link #next()} before the value's filter: the next datom its view (as-of ...) sees. */
+  private boolean nextVisible() {
     datom = null;
     value = NOT_READ;
     if (pendingRetract) {
@@ -477,11 +490,12 @@ public final class IndexScan {
   }
 
   /**
-   * Whether {@link #countRun} may be used: the view needs no history (so every current datom in
-   * range is visible), the scan has no upper bound and no {@link #limitEntries} bound.
+   * Whether {@link #countRun} may be used: the view needs no history and has no filter (so every
+   * current datom in range is visible), the scan has no upper bound and no {@link #limitEntries}
+   * bound.
    */
   public boolean runsCountable() {
-    return hist == null && since == Db.NO_SINCE && upper == null && !limited;
+    return hist == null && since == Db.NO_SINCE && upper == null && !limited && db.filter == null;
   }
 
   /**

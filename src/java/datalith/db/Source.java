@@ -16,4 +16,12 @@ public interface Source {
    *     closed
    */
   Store store();
+
+  /**
+   * Whether reads and transactions of this source's values refuse attributes that are not
+   * installed (strict mode), instead of matching nothing or installing them. Default: lenient.
+   */
+  default boolean strict() {
+    return false;
+  }
 }

@@ -37,6 +37,13 @@ public final class Stats {
     return c == null ? 0 : c[0];
   }
 
+  /** Attribute id -> its current datoms, for every attribute that has had any. */
+  public java.util.Map<Long, Long> counts() {
+    java.util.Map<Long, Long> m = new java.util.HashMap<>();
+    counts.forEach((aid, c) -> m.put(aid, c[0]));
+    return m;
+  }
+
   /** Current datoms in all. */
   public long total() {
     return total;

@@ -2,11 +2,13 @@
  * Database values, and what reads and writes them in the store.
  *
  * <p>Reading: a {@link datalith.db.Db} is an immutable value (the state after basis t, possibly
- * viewed as-of, since or as history, possibly with speculative transactions laid over it as an
- * {@code Overlay}). It holds no store resources: each read opens a short
+ * viewed as-of, since or as history, possibly filtered by predicates ({@code Filter}, asked by
+ * {@code IndexScan} of every datom, so that every read sees only what they accept), possibly
+ * with speculative transactions laid over it as an {@code Overlay}). It holds no store resources: each read opens a short
  * {@link datalith.db.Snapshot} of the store of its {@link datalith.db.Source} (its connection's),
  * and {@link datalith.db.IndexScan} reads an index under a prefix as the value sees it, merging
- * the current and history sub-databases when the view needs both. {@link datalith.db.Schema}
+ * the current and history sub-databases when the view needs both; {@link datalith.db.Reverse}
+ * picks the bounds of the chunks that read an index backwards. {@link datalith.db.Schema}
  * and {@link datalith.db.Attr} are the schema, itself data; {@link datalith.db.Entity} is the
  * lazy entity view; {@link datalith.db.Stats} the per-attribute counts the planner uses.
  *

@@ -13,11 +13,13 @@ import java.util.Arrays;
 /**
  * One fact {@code [e a v tx added]}: immutable. {@code a} is the attribute's
  * ident; refs are entity ids (longs). Supports {@code (:e d)} lookups and
- * {@code [e a v tx added]} destructuring from Clojure. Two datoms are equal when
+ * {@code [e a v tx added]} destructuring, {@code seq}, {@code vec} and {@code into} from
+ * Clojure (it is {@code Iterable}; not {@code Sequential}, which would make
+ * {@code (= [e a v tx added] d)} true while {@code (= d [e a v tx added])} is false). Two datoms are equal when
  * those five are: when they print the same, so that a printed datom
  * ({@code #datalith/datom [e a v tx added]}) reads back as an equal one.
  */
-public final class Datom implements ILookup, Indexed, Counted, Seqable {
+public final class Datom implements ILookup, Indexed, Counted, Seqable, Iterable<Object> {
   static final Keyword K_E = Keyword.intern("e");
   static final Keyword K_A = Keyword.intern("a");
   static final Keyword K_V = Keyword.intern("v");
@@ -92,6 +94,12 @@ public final class Datom implements ILookup, Indexed, Counted, Seqable {
   @Override
   public ISeq seq() {
     return RT.seq(RT.vector(e, a, v, tx, added));
+  }
+
+  /** Its five parts in order, {@code e a v tx added}: so {@code (vec d)} and {@code (into [] d)} work. */
+  @Override
+  public java.util.Iterator<Object> iterator() {
+    return Arrays.asList(e, a, v, tx, added).iterator();
   }
 
   @Override

@@ -371,6 +371,10 @@ public final class Puller {
    */
   private Slot attribute(PullPattern.AttrSpec spec, int index, long e) {
     Attr a = db.schema().attr(spec.attr);
+    if (a == null && db.isStrict()) {
+      throw Errors.error("pull/unknown-attribute", "No attribute " + spec.attr + " is installed"
+          + " (the connection is strict)", "attribute", spec.attr, "element", spec.name);
+    }
     if (a == null) {
       return new Slot(spec.as, spec, index, null, false, List.of());
     }

@@ -3,6 +3,7 @@ package datalith.query;
 import clojure.lang.Keyword;
 import datalith.db.Attr;
 import datalith.db.Db;
+import datalith.db.Errors;
 import datalith.db.IndexScan;
 import datalith.db.Snapshot;
 import datalith.index.Index;
@@ -86,6 +87,10 @@ final class DbPattern {
     this.repeatsVar = positions > vars.length;
     if (termAt(A) instanceof Constant c) {
       constAttr = attrOf(c.value());
+      if (constAttr == null && db.isStrict() && c.value() instanceof Keyword k) {
+        throw Errors.error("query/unknown-attribute", "No attribute " + k + " is installed (the"
+            + " connection is strict)", "attribute", k, "form", pattern.toString());
+      }
       if (constAttr == null) {
         impossible = true;
       } else {

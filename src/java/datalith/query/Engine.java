@@ -9,6 +9,7 @@ import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.Snapshot;
 import datalith.query.parser.Aggregate;
+import datalith.query.parser.BindScalar;
 import datalith.query.parser.Binding;
 import datalith.query.parser.Clause;
 import datalith.query.parser.FindElement;
@@ -64,6 +65,7 @@ public final class Engine {
   private final List<Object> explain;
   /** Runs the clauses; made once the inputs (sources, rules) are bound. */
   private Evaluator evaluator;
+  private boolean lazy; // qseq: the answer a lazy sequence
 
   private Engine(Query query, long timeoutMs, long maxRows, boolean explain) {
     this.query = query;
@@ -113,6 +115,18 @@ public final class Engine {
     Engine e = new Engine(parse(form), positiveOption(opts, K_TIMEOUT,
         ":timeout is a positive number of milliseconds"), positiveOption(opts, K_MAX_ROWS,
         ":max-rows is a positive number of rows"), false);
+    return e.run(inputs);
+  }
+
+  /**
+   * Like {@link #q}, but a relation or collection answer is a lazy sequence whose pulls are
+   * made as it is read (Datomic's {@code qseq}).
+   */
+  public static Object qseq(Object form, Object[] inputs, IPersistentMap opts) {
+    Engine e = new Engine(parse(form), positiveOption(opts, K_TIMEOUT,
+        ":timeout is a positive number of milliseconds"), positiveOption(opts, K_MAX_ROWS,
+        ":max-rows is a positive number of rows"), false);
+    e.lazy = true;
     return e.run(inputs);
   }
 
@@ -173,13 +187,18 @@ public final class Engine {
         PLANS.put(planKey, plan);
       }
       Results results = new Results(query, scope::source, pullPatterns, this::snapshot,
-          deadline);
+          deadline, lazy);
       List<Object[]> streamed = streamAggregate(ctx, plan.clauses(), scope, results);
       if (streamed != null) {
         return results.shape(streamed);
       }
       evaluator.evalAll(ctx, plan, scope);
       return results.of(ctx);
+    } catch (StackOverflowError e) {
+      // unwound to here, the stack is whole again; hashing or comparing an input nested deeper
+      // than the stack recurses along it
+      throw Errors.error("query/too-deep", "The query ran out of stack: an input nests"
+          + " collections too deep to compare, or a function it calls recursed too deep");
     } finally {
       if (evaluator != null) {
         evaluator.close();
@@ -227,9 +246,9 @@ public final class Engine {
   /** Throws {@code :query/unknown-fn} for the first function of {@code clauses} that is unknown. */
   private static void resolveFunctions(List<Clause> clauses) {
     for (Clause c : clauses) {
-      if (c instanceof Predicate p) {
+      if (c instanceof Predicate p && p.fnVar() == null) {
         Functions.resolve(p.fn());
-      } else if (c instanceof FnBinding f) {
+      } else if (c instanceof FnBinding f && f.fnVar() == null) {
         Functions.resolve(f.fn());
       } else if (c instanceof Not n) {
         resolveFunctions(n.clauses());
@@ -274,6 +293,9 @@ public final class Engine {
       } else if (b instanceof PatternName p) {
         pullPatterns.put(p.toString(), x);
       } else {
+        if (b instanceof BindScalar scalar) { // a pull pattern, for (pull ?e ?pattern)
+          pullPatterns.put(scalar.var().toString(), x);
+        }
         ctx.add(Bindings.rel((Binding) b, x));
       }
     }

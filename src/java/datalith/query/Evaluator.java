@@ -609,12 +609,14 @@ final class Evaluator implements AutoCloseable {
   }
 
   private void evalPredicate(Ctx ctx, Predicate p, Scope scope) {
-    IFn f = Functions.resolve(p.fn());
+    IFn named = p.fnVar() == null ? Functions.resolve(p.fn()) : null;
     Rel r = ctx.take(new ArrayList<>(p.vars()), deadline);
+    int fnCol = named == null ? r.col(p.fnVar()) : -1;
     Args args = new Args(p.args(), r, scope);
     List<Object[]> out = new ArrayList<>();
     for (Object[] row : r.rows) {
       deadline.tick(out.size());
+      IFn f = named != null ? named : Functions.value(row[fnCol], p.fn());
       if (RT.booleanCast(Functions.call(f, p.fn(), args.of(row)))) {
         out.add(row);
       }
@@ -623,7 +625,7 @@ final class Evaluator implements AutoCloseable {
   }
 
   private void evalFn(Ctx ctx, FnBinding fb, Scope scope) {
-    IFn f = Functions.resolve(fb.fn());
+    IFn named = fb.fnVar() == null ? Functions.resolve(fb.fn()) : null;
     Binding b = fb.binding();
     List<Variable> outVars = b.vars();
     // output variables already bound (the planner may run their clause first) are unified below
@@ -644,8 +646,10 @@ final class Evaluator implements AutoCloseable {
     Rel shape = new Rel(vars, null);
     List<Object[]> out = new ArrayList<>();
     Args args = new Args(fb.args(), r, scope);
+    int fnCol = named == null ? r.col(fb.fnVar()) : -1;
     for (Object[] row : r.rows) {
       deadline.tick(out.size());
+      IFn f = named != null ? named : Functions.value(row[fnCol], fb.fn());
       Object result = Functions.call(f, fb.fn(), args.of(row));
       if (result == null) {
         continue;

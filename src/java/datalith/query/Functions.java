@@ -22,9 +22,10 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The functions and predicates a query may call: Datomic's built-ins, the
- * clojure.core functions Datomic allows unqualified, and any fully qualified
- * Clojure function on the classpath.
+ * The functions and predicates a query may call: Datomic's built-ins (with {@code q}, a
+ * nested query), the clojure.core functions Datomic allows unqualified, any fully qualified
+ * Clojure function on the classpath, and function values bound to a variable
+ * ({@code [(?f ?x) ?y]}, {@link #value}).
  */
 final class Functions {
   private static final Set<String> CORE = Set.of("+", "-", "*", "/", "==", "str", "subs", "re-find",
@@ -97,6 +98,16 @@ final class Functions {
         return null;
       }
     });
+    BUILTIN.put("q", new Variadic() { // a nested query: [(q ?query $ ...) ?result]
+      @Override
+      public Object applyTo(clojure.lang.ISeq args) {
+        if (args == null) {
+          throw Errors.error("query/invalid-call", "q takes a query and its inputs");
+        }
+        Object[] inputs = RT.toArray(RT.next(args));
+        return Engine.q(args.first(), inputs == null ? new Object[0] : inputs, null);
+      }
+    });
     BUILTIN.put("missing?", new AFn() {
       @Override
       public Object invoke(Object db, Object e, Object attr) {
@@ -164,6 +175,21 @@ final class Functions {
       throw Errors.error("query/unknown-fn", "No function " + sym, "fn", sym);
     }
     return (IFn) v;
+  }
+
+  /**
+   * The function value {@code x} bound to the variable {@code var} of {@code [(?f ...)]};
+   * throws {@code :query/unknown-fn} when it is no function (a keyword, a collection or a
+   * symbol, though callable, are not taken for one).
+   */
+  static IFn value(Object x, Symbol var) {
+    if (!(x instanceof IFn f) || x instanceof clojure.lang.Keyword || x instanceof Symbol
+        || x instanceof clojure.lang.IPersistentCollection) {
+      throw Errors.error("query/unknown-fn", var + " is bound to "
+          + (x == null ? "nil" : "a " + x.getClass().getName()) + ", not a function",
+          "fn", var, "value", x);
+    }
+    return f;
   }
 
   /** Calls {@code f} on {@code args}; a throw becomes {@code :query/fn-failed}. */

@@ -446,7 +446,7 @@ final class Planner {
   private record Comparison(String op, Object k) {
     static Comparison of(Clause c, Variable v) {
       if (!(c instanceof Predicate pr) || pr.args().size() != 2
-          || pr.fn().getNamespace() != null) {
+          || pr.fn().getNamespace() != null || pr.fnVar() != null) {
         return null;
       }
       Term a = pr.args().get(0);

@@ -45,6 +45,8 @@ final class Results {
   private final Function<Db, Snapshot> snapshots;
   private final Deadline deadline;
   private final boolean aggregates;
+  /** Whether a relation or collection answer is a lazy sequence, pulled as it is read (qseq). */
+  private final boolean lazy;
 
   /**
    * @param sources the value of each source variable (throws for an unknown one)
@@ -52,7 +54,8 @@ final class Results {
    * @param snapshots the run's snapshot of a database, which the run closes
    */
   Results(Query query, Function<SrcVar, Object> sources, Map<String, Object> pullPatterns,
-      Function<Db, Snapshot> snapshots, Deadline deadline) {
+      Function<Db, Snapshot> snapshots, Deadline deadline, boolean lazy) {
+    this.lazy = lazy;
     this.query = query;
     this.sources = sources;
     this.pullPatterns = pullPatterns;
@@ -109,8 +112,11 @@ final class Results {
    * done, then shaped.
    */
   Object shape(List<Object[]> tuples) {
-    pulls(tuples);
     Object spec = query.find();
+    if (lazy && !(spec instanceof FindScalar) && !(spec instanceof FindTuple)) {
+      return lazyShape(tuples, spec instanceof FindColl);
+    }
+    pulls(tuples);
     if (spec instanceof FindScalar) {
       return tuples.isEmpty() ? null : tuples.get(0)[0];
     }
@@ -217,6 +223,36 @@ final class Results {
     return true;
   }
 
+  /** The rows as a lazy sequence of rows (or values, for a collection), pulled as read. */
+  private Object lazyShape(List<Object[]> tuples, boolean coll) {
+    List<FindElement> els = query.findElements();
+    Db[] dbs = new Db[els.size()];
+    PullPattern[] patterns = new PullPattern[els.size()];
+    for (int i = 0; i < els.size(); i++) {
+      if (els.get(i) instanceof Pull p) {
+        dbs[i] = pullSource(p);
+        patterns[i] = pullPattern(p);
+      }
+    }
+    ReturnMap rm = query.returnMap().orElse(null);
+    return LazyPulls.seq(tuples, dbs, patterns, t -> coll ? t[0]
+        : rm == null ? LazilyPersistentVector.createOwning(t) : returnMap(rm, t));
+  }
+
+  private Db pullSource(Pull p) {
+    Object src = sources.apply(p.src());
+    if (!(src instanceof Db db)) {
+      throw Errors.error("query/pull-source", "pull needs a database source", "form",
+          query.formOf(p));
+    }
+    return db;
+  }
+
+  private PullPattern pullPattern(Pull p) {
+    return PullPattern.parse(p.patternName() != null
+        ? pullPatterns.get(p.patternName().toString()) : p.pattern());
+  }
+
   /** Replaces the entity ids of {@code (pull ?e pattern)} columns by the pulled maps. */
   private void pulls(List<Object[]> tuples) {
     List<FindElement> els = query.findElements();
@@ -224,14 +260,8 @@ final class Results {
       if (!(els.get(i) instanceof Pull p)) {
         continue;
       }
-      Object src = sources.apply(p.src());
-      if (!(src instanceof Db db)) {
-        throw Errors.error("query/pull-source", "pull needs a database source", "form",
-            query.formOf(p));
-      }
-      Object form = p.patternName() != null ? pullPatterns.get(p.patternName().toString())
-          : p.pattern();
-      PullPattern pattern = PullPattern.parse(form);
+      Db db = pullSource(p);
+      PullPattern pattern = pullPattern(p);
       Puller puller = new Puller(db, snapshots.apply(db));
       for (Object[] t : tuples) {
         deadline.tick(0);

@@ -3,14 +3,17 @@
  * collections. {@code Engine} conducts: {@code Bindings} binds the inputs (and function results)
  * by the nested binding forms, a plan is asked for, and {@code Results} projects the bindings
  * into the answer's shape ({@code :with} bags, pulls, {@code Grouper} for aggregates, which
- * {@code Aggregates} computes); {@code Compare} is the one order of values (Datomic's, across
+ * {@code Aggregates} computes; for {@code Engine.qseq}, {@code LazyPulls} makes the answer a
+ * lazy sequence pulled as it is read); {@code Functions} finds what a query calls (built-ins,
+ * Clojure functions, function values bound to a variable); {@code Compare} is the one order of values (Datomic's, across
  * types) used by predicates, ranges and aggregates; {@code Planner} orders a scope's clauses by what binds what and by cost into a
  * {@code Plan}, which also says which variables each step leaves needed (the rest are projected
  * away); {@code Evaluator} runs plans clause by clause over {@code Ctx} relations ({@code Rel}),
  * patterns through {@code DbPattern} index scans; {@code Rules} tables rule calls to a fixpoint.
  * {@code Deadline} holds a query's {@code :timeout} and {@code :max-rows}, checked in every loop.
  *
- * <p>Threading: {@code Engine.q} may be called from any thread; each call has its own
+ * <p>Threading: {@code Engine.q} and {@code Engine.qseq} may be called from any thread (the
+ * lazy sequence of qseq too: each row pulls through a read of its own); each call has its own
  * {@code Engine}, {@code Results}, {@code Evaluator}, {@code Planner}, {@code Rules} and {@code Deadline}, none of
  * them shared. Parsed queries and top-level plans are cached in concurrent maps, and are immutable.
  */

@@ -562,6 +562,11 @@ public final class LmdbStore implements Store {
   }
 
   @Override
+  public String directory() {
+    return dir.toString();
+  }
+
+  @Override
   public boolean durable() {
     return sync;
   }

@@ -31,6 +31,11 @@ public interface Store extends AutoCloseable {
   /** True when commits are fsynced before {@link WriteTxn#commit()} returns. */
   boolean durable();
 
+  /** The directory the store keeps its files in, or null for one in memory. */
+  default String directory() {
+    return null;
+  }
+
   /** Releases every resource. Further use throws {@link IllegalStateException}. */
   @Override
   void close();

@@ -20,8 +20,9 @@ import java.util.Set;
 /**
  * Expands tx-data into {@link Op}s: entity maps and the maps nested in them,
  * reverse attributes, list forms ({@code :db/add}, {@code :db/retract},
- * {@code :db/retractEntity}, {@code :db/cas}) and the tx-data transaction
- * functions return ({@link TxFns}). Each entity reference is resolved as it
+ * {@code :db/retractEntity}, {@code :db/cas}, {@code :db.fn/retractAttribute}) and the tx-data
+ * transaction functions return ({@link TxFns}: named by a symbol, or a function value in
+ * {@code [:db.fn/call f arg ...]}). Each entity reference is resolved as it
  * is met ({@link EntityRefs}: ids, tempids, idents, lookup refs) and each
  * operation checked ({@link OpChecks}); an attribute that names nothing is
  * installed on first use ({@link PendingAttrs}), with the ops that assert it.
@@ -36,6 +37,8 @@ final class Expander {
   private static final Keyword FN_RETRACT_ENTITY = Keyword.intern("db.fn", "retractEntity");
   private static final Keyword DB_CAS = Keyword.intern("db", "cas");
   private static final Keyword FN_CAS = Keyword.intern("db.fn", "cas");
+  private static final Keyword FN_RETRACT_ATTRIBUTE = Keyword.intern("db.fn", "retractAttribute");
+  private static final Keyword FN_CALL = Keyword.intern("db.fn", "call");
   /** Deepest nesting of transaction functions that return calls of transaction functions. */
   private static final int MAX_FN_DEPTH = 32;
   /** Deepest nesting of entity maps in maps (deeper is a cyclic Java map, or a mistake). */
@@ -93,7 +96,10 @@ final class Expander {
     }
   }
 
-  /** The attribute {@code k} names, installed (cardinality one, any type) when it names nothing. */
+  /**
+   * The attribute {@code k} names, installed (cardinality one, any type) when it names nothing
+   * and the database is lenient; a strict one refuses it.
+   */
   private Attr attrOf(Keyword k, Object form) {
     Attr a = pending.get(k);
     if (a != null) {
@@ -105,8 +111,12 @@ final class Expander {
           "A reverse attribute is only allowed as a map key", "attribute", k, "form", form);
     }
     if (ns != null && (ns.equals("db") || ns.startsWith("db."))) {
-      throw Errors.error("tx/invalid-attribute", "No attribute " + k + ": the :db namespaces are"
-          + " datalith's own, so it cannot be installed on first use", "attribute", k, "form", form);
+      throw SchemaKeys.unknown(k, form);
+    }
+    if (db.isStrict()) {
+      throw Errors.error("tx/unknown-attribute", "No attribute " + k + " is installed (the"
+          + " connection is strict: install it with a schema map first)", "attribute", k,
+          "form", form);
     }
     TempRef entity = temps.anonymous();
     a = pending.install(k, entity);
@@ -284,8 +294,18 @@ final class Expander {
         throw Errors.error("tx/fn-depth", "Transaction functions nested too deeply", "form", l);
       }
       expandAll(TxFns.call(db, sym, l), depth + 1);
+    } else if (head == FN_CALL) {
+      if (depth >= MAX_FN_DEPTH) {
+        throw Errors.error("tx/fn-depth", "Transaction functions nested too deeply", "form", l);
+      }
+      expandAll(TxFns.callValue(db, l), depth + 1);
     } else if (head == DB_ADD || head == DB_RETRACT) {
       expandAddOrRetract(head == DB_ADD, l);
+    } else if (head == FN_RETRACT_ATTRIBUTE) {
+      if (l.size() != 3) {
+        throw Errors.error("tx/invalid-op", "Expected [:db.fn/retractAttribute e a]", "form", l);
+      }
+      expandAddOrRetract(false, l);
     } else if (head == DB_RETRACT_ENTITY || head == FN_RETRACT_ENTITY) {
       if (l.size() != 2) {
         throw Errors.error("tx/invalid-op", "Expected [:db/retractEntity e]", "form", l);
@@ -299,8 +319,9 @@ final class Expander {
       expandCas(l);
     } else {
       throw Errors.error("tx/invalid-op",
-          "Unknown operation: expected :db/add, :db/retract, :db/retractEntity, :db/cas "
-          + "or a fully qualified transaction function symbol", "op", head, "form", l);
+          "Unknown operation: expected :db/add, :db/retract, :db/retractEntity, :db/cas, "
+          + ":db.fn/retractAttribute, :db.fn/call or a fully qualified transaction function symbol",
+          "op", head, "form", l);
     }
   }
 

@@ -13,8 +13,10 @@ import java.util.List;
 
 /**
  * Calls transaction functions: {@code [ns/f arg ...]} in tx-data runs
- * {@code (ns/f db arg ...)} on the database before the transaction, and its
- * result, tx-data, is expanded in the call's place ({@link Expander}).
+ * {@code (ns/f db arg ...)} on the database before the transaction, and
+ * {@code [:db.fn/call f arg ...]} runs {@code (f db arg ...)} for a function
+ * value {@code f} (DataScript's form); the result, tx-data, is expanded in the
+ * call's place ({@link Expander}).
  */
 final class TxFns {
   private TxFns() {}
@@ -43,9 +45,31 @@ final class TxFns {
     if (!(f instanceof IFn fn)) {
       throw Errors.error("tx/unknown-fn", "No transaction function " + sym, "fn", sym, "form", l);
     }
+    return apply(db, fn, sym, l.subList(1, l.size()), l);
+  }
+
+  /**
+   * The tx-data that {@code [:db.fn/call f arg ...]} (the list {@code l}) returns on
+   * {@code db}.
+   *
+   * @throws ExceptionInfo {@code :tx/invalid-op} when {@code f} is no function; else as
+   *     {@link #call}
+   */
+  static Object callValue(Db db, List<?> l) {
+    Object f = l.size() < 2 ? null : l.get(1);
+    if (!(f instanceof IFn fn) || f instanceof clojure.lang.Keyword || f instanceof Symbol
+        || f instanceof clojure.lang.IPersistentCollection) {
+      throw Errors.error("tx/invalid-op", "Expected [:db.fn/call f arg ...] with f a function",
+          "fn", f, "form", l);
+    }
+    return apply(db, fn, f, l.subList(2, l.size()), l);
+  }
+
+  /** {@code (fn db args...)}, checked to be tx-data; {@code sym} names fn in errors. */
+  private static Object apply(Db db, IFn fn, Object sym, List<?> args, List<?> l) {
     Object result;
     try {
-      result = fn.applyTo(RT.cons(db, RT.seq(l.subList(1, l.size()))));
+      result = fn.applyTo(RT.cons(db, RT.seq(args)));
     } catch (ExceptionInfo ex) {
       if (Transactor.isDatalithError(ex)) {
         throw ex;

@@ -138,14 +138,16 @@ final class ClauseParser {
   }
 
   // pred-expr = [ [pred fn-arg*] ] ; fn-expr = [ [fn fn-arg*] binding ]
+  // (pred and fn: a plain symbol, or a variable bound to a function value)
   private Clause parseCall(Object form, List<Object> items) {
     if (items.size() > 2) {
       throw malformed(form, "expected a predicate [(pred ...)] or a function binding"
           + " [(f ...) binding]");
     }
     List<Object> call = Syntax.items(items.get(0));
-    if (call.isEmpty() || !Syntax.isPlainSymbol(call.get(0))) {
-      throw malformed(form, "a function call starts with the function's symbol, got "
+    if (call.isEmpty() || !Syntax.isPlainSymbol(call.get(0)) && !Syntax.isVariable(call.get(0))) {
+      throw malformed(form, "a function call starts with the function's symbol (or a variable"
+          + " bound to a function), got "
           + Syntax.show(items.get(0)));
     }
     Symbol fn = (Symbol) call.get(0);

@@ -8,16 +8,22 @@ import java.util.Set;
 /**
  * A function binding {@code [(f ?x) ?y]}: calls {@code fn} and destructures the result with
  * {@code binding}. {@code fn} and {@code args} are as in {@link Predicate}. Needs its argument
- * variables; binds the binding's variables (a variable that is also an argument is unified).
+ * variables (and the function's, for a {@code fn} that is a variable: see {@link Predicate});
+ * binds the binding's variables (a variable that is also an argument is unified).
  */
 public record FnBinding(Symbol fn, List<Term> args, Binding binding) implements Clause {
   public FnBinding {
     args = List.copyOf(args);
   }
 
+  /** The variable whose value is the function, or null when {@code fn} names one. */
+  public Variable fnVar() {
+    return Predicate.fnVar(fn);
+  }
+
   @Override
   public Set<Variable> vars() {
-    return Vars.union(Vars.ofTerms(args), binding.vars());
+    return Vars.union(needs(), binding.vars());
   }
 
   @Override
@@ -27,7 +33,8 @@ public record FnBinding(Symbol fn, List<Term> args, Binding binding) implements 
 
   @Override
   public Set<Variable> needs() {
-    return Vars.ofTerms(args);
+    Variable f = fnVar();
+    return f == null ? Vars.ofTerms(args) : Vars.union(Vars.ofTerms(args), List.of(f));
   }
 
   @Override

@@ -1,6 +1,6 @@
 package datalith.query.parser;
 
-// pull-expr = [ 'pull' src-var? variable (pattern-data-literal | pattern-name) ]
+// pull-expr = [ 'pull' src-var? variable (pattern-data-literal | pattern-name | variable) ]
 /**
  * A column holding {@code (pull src var pattern)} of each entity bound to {@code var}. Exactly
  * one of {@code pattern} (the raw pattern vector, unparsed; the pull parser owns it) and

@@ -79,6 +79,9 @@ public final class QueryParser {
         patternNames.add(p);
       } else if (b instanceof Binding binding) {
         inVars.addAll(binding.vars());
+        if (b instanceof BindScalar scalar) { // may hold a pull pattern: (pull ?e ?pattern)
+          patternNames.add(new PatternName(scalar.var().symbol()));
+        }
       } else {
         hasRules = true;
       }
@@ -318,7 +321,8 @@ public final class QueryParser {
     return parsed;
   }
 
-  // pull-expr = [ 'pull' src-var? variable (pattern-data-literal | pattern-name) ]
+  // pull-expr = [ 'pull' src-var? variable (pattern-data-literal | pattern-name | variable) ]
+  // (the variable an :in scalar input holding the pattern, as in DataScript)
   private static Pull parsePull(Object form, Set<SrcVar> sources, Set<PatternName> names) {
     List<Object> items = Syntax.items(form);
     boolean withSource = items.size() == 4 && Syntax.isSrcVar(items.get(1));
@@ -336,7 +340,7 @@ public final class QueryParser {
     if (Syntax.isVector(pattern)) {
       return new Pull(src, var, pattern, null);
     }
-    if (Syntax.isPlainSymbol(pattern)) {
+    if (Syntax.isPlainSymbol(pattern) || Syntax.isVariable(pattern)) {
       PatternName name = new PatternName((Symbol) pattern);
       if (!names.contains(name)) {
         throw Syntax.error("parser/find", "Pull pattern name " + pattern + " in "
@@ -346,7 +350,7 @@ public final class QueryParser {
       return new Pull(src, var, null, name);
     }
     throw Syntax.error("parser/find", "Cannot parse " + Syntax.show(form) + ", the pull pattern"
-        + " is a vector such as [*] or the name of an :in input", form);
+        + " is a vector such as [*], or the name or ?variable of an :in input", form);
   }
 
   // aggregate = [ aggregate-fn-name fn-arg* variable ]
