@@ -273,11 +273,24 @@
         (println (format "  ok %s: %d .java files -> %d .class files in %s"
                          qf java-files class-files ensure))))))
 
-(defn run-tests! [basis]
+(defn clojure-first
+  "The basis's classpath roots with Clojure's jar ahead of every other lib's (after the
+  project's own paths). tools.deps orders libs by name, and a jar the JVM opens pushes the
+  jars its manifest Class-Path names in front of the rest: Debian's nippy (com.taoensso,
+  before org.clojure) names /usr/share/java/clojure.jar, which would shadow the pinned
+  Clojure. datalith.classpath-test checks the version the suite runs on."
+  [basis]
+  (let [roots (:classpath-roots basis)
+        lib-of (fn [root] (get-in basis [:classpath root :lib-name]))
+        clojure? #(= 'org.clojure/clojure (lib-of %))]
+    (concat (remove lib-of roots) (filter clojure? roots) (filter #(and (lib-of %) (not (clojure? %))) roots))))
+
+(defn run-tests! [basis & namespaces]
   (let [jvm-opts (get-in basis [:argmap :jvm-opts])
         cmd (concat [(java-cmd)] jvm-opts
-                    ["-cp" (join-cp (:classpath-roots basis))
-                     "clojure.main" "-m" "datalith.test-runner"])
+                    ["-cp" (join-cp (clojure-first basis))
+                     "clojure.main" "-m" "datalith.test-runner"]
+                    namespaces)
         _ (println "  java" (str/join " " jvm-opts) "-cp <deps.edn :test classpath> clojure.main -m datalith.test-runner")
         _ (flush)
         exit (run-process! cmd)]
