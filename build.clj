@@ -26,7 +26,8 @@
 
 ;; Used only if project.clj is missing or names no :javac-options.
 (def fallback-javac-opts
-  ["-source" "17" "-target" "17" "-Xlint:unchecked" "-Werror" "-Xlint:-options"])
+  ["-source" "17" "-target" "17" "-Xlint:unchecked" "-Werror" "-Xlint:-options"
+   "-Xpkginfo:always"])
 
 (defn- project-clj-options
   "The key/value options of the defproject form in project.clj, or nil."
