@@ -142,3 +142,21 @@
           (is (= "" out))
           (is (= [(str "No such file " missing)] (lines err)))))
       (finally (tu/delete-tree work)))))
+
+(deftest backup-copies-a-database-directory
+  (with-dir [dir]
+    (is (= 0 (:status (run "transact" dir "[{:user/name \"Ada\"}]"))))
+    (doseq [flags [[] ["--compact"]]]
+      (let [dest (str dir "-copy" (count flags))
+            {:keys [status out err]} (apply run "backup" dir dest flags)]
+        (is (= 0 status) err)
+        (is (str/starts-with? out (str "backed up " dir " (t 1) into " dest)))
+        (is (= "#{[\"Ada\"]}\n" (:out (run "query" dest "[:find ?n :where [_ :user/name ?n]]"))))
+        (testing "again into the same, now full, directory: refused"
+          (let [{:keys [status err]} (apply run "backup" dir dest flags)]
+            (is (= 1 status))
+            (is (str/includes? err ":store/not-empty"))))))
+    (testing "no such database directory"
+      (let [{:keys [status err]} (run "backup" (str dir "-none") (str dir "-x"))]
+        (is (= 1 status))
+        (is (= [(str "No database directory " dir "-none")] (lines err)))))))

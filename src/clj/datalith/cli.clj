@@ -19,6 +19,10 @@
                                log); prints the report, exits with 2 when it finds problems
     repair DIR NEWDIR          rebuilds DIR's database from its log into NEWDIR (DIR is only
                                read), then verifies NEWDIR; also upgrades an old format
+    backup DIR DEST [--compact]
+                               a consistent copy of DIR's database (open or not, in other
+                               processes) into DEST, a new or empty directory; --compact
+                               leaves LMDB's free pages out
     --help                     the usage, on stdout
 
   `run` is the command line as a function that returns the exit status: 0, 1 for a
@@ -47,6 +51,8 @@
   stats DIR                  basis-t, datoms per attribute, file size
   verify DIR                 check DIR for damage; exit status 2 when it finds problems
   repair DIR NEWDIR          rebuild DIR's database from its log into NEWDIR, then verify it
+  backup DIR DEST [--compact] copy DIR's database (open or not) into DEST, a new or empty directory;
+                             --compact leaves LMDB's free pages out (of a database verify passes)
   --help                     this text")
 
 (defn- fail! [msg & [data]]
@@ -243,13 +249,23 @@
       (println (summary report))
       report)))
 
+(defn backup
+  "Copies the database in dir into dest (see datalith.core/backup); prints what it wrote."
+  ([dir dest] (backup dir dest {}))
+  ([dir dest {:keys [compact]}]
+   (let [{:keys [t bytes]} (d/backup (existing-dir dir) dest {:compact (boolean compact)})]
+     (println (format "backed up %s (t %d) into %s: %,.1f MiB%s"
+                      dir t dest (/ bytes 1048576.0) (if compact ", compacted" ""))))))
+
 (defn- options
-  "[opts positional-args] of args: --pretty and --as-of T taken out wherever they are."
+  "[opts positional-args] of args: --pretty, --compact and --as-of T taken out wherever
+  they are."
   [args]
   (loop [[a & more :as args] args opts {} positional []]
     (cond
       (empty? args) [opts positional]
       (= "--pretty" a) (recur more (assoc opts :pretty true) positional)
+      (= "--compact" a) (recur more (assoc opts :compact true) positional)
       (= "--as-of" a) (if-let [t (first more)]
                         (recur (rest more)
                                (assoc opts :as-of (let [v (read-edn t "--as-of point")]
@@ -279,6 +295,10 @@
                    (when-not (and dir tx) (fail! usage))
                    (transact dir tx opts)
                    0)
+      "backup" (let [[dir dest] more]
+                 (when-not (and dir dest) (fail! usage))
+                 (backup dir dest opts)
+                 0)
       "stats" (if-let [dir (first more)] (do (stats dir) 0) (fail! usage))
       "verify" (if-let [dir (first more)]
                  (if (:ok? (verify dir)) 0 2)
