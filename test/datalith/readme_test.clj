@@ -2,11 +2,13 @@
   "README.md as tests, so that the README stays true: its ```clojure blocks (the REPL
   tour) run verbatim, form by form, each `;; =>` comment compared with the value of the
   form before it; its ```java block compiled with javac and run in a child JVM, its
-  output compared with its `// prints` comments. The Java API's own test is below."
+  output compared with its `// prints` comments; its CLI usage is the CLI's --help. The
+  Java API's own test is below."
   (:require [clojure.edn :as edn]
             [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
+            [datalith.cli :as cli]
             [datalith.core :as d]
             [datalith.readers :as readers]
             [datalith.test-util :as tu])
@@ -118,6 +120,14 @@
                                     (apply connect (if (tu/durable? store) (.getPath dir) :mem) opts))]
             (is (<= 7 (run-tour!)) "the tour's ;; => checks were found"))
           (finally (tu/delete-tree dir)))))))
+
+;; ---------------------------------------------------------------- the command line
+
+(deftest readme-cli-usage-is-the-cli's
+  (let [usage (some #(when (str/starts-with? % "usage: datalith") %) (blocks "text"))]
+    (is usage "README shows the CLI's usage in a ```text block")
+    (is (= (str/trim (with-out-str (is (= 0 (cli/run ["--help"])))))
+           (some-> usage str/trim)))))
 
 ;; ---------------------------------------------------------------- the Java example
 

@@ -42,7 +42,8 @@
   "usage: datalith COMMAND ...
   demo [DIR]                 load the 100K issue tracker into DIR (default ./datalith-demo) if empty,
                              then run Q1-Q4, a pull and an as-of query with timings
-  import DIR FILE.edn        transact the file's tx-data (or each of a vector of tx-data)
+  import DIR FILE.edn        transact the file's tx-data (or each of a vector of tx-data);
+                             DIR is created if needed
   query DIR [--as-of T] [--pretty] 'EDN' [ARG...]
                              print a query's result (one line; --pretty: pretty-printed);
                              ARGs are EDN inputs after the db; --as-of T: as of t, tx id or #inst
@@ -51,7 +52,8 @@
   stats DIR                  basis-t, datoms per attribute, file size
   verify DIR                 check DIR for damage; exit status 2 when it finds problems
   repair DIR NEWDIR          rebuild DIR's database from its log into NEWDIR, then verify it
-  backup DIR DEST [--compact] copy DIR's database (open or not) into DEST, a new or empty directory;
+  backup DIR DEST [--compact]
+                             copy DIR's database (open or not) into DEST, a new or empty directory;
                              --compact leaves LMDB's free pages out (of a database verify passes)
   --help                     this text")
 
@@ -175,7 +177,8 @@
 (defn- print-result
   "Prints x: on one line with `prn` (fast for large results), or with `pprint` when `pretty?`."
   [x pretty?]
-  (if pretty? (pprint/pprint x) (prn x)))
+  (binding [*print-namespace-maps* false]
+    (if pretty? (pprint/pprint x) (prn x))))
 
 (defn query
   "Prints the result of the query text on the database in dir. Options: :as-of (a t, tx id
