@@ -230,6 +230,10 @@
                  (gen/one-of [(gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]))
                               (gen/tuple not-a-dir (gen/elements [:mem ::temp-dir]) (gen-bad))
                               (gen/tuple not-a-dir not-a-dir)]))
+      (gen/tuple (gen/return 'backup)
+                 (gen/one-of [(gen/tuple not-a-dir (gen/return ::temp-dir))
+                              (gen/tuple not-a-dir (gen/return ::temp-dir) (gen-bad))
+                              (gen/tuple not-a-dir not-a-dir)]))
       (gen/tuple (gen/return 'connect) (gen/one-of
                                         [(gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema %) (gen-bad)))
@@ -244,7 +248,7 @@
   "The entry points the generator calls, by name: every public function of datalith.core."
   '#{connect close db transact! with basis-t t->tx tx->t as-of since history as-of-t since-t
      history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
-     pull pull-many verify rebuild-indexes})
+     pull pull-many verify rebuild-indexes backup})
 
 ;; ---------------------------------------------------------------- the fixture
 
