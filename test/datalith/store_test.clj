@@ -615,6 +615,24 @@
           (finally (System/clearProperty LmdbStore/PAGE_READER_PROPERTY))))
       (finally (delete-tree dir)))))
 
+(deftest max-readers-option
+  ;; LMDB's lock file holds 64 bytes a reader, written out before LMDB maps it: a count in
+  ;; the billions filled the disk (found by the bad-input test at 10,000 trials)
+  (let [dir (temp-dir)
+        lock (.toFile (.resolve dir "lock.mdb"))
+        option-error (fn [opts] (try (.close (open-lmdb dir opts)) nil
+                                     (catch clojure.lang.ExceptionInfo e (:error (ex-data e)))))]
+    (try
+      (are [n] (= :store/option (option-error {"max-readers" n}))
+        0 -1 (inc LmdbStore/MAX_MAX_READERS) Integer/MAX_VALUE Long/MAX_VALUE
+        (long 1e12) 1.5 (bigint 1) 1M)
+      (is (or (not (.exists lock)) (< (.length lock) (* 1024 1024)))
+          "a refused count writes no lock file of its size")
+      (are [n] (nil? (option-error {"max-readers" n}))
+        1 126 (int 2048) LmdbStore/MAX_MAX_READERS)
+      (is (<= (.length lock) (+ (* 64 LmdbStore/MAX_MAX_READERS) 8192)))
+      (finally (delete-tree dir)))))
+
 (deftest an-option-nested-deep-is-named-not-printed
   (let [dir (temp-dir)
         deep (reduce (fn [v _] [v]) [] (range 100000))]

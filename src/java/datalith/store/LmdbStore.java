@@ -71,6 +71,12 @@ public final class LmdbStore implements Store {
 
   /** Default maximum number of read transactions open at once. */
   public static final int DEFAULT_MAX_READERS = 1024;
+  /**
+   * The most readers a store may be opened for: LMDB's lock file holds a 64-byte slot for each,
+   * written out in full before LMDB maps it (so 4 MiB here), and a larger count is a mistake
+   * that would fill the disk.
+   */
+  public static final int MAX_MAX_READERS = 65_536;
 
   /** The system property that sets the default of the option "page-reader". */
   public static final String PAGE_READER_PROPERTY = "datalith.page-reader";
@@ -179,7 +185,7 @@ public final class LmdbStore implements Store {
    * itself), {@code "sync"} (Boolean, default true: each commit is on disk before
    * {@code commit()} returns; false uses MDB_NOSYNC for bulk loads: an operating system crash
    * may then lose the last commits, and on a file system that does not keep the order of writes,
-   * damage the store), {@code "max-readers"} (Number, default 1024), {@code "page-reader"}
+   * damage the store), {@code "max-readers"} (a whole number from 1 to {@value #MAX_MAX_READERS}, default 1024), {@code "page-reader"}
    * ({@code "java"}, the default, or {@code "lmdb"}: whether cursors read LMDB's leaf pages in
    * Java, and commits fill pages, or every read and write is LMDB's own; the system property
    * {@value #PAGE_READER_PROPERTY} sets the default). Other keys are ignored.
@@ -200,8 +206,15 @@ public final class LmdbStore implements Store {
     long mapSize = roundUp(option(options, "map-size", Number.class, DEFAULT_MAP_SIZE, where)
         .longValue());
     boolean sync = option(options, "sync", Boolean.class, Boolean.TRUE, where);
-    int maxReaders = option(options, "max-readers", Number.class, DEFAULT_MAX_READERS, where)
-        .intValue();
+    Number readers = option(options, "max-readers", Number.class, DEFAULT_MAX_READERS, where);
+    if (!(readers instanceof Integer || readers instanceof Long || readers instanceof Short
+        || readers instanceof Byte) || readers.longValue() < 1
+        || readers.longValue() > MAX_MAX_READERS) {
+      throw Errors.error(Errors.OPTION, where, "Option \"max-readers\" must be a whole number"
+          + " from 1 to " + MAX_MAX_READERS + ", got " + readers, null,
+          Keyword.intern("option"), "max-readers", Keyword.intern("value"), readers);
+    }
+    int maxReaders = readers.intValue();
     String reader = option(options, "page-reader", String.class,
         System.getProperty(PAGE_READER_PROPERTY, "java"), where);
     if (!reader.equals("java") && !reader.equals("lmdb")) {
