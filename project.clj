@@ -8,8 +8,15 @@
   :source-paths ["src/clj"]
   :test-paths ["test"]
   :resource-paths ["resources"]
-  :javac-options ["-source" "17" "-target" "17" "-Xlint:unchecked" "-Werror" "-Xlint:-options"]
-  :global-vars {*warn-on-reflection* true}
+  ;; -Xpkginfo:always: javac writes package-info.class even for a package-info.java
+  ;; with no annotation, so Leiningen, which recompiles a .java without a newer
+  ;; .class, does not recompile the package-info files on every run.
+  :javac-options ["-source" "17" "-target" "17" "-Xlint:unchecked" "-Werror" "-Xlint:-options"
+                  "-Xpkginfo:always"]
+  ;; No :global-vars {*warn-on-reflection* true}: Leiningen would set it before
+  ;; evaluating its own init form, which then warns about itself on every run.
+  ;; Each namespace under src/ and bench/ sets it; `lein check` (bin/test) warns
+  ;; on reflection whatever the namespace says.
   :jvm-opts ["--add-opens=java.base/java.nio=ALL-UNNAMED"
              "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"]
   ;; lein bench --scale 100k --systems datalith-lmdb,datomic,sqlite --reps 200   (see bench/README.md)
@@ -22,7 +29,16 @@
             "jmh" ["with-profile" "+jmh" "run" "-m" "datalith.bench.jmh"]}
   ;; Keep :bench and :jmh in step with the deps.edn aliases of the same name (bin/check-deps);
   ;; deps.edn's :bench-synthetic alias only swaps :bench's main for datalith.bench.synthetic.
-  :profiles {:dev {:dependencies [[org.clojure/test.check "1.1.1"]]}
+  :profiles {:dev {:dependencies [[org.clojure/test.check "1.1.1"]]
+                   ;; The pinned Clojure's jar, first on the classpath of lein run/test/repl
+                   ;; (never in the jar: :dev is not packaged). Debian's jars (nippy, nrepl,
+                   ;; ... from /usr/share/maven-repo, when Clojars is unreachable) name
+                   ;; /usr/share/java/clojure.jar (1.11.1) in their manifest Class-Path,
+                   ;; which the JVM searches right after the jar naming it, ahead of the
+                   ;; classpath's own Clojure; a path here precedes every dependency. Its
+                   ;; version is the one in :dependencies (datalith.classpath-test checks).
+                   :resource-paths [~(str (System/getProperty "user.home")
+                                          "/.m2/repository/org/clojure/clojure/1.12.3/clojure-1.12.3.jar")]}
              :bench {:target-path "target/bench"
                      :source-paths ["bench/clj"]
                      :dependencies [[com.datomic/local "1.0.291"]

@@ -13,8 +13,11 @@
 ;;      project.clj :dependencies + :profiles :dev :dependencies; then every
 ;;      other project.clj profile (:bench, :jmh, ...) against the deps.edn
 ;;      alias of the same name: declared and resolved libs, paths, jvm-opts
-;;   c. the :deps/prep-lib step (build/compile on the :build alias basis,
-;;      as tools.deps prep-libs! runs it) must create target/classes
+;;   c. the :deps/prep-lib step: its alias's libs must all be in the project's
+;;      basis at the same versions and resolve with no remote repository (so a
+;;      consumer's prep fetches nothing its basis lacks, e.g. behind a mirror);
+;;      then build/compile on that alias basis, as tools.deps prep-libs! runs
+;;      it, must create target/classes
 ;;   d. the whole test suite on the :test classpath via datalith.test-runner
 (ns deps-check
   (:require [clojure.edn :as edn]
@@ -197,26 +200,67 @@
 
 (defn join-cp [roots] (str/join File/pathSeparator roots))
 
+(defn- lib-versions
+  "{lib version-or-coord} of every lib a basis resolved."
+  [basis]
+  (into (sorted-map)
+        (for [[lib coord] (:libs basis)]
+          [lib (or (:mvn/version coord) (select-keys coord [:local/root :git/sha]))])))
+
+(def offline-extra
+  "deps.edn data that removes every remote repository: resolution must then come from
+  the local repository alone."
+  {:mvn/repos {"central" nil "clojars" nil "debian" nil}})
+
+(defn prep-basis
+  "The basis tools.deps gives the prep alias (tool mode: alias deps only, paths [\".\"]),
+  with `extra` merged in."
+  [alias extra]
+  (deps/create-basis (cond-> {:project "deps.edn"
+                              :args {:replace-deps {} :replace-paths ["."]}
+                              :aliases [alias]}
+                       extra (assoc :extra extra))))
+
+(defn check-prep-needs-nothing-new!
+  "The prep step must fetch nothing that a consumer's basis lacks (a machine whose only
+  repository is a mirror of what the consumer resolved): every lib of the prep alias's
+  basis is in the project's basis at the same version, and the alias resolves with every
+  remote repository removed, from what resolving the project put in the local repository."
+  [project-basis alias]
+  (let [project-libs (lib-versions project-basis)
+        prep-libs (lib-versions (prep-basis alias extra))
+        extra-libs (into (sorted-map) (remove (fn [[lib v]] (= v (get project-libs lib)))) prep-libs)]
+    (when (seq extra-libs)
+      (binding [*out* *err*]
+        (doseq [[lib v] extra-libs]
+          (println (format "  %-32s prep alias: %-12s project basis: %s"
+                           lib (pr-str v) (pr-str (get project-libs lib))))))
+      (fail! (str "the prep alias " alias " needs libs (or versions) that deps.edn's own basis"
+                  " lacks (above): a consumer's `clojure -X:deps prep` would fetch them")))
+    (try (prep-basis alias offline-extra)
+         (catch Exception e
+           (fail! (str "the prep alias " alias " does not resolve without remote repositories: "
+                       (ex-message e)))))
+    (println (format "  ok the %s alias resolves %d libs, all in the project's basis at its versions, offline"
+                     alias (count prep-libs)))))
+
 (defn prep-lib!
   "Runs the :deps/prep-lib step the way clojure.tools.deps/prep-libs! does:
   basis of the prep alias in tool mode (alias deps only, paths [\".\"]),
-  then java -cp <that> clojure.main -e '((requiring-resolve 'build/compile) args)'."
-  [edn]
+  then java -cp <that> clojure.main -e '((requiring-resolve 'build/compile) nil)'."
+  [edn project-basis]
   (let [{alias :alias f :fn ensure :ensure :as prep} (:deps/prep-lib edn)]
     (when-not (and alias f ensure)
       (fail! "deps.edn has no complete :deps/prep-lib {:alias :fn :ensure}:" (pr-str prep)))
+    (check-prep-needs-nothing-new! project-basis alias)
     (let [ensure-dir (io/file ensure)
           _ (doseq [^File x (reverse (file-seq ensure-dir))] (.delete x))
-          basis (deps/create-basis (cond-> {:project "deps.edn"
-                                            :args {:replace-deps {} :replace-paths ["."]}
-                                            :aliases [alias]}
-                                     extra (assoc :extra extra)))
+          basis (prep-basis alias offline-extra)
           ns-default (get-in edn [:aliases alias :ns-default])
           qf (if (qualified-symbol? f) f (symbol (str ns-default) (str f)))
-          args (when extra {:extra extra})
-          code (str "(do (if-let [f (requiring-resolve '" qf ")] (f " (pr-str args) ")"
+          code (str "(do (if-let [f (requiring-resolve '" qf ")] (f nil)"
                     " (do (println \"cannot resolve " qf "\") (System/exit 1))) (shutdown-agents) nil)")
-          _ (println "  running" qf "with the" alias "alias basis, args" (pr-str args))
+          _ (println "  running" qf "with the" alias "alias basis (resolved offline)")
           exit (run-process! [(java-cmd) "-cp" (join-cp (:classpath-roots basis)) "clojure.main" "-e" code])]
       (when-not (zero? exit)
         (fail! (str "prep-lib step " qf " exited with " exit)))
@@ -229,11 +273,24 @@
         (println (format "  ok %s: %d .java files -> %d .class files in %s"
                          qf java-files class-files ensure))))))
 
-(defn run-tests! [basis]
+(defn clojure-first
+  "The basis's classpath roots with Clojure's jar ahead of every other lib's (after the
+  project's own paths). tools.deps orders libs by name, and a jar the JVM opens pushes the
+  jars its manifest Class-Path names in front of the rest: Debian's nippy (com.taoensso,
+  before org.clojure) names /usr/share/java/clojure.jar, which would shadow the pinned
+  Clojure. datalith.classpath-test checks the version the suite runs on."
+  [basis]
+  (let [roots (:classpath-roots basis)
+        lib-of (fn [root] (get-in basis [:classpath root :lib-name]))
+        clojure? #(= 'org.clojure/clojure (lib-of %))]
+    (concat (remove lib-of roots) (filter clojure? roots) (filter #(and (lib-of %) (not (clojure? %))) roots))))
+
+(defn run-tests! [basis & namespaces]
   (let [jvm-opts (get-in basis [:argmap :jvm-opts])
         cmd (concat [(java-cmd)] jvm-opts
-                    ["-cp" (join-cp (:classpath-roots basis))
-                     "clojure.main" "-m" "datalith.test-runner"])
+                    ["-cp" (join-cp (clojure-first basis))
+                     "clojure.main" "-m" "datalith.test-runner"]
+                    namespaces)
         _ (println "  java" (str/join " " jvm-opts) "-cp <deps.edn :test classpath> clojure.main -m datalith.test-runner")
         _ (flush)
         exit (run-process! cmd)]
@@ -255,8 +312,8 @@
   (step "b. deps.edn agrees with project.clj")
   (check-agreement project basis deps-edn)
   (check-profiles project deps-edn)
-  (step "c. :deps/prep-lib (build/compile via tools.build)")
-  (prep-lib! deps-edn)
+  (step "c. :deps/prep-lib (build/compile: javac on the :build alias classpath, nothing fetched)")
+  (prep-lib! deps-edn basis)
   (step "d. test suite on the deps.edn :test classpath")
   (run-tests! basis)
   (shutdown-agents)

@@ -272,6 +272,10 @@
                                                     (gen/tuple (gen-of [::fresh-conn]) (gen-bad) (gen-of [identity]))]))
       (gen/tuple (gen/elements '[unlisten!]) (gen/tuple (gen-of [::fresh-conn]) (gen-bad)))
       (gen/tuple (gen/elements '[tx-report-queue remove-tx-report-queue]) (gen/tuple (gen-of [::fresh-conn])))
+      (gen/tuple (gen/return 'backup)
+                 (gen/one-of [(gen/tuple not-a-dir (gen/return ::temp-dir))
+                              (gen/tuple not-a-dir (gen/return ::temp-dir) (gen-bad))
+                              (gen/tuple not-a-dir not-a-dir)]))
       (gen/tuple (gen/return 'connect) (gen/one-of
                                         [(gen/tuple (gen/such-that (complement names-a-directory?) (gen-bad) 100))
                                          (gen/tuple (gen/return :mem) (gen/fmap #(hash-map :schema %) (gen-bad)))
@@ -286,7 +290,7 @@
   "The entry points the generator calls, by name: every public function of datalith.core."
   '#{connect close db transact! with basis-t t->tx tx->t as-of since history as-of-t since-t
      history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
-     pull pull-many verify rebuild-indexes
+     pull pull-many verify rebuild-indexes backup
      entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
      tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?})
 

@@ -6,14 +6,28 @@
                                loads the 100K issue tracker if it is empty, then
                                runs Q1-Q4, a pull and an as-of query with timings
     import DIR FILE.edn        transacts the file's tx-data, or each tx-data of a
-                               vector of them, with a progress bar
-    query DIR 'EDN' [ARG...]   prints the result of a query (ARGs: EDN inputs after the db)
-    transact DIR 'EDN'         runs one transaction, prints basis-t, datoms and tempids
+                               vector of them, with a progress bar (creates DIR)
+    query DIR [--as-of T] [--pretty] 'EDN' [ARG...]
+                               prints the result of a query (ARGs: EDN inputs after the
+                               db), on one line unless --pretty; --as-of T queries the
+                               database as of T (a t, a tx id or an #inst)
+    transact DIR [--pretty] 'EDN'
+                               runs one transaction (creates DIR), prints basis-t,
+                               datoms and tempids
     stats DIR                  basis-t, datoms per attribute, file size
     verify DIR                 checks DIR for damage (every index against the checksummed
                                log); prints the report, exits with 2 when it finds problems
     repair DIR NEWDIR          rebuilds DIR's database from its log into NEWDIR (DIR is only
-                               read), then verifies NEWDIR; also upgrades an old format"
+                               read), then verifies NEWDIR; also upgrades an old format
+    backup DIR DEST [--compact]
+                               a consistent copy of DIR's database (open or not, in other
+                               processes) into DEST, a new or empty directory; --compact
+                               leaves LMDB's free pages out
+    --help                     the usage, on stdout
+
+  `run` is the command line as a function that returns the exit status: 0, 1 for a
+  usage error or a failure (one line on stderr: the message, then the ex-data of an
+  ex-info that is not a usage error), 2 when verify or repair find problems."
   (:require [clojure.edn :as edn]
             [clojure.java.io :as io]
             [clojure.pprint :as pprint]
@@ -28,12 +42,20 @@
   "usage: datalith COMMAND ...
   demo [DIR]                 load the 100K issue tracker into DIR (default ./datalith-demo) if empty,
                              then run Q1-Q4, a pull and an as-of query with timings
-  import DIR FILE.edn        transact the file's tx-data (or each of a vector of tx-data)
-  query DIR 'EDN' [ARG...]   print a query's result; ARGs are EDN inputs after the db
-  transact DIR 'EDN'         run one transaction
+  import DIR FILE.edn        transact the file's tx-data (or each of a vector of tx-data);
+                             DIR is created if needed
+  query DIR [--as-of T] [--pretty] 'EDN' [ARG...]
+                             print a query's result (one line; --pretty: pretty-printed);
+                             ARGs are EDN inputs after the db; --as-of T: as of t, tx id or #inst
+  transact DIR [--pretty] 'EDN'
+                             run one transaction (DIR is created if needed)
   stats DIR                  basis-t, datoms per attribute, file size
   verify DIR                 check DIR for damage; exit status 2 when it finds problems
-  repair DIR NEWDIR          rebuild DIR's database from its log into NEWDIR, then verify it")
+  repair DIR NEWDIR          rebuild DIR's database from its log into NEWDIR, then verify it
+  backup DIR DEST [--compact]
+                             copy DIR's database (open or not) into DEST, a new or empty directory;
+                             --compact leaves LMDB's free pages out (of a database verify passes)
+  --help                     this text")
 
 (defn- fail! [msg & [data]]
   (throw (ex-info msg (merge {:error :cli/usage} data))))
@@ -129,8 +151,12 @@
 (defn import-file
   "Transacts FILE.edn into the database in dir, batch by batch."
   [dir file]
-  (let [form (with-open [r (PushbackReader. (io/reader (io/file file)))]
-               (edn/read {:readers *data-readers*} r))
+  (when-not (.isFile (io/file file))
+    (fail! (str "No such file " file)))
+  (let [form (try (with-open [r (PushbackReader. (io/reader (io/file file)))]
+                    (edn/read {:readers *data-readers*} r))
+                  (catch Exception e
+                    (fail! (str "Cannot read " file " as EDN: " (ex-message e)))))
         bs (batches form)
         total (reduce + (map count bs))
         bar (progress/bar "import" "items")]
@@ -148,21 +174,35 @@
 
 ;; ---------------------------------------------------------------- the others
 
+(defn- print-result
+  "Prints x: on one line with `prn` (fast for large results), or with `pprint` when `pretty?`."
+  [x pretty?]
+  (binding [*print-namespace-maps* false]
+    (if pretty? (pprint/pprint x) (prn x))))
+
 (defn query
-  "Prints the result of the query text on the database in dir."
-  [dir query-text args]
-  (with-open [conn (d/connect (existing-dir dir))]
-    (pprint/pprint (apply d/q (read-edn query-text "query") (d/db conn)
-                          (map #(read-edn % "query input") args)))))
+  "Prints the result of the query text on the database in dir. Options: :as-of (a t, tx id
+  or Date: the database as of then), :pretty (pretty-print the result)."
+  ([dir query-text args] (query dir query-text args {}))
+  ([dir query-text args {:keys [as-of pretty]}]
+   (with-open [conn (d/connect (existing-dir dir))]
+     (let [db (cond-> (d/db conn) (some? as-of) (d/as-of as-of))]
+       (print-result (apply d/q (read-edn query-text "query") db
+                            (map #(read-edn % "query input") args))
+                     pretty)))))
 
 (defn transact
-  "Runs the tx-data text on the database in dir."
-  [dir tx-text]
-  (with-open [conn (d/connect (existing-dir dir))]
-    (let [r (d/transact! conn (read-edn tx-text "tx-data"))]
-      (pprint/pprint {:basis-t (d/basis-t (:db-after r))
-                      :datoms (count (:tx-data r))
-                      :tempids (:tempids r)}))))
+  "Runs the tx-data text on the database in dir (created if needed), printing basis-t, the
+  number of datoms and the tempids (pretty-printed when :pretty)."
+  ([dir tx-text] (transact dir tx-text {}))
+  ([dir tx-text {:keys [pretty]}]
+   (let [tx-data (read-edn tx-text "tx-data")]
+     (with-open [conn (d/connect dir)]
+       (let [r (d/transact! conn tx-data)]
+         (print-result {:basis-t (d/basis-t (:db-after r))
+                        :datoms (count (:tx-data r))
+                        :tempids (:tempids r)}
+                       pretty))))))
 
 (defn stats
   "Prints basis-t, the datom count of each attribute and the size of the files."
@@ -212,32 +252,87 @@
       (println (summary report))
       report)))
 
-(defn -main [& args]
+(defn backup
+  "Copies the database in dir into dest (see datalith.core/backup); prints what it wrote."
+  ([dir dest] (backup dir dest {}))
+  ([dir dest {:keys [compact]}]
+   (let [{:keys [t bytes]} (d/backup (existing-dir dir) dest {:compact (boolean compact)})]
+     (println (format "backed up %s (t %d) into %s: %,.1f MiB%s"
+                      dir t dest (/ bytes 1048576.0) (if compact ", compacted" ""))))))
+
+(defn- options
+  "[opts positional-args] of args: --pretty, --compact and --as-of T taken out wherever
+  they are."
+  [args]
+  (loop [[a & more :as args] args opts {} positional []]
+    (cond
+      (empty? args) [opts positional]
+      (= "--pretty" a) (recur more (assoc opts :pretty true) positional)
+      (= "--compact" a) (recur more (assoc opts :compact true) positional)
+      (= "--as-of" a) (if-let [t (first more)]
+                        (recur (rest more)
+                               (assoc opts :as-of (let [v (read-edn t "--as-of point")]
+                                                    (if (or (integer? v) (inst? v))
+                                                      v
+                                                      (fail! (str "--as-of takes a t, a tx id or an #inst, not " t)))))
+                               positional)
+                        (fail! "--as-of needs a value: a t, a tx id or an #inst"))
+      :else (recur more opts (conj positional a)))))
+
+(defn- command
+  "Runs one command; returns its exit status."
+  [cmd more]
+  (let [[opts more] (options more)]
+    (case cmd
+      ("--help" "-h" "help") (do (println usage) 0)
+      "demo" (do (demo (first more)) 0)
+      "import" (let [[dir file] more]
+                 (when-not (and dir file) (fail! usage))
+                 (import-file dir file)
+                 0)
+      "query" (let [[dir q & inputs] more]
+                (when-not (and dir q) (fail! usage))
+                (query dir q inputs opts)
+                0)
+      "transact" (let [[dir tx] more]
+                   (when-not (and dir tx) (fail! usage))
+                   (transact dir tx opts)
+                   0)
+      "backup" (let [[dir dest] more]
+                 (when-not (and dir dest) (fail! usage))
+                 (backup dir dest opts)
+                 0)
+      "stats" (if-let [dir (first more)] (do (stats dir) 0) (fail! usage))
+      "verify" (if-let [dir (first more)]
+                 (if (:ok? (verify dir)) 0 2)
+                 (fail! usage))
+      "repair" (let [[dir new-dir] more]
+                 (when-not (and dir new-dir) (fail! usage))
+                 (if (:ok? (repair dir new-dir)) 0 2))
+      (fail! usage))))
+
+(defn run
+  "Runs a command line (the strings after `datalith`), printing to *out* and *err*; returns
+  the exit status: 0; 1 for a usage error or a failure, told in one line on *err* (with
+  the ex-data of an ex-info that is not a usage error); 2 when verify or repair find
+  problems."
+  [args]
   (let [[cmd & more] args]
     (try
-      (case cmd
-        "demo" (demo (first more))
-        "import" (let [[dir file] more]
-                   (when-not (and dir file) (fail! usage))
-                   (import-file dir file))
-        "query" (let [[dir q & inputs] more]
-                  (when-not (and dir q) (fail! usage))
-                  (query dir q inputs))
-        "transact" (let [[dir tx] more]
-                     (when-not (and dir tx) (fail! usage))
-                     (transact dir tx))
-        "stats" (if-let [dir (first more)] (stats dir) (fail! usage))
-        "verify" (if-let [dir (first more)]
-                   (when-not (:ok? (verify dir)) (System/exit 2))
-                   (fail! usage))
-        "repair" (let [[dir new-dir] more]
-                   (when-not (and dir new-dir) (fail! usage))
-                   (when-not (:ok? (repair dir new-dir)) (System/exit 2)))
-        (fail! usage))
-      (shutdown-agents)
+      (command cmd more)
       (catch clojure.lang.ExceptionInfo e
         (binding [*out* *err*]
           (println (ex-message e))
           (when-not (= :cli/usage (:error (ex-data e)))
             (prn (ex-data e))))
-        (System/exit 1)))))
+        1)
+      (catch Exception e
+        (binding [*out* *err*]
+          (println (str "error: " (or (ex-message e) (.getName (class e))))))
+        1))))
+
+(defn -main [& args]
+  (let [status (run args)]
+    (flush)
+    (shutdown-agents)
+    (System/exit status)))

@@ -305,6 +305,10 @@ public final class LmdbStore implements Store {
     return where;
   }
 
+  Env<ByteBuffer> env() { // for LmdbBackup
+    return env;
+  }
+
   RuntimeException failure(String what, LmdbException e) {
     return Errors.lmdb(where, what, e);
   }

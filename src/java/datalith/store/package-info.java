@@ -47,6 +47,10 @@
  * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
  * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}).
  *
+ * <p>Backups: {@link datalith.store.LmdbBackup} copies an open LMDB store's last commit into an
+ * empty directory with LMDB's own copy, from one snapshot while reads and writes go on; page
+ * for page (only the meta pages read) or compacted (every page read through LMDB).
+ *
  * <p>Errors are {@code ex-info}s whose {@code :error} is {@code :store/lmdb},
  * {@code :store/map-full}, {@code :store/map-resized}, {@code :store/conflict},
  * {@code :store/key-size}, {@code :store/option}, {@code :store/corrupt} (a damaged file: its
