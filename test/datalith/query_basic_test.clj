@@ -39,7 +39,16 @@
       (testing "results are Clojure sets of vectors"
         (let [r (d/q '[:find ?n :where [_ :person/name ?n]] db)]
           (is (set? r))
-          (is (every? vector? r)))))))
+          (is (every? vector? r))))
+      (testing "a relation equals the java.util.Set of java.util.Lists a Java caller builds, both ways"
+        (let [r (d/q '[:find ?n ?a :where [?e :person/name ?n] [?e :person/age ?a]] db)
+              java (java.util.Set/of (java.util.List/of "Alice" 30) (java.util.List/of "Bob" 25)
+                                     (java.util.List/of "Carol" 30))]
+          (is (.equals ^Object r java))
+          (is (.equals java r))
+          (is (.contains ^java.util.Set r (java.util.List/of "Bob" 25)))
+          (is (not (.contains ^java.util.Set r (java.util.List/of "Bob" 26))))
+          (is (not (.equals ^Object r (java.util.Set/of (java.util.List/of "Alice" 30))))))))))
 
 (deftest return-maps
   (each-store [conn {:schema schema}]

@@ -13,10 +13,12 @@ import clojure.lang.ISeq;
 import clojure.lang.ITransientCollection;
 import clojure.lang.Murmur3;
 import clojure.lang.PersistentHashSet;
+import clojure.lang.PersistentVector;
 import clojure.lang.Util;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -66,9 +68,17 @@ final class ResultSet extends AFn
     return hashed().withMeta(meta).disjoin(key);
   }
 
+  /**
+   * Whether the set holds {@code key}. A row asked for as a plain {@code java.util.List} (a Java
+   * caller's {@code List.of(id, "Ada")}) is found as the vector it equals: Clojure's hash of a
+   * vector is not {@code List.hashCode}, so the hashed lookup alone would miss it.
+   */
   @Override
   public boolean contains(Object key) {
-    return hashed().contains(key);
+    PersistentHashSet s = hashed();
+    return s.contains(key)
+        || key instanceof List<?> l && !(key instanceof IPersistentCollection)
+            && s.contains(PersistentVector.create(l));
   }
 
   @Override
