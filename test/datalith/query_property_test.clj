@@ -401,7 +401,8 @@
             [v st] (cond (and locals? (zero? (mod cn 3))) (fresh st)
                          (and (not locals?) (= 1 (mod cn 3))) ['_ st]
                          :else [(constant vs cn) st])]
-        [[x attr v] (cond-> st (and (symbol? v) (not= '_ v)) (bind v vs))])
+        ;; a :symbol constant is a symbol too, but no variable
+        [[x attr v] (cond-> st (and (symbol? v) (= \? (first (name v)))) (bind v vs))])
 
       (seq as)
       (let [[e st] (cond (and locals? (odd? cn)) (fresh st)
