@@ -516,7 +516,8 @@
       :tuple (if (even? bn)
                [[x y] [(constant s1 cn) (constant s2 dn)] (-> st (bind x s1) (bind y s2))]
                [[x '_] [(constant s1 cn) (constant s2 dn)] (bind st x s1)])
-      :coll [[x '...] (vals s1 bn) (bind st x s1)]
+      ;; a collection given with each value twice binds each once
+      :coll [[x '...] (cond-> (vals s1 bn) (odd? dn) (as-> v (into v v))) (bind st x s1)]
       :rel [[[x y]] (vec (for [i (range (size bn))] [(constant s1 (+ cn i)) (constant s2 (+ dn i))]))
             (-> st (bind x s1) (bind y s2))]
       :src (let [src (symbol (str "$" (:n st)))]
