@@ -401,7 +401,8 @@
             [v st] (cond (and locals? (zero? (mod cn 3))) (fresh st)
                          (and (not locals?) (= 1 (mod cn 3))) ['_ st]
                          :else [(constant vs cn) st])]
-        [[x attr v] (cond-> st (and (symbol? v) (not= '_ v)) (bind v vs))])
+        ;; a :symbol constant is a symbol too, but no variable
+        [[x attr v] (cond-> st (and (symbol? v) (= \? (first (name v)))) (bind v vs))])
 
       (seq as)
       (let [[e st] (cond (and locals? (odd? cn)) (fresh st)
@@ -515,7 +516,8 @@
       :tuple (if (even? bn)
                [[x y] [(constant s1 cn) (constant s2 dn)] (-> st (bind x s1) (bind y s2))]
                [[x '_] [(constant s1 cn) (constant s2 dn)] (bind st x s1)])
-      :coll [[x '...] (vals s1 bn) (bind st x s1)]
+      ;; a collection given with each value twice binds each once
+      :coll [[x '...] (cond-> (vals s1 bn) (odd? dn) (as-> v (into v v))) (bind st x s1)]
       :rel [[[x y]] (vec (for [i (range (size bn))] [(constant s1 (+ cn i)) (constant s2 (+ dn i))]))
             (-> st (bind x s1) (bind y s2))]
       :src (let [src (symbol (str "$" (:n st)))]
