@@ -342,7 +342,14 @@
             (with-open [c (d/connect (.getPath dir))]
               (let [db (d/db c)]
                 (is (= 1500 (count (d/datoms db :avet :user/email))) "a walk reads every key")
-                (is (some #(nil? (d/entid db [:user/email %])) emails) "some lookups miss")
+                ;; LMDB's seek lands past the key; the Java page reader's finds that below
+                ;; the probe, and throws
+                (is (some #(nil? (try (d/entid db [:user/email %])
+                                      (catch clojure.lang.ExceptionInfo e
+                                        (is (= :store/corrupt (:error (ex-data e))))
+                                        nil)))
+                          emails)
+                    "some lookups miss or find the damage")
                 (let [r (d/verify c)]
                   (is (not (:ok? r)))
                   (is (contains? (problems-of r) [:avet :misrouted]) (pr-str (:problems r)))))))
