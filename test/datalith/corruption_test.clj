@@ -212,6 +212,10 @@
      (doseq [[i shift] [[0 0] [2 16] [4 32]]]
        (f/write-u16! % (+ at i) (bit-and (bit-shift-right pgno shift) 0xFFFF)))))
 
+(defn- older-meta-txnid [value-of]
+  #(let [{:keys [number] :as m} (f/last-meta %)]
+     (f/write-u64! % (+ (* (- 1 number) (psize %)) 144) (value-of m))))
+
 (def ^:private either #{:corrupt :differs})
 
 (def ^:private rows
@@ -238,6 +242,9 @@
    ["last pages past the file, one not free" (free-tail 3 2)            :connect :connect]
    ["last pages past the file, free list loops" free-list-loop          :connect :connect]
    ["main root past the file"             (last-meta-field 128 #(+ 10 (:last-pg %))) :connect :connect]
+   ["older meta's transaction past the last" (older-meta-txnid #(+ 0x1000000 (:txnid %))) :connect :connect]
+   ;; lowered by 2, the last meta's transaction is the older's less 1: read as the commit before
+   ["last meta's transaction lowered by 2" (last-meta-field 144 #(- (:txnid %) 2)) :differs :differs]
    ;; zeroed tree pages
    ["EAVT root page zeroed"               (zero root)                   :corrupt :corrupt]
    ["EAVT branch page zeroed"             (zero branch)                 :corrupt :corrupt]
