@@ -184,6 +184,38 @@
             [at shift] [[0 0] [2 16] [4 32]]]
       (f/write-u16! dir (+ (node-at p i) at) (bit-and (bit-shift-right free-root shift) 0xFFFF)))))
 
+(defn- record-at
+  "The address in the file of sub-database `name`'s MDB_db record, in the main
+  database's leaf page: {pad u32, flags u16, depth u16, branch, leaf and overflow
+  pages, entries, root u64}."
+  [dir name]
+  (let [{:keys [psize main-root]} (f/last-meta dir)
+        p (f/page dir psize main-root)
+        n (first (filter #(= name (String. ^bytes (:key %) "US-ASCII")) (:nodes p)))]
+    (+ (:offset p) (:data-at n))))
+
+(defn- eavt-root [pgno-of]
+  #(f/write-u64! % (+ 40 (record-at % "EAVT")) (pgno-of %)))
+
+(defn- eavt-depth [depth]
+  #(f/write-u16! % (+ 6 (record-at % "EAVT")) depth))
+
+(defn- log-value-page
+  "Points the first overflow value of the LOG's first leaf at page `pgno-of`."
+  [pgno-of]
+  #(let [p (ffirst (f/tree % (get (f/sub-db-roots %) "LOG")))
+         n (first (filter (fn [n] (= f/F_BIGDATA (:flags n))) (:nodes p)))]
+     (f/write-u64! % (+ (:offset p) (:data-at n)) (pgno-of %))))
+
+(defn- root-child [pgno-of]
+  #(let [r (root %), at (node-at r 1), pgno (pgno-of %)]
+     (doseq [[i shift] [[0 0] [2 16] [4 32]]]
+       (f/write-u16! % (+ at i) (bit-and (bit-shift-right pgno shift) 0xFFFF)))))
+
+(defn- older-meta-txnid [value-of]
+  #(let [{:keys [number] :as m} (f/last-meta %)]
+     (f/write-u64! % (+ (* (- 1 number) (psize %)) 144) (value-of m))))
+
 (def ^:private either #{:corrupt :differs})
 
 (def ^:private rows
@@ -210,11 +242,14 @@
    ["last pages past the file, one not free" (free-tail 3 2)            :connect :connect]
    ["last pages past the file, free list loops" free-list-loop          :connect :connect]
    ["main root past the file"             (last-meta-field 128 #(+ 10 (:last-pg %))) :connect :connect]
+   ["older meta's transaction past the last" (older-meta-txnid #(+ 0x1000000 (:txnid %))) :connect :connect]
+   ;; lowered by 2, the last meta's transaction is the older's less 1: read as the commit before
+   ["last meta's transaction lowered by 2" (last-meta-field 144 #(- (:txnid %) 2)) :differs :differs]
    ;; zeroed tree pages
    ["EAVT root page zeroed"               (zero root)                   :corrupt :corrupt]
    ["EAVT branch page zeroed"             (zero branch)                 :corrupt :corrupt]
    ["EAVT leaf page zeroed"               (zero leaf)                   :corrupt :corrupt]
-   ["LOG overflow page zeroed"            (zero log-overflow)           :differs :differs]
+   ["LOG overflow page zeroed"            (zero log-overflow)           :corrupt :differs]
    ;; a branch node pointing elsewhere
    ["child past the map"                  (child (fn [_ _] (bit-shift-left 1 40)))      :corrupt :corrupt]
    ["child past the file, in the map"     (child (fn [d _] (+ 100 (:last-pg (f/last-meta d))))) :corrupt :corrupt]
@@ -236,7 +271,19 @@
    ["leaf lower 65535"                    (u16 leaf #(+ 12 (:offset %)) (constantly 0xFFFF)) :corrupt either]
    ["leaf lower past upper"               (u16 leaf #(+ 12 (:offset %)) #(+ 2 (:upper %))) :corrupt :corrupt]
    ["leaf upper 0"                        (u16 leaf #(+ 14 (:offset %)) (constantly 0)) :corrupt :same]
-   ["leaf page number wrong"              #(f/write-u64! % (:offset (leaf %)) 5) :corrupt :same]])
+   ["leaf page number wrong"              #(f/write-u64! % (:offset (leaf %)) 5) :corrupt :same]
+   ;; the trees' records, and the depth a descent must take
+   ["EAVT root past the file"             (eavt-root #(+ 100 (:last-pg (f/last-meta %)))) :corrupt :corrupt]
+   ["EAVT root is meta page 1"            (eavt-root (constantly 1))    :corrupt :corrupt]
+   ["EAVT root is one of its leaves"      (eavt-root #(:pgno (leaf %))) :corrupt :differs]
+   ["EAVT depth 1"                        (eavt-depth 1)                :corrupt :same]
+   ["EAVT depth 33"                       (eavt-depth 33)               :corrupt :same]
+   ["EAVT depth 0, a root"                (eavt-depth 0)                :corrupt :same]
+   ["root child is a leaf a level early"  (root-child #(:pgno (leaf %))) :corrupt either]
+   ;; a value's overflow pages
+   ["LOG value pages past the file"       (log-value-page #(+ 100 (:last-pg (f/last-meta %)))) :corrupt :corrupt]
+   ["LOG value pages are a leaf"          (log-value-page #(:pgno (leaf %))) :corrupt :differs]
+   ["LOG value pages are meta page 0"     (log-value-page (constantly 0)) :corrupt :corrupt]])
 
 ;; ---------------------------------------------------------------- the parent
 

@@ -282,9 +282,10 @@
                  (range 4))]
       (is (< 10000 (count model))))))
 
-;; LMDB's cursor reads a leaf page in Java once it lands on one (LmdbCursor): walks mixing
-;; steps, seeks near and far and value reads cross pages in both directions, over keys of every
-;; length and values on overflow pages, and must agree with the model at every move.
+;; The Java page reader (LmdbCursor, LmdbTree) descends the tree and crosses leaf pages itself:
+;; walks mixing steps, seeks near and far and value reads cross pages in both directions, over
+;; keys of every length and values on overflow pages, and must agree with the model at every
+;; move.
 (defn- walk-op
   "Makes a random move of `c` from model index `at` of `ks`; returns [index-the-model-expects
   found?]."

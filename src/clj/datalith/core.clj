@@ -108,10 +108,10 @@
     :map-size     LMDB's initial map size in bytes (it grows by itself)
     :sync         false to skip fsync on commit: faster bulk loads, but an OS
                   crash may lose the last commits (default true: durable)
-    :page-reader  :java (default) reads LMDB's leaf pages in Java, checking every
-                  page and address first (a damaged file is a :store/corrupt
-                  ex-info); :lmdb leaves every read and write to LMDB itself, the
-                  slower plain path. The JVM property datalith.page-reader sets
+    :page-reader  :java (default) reads LMDB's pages in Java (every seek, scan
+                  and get), checking every page and address first (a damaged
+                  file is a :store/corrupt ex-info); :lmdb leaves every read and
+                  write to LMDB itself, the slower plain path. The JVM property datalith.page-reader sets
                   the default.
     :strict?      true to refuse, with a clear error, a query pattern, a pull
                   pattern or tx-data naming an attribute that is not installed

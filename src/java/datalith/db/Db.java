@@ -468,11 +468,7 @@ public final class Db {
       datalith.store.Cursor c = s.cursor(SubDb.LOG);
       ByteBuffer k = ByteBuffer.allocateDirect(8).putLong(0, Math.max(0, from));
       for (boolean ok = c.seek(k); ok; ok = c.next()) {
-        if (c.key().limit() != 8) {
-          throw Errors.error("store/corrupt", "A key of the transaction log is not a t",
-              "problem", LogRecord.MALFORMED);
-        }
-        long t = c.key().getLong(0);
+        long t = LogRecord.t(c.key());
         if (t >= to) {
           break;
         }

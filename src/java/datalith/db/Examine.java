@@ -96,7 +96,7 @@ final class Examine {
     List<byte[]> out = new ArrayList<>();
     try (Cursor c = v.rt.cursor(SubDb.LOG)) {
       for (boolean ok = c.first(); ok; ok = c.next()) {
-        out.addAll(v.events(c.key().getLong(0), c.val(), buckets));
+        out.addAll(v.events(LogRecord.t(c.key()), c.val(), buckets));
       }
     } catch (RuntimeException e) {
       return null;

@@ -53,8 +53,9 @@ public final class Latest {
    */
   private static Latest load(Source source, Snapshot s, Latest known) {
     ByteBuffer fb = s.rt.get(SubDb.META, Meta.FORMAT.duplicate());
-    if (fb != null && fb.getLong(0) != Meta.FORMAT_VERSION) {
-      throw formatError(fb.getLong(0));
+    long format = fb == null ? Meta.FORMAT_VERSION : Meta.longOf(fb, "format");
+    if (format != Meta.FORMAT_VERSION) {
+      throw formatError(format);
     }
     long t = s.storeLatestT;
     if (t < 0) {
@@ -64,7 +65,7 @@ public final class Latest {
     if (nb == null) {
       throw Errors.error("store/corrupt", "The store has a basis t but no next entity id", "t", t);
     }
-    long nextEid = nb.getLong(0);
+    long nextEid = Meta.longOf(nb, "next-eid");
     ByteBuffer sb = s.rt.get(SubDb.META, Meta.STATS.duplicate());
     Stats stats = sb == null ? Stats.EMPTY : Stats.decode(sb);
     long schemaT = Meta.schemaT(s.rt.get(SubDb.META, Meta.SCHEMA_T.duplicate()), t);

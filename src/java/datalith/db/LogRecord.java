@@ -40,6 +40,20 @@ final class LogRecord {
   /** One datom of a record, with its value's full encoding. */
   record Entry(long e, long aid, boolean added, byte[] encoded) {}
 
+  /**
+   * The t of log key {@code k}.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} ({@code :problem :malformed}) when
+   *     it is not 8 bytes long
+   */
+  static long t(ByteBuffer k) {
+    if (k.limit() != Long.BYTES) {
+      throw Errors.error("store/corrupt", "A key of the transaction log is not a t",
+          "problem", MALFORMED, "size", k.limit());
+    }
+    return k.getLong(0);
+  }
+
   /** The key of the record of {@code t}: a new direct buffer. */
   static ByteBuffer key(long t) {
     return ByteBuffer.allocateDirect(8).putLong(0, t);

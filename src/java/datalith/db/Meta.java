@@ -44,6 +44,19 @@ final class Meta {
     return b;
   }
 
+  /**
+   * The number a META record of 8 bytes holds: {@code b}, the value of key {@code name}.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when it is not 8 bytes long
+   */
+  static long longOf(ByteBuffer b, String name) {
+    if (b.limit() != Long.BYTES) {
+      throw Errors.error("store/corrupt", "The META record " + name + " is " + b.limit()
+          + " bytes long, not 8", "record", name, "size", b.limit());
+    }
+    return b.getLong(0);
+  }
+
   /** The {@link #SCHEMA_T} record of commit {@code t}. */
   static ByteBuffer schemaTVal(long schemaT, long t) {
     ByteBuffer b = ByteBuffer.allocateDirect(16);

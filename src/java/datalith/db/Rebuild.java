@@ -135,7 +135,7 @@ public final class Rebuild {
       int batchDatoms = 0;
       try (Cursor c = src.cursor(SubDb.LOG)) {
         for (boolean ok = c.first(); ok; ok = c.next()) {
-          long t = c.key().getLong(0);
+          long t = LogRecord.t(c.key());
           List<LogRecord.Entry> entries = LogRecord.read(t, c.val(), format);
           Writes.replay(wt, t, entries, assertedTxs(target, t, entries));
           records++;

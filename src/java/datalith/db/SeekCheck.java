@@ -1,5 +1,6 @@
 package datalith.db;
 
+import clojure.lang.ExceptionInfo;
 import clojure.lang.Keyword;
 import datalith.codec.Codec;
 import datalith.store.Cursor;
@@ -16,12 +17,14 @@ import java.nio.ByteBuffer;
  *
  * <p>A branch key K between leaf pages A and B is sound when {@code last(A) < K <= first(B)}.
  * Damaged below that range, it sends {@code last(A)} to B; damaged above it, it sends the
- * keys from K up to the damaged value to A, where LMDB finds no key at or after them and
- * returns {@code first(B)}, which is right only for keys up to it: the smallest key after
+ * keys from K up to the damaged value to A, where the seek finds no key at or after them and
+ * steps to {@code first(B)}, which is right only for keys up to it: the smallest key after
  * {@code first(B)} (it with a zero byte appended) then finds {@code first(B)} instead of the
- * key after it. So at each page two seeks, each from the root, show the routing sound or not:
- * one for the page's last key, one for its first key plus a zero byte. Higher branch keys
- * bound subtrees whose edges are leaf pages' edges too.
+ * key after it (LMDB returns it; the Java page reader finds it below the probe and throws
+ * {@code :store/corrupt}, which counts as the same problem). So at each page two seeks, each
+ * from the root, show the routing sound or not: one for the page's last key, one for its
+ * first key plus a zero byte. Higher branch keys bound subtrees whose edges are leaf pages'
+ * edges too.
  *
  * <p>A page's last key is where {@link Cursor#skipRun} with an empty prefix stops (LMDB: the
  * last key of the current leaf page). Each kind of probe has its own cursor, whose previous
@@ -30,6 +33,8 @@ import java.nio.ByteBuffer;
  */
 final class SeekCheck {
   static final Keyword MISROUTED = Keyword.intern("misrouted");
+  private static final Keyword CORRUPT = Keyword.intern("store", "corrupt");
+  private static final Keyword ERROR = Keyword.intern("error");
   private static final ByteBuffer ALL = ByteBuffer.allocate(0); // the prefix of every key
 
   private SeekCheck() {}
@@ -63,15 +68,28 @@ final class SeekCheck {
     }
   }
 
-  /** Seeks {@code probe} with {@code c}, which must land on {@code want} (null: on no key). */
+  /**
+   * Seeks {@code probe} with {@code c}, which must land on {@code want} (null: on no key); a
+   * seek that finds the damage itself ({@code :store/corrupt}) is misrouted too.
+   */
   private static void expect(Cursor c, ByteBuffer probe, ByteBuffer want, Keyword check,
       Problems problems) {
-    boolean found = c.seek(probe);
+    String key = Verify.hex(probe, 0, probe.limit());
+    boolean found;
+    try {
+      found = c.seek(probe);
+    } catch (ExceptionInfo e) {
+      if (!CORRUPT.equals(e.getData().valAt(ERROR))) {
+        throw e;
+      }
+      problems.add(check, MISROUTED, () -> new Object[] {"key", key, "found", null,
+          "message", "a seek for this key finds a damaged branch page: " + e.getMessage()});
+      return;
+    }
     if (want == null ? !found
         : found && Codec.compareBytes(c.key(), 0, c.key().limit(), want, 0, want.limit()) == 0) {
       return;
     }
-    String key = Verify.hex(probe, 0, probe.limit());
     String landed = found ? Verify.hex(c.key(), 0, c.key().limit()) : null;
     problems.add(check, MISROUTED, () -> new Object[] {"key", key, "found", landed,
         "message", "a seek for this key lands elsewhere: a branch page is damaged"});

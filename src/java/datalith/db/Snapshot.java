@@ -18,11 +18,20 @@ public final class Snapshot implements AutoCloseable {
   /** The basis t the store had committed when this read began. */
   final long storeLatestT;
 
+  /**
+   * A snapshot of {@code rt}, which it closes when this is closed, or now when its META t
+   * cannot be read (a damaged store).
+   */
   Snapshot(ReadTxn rt, Overlay overlay) {
     this.rt = rt;
     this.overlay = overlay;
-    ByteBuffer t = rt.get(SubDb.META, Meta.T.duplicate());
-    this.storeLatestT = t == null ? -1 : t.getLong(0);
+    try {
+      ByteBuffer t = rt.get(SubDb.META, Meta.T.duplicate());
+      this.storeLatestT = t == null ? -1 : Meta.longOf(t, "t");
+    } catch (RuntimeException e) {
+      rt.close();
+      throw e;
+    }
   }
 
   /** A read of the last commit in {@code store} (of any process), with no overlay. */

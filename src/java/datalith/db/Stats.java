@@ -73,7 +73,17 @@ public final class Stats {
     return b.flip();
   }
 
+  /**
+   * The counts encoded in {@code b} ({@link #encode}).
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when {@code b} is not pairs of
+   *     longs
+   */
   static Stats decode(ByteBuffer b) {
+    if (b.limit() % 16 != 0) {
+      throw Errors.error("store/corrupt", "The META record stats is " + b.limit()
+          + " bytes long, not pairs of 8-byte numbers", "record", "stats", "size", b.limit());
+    }
     LongMap<long[]> m = new LongMap<>(Math.max(16, b.limit() / 16));
     long t = 0;
     for (int off = 0; off + 16 <= b.limit(); off += 16) {

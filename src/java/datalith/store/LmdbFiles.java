@@ -18,7 +18,9 @@ import java.nio.file.StandardOpenOption;
  * taken for a new database, and a lock file whose space the file system cannot give (LMDB sizes
  * it with ftruncate, then writes it through the map) is a SIGBUS too when the disk is full.
  *
- * <p>The data file's meta pages are read as {@link LmdbLayout} describes them. The lock file is
+ * <p>The data file's meta pages are read as {@link LmdbLayout} describes them, and must record
+ * transactions one apart (a damaged transaction id would otherwise make LMDB take the commit
+ * before the last for the last, silently). The lock file is
  * written (not truncated) to its full size while no other process uses it, so that a full disk
  * is an error here rather than a signal in LMDB.
  */
@@ -46,7 +48,8 @@ final class LmdbFiles {
    * (LMDB creates a new database), true when it holds one whose last commit lies within it.
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when the file is empty, is not an
-   *     LMDB data file, has a damaged meta page or is shorter than its last commit says;
+   *     LMDB data file, has a damaged meta page (meta pages whose transactions are not one
+   *     apart among them) or is shorter than its last commit says;
    *     {@code :store/io} when it cannot be read
    */
   static boolean checkData(Path dir, String where) {
@@ -65,6 +68,14 @@ final class LmdbFiles {
             + m0.pageSize + " and " + m1.pageSize + ")", size);
       }
       Meta last = m1.txnid > m0.txnid ? m1 : m0; // LMDB's choice
+      Meta older = last == m1 ? m0 : m1;
+      // each commit writes the older meta page, so they are one transaction apart (both 0 in a
+      // database never committed to; LMDB's copies write them so too)
+      if (older.txnid != last.txnid - 1 && (older.txnid != 0 || last.txnid != 0)) {
+        throw corrupt(where, file, "The meta pages of " + DATA + " record transactions "
+            + m0.txnid + " and " + m1.txnid + ", not one apart as LMDB writes them: one of them"
+            + " is damaged, and the last commit cannot be told. Restore the whole file", size);
+      }
       long pages = size / last.pageSize; // whole pages in the file
       boolean missing = last.lastPage >= pages && (last.freeRoot == NO_ROOT
           || !LmdbFreeList.coversTail(ch, last.pageSize, last.freeRoot, pages, last.lastPage));

@@ -2,7 +2,8 @@ package datalith.store;
 
 /**
  * LMDB 0.9's page and cursor layout (mdb.c) on a 64-bit system, read from native memory, for
- * {@link LmdbCursor} (pages of the map) and {@link LmdbReplay} (pages of a write transaction).
+ * {@link LmdbTree} and {@link LmdbSnapshot} (pages of the map, read transactions' structs) and
+ * {@link LmdbReplay} (pages and cursors of a write transaction).
  * Everything is in native byte order; callers check what they read before they trust it.
  *
  * <p>A page is a 16-byte header {pgno u64, pad u16, flags u16, lower u16, upper u16}, then
@@ -17,16 +18,27 @@ package datalith.store;
  * txnid u64}. The meta page with the larger txnid is the last commit; a snapshot reads pages 2
  * to its last_pg.
  *
- * <p>An MDB_cursor holds four pointers (the fourth, mc_txn, its transaction), an unsigned int
+ * <p>An MDB_cursor holds four pointers, an unsigned int
  * (padded to 8 bytes) and three more pointers, then mc_snum and mc_top (u16), mc_flags (u32), the
  * page stack mc_pg[32] and the index stack mc_ki[32] (u16): mc_pg[mc_top] is its leaf page and
  * mc_ki[mc_top] its place there.
  *
+ * <p>An overflow page, holding one value of {@code size} bytes that a leaf node (F_BIGDATA)
+ * points to, is {pgno u64, pad u16, flags u16 (P_OVERFLOW), pages u32}, then the value, over
+ * {@code pages} consecutive pages. A named sub-database is a leaf node of the main database
+ * whose key is its name and whose data (F_SUBDATA) is its MDB_db record of 48 bytes: {pad u32,
+ * flags u16, depth u16, branch_pages u64, leaf_pages u64, overflow_pages u64, entries u64,
+ * root u64}; an empty tree has depth 0 and root P_INVALID (all ones).
+ *
  * <p>An MDB_txn holds two pointers, then mt_next_pgno (u64: its snapshot's last page + 1), its
- * txnid, and mt_env, the address of its MDB_env. An MDB_env holds three file handles and eight
- * u32 (me_psize the second of them, me_maxdbs the seventh, the number of sub-databases + 2), the
- * pid padded to 8 bytes, then me_path, me_map (where the data file is mapped), me_txns, and
- * me_metas[2] (the addresses of the two metas: me_map + 16 and me_map + page size + 16); then
+ * txnid, and mt_env, the address of its MDB_env; at offset 88, mt_dbs, the address of its
+ * MDB_db records, which LMDB 0.9 puts right after the struct's 136 bytes: the free list's and
+ * the main database's, copied from the meta page when the transaction begins, then the named
+ * ones', which LMDB reads from the main database on first use. An MDB_env holds three file
+ * handles and eight u32 (me_psize the second of them, me_maxdbs the seventh, the number of
+ * sub-databases + 2), the pid padded to 8 bytes, then me_path, me_map (where the data file is
+ * mapped), me_txns, and me_metas[2] (the addresses of the two metas: me_map + 16 and me_map +
+ * page size + 16); then
  * four more pointers and me_mapsize. Reading the map's place from there is trusted only when
  * every one of these matches what lmdbjava reports (see {@link #mapOf}).
  */
@@ -36,7 +48,24 @@ final class LmdbLayout {
   static final int P_BRANCH = 0x01;
   static final int P_LEAF = 0x02;
   static final int P_DIRTY = 0x10; // a page a write transaction has copied
+  static final int P_OVERFLOW = 0x04;
   static final int F_BIGDATA = 0x01;
+  static final int F_SUBDATA = 0x02;
+  /** An MDB_db record's size, and its fields' offsets. */
+  static final int DB_RECORD = 48;
+  static final int MD_FLAGS = 4;
+  static final int MD_DEPTH = 6;
+  static final int MD_BRANCH_PAGES = 8;
+  static final int MD_LEAF_PAGES = 16;
+  static final int MD_OVERFLOW_PAGES = 24;
+  static final int MD_ENTRIES = 32;
+  static final int MD_ROOT = 40;
+  /** The root of an empty tree. */
+  static final long P_INVALID = -1;
+  static final int FREE_DBI = 0;
+  static final int MAIN_DBI = 1;
+  /** The offset of an overflow page's page count (mp_pages). */
+  static final int PAGE_PAGES = 12;
   static final int CURSOR_DEPTH = 32;
   static final int P_META = 0x08;
   static final int NUM_METAS = 2;
@@ -55,9 +84,10 @@ final class LmdbLayout {
   static final int PAGE_FLAGS = 10;
   static final int PAGE_LOWER = 12;
   static final int PAGE_UPPER = 14;
-  private static final int MC_TXN = 24;
   private static final int MT_NEXT_PGNO = 16;
   private static final int MT_ENV = 32;
+  private static final int MT_DBS = 88;
+  private static final int MDB_TXN_SIZE = 136;
   private static final int ME_PSIZE = 16;
   private static final int ME_MAXDBS = 36;
   private static final int ME_MAP = 56;
@@ -128,18 +158,18 @@ final class LmdbLayout {
     return ReadOnlyBufferProxy.nativeShort(cursor + MC_KI + 2L * level);
   }
 
-  static void setCursorIndex(long cursor, int level, int i) {
-    ReadOnlyBufferProxy.putNativeShort(cursor + MC_KI + 2L * level, i);
-  }
-
-  /** The address of the cursor's MDB_txn. */
-  static long cursorTxn(long cursor) {
-    return ReadOnlyBufferProxy.nativeLong(cursor + MC_TXN);
-  }
-
   /** The address of the MDB_env of the transaction at address {@code txn}. */
   static long txnEnv(long txn) {
     return ReadOnlyBufferProxy.nativeLong(txn + MT_ENV);
+  }
+
+  /**
+   * The address of the MDB_db records of the transaction at address {@code txn}, or 0 when its
+   * mt_dbs does not point just past the struct, where LMDB 0.9 puts them.
+   */
+  static long txnDbs(long txn) {
+    long dbs = ReadOnlyBufferProxy.nativeLong(txn + MT_DBS);
+    return dbs == txn + MDB_TXN_SIZE ? dbs : 0;
   }
 
   /** The first page number past the snapshot of the transaction at address {@code txn}. */

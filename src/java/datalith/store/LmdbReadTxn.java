@@ -1,8 +1,14 @@
 package datalith.store;
 
+import clojure.lang.Keyword;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.lmdbjava.Dbi;
 import org.lmdbjava.LmdbException;
+import org.lmdbjava.Stat;
+import org.lmdbjava.Txn;
 
 /**
  * A read transaction of an {@link LmdbStore}: a handle on a pooled {@link LmdbReader}, created
@@ -46,39 +52,25 @@ final class LmdbReadTxn implements ReadTxn {
   private LmdbReader reader; // null once closed
   private Thread user; // the thread of the last operation
   private boolean closedForGrowth;
-  final int pageSize;
-  /** log2 of the page size (a power of two, as every system's is). */
-  final int pageShift;
+  /** The pages of this transaction's snapshot (its reader's, taken anew when this began). */
+  final LmdbSnapshot pages;
   /**
-   * The address of the map, 0 when LMDB's structs do not read as {@link LmdbLayout} says: then
-   * nothing LMDB returns is checked, and nothing is read in Java.
+   * Whether cursors and gets read the pages in Java (the store's option, pages of 4 KiB, and
+   * LMDB's structs as {@link LmdbLayout} says), so that LMDB reads no page of this transaction;
+   * else LMDB does all the reading.
    */
-  final long map;
-  /** The snapshot's pages are 0 to next - 1 (from its MDB_txn), all of them in the map. */
-  private final long next;
-  /**
-   * Those of them the file holds, as last seen: LMDB does not write a page that a transaction
-   * allocated and freed again, so the file may end before the snapshot's last page, and it grows
-   * with later commits.
-   */
-  private long pages;
-  private long dataStart; // the address of page 2, the first past the metas
-  private long dataEnd; // the address just past page pages - 1
-  /** Whether cursors read leaf pages in Java (the store's option, and pages of 4 KiB). */
   final boolean javaPages;
 
   LmdbReadTxn(LmdbStore store, LmdbReader reader, long stamp, Opened opened) {
     this.store = store;
-    this.pageSize = store.pageSize();
-    this.pageShift = Integer.numberOfTrailingZeros(pageSize);
+    int pageShift = Integer.numberOfTrailingZeros(store.pageSize());
     long m = store.mapAddress();
     long n = m == 0 ? 0
         : Math.min(reader.nextPage(store.envAddress()), store.mapSize() >> pageShift);
-    this.next = n;
-    this.map = n > LmdbLayout.NUM_METAS ? m : 0;
-    this.dataStart = map + ((long) LmdbLayout.NUM_METAS << pageShift);
-    bound(Math.min(n, store.filePages()));
-    this.javaPages = map != 0 && store.javaPages && pageSize == LmdbCursor.PAGE_SIZE;
+    this.pages = reader.snapshot;
+    pages.reset(n > LmdbLayout.NUM_METAS ? m : 0, n, reader.records());
+    this.javaPages = pages.hasRecords() && store.javaPages
+        && store.pageSize() == LmdbTree.PAGE_SIZE;
     this.reader = reader;
     this.stamp = stamp;
     this.opened = opened;
@@ -101,47 +93,14 @@ final class LmdbReadTxn implements ReadTxn {
     return r;
   }
 
-  /** Whether page {@code pgno} is one of the snapshot's, other than the meta pages. */
-  boolean isDataPage(long pgno) {
-    return pgno >= LmdbLayout.NUM_METAS && (pgno < pages || pgno < next && grown() > pgno);
-  }
-
-  /** The snapshot's pages that the file holds now (a commit since the last look may add some). */
-  private long grown() {
-    return bound(Math.min(next, store.refreshFilePages()));
-  }
-
-  private long bound(long filePages) {
-    pages = filePages;
-    dataEnd = map + (filePages << pageShift);
-    return filePages;
-  }
-
-  /**
-   * {@code b}, a key or value LMDB returned, once checked to lie in the snapshot's pages past the
-   * meta pages (LMDB takes a node's place and sizes from the page as they are, so a damaged page
-   * points anywhere); {@code what} and {@code db} name it in the exception.
-   *
-   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when it does not
-   */
+  /** {@code b}, a key or value LMDB returned, once checked (see {@link LmdbSnapshot#check}). */
   ByteBuffer check(ByteBuffer b, SubDb db, String what) {
-    long at = ReadOnlyBufferProxy.base(b);
-    if (map != 0 && (at < dataStart || at > dataEnd - b.capacity())) {
-      if (pages < next) {
-        grown();
-      }
-      if (at < dataStart || at > dataEnd - b.capacity()) {
-        throw corrupt(db, at < map || at >= dataEnd ? -1 : (at - map) >> pageShift, at == 0
-            ? "LMDB read a " + what + " of 2 GiB or more, which no page holds" // see the proxy
-            : "LMDB read a " + what + " of " + b.capacity() + " bytes outside the file's pages");
-      }
-    }
-    return b;
+    return pages.check(b, db, what);
   }
 
   /** The exception for damage found in {@code db} at page {@code pgno} (-1: unknown). */
   RuntimeException corrupt(SubDb db, long pgno, String message) {
-    return Errors.corrupt(store.where(), db, pgno, message);
+    return pages.corrupt(db, pgno, message);
   }
 
   boolean isOpen() {
@@ -153,30 +112,73 @@ final class LmdbReadTxn implements ReadTxn {
     return Errors.closed(store.where(), what);
   }
 
-  /** An LMDB failure as the store reports it. */
+  /**
+   * An LMDB failure as the store reports it; MDB_BAD_TXN is damage: LMDB fails a read
+   * transaction so only once it has met a damaged page in it (a page number past the snapshot,
+   * a page of the wrong kind, a path deeper than a cursor holds), which it may not have reported
+   * (opening a cursor does not).
+   */
   RuntimeException failure(String what, LmdbException e) {
+    if (e instanceof Txn.BadException) {
+      return Errors.error(Errors.CORRUPT, store.where(), what + ": LMDB met a damaged page"
+          + " earlier in this read transaction (" + e.getMessage() + ")", e);
+    }
     return Errors.lmdb(store.where(), what, e);
   }
 
   @Override
   public Cursor cursor(SubDb db) {
     LmdbReader r = reader();
-    try {
-      return new LmdbCursor(this, db, r.lend(db));
-    } catch (LmdbException e) {
-      throw failure("Cannot open a cursor in " + db, e);
-    }
+    return javaPages ? new LmdbCursor(this, db, r.lend(db))
+        : new LmdbPlainCursor(this, db, r.lend(db));
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Read in Java, as a cursor's seek reads (see {@link LmdbTree}), unless this transaction
+   * leaves the reading to LMDB ({@link #javaPages}).
+   */
   @Override
   public ByteBuffer get(SubDb db, ByteBuffer key) {
     LmdbReader r = reader();
+    if (javaPages) {
+      return r.find(db, key);
+    }
     try {
       ByteBuffer v = r.get(db, key);
       return v == null ? null : check(v, db, "value");
     } catch (LmdbException e) {
       throw failure("Cannot read " + db, e);
     }
+  }
+
+  /**
+   * The MDB_db record fields of {@code db} in this snapshot: {@code :entries}, {@code :depth},
+   * {@code :leaf-pages}, {@code :branch-pages} and {@code :overflow-pages}.
+   */
+  Map<Keyword, Long> stats(SubDb db, List<Dbi<ByteBuffer>> dbis) {
+    reader();
+    if (javaPages) {
+      long r = pages.record(db);
+      return stats(ReadOnlyBufferProxy.nativeLong(r + LmdbLayout.MD_ENTRIES),
+          LmdbSnapshot.depth(r), ReadOnlyBufferProxy.nativeLong(r + LmdbLayout.MD_LEAF_PAGES),
+          ReadOnlyBufferProxy.nativeLong(r + LmdbLayout.MD_BRANCH_PAGES),
+          ReadOnlyBufferProxy.nativeLong(r + LmdbLayout.MD_OVERFLOW_PAGES));
+    }
+    try {
+      Stat s = dbis.get(db.ordinal()).stat(reader.txn);
+      return stats(s.entries, s.depth, s.leafPages, s.branchPages, s.overflowPages);
+    } catch (LmdbException e) {
+      throw failure("Cannot read the statistics of " + db, e);
+    }
+  }
+
+  private static Map<Keyword, Long> stats(long entries, long depth, long leaf, long branch,
+      long overflow) {
+    return Map.of(Keyword.intern("entries"), entries, Keyword.intern("depth"), depth,
+        Keyword.intern("leaf-pages"), leaf, Keyword.intern("branch-pages"), branch,
+        Keyword.intern("overflow-pages"), overflow);
   }
 
   @Override

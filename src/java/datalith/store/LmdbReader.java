@@ -9,60 +9,69 @@ import org.lmdbjava.GetOp;
 import org.lmdbjava.Txn;
 
 /**
- * A pooled LMDB read transaction with the cursors opened in it. While pooled it is reset: it
- * holds its reader slot but no snapshot and no pointer into the map. One thread at a time.
+ * A pooled LMDB read transaction with the cursors' slots opened in it and its
+ * {@link LmdbSnapshot}. While pooled it is reset: it holds its reader slot but no snapshot and no
+ * pointer into the map. One thread at a time.
  */
 final class LmdbReader {
 
-  /** One LMDB cursor of this reader, lent to at most one {@link LmdbCursor} at a time. */
+  /**
+   * One cursor's worth of this reader, lent to at most one cursor at a time: the views and path
+   * of an {@link LmdbCursor}, or for an {@link LmdbPlainCursor}, LMDB's cursor, opened only for
+   * it (opening one makes LMDB read the main database's pages).
+   */
   static final class Slot {
     final SubDb db;
-    final Cursor<ByteBuffer> cursor;
+    private Cursor<ByteBuffer> cursor; // LMDB's, null until the plain reader needs it
     private final ByteBuffer probe = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
-    // views into the map for reading a leaf page in Java (see LmdbCursor)
+    // views into the map for reading pages in Java (see LmdbCursor)
     final ByteBuffer pageView = ReadOnlyBufferProxy.newView();
     final ByteBuffer keyView = ReadOnlyBufferProxy.newView();
     final ByteBuffer valView = ReadOnlyBufferProxy.newView();
-    final ByteBuffer nodeView = ReadOnlyBufferProxy.newView();
-    final long address; // of the cursor's MDB_cursor struct, 0 when unknown (see LmdbCursor)
+    final LmdbTree tree = new LmdbTree();
     private int epoch; // the reader epoch the cursor was last renewed in
     private boolean lent;
 
-    Slot(SubDb db, Cursor<ByteBuffer> cursor, int epoch) {
+    Slot(SubDb db) {
       this.db = db;
-      this.cursor = cursor;
-      this.epoch = epoch;
-      this.address = LmdbPointers.cursor(cursor);
     }
 
     /**
-     * Positions at the first key >= {@code key}, for keys of any length; a key LMDB returns is
-     * checked by {@code txn} before it is read.
+     * Positions LMDB's cursor {@code c} at the first key >= {@code key}, for keys of any
+     * length; a key LMDB returns is checked by {@code txn} before it is read.
      */
-    boolean seek(ByteBuffer key, LmdbReadTxn txn) {
+    boolean seek(Cursor<ByteBuffer> c, ByteBuffer key, LmdbReadTxn txn) {
       int size = key.remaining();
       if (size == 0) {
-        return cursor.first();
+        return c.first();
       }
       ByteBuffer k = key;
       if (size > Errors.MAX_KEY_SIZE || !key.isDirect()) {
         k = copy(key, probe);
       }
-      if (!cursor.get(k, GetOp.MDB_SET_RANGE)) {
+      if (!c.get(k, GetOp.MDB_SET_RANGE)) {
         return false;
       }
       // A longer key sorts right after its 511-byte prefix, and no stored key is longer.
-      return size <= Errors.MAX_KEY_SIZE || !txn.check(cursor.key(), db, "key").equals(k)
-          || cursor.next();
+      return size <= Errors.MAX_KEY_SIZE || !txn.check(c.key(), db, "key").equals(k)
+          || c.next();
     }
 
     void detach() {
-      ReadOnlyBufferProxy.detach(cursor.key());
-      ReadOnlyBufferProxy.detach(cursor.val());
+      if (cursor != null) {
+        ReadOnlyBufferProxy.detach(cursor.key());
+        ReadOnlyBufferProxy.detach(cursor.val());
+      }
       ReadOnlyBufferProxy.detach(pageView);
       ReadOnlyBufferProxy.detach(keyView);
       ReadOnlyBufferProxy.detach(valView);
-      ReadOnlyBufferProxy.detach(nodeView);
+      tree.detach();
+    }
+
+    void close() {
+      if (cursor != null) {
+        cursor.close();
+      }
     }
   }
 
@@ -70,6 +79,9 @@ final class LmdbReader {
   private static final int KEPT_ISSUED = 256; // capacity of the issued list kept across uses
 
   final Txn<ByteBuffer> txn;
+  /** The pages of the current snapshot, for reading them in Java. */
+  final LmdbSnapshot snapshot;
+  private final LmdbTree lookup = new LmdbTree(); // for get()
   private final long txnAddress; // of its MDB_txn, 0 when unknown
   private int txnLayout; // 0 until checked, then 1 when txnAddress reads as LmdbLayout says, or -1
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
@@ -78,8 +90,9 @@ final class LmdbReader {
   private final ByteBuffer probe = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
   private int epoch;
 
-  LmdbReader(Txn<ByteBuffer> txn, List<Dbi<ByteBuffer>> dbis) {
+  LmdbReader(LmdbStore store, Txn<ByteBuffer> txn, List<Dbi<ByteBuffer>> dbis) {
     this.txn = txn;
+    this.snapshot = new LmdbSnapshot(store);
     this.txnAddress = LmdbPointers.txn(txn);
     this.dbis = dbis;
   }
@@ -95,34 +108,81 @@ final class LmdbReader {
     return txnLayout > 0 ? LmdbLayout.txnNextPage(txnAddress) : 0;
   }
 
+  /**
+   * The address of this transaction's MDB_db records, or 0 when its MDB_txn does not read as
+   * {@link LmdbLayout} says; after {@link #nextPage}.
+   */
+  long records() {
+    return txnLayout > 0 ? LmdbLayout.txnDbs(txnAddress) : 0;
+  }
+
   /** Takes a fresh snapshot after {@link #reset()}. */
   void renew() {
     txn.renew();
     epoch++;
   }
 
-  /** A free cursor over {@code db}, renewed into the current snapshot. */
+  /** A free slot for a cursor over {@code db}. */
   Slot lend(SubDb db) {
     for (int i = 0; i < slots.size(); i++) {
       Slot slot = slots.get(i);
       if (!slot.lent && slot.db == db) {
-        if (slot.epoch != epoch) {
-          slot.cursor.renew(txn);
-          slot.epoch = epoch;
-        }
         slot.lent = true;
         return slot;
       }
     }
-    Slot slot = new Slot(db, dbis.get(db.ordinal()).openCursor(txn), epoch);
+    Slot slot = new Slot(db);
     slots.add(slot);
     slot.lent = true;
     return slot;
   }
 
+  /** LMDB's cursor of {@code slot}, opened, or renewed into the current snapshot, if need be. */
+  Cursor<ByteBuffer> lmdbCursor(Slot slot) {
+    if (slot.cursor == null) {
+      slot.cursor = dbis.get(slot.db.ordinal()).openCursor(txn);
+      slot.epoch = epoch;
+    } else if (slot.epoch != epoch) {
+      slot.cursor.renew(txn);
+      slot.epoch = epoch;
+    }
+    return slot.cursor;
+  }
+
   void giveBack(Slot slot) {
     slot.detach();
     slot.lent = false;
+  }
+
+  /**
+   * A read-only view of the value under {@code key} in {@code db} of the current snapshot, read
+   * in Java, valid until {@link #reset()}; or null.
+   */
+  ByteBuffer find(SubDb db, ByteBuffer key) {
+    int size = key.remaining();
+    if (size == 0 || size > Errors.MAX_KEY_SIZE) {
+      return null;
+    }
+    LmdbTree t = lookup;
+    t.open(snapshot, db);
+    int keys = t.seek(key);
+    if (keys == 0) {
+      return null;
+    }
+    long n = t.page(t.depth() - 1);
+    int i = t.lowerBound(n, keys, key);
+    if (i == keys) {
+      return null;
+    }
+    int node = t.checkedLeafNode(n, t.address(n), i, keys);
+    if (t.compare(key, t.address(n) + LmdbTree.offset(node) + LmdbLayout.NODE_HEADER,
+        LmdbTree.keySize(node)) != 0) {
+      return null;
+    }
+    ByteBuffer view = ReadOnlyBufferProxy.newView();
+    t.value(n, node, i, view);
+    issued.add(view);
+    return view;
   }
 
   /** A read-only view of the value under {@code key}, valid until {@link #reset()}; or null. */
@@ -150,7 +210,7 @@ final class LmdbReader {
       slot.detach();
       slot.lent = false;
       if (i >= KEPT_SLOTS) {
-        slot.cursor.close();
+        slot.close();
         slots.remove(i);
       }
     }
@@ -165,13 +225,14 @@ final class LmdbReader {
     }
     ReadOnlyBufferProxy.detach(txn.key());
     ReadOnlyBufferProxy.detach(txn.val());
+    lookup.detach();
     txn.reset();
   }
 
   /** Frees the transaction and its cursors; the reader must be reset. */
   void dispose() {
     for (int i = 0; i < slots.size(); i++) {
-      slots.get(i).cursor.close();
+      slots.get(i).close();
     }
     slots.clear();
     txn.renew(); // LMDB frees a reset transaction by aborting it, which lmdbjava does when ready

@@ -101,7 +101,7 @@ public final class LmdbStore implements Store {
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
   private final int pageSize;
   private final long envAddress; // of LMDB's MDB_env, 0 when unknown
-  /** Whether cursors read leaf pages in Java and commits fill pages (option "page-reader"). */
+  /** Whether reads read the pages in Java and commits fill pages (option "page-reader"). */
   final boolean javaPages;
   private final Path dataFile;
   private volatile long filePages; // whole pages in the data file, as last seen
@@ -185,9 +185,10 @@ public final class LmdbStore implements Store {
    * itself), {@code "sync"} (Boolean, default true: each commit is on disk before
    * {@code commit()} returns; false uses MDB_NOSYNC for bulk loads: an operating system crash
    * may then lose the last commits, and on a file system that does not keep the order of writes,
-   * damage the store), {@code "max-readers"} (a whole number from 1 to {@value #MAX_MAX_READERS}, default 1024), {@code "page-reader"}
-   * ({@code "java"}, the default, or {@code "lmdb"}: whether cursors read LMDB's leaf pages in
-   * Java, and commits fill pages, or every read and write is LMDB's own; the system property
+   * damage the store), {@code "max-readers"} (a whole number from 1 to
+   * {@value #MAX_MAX_READERS}, default 1024), {@code "page-reader"} ({@code "java"}, the
+   * default, or {@code "lmdb"}: whether reads read LMDB's pages in Java, and commits fill pages,
+   * or every read and write is LMDB's own; the system property
    * {@value #PAGE_READER_PROPERTY} sets the default). Other keys are ignored.
    *
    * <p>Before LMDB maps the files, the data file's meta pages are read and checked against its
@@ -448,7 +449,7 @@ public final class LmdbStore implements Store {
         return reader;
       }
     }
-    return new LmdbReader(env.txnRead(), dbis);
+    return new LmdbReader(this, env.txnRead(), dbis);
   }
 
   /** Ends a read transaction: called once by its handle. */
@@ -551,17 +552,15 @@ public final class LmdbStore implements Store {
   }
 
   /**
-   * How {@code db} lies in the file, from LMDB, as of the last commit: {@code :entries},
-   * {@code :depth}, {@code :leaf-pages}, {@code :branch-pages} and {@code :overflow-pages}.
+   * How {@code db} lies in the file, from its tree's record, as of the last commit:
+   * {@code :entries}, {@code :depth}, {@code :leaf-pages}, {@code :branch-pages} and
+   * {@code :overflow-pages}.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when the record is damaged
    */
   public Map<Keyword, Long> pageStats(SubDb db) {
     try (LmdbReadTxn r = (LmdbReadTxn) beginRead()) {
-      org.lmdbjava.Stat s = dbis.get(db.ordinal()).stat(r.reader().txn);
-      return Map.of(Keyword.intern("entries"), s.entries, Keyword.intern("depth"), (long) s.depth,
-          Keyword.intern("leaf-pages"), s.leafPages, Keyword.intern("branch-pages"), s.branchPages,
-          Keyword.intern("overflow-pages"), s.overflowPages);
-    } catch (LmdbException e) {
-      throw failure("Cannot read the statistics of " + db, e);
+      return r.stats(db, dbis);
     }
   }
 

@@ -27,7 +27,6 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
   private static final MethodHandle GET_INT; // (long address) -> int
   private static final MethodHandle GET_BYTE; // (long address) -> byte
   private static final MethodHandle GET_SHORT; // (long address) -> short
-  private static final MethodHandle PUT_SHORT; // (long address, short value) -> void
   private static final MethodHandle GET_FIELD_LONG; // (Object, long offset) -> long
   private static final MethodHandle PUT_FIELD_LONG; // (Object, long offset, long) -> void
   private static final MethodHandle PUT_FIELD_INT; // (Object, long offset, int) -> void
@@ -52,8 +51,6 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
           MethodType.methodType(byte.class, long.class)).bindTo(unsafe);
       GET_SHORT = lookup.findVirtual(unsafeClass, "getShort",
           MethodType.methodType(short.class, long.class)).bindTo(unsafe);
-      PUT_SHORT = lookup.findVirtual(unsafeClass, "putShort",
-          MethodType.methodType(void.class, long.class, short.class)).bindTo(unsafe);
       GET_FIELD_LONG = lookup.findVirtual(unsafeClass, "getLong",
           MethodType.methodType(long.class, Object.class, long.class)).bindTo(unsafe);
       PUT_FIELD_LONG = lookup.findVirtual(unsafeClass, "putLong",
@@ -167,15 +164,6 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
   static int nativeShort(long address) {
     try {
       return Short.toUnsignedInt((short) GET_SHORT.invokeExact(address));
-    } catch (Throwable e) {
-      throw new AssertionError(e);
-    }
-  }
-
-  /** Writes a native-order short at {@code address}, which must be writable native memory. */
-  static void putNativeShort(long address, int value) {
-    try {
-      PUT_SHORT.invokeExact(address, (short) value);
     } catch (Throwable e) {
       throw new AssertionError(e);
     }

@@ -25,23 +25,34 @@
  * with absolute gets, or read a {@code duplicate()}; leave their position and limit alone.
  * Buffers passed to writes are copied before the call returns.
  *
- * <p>Speed: a call into LMDB through JNR costs as much as reading a leaf page, so an LMDB cursor
- * reads the leaf page it has landed on in Java, checking the page against LMDB 0.9's layout
- * first: steps and seeks within the page never call LMDB, and crossing to the next or previous
- * leaf follows the branch pages in Java too, so a scan calls LMDB only to start (see
- * {@link datalith.store.LmdbCursor}). The option {@code "page-reader" "lmdb"} turns this off
- * (and the page filling of writes): the plain path the tests check the Java reader against.
+ * <p>Reads: a call into LMDB through JNR costs as much as reading a leaf page, and LMDB's C code
+ * reads a page as it finds it, so a read transaction's pages are read in Java, by LMDB 0.9's
+ * layout ({@link datalith.store.LmdbLayout}): a cursor's seeks, first and last keys descend the
+ * tree from its root, its steps within a leaf page read that page, and its crossings to the next
+ * or previous leaf follow the branch pages it descended; point gets descend the same way; the
+ * sub-databases' roots are read from the main database's pages (see
+ * {@link datalith.store.LmdbTree}, {@link datalith.store.LmdbSnapshot},
+ * {@link datalith.store.LmdbCursor}). LMDB's code reads no page of a read transaction: it only
+ * begins and ends it. The option {@code "page-reader" "lmdb"} turns this off (and the page
+ * filling of writes): every read is then a call into LMDB, the plain path the tests check the
+ * Java reader against ({@link datalith.store.LmdbPlainCursor}); so is a store whose pages are
+ * not of 4 KiB, or whose LMDB's structs do not read as the layout says.
  *
- * <p>Damaged files: every native address read, by the Java reader or in what LMDB returns, is
- * first checked to lie in the read transaction's snapshot (its pages 2 to its last, and in the
- * file); every page the Java reader reads is checked to be the page, of the kind, it expects,
- * with its nodes inside it. Before LMDB maps a data file, its meta pages are read and checked
- * against the file's size, and the lock file is written to its full size (see
- * {@link datalith.store.LmdbFiles}). So a truncated, empty or damaged file, or a full disk at
- * open, is an ex-info rather than a crash of the JVM. LMDB's own reading of a damaged page is
- * not checked: a node offset on the file's last pages that points past its end can still stop
- * the process inside LMDB.
- *
+ * <p>Damaged files: the Java reader checks every page number against the snapshot's pages in
+ * the file (its pages 2 to its last, that the file holds) before it reads the page; the page
+ * must say it is that page, of the kind the tree's depth expects at its level (so a descent
+ * takes exactly the tree's depth steps), with its bounds in order; a node, key or value must
+ * lie in its page, or on overflow pages of the snapshot that say they are; a tree's record
+ * must have a depth a path can hold; a crossing must reach keys after the ones it left, and a
+ * seek a key at least its probe. With {@code "page-reader" "lmdb"}, every key and value LMDB
+ * returns is checked to lie in the snapshot's pages before it is read, but LMDB's own reading
+ * of a damaged page is not checked: a node offset on the file's last pages that points past
+ * its end can still stop the process inside LMDB. Before LMDB maps a data file, its meta pages
+ * are read and checked against the file's size, and the lock file is written to its full size
+ * (see {@link datalith.store.LmdbFiles}). So a truncated, empty or damaged file, or a full disk
+ * at open, is an ex-info rather than a crash of the JVM, on the Java reader. Write transactions
+ * are LMDB's own: a commit reads and writes the pages it changes in C, unchecked.
+
  * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
  * transaction in key order; runs of keys that land in the middle of a tree (new entities' datoms
  * at the end of an attribute's keys) are written so that LMDB fills each page before it starts

@@ -1,0 +1,156 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+import org.lmdbjava.LmdbException;
+
+/**
+ * A cursor of an {@link LmdbReadTxn} that leaves the reading to LMDB: every move is a call
+ * to LMDB's cursor, opened in the slot for it. This is the {@code "page-reader" "lmdb"} path
+ * (and the path when LMDB's structs do not read as {@link LmdbLayout} says, or its pages are
+ * not of 4 KiB), which the tests check the Java reader ({@link LmdbCursor}) against. Every key
+ * and value LMDB returns is checked to lie in the snapshot's pages before it is read
+ * ({@link LmdbSnapshot#check}); LMDB's own reading of a damaged page is not checked.
+ */
+final class LmdbPlainCursor implements Cursor {
+
+  private final LmdbReadTxn txn;
+  private final SubDb db;
+  private LmdbReader.Slot slot; // null once closed
+  private boolean positioned; // false before the first positioning and after running off an end
+  private ByteBuffer key; // LMDB's key while positioned, checked, else null
+
+  LmdbPlainCursor(LmdbReadTxn txn, SubDb db, LmdbReader.Slot slot) {
+    this.txn = txn;
+    this.db = db;
+    this.slot = slot;
+  }
+
+  /** The slot; throws once this cursor or its transaction is closed. */
+  private LmdbReader.Slot slot() {
+    txn.reader(); // throws once the transaction is closed
+    LmdbReader.Slot s = slot;
+    if (s == null) {
+      throw txn.closed("The cursor");
+    }
+    return s;
+  }
+
+  /** LMDB's cursor; throws once this cursor or its transaction is closed. */
+  private org.lmdbjava.Cursor<ByteBuffer> lmdb() {
+    LmdbReader.Slot s = slot();
+    try {
+      return txn.reader().lmdbCursor(s);
+    } catch (LmdbException e) {
+      throw failure("Cannot open a cursor", e);
+    }
+  }
+
+  private RuntimeException failure(String what, LmdbException e) {
+    return txn.failure(what + " in " + db, e);
+  }
+
+  /** After a move of LMDB's cursor: takes its key, checked to lie in the file. */
+  private boolean moved(boolean found, org.lmdbjava.Cursor<ByteBuffer> c) {
+    positioned = found;
+    if (!found) {
+      key = null;
+      return false;
+    }
+    ByteBuffer k = txn.check(c.key(), db, "key");
+    if (k.capacity() == 0 || k.capacity() > Errors.MAX_KEY_SIZE) {
+      throw txn.corrupt(db, -1, "LMDB read a key of " + k.capacity()
+          + " bytes, which no page holds");
+    }
+    key = k;
+    return true;
+  }
+
+  @Override
+  public boolean seek(ByteBuffer probe) {
+    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    try {
+      return moved(slot.seek(c, probe, txn), c);
+    } catch (LmdbException e) {
+      throw failure("Cannot seek", e);
+    }
+  }
+
+  @Override
+  public boolean first() {
+    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    try {
+      return moved(c.first(), c);
+    } catch (LmdbException e) {
+      throw failure("Cannot move to the first key", e);
+    }
+  }
+
+  @Override
+  public boolean last() {
+    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    try {
+      return moved(c.last(), c);
+    } catch (LmdbException e) {
+      throw failure("Cannot move to the last key", e);
+    }
+  }
+
+  @Override
+  public boolean next() {
+    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    if (!positioned) {
+      return false;
+    }
+    try {
+      return moved(c.next(), c);
+    } catch (LmdbException e) {
+      throw failure("Cannot move to the next key", e);
+    }
+  }
+
+  @Override
+  public boolean prev() {
+    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    if (!positioned) {
+      return false;
+    }
+    try {
+      return moved(c.prev(), c);
+    } catch (LmdbException e) {
+      throw failure("Cannot move to the previous key", e);
+    }
+  }
+
+  @Override
+  public ByteBuffer key() {
+    // LMDB's key buffer is re-pointed by every move; a closed transaction's reader may serve
+    // another transaction through it, so it is returned only while this one is open
+    ByteBuffer k = key;
+    if (k != null && txn.isOpen()) {
+      return k;
+    }
+    slot();
+    throw new IllegalStateException("The cursor is not positioned");
+  }
+
+  @Override
+  public ByteBuffer val() {
+    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    if (!positioned) {
+      throw new IllegalStateException("The cursor is not positioned");
+    }
+    return txn.check(c.val(), db, "value");
+  }
+
+  @Override
+  public void close() {
+    LmdbReader.Slot s = slot;
+    if (s != null) {
+      slot = null;
+      key = null;
+      if (txn.isOpen()) {
+        txn.reader().giveBack(s);
+      }
+    }
+  }
+}
