@@ -265,3 +265,12 @@
                                             "datalith.api"]))
                   (finally (tu/delete-tree dir)))]
       (is (= 0 rc) (str out)))))
+
+(deftest database-of-a-core-value
+  (each-java-store [conn]
+    (let [core-db (.unwrap (.db conn))
+          db (Database/of core-db)]
+      (is (identical? core-db (.unwrap db)))
+      (is (= "Ada" (.scalar (.query db "[:find ?n . :where [?e :user/email \"ada@example.com\"] [?e :user/name ?n]]"
+                                    (object-array 0)))))
+      (is (= "api/null-argument" (.category (failure #(Database/of nil))))))))

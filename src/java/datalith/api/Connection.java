@@ -22,7 +22,7 @@ public final class Connection implements AutoCloseable {
   public Database db() {
     try {
       return new Database(conn.db());
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -39,7 +39,7 @@ public final class Connection implements AutoCloseable {
   public TxResult transact(Object txData) {
     try {
       return new TxResult(conn.transact(Edn.read(Args.required(txData, "tx-data"), "tx-data")));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -53,7 +53,7 @@ public final class Connection implements AutoCloseable {
   public void close() {
     try {
       conn.close();
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }

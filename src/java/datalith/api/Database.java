@@ -39,6 +39,21 @@ public final class Database {
   }
 
   /**
+   * The Java-API view of a {@code datalith.core} database value (the inverse of {@link #unwrap}).
+   *
+   * @param db a database value, e.g. {@code (d/db conn)}
+   * @return the database value
+   * @throws DatalithException when {@code db} is null
+   */
+  public static Database of(Db db) {
+    try {
+      return new Database(Args.required(db, "db"));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
    * The Clojure-level value, for mixing with {@code datalith.core}.
    *
    * @return the {@code datalith.core} database value
@@ -70,7 +85,7 @@ public final class Database {
   public Object q(Object query, Object... inputs) {
     try {
       return Engine.q(Edn.read(Args.required(query, "query"), "query"), inputs(inputs), null);
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -90,7 +105,7 @@ public final class Database {
     try {
       Query parsed = Engine.parse(Edn.read(Args.required(query, "query"), "query"));
       return new QueryResult(parsed, Engine.run(parsed, inputs(inputs)));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -119,7 +134,7 @@ public final class Database {
   public Map<Object, Object> pull(Object pattern, Object eid) {
     try {
       return (Map<Object, Object>) Puller.pull(db, pattern(pattern), Ids.eid(eid));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -152,7 +167,7 @@ public final class Database {
     try {
       return (List<Map<Object, Object>>) Puller.pullMany(db, pattern(pattern),
           Ids.eids(Args.required(eids, "eids")));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -190,7 +205,7 @@ public final class Database {
     try (Snapshot s = db.snapshot()) {
       long e = db.entid(s, Ids.eid(eid));
       return e < 0 ? null : (Map<Object, Object>) new Entity(db, e).toMap();
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -221,7 +236,7 @@ public final class Database {
         }
       }
       return out;
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -263,7 +278,7 @@ public final class Database {
   public Database asOf(Object point) {
     try {
       return new Database(db.asOf(point));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -278,7 +293,7 @@ public final class Database {
   public Database since(Object point) {
     try {
       return new Database(db.since(point));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -292,7 +307,7 @@ public final class Database {
   public Database history() {
     try {
       return new Database(db.historyView());
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -307,7 +322,7 @@ public final class Database {
   public TxResult with(Object txData) {
     try {
       return new TxResult(With.run(db, Edn.read(Args.required(txData, "tx-data"), "tx-data")));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }

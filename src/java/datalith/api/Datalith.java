@@ -52,7 +52,7 @@ public final class Datalith {
       Args.required(dir, "dir");
       Args.required(options, "options");
       return connect(LmdbStore.open(dir, options), options);
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -65,7 +65,7 @@ public final class Datalith {
   public static Connection openInMemory() {
     try {
       return connect(MemStore.open(), Map.of());
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -74,7 +74,7 @@ public final class Datalith {
     Conn conn;
     try {
       conn = Conn.open(store);
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       store.close();
       throw ex;
     }
@@ -83,7 +83,7 @@ public final class Datalith {
     if (schema != null) {
       try {
         c.transact(schema);
-      } catch (RuntimeException ex) {
+      } catch (Exception ex) {
         c.close();
         throw ex;
       }
@@ -105,7 +105,7 @@ public final class Datalith {
         throw Errors.error("api/keyword", "A keyword's name must not be empty", "name", name);
       }
       return Keyword.intern(n);
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
@@ -120,7 +120,7 @@ public final class Datalith {
   public static PreparedQuery prepare(Object query) {
     try {
       return new PreparedQuery(Engine.parse(Edn.read(Args.required(query, "query"), "query")));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }

@@ -16,9 +16,10 @@ import java.util.Map;
  *
  * <pre>{@code
  * try {
- *   conn.transact("[{:user/email \"ada@example.com\" :db/id \"x\"} {:user/email \"ada@example.com\"}]");
+ *   // :user/email is :db.unique/identity: Bob may not take Ada's email
+ *   conn.transact("[[:db/add [:user/email \"bob@example.com\"] :user/email \"ada@example.com\"]]");
  * } catch (DatalithException e) {
- *   e.category();           // "tx/unique", say
+ *   e.category();           // "tx/unique"
  *   e.data().get("error");  // the same, as a String
  * }
  * }</pre>
@@ -44,7 +45,7 @@ public final class DatalithException extends RuntimeException implements IExcept
    * DatalithException around it when it is datalith's {@code ex-info}, else one
    * of category "api/unexpected" (the class and message of {@code ex} in its data).
    */
-  static DatalithException of(RuntimeException ex) {
+  static DatalithException of(Exception ex) {
     if (ex instanceof DatalithException d) {
       return d;
     }

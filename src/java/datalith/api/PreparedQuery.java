@@ -31,7 +31,7 @@ public final class PreparedQuery {
     try {
       Args.required(db, "db");
       return new QueryResult(query, Engine.run(query, db.inputs(inputs)));
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
   }
