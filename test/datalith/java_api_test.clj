@@ -230,13 +230,15 @@
                 (object-array [(Datalith/kw "user/email") "ada@example.com"])
                 (object-array ["user/email" "ada@example.com"])
                 (object-array [":user/email" "ada@example.com"])]]
-      (testing "a lookup ref as a List or an Object[], attribute as Keyword or String"
+      (testing "a lookup ref as a List or an Object[], attribute as Keyword or String (in datoms too)"
         (doseq [r refs]
           (is (= "Ada" (get (.pull db "[:user/name]" r) (Datalith/kw "user/name"))))
           (is (= "Ada" (get (.pullNamed db "[:user/name]" r) "user/name")))
           (is (= "Ada" (get (.entity db r) :user/name)))
           (is (= 4 (count (.datoms db "eavt" (object-array [r])))))   ; email, name, age, status
           (is (= 1 (count (.datoms db "vaet" (object-array [r (Datalith/kw "user/friend")])))))
+          (is (= 1 (count (.datoms db "vaet" (object-array [r "user/friend"])))))
+          (is (= 1 (count (.datoms db "eavt" (object-array [r "user/name"])))))
           (is (= ["Ada" "Ada"] (map #(get % "user/name")
                                     (.pullManyNamed db "[:user/name]" [r (email-ref "ada@example.com")]))))))
       (testing "pullNamed: \"ns/name\" keys and keyword values, nested too, no Keyword anywhere"

@@ -215,7 +215,7 @@ public final class Database {
    *
    * @param index "eavt", "aevt", "avet" or "vaet" (any case)
    * @param components the leading components in the index's order: entities (see
-   *     the class comment), attributes ({@code Keyword}s), values
+   *     the class comment), attributes ({@code Keyword}s or "ns/name" Strings), values
    * @return the datoms
    * @throws DatalithException of category "db/invalid-index" for another index
    *     name; when a component does not fit its place
