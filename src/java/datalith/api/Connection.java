@@ -2,7 +2,10 @@ package datalith.api;
 
 import datalith.conn.Conn;
 
-/** An open database: transactions and the latest value. Thread-safe; close it when done. */
+/**
+ * An open database: transactions and the latest value. Thread-safe; close it
+ * when done. Every failure is a {@link DatalithException}.
+ */
 public final class Connection implements AutoCloseable {
   private final Conn conn;
 
@@ -10,24 +13,48 @@ public final class Connection implements AutoCloseable {
     this.conn = conn;
   }
 
-  /** The latest database value: immutable, it never sees later transactions. */
+  /**
+   * The latest database value: immutable, it never sees later transactions.
+   *
+   * @return the database value as of the last commit
+   * @throws DatalithException when the connection is closed
+   */
   public Database db() {
-    return new Database(conn.db());
+    try {
+      return new Database(conn.db());
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 
   /**
    * Runs one transaction: all of it is committed (durably by default) or, on any
-   * error (a {@code clojure.lang.ExceptionInfo} whose data has an {@code :error}
-   * key), none of it.
+   * error, none of it.
    *
    * @param txData EDN text such as {@code "[{:user/name \"Ada\"}]"}, or Clojure data
+   * @return what the transaction did
+   * @throws DatalithException when the transaction fails (e.g. category
+   *     "tx/unique"); nothing is written then
    */
   public TxResult transact(Object txData) {
-    return new TxResult(conn.transact(Edn.read(txData, "tx-data")));
+    try {
+      return new TxResult(conn.transact(Edn.read(Args.required(txData, "tx-data"), "tx-data")));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 
+  /**
+   * Closes the database; later calls on this connection fail. Closing twice does nothing.
+   *
+   * @throws DatalithException when the store fails to close
+   */
   @Override
   public void close() {
-    conn.close();
+    try {
+      conn.close();
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 }

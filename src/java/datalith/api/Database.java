@@ -1,16 +1,20 @@
 package datalith.api;
 
+import clojure.lang.Keyword;
 import datalith.conn.With;
 import datalith.db.Db;
 import datalith.db.Entity;
+import datalith.db.Errors;
 import datalith.db.Snapshot;
 import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.pull.Puller;
 import datalith.query.Engine;
+import datalith.query.parser.Query;
 import java.util.ArrayList;
 import java.util.Date;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -19,7 +23,13 @@ import java.util.Map;
  * {@code Set<List<Object>>} (with {@code :with} and no aggregate, a
  * {@code List<List<Object>>} that keeps the repeats {@code :with} makes), a
  * collection query a {@code List}, a scalar query the value; keywords are
- * {@code clojure.lang.Keyword}s ({@link Datalith#kw}).
+ * {@code clojure.lang.Keyword}s ({@link Datalith#kw}). {@link #query} gives the
+ * answer with typed accessors, {@link #pullNamed} a pull without keywords.
+ *
+ * <p>Wherever an entity is taken, it may be an entity id ({@code Long}), an
+ * ident ({@code Keyword}) or a lookup ref {@code [attr value]} given as a
+ * {@code List} or an {@code Object[]} of two, the attribute a {@code Keyword}
+ * or a "ns/name" String. Every failure is a {@link DatalithException}.
  */
 public final class Database {
   private final Db db;
@@ -28,12 +38,35 @@ public final class Database {
     this.db = db;
   }
 
-  /** The Clojure-level value, for mixing with {@code datalith.core}. */
+  /**
+   * The Java-API view of a {@code datalith.core} database value (the inverse of {@link #unwrap}).
+   *
+   * @param db a database value, e.g. {@code (d/db conn)}
+   * @return the database value
+   * @throws DatalithException when {@code db} is null
+   */
+  public static Database of(Db db) {
+    try {
+      return new Database(Args.required(db, "db"));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
+   * The Clojure-level value, for mixing with {@code datalith.core}.
+   *
+   * @return the {@code datalith.core} database value
+   */
   public Db unwrap() {
     return db;
   }
 
-  /** The t of the last transaction this value includes. */
+  /**
+   * The t of the last transaction this value includes.
+   *
+   * @return the basis t
+   */
   public long basisT() {
     return db.basisT();
   }
@@ -41,76 +74,256 @@ public final class Database {
   /**
    * Runs a Datalog query given as EDN text (vector or map form) or data, with
    * one input per {@code :in} element after {@code $}, which is this database.
+   * A {@link Database} input is taken as that database.
+   *
+   * @param query the query, EDN text or Clojure data
+   * @param inputs the inputs after {@code $}, in {@code :in} order
+   * @return the answer, shaped by {@code :find} (see the class comment)
+   * @throws DatalithException when the query is malformed, an input does not fit
+   *     its binding, or the query fails
    */
   public Object q(Object query, Object... inputs) {
-    Object[] all = new Object[inputs.length + 1];
-    all[0] = db;
-    for (int i = 0; i < inputs.length; i++) {
-      all[i + 1] = inputs[i] instanceof Database d ? d.db : inputs[i];
+    try {
+      return Engine.q(Edn.read(Args.required(query, "query"), "query"), inputs(inputs), null);
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
     }
-    return Engine.q(Edn.read(query, "query"), all, null);
   }
 
-  /** The entity as a map shaped by {@code pattern} (EDN text or data); null when it has nothing. */
+  /**
+   * Runs a query as {@link #q} does and returns its answer with typed accessors
+   * ({@link QueryResult#rel}, {@link QueryResult#coll}, {@link QueryResult#scalar},
+   * {@link QueryResult#tuple}).
+   *
+   * @param query the query, EDN text or Clojure data
+   * @param inputs the inputs after {@code $}, in {@code :in} order
+   * @return the typed answer
+   * @throws DatalithException when the query is malformed, an input does not fit
+   *     its binding, or the query fails
+   */
+  public QueryResult query(Object query, Object... inputs) {
+    try {
+      Query parsed = Engine.parse(Edn.read(Args.required(query, "query"), "query"));
+      return new QueryResult(parsed, Engine.run(parsed, inputs(inputs)));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /** The engine's inputs: this database, then {@code inputs} with databases unwrapped. */
+  Object[] inputs(Object[] inputs) {
+    Object[] given = inputs == null ? new Object[] {null} : inputs;
+    Object[] all = new Object[given.length + 1];
+    all[0] = db;
+    for (int i = 0; i < given.length; i++) {
+      all[i + 1] = given[i] instanceof Database d ? d.db : given[i];
+    }
+    return all;
+  }
+
+  /**
+   * The entity as a map shaped by {@code pattern}: keys are the attributes
+   * ({@code Keyword}s, or what {@code :as} names), refs nested maps.
+   *
+   * @param pattern the pull pattern, EDN text (e.g. {@code "[*]"}) or data
+   * @param eid the entity (see the class comment)
+   * @return the map, read-only; null when the entity has nothing the pattern asks for
+   * @throws DatalithException when the pattern is malformed or {@code eid} is not an entity
+   */
   @SuppressWarnings("unchecked")
   public Map<Object, Object> pull(Object pattern, Object eid) {
-    return (Map<Object, Object>) Puller.pull(db, Edn.read(pattern, "pull pattern"), eid);
+    try {
+      return (Map<Object, Object>) Puller.pull(db, pattern(pattern), Ids.eid(eid));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 
-  /** {@link #pull} of each entity, in order, through one read. */
+  /**
+   * {@link #pull}, Keyword-free: every keyword of the answer, key or value, is a
+   * "ns/name" String (e.g. {@code "user/email"}), in nested maps too; lists and
+   * sets are {@code java.util} ones.
+   *
+   * @param pattern the pull pattern, EDN text or data
+   * @param eid the entity (see the class comment)
+   * @return the map, read-only; null when the entity has nothing the pattern asks for
+   * @throws DatalithException when the pattern is malformed or {@code eid} is not an entity
+   */
+  public Map<String, Object> pullNamed(Object pattern, Object eid) {
+    Map<Object, Object> m = pull(pattern, eid);
+    return m == null ? null : JavaData.named(m);
+  }
+
+  /**
+   * {@link #pull} of each entity, in order, through one read.
+   *
+   * @param pattern the pull pattern, EDN text or data
+   * @param eids the entities (see the class comment)
+   * @return one map (or null) per entity, read-only
+   * @throws DatalithException when the pattern is malformed or an entity is not one
+   */
   @SuppressWarnings("unchecked")
   public List<Map<Object, Object>> pullMany(Object pattern, List<?> eids) {
-    return (List<Map<Object, Object>>) Puller.pullMany(db, Edn.read(pattern, "pull pattern"),
-        eids);
+    try {
+      return (List<Map<Object, Object>>) Puller.pullMany(db, pattern(pattern),
+          Ids.eids(Args.required(eids, "eids")));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
+   * {@link #pullMany}, Keyword-free as {@link #pullNamed} is.
+   *
+   * @param pattern the pull pattern, EDN text or data
+   * @param eids the entities (see the class comment)
+   * @return one map (or null) per entity, read-only
+   * @throws DatalithException when the pattern is malformed or an entity is not one
+   */
+  public List<Map<String, Object>> pullManyNamed(Object pattern, List<?> eids) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (Map<Object, Object> m : pullMany(pattern, eids)) {
+      out.add(m == null ? null : JavaData.named(m));
+    }
+    return java.util.Collections.unmodifiableList(out);
+  }
+
+  private static Object pattern(Object pattern) {
+    return Edn.read(Args.required(pattern, "pull pattern"), "pull pattern");
   }
 
   /**
    * Every attribute of an entity, refs as {@link Entity} values (themselves
-   * lookups by keyword); null when {@code eid} names no entity.
+   * lookups by keyword).
+   *
+   * @param eid the entity (see the class comment)
+   * @return the attributes by keyword, read-only; null when {@code eid} names no entity
+   * @throws DatalithException when {@code eid} is not an entity id, ident or lookup ref
    */
   @SuppressWarnings("unchecked")
   public Map<Object, Object> entity(Object eid) {
     try (Snapshot s = db.snapshot()) {
-      long e = db.entid(s, eid);
+      long e = db.entid(s, Ids.eid(eid));
       return e < 0 ? null : (Map<Object, Object>) new Entity(db, e).toMap();
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
     }
   }
 
-  /** The datoms of {@code index} ("eavt", "aevt", "avet", "vaet") under leading components. */
+  /**
+   * The datoms of an index under leading components, in index order.
+   *
+   * @param index "eavt", "aevt", "avet" or "vaet" (any case)
+   * @param components the leading components in the index's order: entities (see
+   *     the class comment), attributes ({@code Keyword}s or "ns/name" Strings), values
+   * @return the datoms
+   * @throws DatalithException of category "db/invalid-index" for another index
+   *     name; when a component does not fit its place
+   */
   @SuppressWarnings("unchecked")
   public List<Datom> datoms(String index, Object... components) {
-    Index ix = Index.valueOf(index.toUpperCase(java.util.Locale.ROOT));
-    byte[] prefix = db.keyFor(ix, components);
-    List<Datom> out = new ArrayList<>();
-    byte[] resume = null;
-    while (prefix != null) {
-      Object[] chunk = db.chunk(ix, prefix, null, null, resume, 4096);
-      out.addAll((List<Datom>) chunk[0]);
-      resume = (byte[]) chunk[1];
-      if (resume == null) {
-        break;
+    try {
+      Index ix = index(index);
+      byte[] prefix = db.keyFor(ix, components(ix, components));
+      List<Datom> out = new ArrayList<>();
+      byte[] resume = null;
+      while (prefix != null) {
+        Object[] chunk = db.chunk(ix, prefix, null, null, resume, 4096);
+        out.addAll((List<Datom>) chunk[0]);
+        resume = (byte[]) chunk[1];
+        if (resume == null) {
+          break;
+        }
+      }
+      return out;
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  private static Index index(String name) {
+    for (Index ix : Index.values()) {
+      if (ix.name().equalsIgnoreCase(String.valueOf(name))) {
+        return ix;
+      }
+    }
+    throw Errors.error("db/invalid-index", "The index is one of \"eavt\", \"aevt\", \"avet\","
+        + " \"vaet\", got " + (name == null ? "null" : "\"" + name + "\""), "index", name);
+  }
+
+  /** {@code components} with the entity ones (lookup refs as lists or arrays) converted. */
+  private static Object[] components(Index ix, Object[] components) {
+    if (components == null) {
+      return new Object[0];
+    }
+    Object[] out = components.clone();
+    String order = ix.name().toLowerCase(Locale.ROOT);
+    for (int i = 0; i < out.length && i < order.length(); i++) {
+      if (order.charAt(i) == 'e' || (order.charAt(i) == 'v' && ix == Index.VAET)) {
+        out[i] = Ids.eid(out[i]);
+      } else if (order.charAt(i) == 'a' && out[i] instanceof String s) {
+        out[i] = Keyword.intern(s);
       }
     }
     return out;
   }
 
-  /** This database as of a t, a transaction id or a {@link Date}. */
+  /**
+   * This database as of a point in time: only what was true then.
+   *
+   * @param point a t ({@code Long}), a transaction id or a {@link Date}
+   * @return the past database value
+   * @throws DatalithException when {@code point} is none of those
+   */
   public Database asOf(Object point) {
-    return new Database(db.asOf(point));
+    try {
+      return new Database(db.asOf(point));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 
-  /** Only what was asserted after a t, a transaction id or a {@link Date}. */
+  /**
+   * Only what was asserted after a point in time.
+   *
+   * @param point a t ({@code Long}), a transaction id or a {@link Date}
+   * @return the database value since {@code point}
+   * @throws DatalithException when {@code point} is none of those
+   */
   public Database since(Object point) {
-    return new Database(db.since(point));
+    try {
+      return new Database(db.since(point));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 
-  /** Every assertion and retraction. */
+  /**
+   * Every assertion and retraction, as a database value whose datoms say which
+   * ({@link Datom#added}).
+   *
+   * @return the history database value
+   */
   public Database history() {
-    return new Database(db.historyView());
+    try {
+      return new Database(db.historyView());
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 
-  /** The database after {@code txData} (EDN text or data), in memory only. */
+  /**
+   * The database after {@code txData}, in memory only: nothing is written.
+   *
+   * @param txData EDN text such as {@code "[{:user/name \"Ada\"}]"}, or Clojure data
+   * @return what the transaction would do
+   * @throws DatalithException when the transaction would fail
+   */
   public TxResult with(Object txData) {
-    return new TxResult(With.run(db, Edn.read(txData, "tx-data")));
+    try {
+      return new TxResult(With.run(db, Edn.read(Args.required(txData, "tx-data"), "tx-data")));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 }

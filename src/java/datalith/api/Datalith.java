@@ -2,6 +2,8 @@ package datalith.api;
 
 import clojure.lang.Keyword;
 import datalith.conn.Conn;
+import datalith.db.Errors;
+import datalith.query.Engine;
 import datalith.store.LmdbStore;
 import datalith.store.MemStore;
 import datalith.store.Store;
@@ -9,7 +11,8 @@ import java.nio.file.Path;
 import java.util.Map;
 
 /**
- * Opens datalith databases from Java.
+ * Opens datalith databases from Java, and prepares queries. Every failure is a
+ * {@link DatalithException}.
  *
  * <pre>{@code
  * try (Connection conn = Datalith.open(Path.of("/tmp/people"))) {
@@ -21,31 +24,57 @@ import java.util.Map;
 public final class Datalith {
   private Datalith() {}
 
-  /** A durable database in {@code dir} (created if needed), with default options. */
+  /**
+   * A durable database in {@code dir} (created if needed), with default options.
+   *
+   * @param dir the database's directory
+   * @return the open connection; close it when done
+   * @throws DatalithException when the directory cannot be opened as a database
+   */
   public static Connection open(Path dir) {
     return open(dir, Map.of());
   }
 
   /**
-   * A durable database in {@code dir}. Options: {@code "map-size"} (initial
+   * A durable database in {@code dir} (created if needed). Options: {@code "map-size"} (initial
    * LMDB map size in bytes; it grows by itself), {@code "sync"} (false skips
    * fsync on commit: faster bulk loads, but an OS crash may lose the last
    * commits), {@code "schema"} (EDN text or data, as {@code transact} takes it).
+   *
+   * @param dir the database's directory
+   * @param options the options by name
+   * @return the open connection; close it when done
+   * @throws DatalithException when an option is bad, the directory cannot be
+   *     opened as a database or the schema cannot be installed
    */
   public static Connection open(Path dir, Map<String, Object> options) {
-    return connect(LmdbStore.open(dir, options), options);
+    try {
+      Args.required(dir, "dir");
+      Args.required(options, "options");
+      return connect(LmdbStore.open(dir, options), options);
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 
-  /** An in-memory database that behaves like a durable one until closed. */
+  /**
+   * An in-memory database that behaves like a durable one until closed.
+   *
+   * @return the open connection
+   */
   public static Connection openInMemory() {
-    return connect(MemStore.open(), Map.of());
+    try {
+      return connect(MemStore.open(), Map.of());
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 
   private static Connection connect(Store store, Map<String, Object> options) {
     Conn conn;
     try {
       conn = Conn.open(store);
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       store.close();
       throw ex;
     }
@@ -54,7 +83,7 @@ public final class Datalith {
     if (schema != null) {
       try {
         c.transact(schema);
-      } catch (RuntimeException ex) {
+      } catch (Exception ex) {
         c.close();
         throw ex;
       }
@@ -62,8 +91,37 @@ public final class Datalith {
     return c;
   }
 
-  /** The keyword {@code :name} (e.g. {@code kw("user/email")}), for inputs and map keys. */
+  /**
+   * The keyword {@code :name}, for inputs and map keys.
+   *
+   * @param name "ns/name" or "name", with or without the leading colon (e.g. {@code "user/email"})
+   * @return the keyword
+   * @throws DatalithException when {@code name} is null or empty
+   */
   public static Keyword kw(String name) {
-    return Keyword.intern(name.startsWith(":") ? name.substring(1) : name);
+    try {
+      String n = Args.required(name, "name").startsWith(":") ? name.substring(1) : name;
+      if (n.isEmpty()) {
+        throw Errors.error("api/keyword", "A keyword's name must not be empty", "name", name);
+      }
+      return Keyword.intern(n);
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
+   * Parses a query once, to run many times without reading it again.
+   *
+   * @param query the query, EDN text or Clojure data
+   * @return the prepared query
+   * @throws DatalithException when the query is malformed
+   */
+  public static PreparedQuery prepare(Object query) {
+    try {
+      return new PreparedQuery(Engine.parse(Edn.read(Args.required(query, "query"), "query")));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
   }
 }

@@ -15,7 +15,7 @@ final class Edn {
     }
     try {
       return EdnReader.readString(s, PersistentHashMap.EMPTY);
-    } catch (RuntimeException ex) {
+    } catch (Exception ex) {
       throw Errors.errorWithCause(ex, "api/edn", "Cannot read " + what + " as EDN: "
           + ex.getMessage(), "text", s);
     }

@@ -119,6 +119,14 @@ public final class Engine {
   }
 
   /**
+   * Runs a query already parsed by {@link #parse} on {@code inputs} (one per {@code :in}
+   * element): a prepared query, neither read nor looked up by form again.
+   */
+  public static Object run(Query parsed, Object[] inputs) {
+    return new Engine(parsed, 0, 0, false).run(inputs);
+  }
+
+  /**
    * Like {@link #q}, but a relation or collection answer is a lazy sequence whose pulls are
    * made as it is read (Datomic's {@code qseq}).
    */

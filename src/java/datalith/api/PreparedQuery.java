@@ -1,0 +1,48 @@
+package datalith.api;
+
+import datalith.query.Engine;
+import datalith.query.parser.Query;
+
+/**
+ * A query parsed once ({@link Datalith#prepare}), run on any database without
+ * reading or parsing it again. Immutable; may be shared between threads.
+ *
+ * <pre>{@code
+ * PreparedQuery byEmail = Datalith.prepare("[:find ?e . :in $ ?email :where [?e :user/email ?email]]");
+ * Object ada = byEmail.run(conn.db(), "ada@example.com").scalar();
+ * }</pre>
+ */
+public final class PreparedQuery {
+  private final Query query;
+
+  PreparedQuery(Query query) {
+    this.query = query;
+  }
+
+  /**
+   * Runs the query on {@code db} ({@code $}) and {@code inputs}.
+   *
+   * @param db the database bound to {@code $}
+   * @param inputs the inputs after {@code $}, in {@code :in} order
+   * @return the typed answer
+   * @throws DatalithException when an input does not fit its binding or the query fails
+   */
+  public QueryResult run(Database db, Object... inputs) {
+    try {
+      Args.required(db, "db");
+      return new QueryResult(query, Engine.run(query, db.inputs(inputs)));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
+   * The query as parsed, printed as EDN.
+   *
+   * @return the query's text
+   */
+  @Override
+  public String toString() {
+    return query.toString();
+  }
+}
