@@ -13,7 +13,8 @@
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
   (:refer-clojure :exclude [filter with sync])
-  (:require [datalith.readers])
+  (:require [datalith.readers]
+            [datalith.specs :as specs])
   (:import (datalith.conn Conn TxFuture TxReport With)
            (datalith.db Db Entity IndexScan Rebuild Reverse Schema Verify)
            (datalith.query Engine)
@@ -28,6 +29,35 @@
 
 (defn- error [k msg data]
   (ex-info msg (assoc data :error k)))
+
+;; A form refused for its shape (a :parser/* or :pull/pattern error of a query, a
+;; :pull/pattern of a pull, a :tx/invalid-op or :tx/invalid-data of tx-data) is
+;; rethrown with what its spec (datalith.specs) finds wrong under :explain: only on
+;; this error path, so a valid form costs nothing.
+
+(defn- explained
+  "`e` with `(specs/explain spec form)` added as :explain when `shape?` holds
+  for its :error and the spec finds a problem; else `e` itself."
+  [^clojure.lang.ExceptionInfo e spec form shape?]
+  (let [data (ex-data e)
+        problems (when (and (shape? (:error data)) (not (string? form)))
+                   (specs/explain spec form))]
+    (if problems
+      (doto ^Throwable (ex-info (ex-message e) (assoc data :explain problems) (ex-cause e))
+        (.setStackTrace (.getStackTrace e)))
+      e)))
+
+(defmacro ^:private explaining
+  "Runs body; an ex-info it throws goes through `explained`."
+  [spec form shape? & body]
+  `(try ~@body
+        (catch clojure.lang.ExceptionInfo e#
+          (throw (explained e# ~spec ~form ~shape?)))))
+
+(defn- query-shape? [k]
+  (and (keyword? k) (or (= "parser" (namespace k)) (= :pull/pattern k))))
+
+(def ^:private tx-shape? #{:tx/invalid-op :tx/invalid-data})
 
 ;; Arguments of the wrong type are ex-infos here, not ClassCastExceptions below.
 
@@ -202,14 +232,16 @@
     (:tempids (d/transact! conn [{:db/id \"a\" :user/name \"Ada\"}]))
     ; => {\"a\" 1000, :db/current-tx 13194139533313}"
   [conn tx-data]
-  (report->map (.transact (conn-arg conn) (tx-data-of tx-data))))
+  (explaining ::specs/tx-data tx-data tx-shape?
+    (report->map (.transact (conn-arg conn) (tx-data-of tx-data)))))
 
 (defn with
   "The report of applying tx-data to `db` in memory only: nothing is written.
   Its :db-after can be read, and extended with more `with`, like any value."
   [db tx-data]
   (let [db (db-arg db)]
-    (report->map (With/run db (tx-data-of tx-data)))))
+    (explaining ::specs/tx-data tx-data tx-shape?
+      (report->map (With/run db (tx-data-of tx-data))))))
 
 ;; ---------------------------------------------------------------- values
 
@@ -538,8 +570,10 @@
     (let [args (:args query)]
       (when-not (or (nil? args) (sequential? args) (instance? List args))
         (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
-      (Engine/q (:query query) (object-array args) (select-keys query [:timeout :max-rows])))
-    (Engine/q query (object-array inputs) nil)))
+      (explaining ::specs/query (:query query) query-shape?
+        (Engine/q (:query query) (object-array args) (select-keys query [:timeout :max-rows]))))
+    (explaining ::specs/query query query-shape?
+      (Engine/q query (object-array inputs) nil))))
 
 (defn explain
   "Runs `query` like `q` and returns the plan it used, as data: each clause in
@@ -564,14 +598,16 @@
     (d/pull db [:user/name {:user/friend [:user/name]}] [:user/email \"b@x\"])
     ; => {:user/name \"Bob\", :user/friend [{:user/name \"Ada\"}]}"
   [db pattern eid]
-  (Puller/pull (db-arg db) pattern eid))
+  (explaining ::specs/pull-pattern pattern #{:pull/pattern}
+    (Puller/pull (db-arg db) pattern eid)))
 
 (defn pull-many
   "`pull` of each of `eids`, in order, through one read."
   [db pattern eids]
   (when-not (or (nil? eids) (coll? eids) (instance? java.util.Collection eids))
     (throw (error :pull/entities "pull-many takes a collection of entity ids" {:entities eids})))
-  (Puller/pullMany (db-arg db) pattern (vec eids)))
+  (explaining ::specs/pull-pattern pattern #{:pull/pattern}
+    (Puller/pullMany (db-arg db) pattern (vec eids))))
 
 ;; ---------------------------------------------------------------- Datomic's and DataScript's names
 
