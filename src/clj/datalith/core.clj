@@ -13,7 +13,11 @@
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
   (:refer-clojure :exclude [filter with sync])
-  (:require [datalith.readers]
+  (:require [datalith.args :refer [conn-arg db-arg error explaining long-arg opts-arg
+                                     query-shape? tx-shape?]]
+            [datalith.dirs :refer [->path delete-contents empty-target with-store]]
+            [datalith.printing]
+            [datalith.readers]
             [datalith.specs :as specs])
   (:import (datalith.conn Conn TxFuture TxReport With)
            (datalith.db Db Entity IndexScan Rebuild Reverse Schema Verify)
@@ -21,81 +25,12 @@
            (datalith.pull Puller)
            (datalith.index Datom Index)
            (datalith.store LmdbBackup LmdbStore MemStore Store)
-           (java.io File Writer)
-           (java.nio.file Path Paths)
+           (java.io File)
            (java.util List)))
 
 (set! *warn-on-reflection* true)
 
-(defn- error [k msg data]
-  (ex-info msg (assoc data :error k)))
-
-;; A form refused for its shape (a :parser/* or :pull/pattern error of a query, a
-;; :pull/pattern of a pull, a :tx/invalid-op or :tx/invalid-data of tx-data) is
-;; rethrown with what its spec (datalith.specs) finds wrong under :explain: only on
-;; this error path, so a valid form costs nothing.
-
-(defn- explained
-  "`e` with `(specs/explain spec form)` added as :explain when `shape?` holds
-  for its :error and the spec finds a problem; else `e` itself."
-  [^clojure.lang.ExceptionInfo e spec form shape?]
-  (let [data (ex-data e)
-        problems (when (and (shape? (:error data)) (not (string? form)))
-                   (specs/explain spec form))]
-    (if problems
-      (doto ^Throwable (ex-info (ex-message e) (assoc data :explain problems) (ex-cause e))
-        (.setStackTrace (.getStackTrace e)))
-      e)))
-
-(defmacro ^:private explaining
-  "Runs body; an ex-info it throws goes through `explained`."
-  [spec form shape? & body]
-  `(try ~@body
-        (catch clojure.lang.ExceptionInfo e#
-          (throw (explained e# ~spec ~form ~shape?)))))
-
-(defn- query-shape? [k]
-  (and (keyword? k) (or (= "parser" (namespace k)) (= :pull/pattern k))))
-
-(def ^:private tx-shape? #{:tx/invalid-op :tx/invalid-data})
-
-;; Arguments of the wrong type are ex-infos here, not ClassCastExceptions below.
-
-(defn- conn-arg ^Conn [x]
-  (if (instance? Conn x)
-    x
-    (throw (error :db/invalid-conn "Expected a connection (from connect)" {:conn x}))))
-
-(defn- db-arg ^Db [x]
-  (if (instance? Db x)
-    x
-    (throw (error :db/invalid-db "Expected a database value (from db, as-of, since, history or with)"
-                  {:db x}))))
-
-(defn- long-arg
-  "`x` as a long, or :db/invalid-t naming `what`."
-  [x what]
-  (if (and (integer? x) (<= Long/MIN_VALUE x Long/MAX_VALUE))
-    (long x)
-    (throw (error :db/invalid-t (str "Expected " what ": a whole number that fits a long")
-                  {what x}))))
-
-(defn- opts-arg
-  "`opts`, a map of options or nil, or :db/invalid-options."
-  [opts]
-  (if (or (nil? opts) (map? opts))
-    opts
-    (throw (error :db/invalid-options "Options are a map" {:options opts}))))
-
 ;; ---------------------------------------------------------------- connections
-
-(defn- ->path ^Path [x]
-  (cond
-    (instance? Path x) x
-    (instance? File x) (.toPath ^File x)
-    (string? x) (Paths/get ^String x (make-array String 0))
-    :else (throw (error :db/invalid-target "Expected a directory path, :mem or an options map"
-                        {:target x}))))
 
 (defn- store-options
   "Clojure options -> the string-keyed map the Java stores take (which check
@@ -406,27 +341,6 @@
 
 ;; ---------------------------------------------------------------- checking and repairing
 
-(defn- database-dir
-  "The directory of an existing database: a File, checked to hold LMDB's data file (so that
-  nothing is created in a directory that holds no database)."
-  ^File [dir]
-  (let [f (.toFile (->path dir))]
-    (when-not (.isFile (File. f "data.mdb"))
-      (throw (error :db/no-database "No database in this directory" {:dir (str dir)})))
-    f))
-
-(defmacro ^:private with-store
-  "Runs body with `store` bound to the store of `source`: a connection's, or an LMDB store
-  opened on the database directory `source` (not through a connection: its format and its
-  indexes may be the ones in doubt) and closed afterwards."
-  [[store source] & body]
-  `(let [src# ~source]
-     (if (instance? Conn src#)
-       (let [~(vary-meta store assoc :tag `Store) (.store ^Conn src#)] ~@body)
-       (let [^Store s# (LmdbStore/open (.toPath (database-dir src#)) {})]
-         (try (let [~(vary-meta store assoc :tag `Store) s#] ~@body)
-              (finally (.close s#)))))))
-
 (defn verify
   "Checks a database for damage and returns what it found, as data. `source` is a
   connection, or the directory of a database not open in this process (any on-disk
@@ -460,21 +374,6 @@
        (throw (error :db/invalid-options ":max-problems is a count" {:max-problems max-problems})))
      (with-store [store source]
        (Verify/run store (int max-problems))))))
-
-(defn- empty-target
-  "The target directory of a rebuild or backup, which must not hold anything; [File created?]."
-  [dir]
-  (let [f (.toFile (->path dir))]
-    (when (and (.exists f) (not (and (.isDirectory f) (empty? (.list f)))))
-      (throw (error :store/not-empty
-                    "The target of a rebuild or backup must be a new or empty directory"
-                    {:dir (str dir)})))
-    [f (not (.exists f))]))
-
-(defn- delete-contents [^File f]
-  (doseq [^File c (.listFiles f)]
-    (when (.isDirectory c) (delete-contents c))
-    (.delete c)))
 
 (defn rebuild-indexes
   "Rebuilds a database from its transaction log into a new one: every index, the history,
@@ -872,29 +771,3 @@
         (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
       (Engine/qseq (:query query) (object-array args) (select-keys query [:timeout :max-rows])))
     (Engine/qseq query (object-array inputs) nil)))
-
-;; ---------------------------------------------------------------- printing
-
-;; #datalith/datom reads back (resources/data_readers.clj, datalith.readers); a database
-;; value or an entity is a view of a store, which its printed form does not hold.
-
-(defmethod print-method Datom [^Datom d ^Writer w]
-  (.write w "#datalith/datom ")
-  (print-method [(.e d) (.a d) (.v d) (.tx d) (.added d)] w))
-
-(defmethod print-method Db [^Db db ^Writer w]
-  (.write w (str db)))
-
-;; #datalith/conn {:dir "/tmp/people", :basis-t 12, :open? true}, or {:dir :mem ...}
-(defmethod print-method Conn [^Conn conn ^Writer w]
-  (.write w (str conn)))
-
-(defn- printable [v]
-  (cond
-    (instance? Entity v) {:db/id (.eid ^Entity v)}
-    (set? v) (into #{} (map printable) v)
-    :else v))
-
-(defmethod print-method Entity [^Entity e ^Writer w]
-  (.write w "#datalith/entity ")
-  (print-method (into {:db/id (.eid e)} (map (fn [[k v]] [k (printable v)])) (.toMap e)) w))
