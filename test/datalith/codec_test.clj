@@ -670,3 +670,10 @@
               (for [f [#(Codec/decode (wrap b) 0) #(Codec/skipKeyPart (wrap b) 0)
                        #(Codec/isOverflow (wrap b) 0) #(Codec/overflowHashOffset (wrap b) 0)]]
                 (corrupt-or-value f)))))
+
+(deftest damaged-nippy-bytes-are-store-corrupt
+  ;; an EDN value nippy froze, its bytes damaged: nippy's own ex-info on thaw (found by the
+  ;; property above, seed 1796158758755) is :store/corrupt like every other malformed value
+  (let [b (byte-array [16 35 -127 1 9 -17 -68 -62 68 -99 -44 75 -8 7 95 -113 -3 -8 92 120 13
+                       36 -127 1 78 80 89 0 -1 10 0 -1 0 -1 0 0])]
+    (is (= :corrupt (corrupt-or-value #(Codec/decode (wrap b) 0))))))

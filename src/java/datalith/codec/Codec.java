@@ -395,10 +395,14 @@ public final class Codec {
    * was expected: {@code :store/corrupt}, for decoding reads only what a store
    * holds; its data holds the offset and the first bytes from there.
    */
+  private static final Keyword ERROR = Keyword.intern("error");
+  private static final Keyword STORE_CORRUPT = Keyword.intern("store", "corrupt");
+
   private static RuntimeException malformed(String what, ByteBuffer b, int off,
       RuntimeException e) {
-    if (e instanceof ExceptionInfo) {
-      return e;
+    if (e instanceof ExceptionInfo info
+        && STORE_CORRUPT.equals(info.getData().valAt(ERROR))) {
+      return e; // already says so; any other ex-info (nippy's thaw of damaged bytes) is wrapped
     }
     StringBuilder hex = new StringBuilder();
     for (int i = Math.max(off, 0); i < Math.min(b.limit(), Math.max(off, 0) + 32); i++) {
@@ -407,7 +411,7 @@ public final class Codec {
     return new ExceptionInfo("Malformed " + what + " encoding at index " + off + " of "
         + b.limit() + " bytes: " + e.getMessage(),
         clojure.lang.PersistentArrayMap.create(java.util.Map.of(
-            Keyword.intern("error"), Keyword.intern("store", "corrupt"),
+            ERROR, STORE_CORRUPT,
             Keyword.intern("offset"), off,
             Keyword.intern("bytes"), hex.toString())), e);
   }
