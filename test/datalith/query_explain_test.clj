@@ -3,6 +3,7 @@
   clauses first, ranges pushed into AVET scans, lookup joins from small inputs."
   (:require [clojure.test :refer [are deftest is testing]]
             [datalith.core :as d]
+            [datalith.naive-query :as naive]
             [datalith.test-util :refer [each-store]]))
 
 (def schema
@@ -65,10 +66,10 @@
 
           '[:find ?s ?g :where [?f :item/group ?g] [?e :item/score ?s] [?e :item/id 42] [?f :item/id 43]]
           '[?e :item/id 42]))
-      (testing "the rest joins on what is bound, by entity id"
+      (testing "the rest joins on what is bound, by entity id (one entity: in EAVT)"
         (is (= [['[?e :item/id 42] :scan-avet]
-                ['[?e :item/score ?s] :lookup-join-aevt]
-                ['[?e :item/group ?g] :lookup-join-aevt]]
+                ['[?e :item/score ?s] :lookup-join-eavt]
+                ['[?e :item/group ?g] :lookup-join-eavt]]
                (plan '[:find ?s ?g :where [?e :item/score ?s] [?e :item/group ?g] [?e :item/id 42]] db))))
       (testing "a predicate runs as soon as its variables are bound"
         (let [clauses (mapv first (plan '[:find ?g :where [(even? ?s)] [?e :item/group ?g] [?e :item/name ?x]
@@ -115,7 +116,10 @@
           [[1 2 3]] '[?e :item/id ?id] :lookup-join-avet
 
           '[:find ?s :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]]
-          [[1 2 3]] '[?e :item/score ?s] :lookup-join-aevt
+          [[1 2 3]] '[?e :item/score ?s] :lookup-join-eavt
+
+          '[:find ?s :in $ [?id ...] :where [?e :item/id ?id] [?e :item/score ?s]]
+          [(range 100)] '[?e :item/score ?s] :lookup-join-aevt
 
           ;; binding nothing new, it only checks that each binding has a match
           '[:find ?e :in $ [?e ...] :where [?e :item/group 3]]
@@ -210,7 +214,7 @@
       (testing "a variable only the pattern binds and nothing reads"
         (is (= [:scan-avet :semi-join-lookup-aevt]
                (methods-of '[:find ?e :where [?e :item/id 5] [?e :item/name ?unused]] db)))
-        (is (= [:scan-avet :lookup-join-aevt]
+        (is (= [:scan-avet :lookup-join-eavt]
                (methods-of '[:find ?e ?n :where [?e :item/id 5] [?e :item/name ?n]] db))))
       (testing "a pattern sharing nothing with the rest, nothing of it found: one match is enough"
         (let [query '[:find ?e :where [?e :item/id 5] [?x :item/group 3]]]
@@ -279,3 +283,34 @@
                   (map :rows (:clauses (d/explain '[:find ?x :where [?e :t/name ?n]
                                                     [(get-else $ ?e :t/color -1) ?c] [?c :t/rgb ?x]]
                                                   db))))))))
+
+(deftest sparse-lookups-read-each-entity-once
+  ;; a few bound entities among many datoms of the attribute are looked up in EAVT, where
+  ;; all of an entity's datoms lie together; dense ones in AEVT. Both give the naive answer,
+  ;; with a cardinality-many attribute, a constant value, and entities without the attribute.
+  (each-store [conn {:schema (assoc schema
+                                    :item/tags {:db/valueType :db.type/keyword
+                                                :db/cardinality :db.cardinality/many}
+                                    :item/owner {:db/valueType :db.type/ref})}]
+    (load! conn)
+    (let [owners (:tempids (d/transact! conn [{:db/id "few" :item/name "few"}
+                                              {:db/id "many" :item/name "many"}]))
+          ids (d/q '[:find [?e ...] :where [?e :item/id]] (d/db conn))]
+      (d/transact! conn (for [[k e] (map-indexed vector ids)]
+                          (cond-> {:db/id e :item/owner (owners (if (= 1 (mod k 500)) "few" "many"))}
+                            (odd? k) (assoc :item/tags (if (zero? (mod k 3)) [:a :b] [:c]))))))
+    (let [db (d/db conn)
+          oracle (naive/db (d/datoms db :eavt))
+          query '[:find ?i ?name ?tag
+                  :in $ ?owner-name
+                  :where [?o :item/name ?owner-name] [?i :item/owner ?o]
+                         [?i :item/name ?name] [?i :item/tags ?tag]]
+          valued '[:find ?i ?name
+                   :in $ ?owner-name
+                   :where [?o :item/name ?owner-name] [?i :item/owner ?o]
+                          [?i :item/tags :c] [?i :item/name ?name]]]
+      (are [q owner method] (and (= (naive/q q oracle owner) (d/q q db owner))
+                                 (= method (method-of q '[?i :item/name ?name] db owner)))
+        query "few" :lookup-join-eavt
+        valued "few" :lookup-join-eavt
+        query "many" :hash-join-aevt))))

@@ -267,6 +267,21 @@ final class DbPattern {
     private final KeyBuilder kb = new KeyBuilder(true);
     private Object[] known; // scan()'s arrays, made once for all the join's scans
     private Object[] out;
+    /**
+     * Whether a bound entity and attribute are looked up in EAVT rather than AEVT: for lookups
+     * too sparse to share AEVT's pages, where an entity's datoms lie together, so the lookups
+     * of the next clauses on the same entities read pages the first one brought into the cache.
+     */
+    final boolean entityFirst;
+
+    /** Reuse for lookups dense enough to share AEVT's pages. */
+    Reuse() {
+      this(false);
+    }
+
+    Reuse(boolean entityFirst) {
+      this.entityFirst = entityFirst;
+    }
 
     @Override
     public void close() {
@@ -350,7 +365,16 @@ final class DbPattern {
     boolean vInKey = false;
     ByteBuffer seek = null;
     ByteBuffer upper = null;
-    if (e != null && attr != null) {
+    if (e != null && attr != null && reuse != null && reuse.entityFirst) {
+      index = Index.EAVT;
+      kb.putLong(e).putLong(attr.id);
+      eInKey = true;
+      aInKey = true;
+      if (vpart != null) {
+        kb.put(vpart);
+        vInKey = true;
+      }
+    } else if (e != null && attr != null) {
       // AEVT rather than EAVT: an attribute's datoms lie together there, so the
       // ascending entities of a lookup join seek within the pages at hand
       index = Index.AEVT;

@@ -52,6 +52,9 @@ final class Evaluator implements AutoCloseable {
   // (sorted title lookups against one filtered title scan at 1M datoms: even at ~7,000 of 162,000)
   private static final long LOOKUP_COST = 3;
   private static final long LOOKUP_COST_UNDECODED = 20;
+  // How many of an attribute's datoms per bound entity make an entity-ordered lookup join read
+  // EAVT rather than AEVT (about half the keys of a leaf page; see DbPattern.Reuse#entityFirst)
+  private static final long SPARSE = 40;
   private static final double LARGE = 1e9;
 
   private final Deadline deadline;
@@ -436,7 +439,10 @@ final class Evaluator implements AutoCloseable {
     Variable[] outVars = ext.vars();
     List<Object[]> out = new ArrayList<>();
     Object[] given = new Object[dp.vars.length];
-    try (DbPattern.Reuse reuse = new DbPattern.Reuse()) {
+    // bound entities fewer than one in SPARSE of the attribute's datoms rarely share a page of
+    // its AEVT keys: EAVT then holds everything the query reads of each entity on one page
+    boolean entityFirst = ev != null && longGroups != null && ordered.size() * SPARSE < scanCost;
+    try (DbPattern.Reuse reuse = new DbPattern.Reuse(entityFirst)) {
       for (Object g : ordered) {
         deadline.tick(out.size());
         Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);

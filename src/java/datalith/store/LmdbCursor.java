@@ -18,8 +18,8 @@ import java.nio.ByteOrder;
  * transaction's pages never change.
  *
  * <p>Nothing is read before it is checked: pages as {@link LmdbTree} says; a node must lie in
- * its page with a key of at least one byte (a page read along has all its nodes checked at once,
- * when it is first read so); a value must lie in its page or on the overflow pages it names. A
+ * its page with a key of at least one byte (checked as it is read; a run skipped over has its
+ * page's nodes checked at once); a value must lie in its page or on the overflow pages it names. A
  * tree can lead to keys out of order only when it is damaged: a page crossed to must start past
  * the key the cursor left, and a seek must land on a key at least its probe. What fails is
  * damage: a {@code :store/corrupt} ex-info naming the sub-database and page.
@@ -77,9 +77,10 @@ final class LmdbCursor implements Cursor {
   }
 
   /**
-   * Checks every node of the page, once, before it is read whole (stepped along, crossed to,
-   * searched): its nodes then cost no check each. A page a seek lands on is checked node by node,
-   * as a seek reads few of its nodes.
+   * Checks every node of the page, once, before a run of its keys is skipped over: its nodes then
+   * cost no check each. Steps, crossings and seeks check the nodes they read one by one: a point
+   * lookup reads a few nodes of a page, and checking all of them would touch every cache line of
+   * a page that is mostly not in the cache.
    */
   private void checkNodes() {
     if (!checked) {
@@ -180,7 +181,6 @@ final class LmdbCursor implements Cursor {
     if (compare(probe, 0) < 0 || compare(probe, count - 1) > 0) {
       return -1;
     }
-    checkNodes();
     int lo = 0; // compare(probe, lo) >= 0
     int hi = count - 1; // compare(probe, hi) <= 0
     while (hi - lo > 1) {
@@ -234,7 +234,6 @@ final class LmdbCursor implements Cursor {
       return false;
     }
     if (index + 1 < count) {
-      checkNodes();
       return at(index + 1);
     }
     return cross(true, key, true);
@@ -247,7 +246,6 @@ final class LmdbCursor implements Cursor {
       return false;
     }
     if (index > 0) {
-      checkNodes();
       return at(index - 1);
     }
     return cross(false, key, true);
@@ -266,7 +264,6 @@ final class LmdbCursor implements Cursor {
       return off();
     }
     enterLeaf(keys);
-    checkNodes(); // a page crossed to is read along
     int i = forward ? 0 : keys - 1;
     int node = node(i);
     int order = tree.compare(from, page + LmdbTree.offset(node) + NODE_HEADER,
