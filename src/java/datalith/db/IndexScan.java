@@ -202,6 +202,15 @@ public final class IndexScan {
   private static final int MAX_STEPS = 16;
   private int stepHits; // restarts that found their first key by a few steps forward
   private int stepMisses; // restarts that stepped and still had to seek
+  private boolean stepping = true; // whether a restart may step before it seeks
+
+  /**
+   * Makes every {@link #restart} seek at once, without first stepping forward to its prefix:
+   * for restarts known to land far apart (a join looking up sparse entities).
+   */
+  public void seekOnRestart() {
+    stepping = false;
+  }
 
   /** Positions {@code c} at its first key >= the prefix {@code p}; whether there is one. */
   private boolean reposition(Cursor c, boolean valid, boolean forward, ByteBuffer p) {
@@ -213,7 +222,7 @@ public final class IndexScan {
     }
     // Before p: when p's keys (or the keys after them) follow closely, as in a join looking up
     // ascending ids, the next key is the first one >= p. Stops trying when that rarely works.
-    if (stepMisses < 64 || stepHits >= stepMisses) {
+    if (stepping && (stepMisses < 64 || stepHits >= stepMisses)) {
       // a step costs a fraction of a seek, which descends the tree and lands on a cold page
       for (int i = 0; i < MAX_STEPS; i++) {
         if (!c.next()) {

@@ -439,6 +439,9 @@ final class DbPattern {
       scan = reuse.scans.get(index);
       if (scan == null) {
         scan = db.scan(s, index, kb.view());
+        if (reuse.entityFirst) {
+          scan.seekOnRestart(); // the next entity's keys lie pages away
+        }
         reuse.scans.put(index, scan);
       } else {
         scan.restart(kb.sharedView());
