@@ -106,6 +106,20 @@
             {:transactions 0 :datoms 0 :t-last nil}
             records)))
 
+(defn export-file
+  "Writes `records` to the file `out` (a path, File or Path), replacing it;
+  returns export-to's summary. An unwritable path is :export/io."
+  [records out]
+  (when-not (or (string? out) (instance? File out) (instance? Path out))
+    (throw (error :export/invalid-target "Export writes to a file path, File, Path or Writer"
+                  {:out out})))
+  (let [f (io/file (str out))]
+    (try
+      (with-open [w (io/writer f)]
+        (export-to records w))
+      (catch java.io.IOException e
+        (throw (error :export/io (str "Cannot write " f ": " (ex-message e)) {:out (str out)}))))))
+
 ;; ---------------------------------------------------------------- import sources
 
 (defn- op? [x]
@@ -150,6 +164,8 @@
   v], `size` a chunk. System entities, transactions' own datoms and composite
   tuples (derived again) are left out. Entity ids are kept."
   [datoms size]
+  (when-let [bad (first (remove #(instance? Datom %) datoms))]
+    (throw (error :import/invalid-source "A source of datoms holds datoms only" {:form bad})))
   (let [user (filterv (fn [^Datom d] (and (.added d) (<= Schema/FIRST_USER_ID (.e d))
                                           (< (.e d) Db/TX0)))
                       datoms)

@@ -15,7 +15,6 @@
   (:refer-clojure :exclude [filter with sync])
   (:require [datalith.args :refer [conn-arg db-arg error explaining long-arg opts-arg
                                      query-shape? tx-shape?]]
-            [clojure.java.io :as io]
             [datalith.bulk :as bulk]
             [datalith.dirs :refer [->path delete-contents empty-target with-store]]
             [datalith.printing]
@@ -479,8 +478,7 @@
    (let [records (export source)]
      (if (instance? java.io.Writer out)
        (bulk/export-to records out)
-       (with-open [w (io/writer (io/file (str out)))]
-         (bulk/export-to records w))))))
+       (bulk/export-file records out)))))
 
 (defn import!
   "Loads a large body of tx-data into `conn` much faster than `transact!`
