@@ -30,6 +30,11 @@
    :user/full {:db/valueType :db.type/tuple :db/tupleAttrs [:user/first :user/last]
                :db/unique :db.unique/identity}})
 
+(def ^:private modes
+  "Options that must not change what an import gives: :resume? skips only the
+  records a database has, so into an empty one it imports everything."
+  [{} {:resume? true}])
+
 (defn- history!
   "A history with schema installed and altered, upserts, retractions,
   cardinality many, refs, bytes, floats, composite tuples, tx metadata, an
@@ -64,13 +69,14 @@
     (testing (str from " -> " into)
       (tu/with-conn [src from {:schema schema}]
         (history! src)
-        (testing "through the lazy records"
+        (doseq [mode modes]
+         (testing (str "through the lazy records " mode)
           (tu/with-conn [dst into]
-            (let [r (d/import! dst (d/export src))]
+            (let [r (d/import! dst (d/export src) mode)]
               (is (= (view (d/db src)) (view (d/db dst))))
               (is (= {:transactions (d/basis-t (d/db src)) :t-first 1 :t-last (d/basis-t (d/db src))
                       :skipped 0 :stopped-at nil}
-                     (select-keys r [:transactions :t-first :t-last :skipped :stopped-at]))))))
+                     (select-keys r [:transactions :t-first :t-last :skipped :stopped-at])))))))
         (testing "through an EDN file"
           (let [dir (tu/temp-dir)
                 file (io/file dir "export.edn")]
@@ -109,12 +115,13 @@
             (is (= (user-datoms (d/db conn)) (user-datoms (d/db c))))))))))
 
 (deftest chunks-are-transactions
-  (tu/each-store [conn {:schema {:k/id {:db/unique :db.unique/identity}
+  (doseq [mode modes]
+   (tu/each-store [conn {:schema {:k/id {:db/unique :db.unique/identity}
                                  :k/n {:db/cardinality :db.cardinality/one}}}]
     (let [t0 (d/basis-t (d/db conn))
           seen (atom [])
           r (d/import! conn [[{:k/id 1 :k/n 1}] [{:k/id 1 :k/n 2}] [{:k/id 1 :k/n 2}]]
-                       {:progress #(swap! seen conj (select-keys % [:chunk :transactions :basis-t]))})
+                       (assoc mode :progress #(swap! seen conj (select-keys % [:chunk :transactions :basis-t]))))
           db (d/db conn)]
       (is (= [{:chunk 0 :transactions 1 :basis-t (+ t0 1)}
               {:chunk 1 :transactions 2 :basis-t (+ t0 2)}
@@ -125,14 +132,15 @@
         (is (= [1 2 2] (for [t (range (+ t0 1) (+ t0 4))]
                          (d/q '[:find ?n . :where [?e :k/n ?n]] (d/as-of db t)))))
         (is (= [3 3 1] (for [{:keys [data]} (d/tx-range db (+ t0 1) nil)] (count data))))
-        (is (= 1 (count (d/datoms db :aevt :k/id))))))))
+        (is (= 1 (count (d/datoms db :aevt :k/id)))))))))
 
 (deftest a-bad-chunk-stops-the-import-with-transacts-error
-  (tu/each-store [conn {:schema {:k/id {:db/unique :db.unique/value}}}]
+  (doseq [mode modes]
+   (tu/each-store [conn {:schema {:k/id {:db/unique :db.unique/value}}}]
     (let [t0 (d/basis-t (d/db conn))
           bad [{:k/id 1}]
           expected (try (d/transact! conn [{:k/id 1} {:k/id 1}]) (catch Exception e e))
-          ex (try (d/import! conn [[{:k/id 1}] [{:k/id 2}] bad [{:k/id 3}]]) nil
+          ex (try (d/import! conn [[{:k/id 1}] [{:k/id 2}] bad [{:k/id 3}]] mode) nil
                   (catch clojure.lang.ExceptionInfo e e))]
       (is (= :tx/unique (:error (ex-data expected)) (:error (ex-data ex))))
       (is (= 2 (:import/chunk (ex-data ex))))
@@ -141,22 +149,22 @@
       (is (= #{1 2} (set (map :v (d/datoms (d/db conn) :aevt :k/id)))) "the chunks before it stay")
       (is (= (+ t0 2) (d/basis-t (d/db conn))))
       (testing "a rerun skipping what was committed, the bad chunk mended"
-        (d/import! conn [[{:k/id 1}] [{:k/id 2}] [{:k/id 9}] [{:k/id 3}]] {:skip 2})
-        (is (= #{1 2 3 9} (set (map :v (d/datoms (d/db conn) :aevt :k/id)))))))))
+        (d/import! conn [[{:k/id 1}] [{:k/id 2}] [{:k/id 9}] [{:k/id 3}]] (assoc mode :skip 2))
+        (is (= #{1 2 3 9} (set (map :v (d/datoms (d/db conn) :aevt :k/id))))))))))
 
 (deftest a-stopped-import-resumes-to-the-same-database
   (tu/with-conn [src :mem {:schema schema}]
     (history! src)
     (let [records (vec (d/export src))]
-      (doseq [store tu/stores, k (range 1 (count records))]
-        (testing (str store ", stopped after " k " chunks")
+      (doseq [store tu/stores, k (range 1 (count records)), mode modes]
+        (testing (str store ", stopped after " k " chunks " mode)
           (tu/with-conn [dst store]
-            (let [r (d/import! dst records {:progress #(when (= (dec k) (:chunk %)) :stop)})]
+            (let [r (d/import! dst records (assoc mode :progress #(when (= (dec k) (:chunk %)) :stop)))]
               (is (= k (:stopped-at r) (:transactions r) (d/basis-t (d/db dst)))))
             (testing "a rerun without :resume? refuses the records the database has"
               (is (= :import/record-t
                      (try (d/import! dst records) (catch Exception e (:error (ex-data e)))))))
-            (let [r (d/import! dst records {:resume? true})]
+            (let [r (d/import! dst records (assoc mode :resume? true))]
               (is (= k (:skipped r)))
               (is (= (- (count records) k) (:transactions r))))
             (is (= (view (d/db src)) (view (d/db dst))))))))))
@@ -226,12 +234,13 @@
                 trials
                 (prop/for-all [schema txp/gen-schema
                                txs txp/gen-txs
-                               from (gen/elements tu/stores)]
+                               from (gen/elements tu/stores)
+                               mode (gen/elements modes)]
                   (tu/with-conn [src from {:schema (txp/engine-schema schema)}]
                     (generated-history! src schema txs)
                     (tu/with-conn [dst (if (= from :mem) :lmdb :mem)]
                       (let [out (StringWriter.)]
                         (d/export src out)
-                        (d/import! dst (StringReader. (str out)))
+                        (d/import! dst (StringReader. (str out)) mode)
                         (= (view (d/db src)) (view (d/db dst))))))))]
     (is (:pass? result) (pr-str (select-keys result [:seed :shrunk])))))

@@ -98,8 +98,8 @@ public final class Import {
   }
 
   private void each(Store store, Iterator<?> chunks, long skip, boolean resume) {
-    for (chunk = 0; chunks.hasNext(); chunk++) {
-      Object c = chunks.next();
+    for (chunk = 0; hasNext(chunks); chunk++) {
+      Object c = next(chunks);
       if (chunk < skip) {
         skipped++;
         continue;
@@ -115,15 +115,29 @@ public final class Import {
           skipped++;
           continue;
         }
-      } catch (ExceptionInfo e) {
-        throw withChunk(e);
       } catch (RuntimeException e) {
-        throw withChunk(Errors.errorWithCause(e, "import/failed", "The import failed: " + e));
+        throw withChunk(e);
       }
       if (progress != null && STOP.equals(progress.invoke(progressMap()))) {
         stoppedAt = chunk + 1;
         return;
       }
+    }
+  }
+
+  private boolean hasNext(Iterator<?> chunks) {
+    try {
+      return chunks.hasNext();
+    } catch (RuntimeException e) {
+      throw withChunk(e); // the source failed (an EDN reader, say)
+    }
+  }
+
+  private Object next(Iterator<?> chunks) {
+    try {
+      return chunks.next();
+    } catch (RuntimeException e) {
+      throw withChunk(e);
     }
   }
 
@@ -156,9 +170,12 @@ public final class Import {
     }
   }
 
-  private ExceptionInfo withChunk(ExceptionInfo e) {
-    IPersistentMap data = e.getData().assoc(IMPORT_CHUNK, chunk).assoc(IMPORT_REPORT, report());
-    return new ExceptionInfo(e.getMessage() + " (import chunk " + chunk + ")", data, e);
+  /** {@code e}, an error of the chunk at hand, with {@code :import/chunk} and the report. */
+  private ExceptionInfo withChunk(RuntimeException e) {
+    ExceptionInfo info = e instanceof ExceptionInfo x && x.getData() != null ? x
+        : Errors.errorWithCause(e, "import/failed", "The import failed: " + e);
+    IPersistentMap data = info.getData().assoc(IMPORT_CHUNK, chunk).assoc(IMPORT_REPORT, report());
+    return new ExceptionInfo(info.getMessage() + " (import chunk " + chunk + ")", data, info);
   }
 
   private long elapsedMs() {
