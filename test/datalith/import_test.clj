@@ -10,11 +10,13 @@
             [clojure.test.check :as tc]
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
+            [datalith.child-jvm :as child]
             [datalith.core :as d]
             [datalith.naive :as naive]
             [datalith.test-util :as tu]
             [datalith.tx-property-test :as txp])
-  (:import (java.io StringReader StringWriter)))
+  (:import (java.io File StringReader StringWriter)
+           (java.util.concurrent LinkedBlockingQueue TimeUnit)))
 
 (set! *warn-on-reflection* true)
 
@@ -208,6 +210,48 @@
       (is (= 1012 (:e (first (:tx-data (d/transact! conn [{:k/tags :d}])))))
           "the allocator went above the ids named")
       (is (some? r)))))
+
+(defn- kill-after
+  "Runs an import of `file` into `dir` in a child JVM and kills it (SIGKILL) once it has
+  reported chunk `k`; whether it got that far."
+  [^File work dir file k]
+  (let [p (child/start (child/command (.getPath work) "datalith.import-kill-child" dir file)
+                       (io/file work "stderr"))
+        ^LinkedBlockingQueue lines (child/line-queue (.getInputStream p))]
+    (try
+      (loop []
+        (let [l (.poll lines 120 TimeUnit/SECONDS)]
+          (cond
+            (nil? l) false
+            (= :eof l) false
+            (and (string? l) (.startsWith ^String l "chunk ")
+                 (>= (parse-long (subs l 6)) k)) true
+            :else (recur))))
+      (finally
+        (.destroyForcibly p)
+        (.waitFor p 60 TimeUnit/SECONDS)))))
+
+(deftest a-killed-import-leaves-a-consistent-prefix-and-resumes
+  (tu/with-conn [src :mem {:schema schema}]
+    (history! src)
+    (dotimes [i 150]
+      (d/transact! src [{:user/email (str "u" i "@x") :user/tags #{(keyword (str "t" (mod i 7)))}}]))
+    (let [work (tu/temp-dir)
+          dir (.getPath (io/file work "db"))
+          file (.getPath (io/file work "export.edn"))]
+      (try
+        (d/export src file)
+        (is (kill-after work dir file 20) (slurp (io/file work "stderr")))
+        (with-open [conn (d/connect dir)]
+          (let [t (d/basis-t (d/db conn))]
+            (testing "what the kill left: a whole prefix of the chunks, which verify passes"
+              (is (<= 21 t (d/basis-t (d/db src))))
+              (is (:ok? (d/verify conn)))
+              (is (= (vec (d/datoms (d/as-of (d/db src) t) :eavt)) (vec (d/datoms (d/db conn) :eavt)))))
+            (testing "a rerun with :resume? completes it: the same database"
+              (d/import! conn file {:resume? true})
+              (is (= (view (d/db src)) (view (d/db conn)))))))
+        (finally (tu/delete-tree work))))))
 
 ;; ---------------------------------------------------------------- generated histories
 
