@@ -5,7 +5,10 @@
   transactions with transact!'s semantics; a bad chunk stops the import with
   transact!'s error and the chunk's index, the chunks before it committed; a
   stopped import resumes."
-  (:require [clojure.java.io :as io]
+  (:require [clojure.edn :as edn]
+            [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.walk :as walk]
             [clojure.test :refer [are deftest is testing]]
             [clojure.test.check :as tc]
             [clojure.test.check.generators :as gen]
@@ -13,9 +16,11 @@
             [datalith.child-jvm :as child]
             [datalith.core :as d]
             [datalith.naive :as naive]
+            [datalith.readers :as readers]
             [datalith.test-util :as tu]
             [datalith.tx-property-test :as txp])
-  (:import (java.io File StringReader StringWriter)
+  (:import (datalith.conn ExportLines)
+           (java.io File StringReader StringWriter)
            (java.util.concurrent LinkedBlockingQueue TimeUnit)))
 
 (set! *warn-on-reflection* true)
@@ -287,4 +292,51 @@
                         (d/export src out)
                         (d/import! dst (StringReader. (str out)) mode)
                         (= (view (d/db src)) (view (d/db dst))))))))]
+    (is (:pass? result) (pr-str (select-keys result [:seed :shrunk])))))
+
+;; ---------------------------------------------------------------- reading export files
+
+(defn- edn-read [line]
+  (edn/read-string {:readers readers/readers} line))
+
+(defn- comparable
+  "`x` with its byte arrays as vectors, which = compares by value."
+  [x]
+  (walk/postwalk #(if (bytes? %) (vec %) %) x))
+
+(defn- same-reading?
+  "Whether ExportLines reads `line` as the EDN reader does, or leaves it to it (nil)."
+  [line]
+  (let [fast (ExportLines/parse line)]
+    (or (nil? fast)
+        (= (comparable (edn-read line)) (comparable fast)))))
+
+(deftest export-lines-read-as-the-edn-reader-reads-them
+  (tu/with-conn [src :mem {:schema schema}]
+    (history! src)
+    (let [out (StringWriter.)
+          _ (d/export src out)
+          lines (str/split-lines (str out))]
+      (testing "every line of an export: read fast, and as the EDN reader does"
+        (is (every? #(some? (ExportLines/parse %)) lines))
+        (is (every? same-reading? lines)))))
+  (testing "values export does not print, left to the EDN reader or read alike"
+    (are [value] (same-reading? (str "{:t 1, :tx-data [[:db/add 1000 :k/v " value "]]}"))
+      "12N" "1.5M" "##NaN" "##-Inf" "-0" "007" "-0.0" "1e300" "1.0E-5" ".5" "5." "1/2" "0x1F"
+      "\"a\\u0041b\"" "\"tab\\tq\\\"\"" "sym" "#{1 2}" "(1 2)" "[1 [2 {:a 3}]]"
+      "{:a 1, :a 2}" ":a/b/c" "::a" ":a" "#inst \"2020-01-01T00:00:00.000-00:00\""
+      "#inst \"2020\"" "#uuid \"00000000-0000-0000-0000-000000000001\"" "#uuid \"x\""
+      "#datalith/float \"1.1\"" "9223372036854775808" "-9223372036854775808" "true" "nil"
+      "#datalith/bytes \"AQID\"")))
+
+(deftest generated-exports-read-as-the-edn-reader-reads-them
+  (let [result (tc/quick-check
+                trials
+                (prop/for-all [schema txp/gen-schema
+                               txs txp/gen-txs]
+                  (tu/with-conn [src :mem {:schema (txp/engine-schema schema)}]
+                    (generated-history! src schema txs)
+                    (let [out (StringWriter.)]
+                      (d/export src out)
+                      (every? same-reading? (str/split-lines (str out)))))))]
     (is (:pass? result) (pr-str (select-keys result [:seed :shrunk])))))

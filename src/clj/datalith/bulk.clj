@@ -4,12 +4,13 @@
   seqs of tx-data or records, datoms) as chunks for datalith.conn.Import."
   (:require [clojure.edn :as edn]
             [clojure.java.io :as io]
+            [clojure.string :as str]
             [datalith.args :refer [error]]
             [datalith.readers :as readers])
-  (:import (datalith.conn Conn Import)
+  (:import (datalith.conn Conn ExportLines Import)
            (datalith.db Db Schema)
            (datalith.index Datom)
-           (java.io File PushbackReader Reader Writer)
+           (java.io BufferedReader File PushbackReader Reader Writer)
            (java.nio.file Path)
            (java.util Base64 Iterator)))
 
@@ -146,7 +147,7 @@
   "The tags an import reads: datalith's, and `#inst`, `#uuid`."
   readers/readers)
 
-(defn- read-forms
+(defn- read-edn-forms
   "The top-level forms of `r`, lazily (a read error is :import/invalid-source)."
   [^PushbackReader r]
   (lazy-seq
@@ -156,7 +157,32 @@
                                    (str "Cannot read the import source as EDN: " (ex-message e))
                                    {:cause (ex-message e)}))))]
      (when-not (= ::eof form)
-       (cons form (read-forms r))))))
+       (cons form (read-edn-forms r))))))
+
+(defn- read-line-form
+  "The record on one line of an export file: ExportLines' fast reading, or the EDN reader's."
+  [^String line]
+  (or (ExportLines/parse line)
+      (try (edn/read-string {:readers edn-readers} line)
+           (catch Exception e
+             (throw (error :import/invalid-source
+                           (str "Cannot read the import source as EDN: " (ex-message e))
+                           {:cause (ex-message e)}))))))
+
+(def ^:private record-start "{:t ")
+
+(defn- read-forms
+  "The top-level forms of `r`, lazily. A source that starts as export writes its
+  records, one a line, is read line by line (datalith.conn.ExportLines, the EDN
+  reader for a line it leaves); any other, form by form by the EDN reader."
+  [^Reader r]
+  (let [^BufferedReader r (if (instance? BufferedReader r) r (BufferedReader. r))
+        start (char-array (count record-start))
+        n (do (.mark r (count record-start))
+              (let [n (.read r start)] (.reset r) n))]
+    (if (= record-start (String. start 0 (int (max 0 n))))
+      (map read-line-form (remove str/blank? (line-seq r)))
+      (read-edn-forms (PushbackReader. r)))))
 
 (defn- datoms-chunks
   "Datoms (of any index, of another database) as chunks of tx-data: first the
@@ -198,14 +224,11 @@
     (let [f (io/file (str source))]
       (when-not (.isFile f)
         (throw (error :import/invalid-source (str "No such file " source) {:source (str source)})))
-      (with-open [r (PushbackReader. (io/reader f))]
+      (with-open [r (io/reader f)]
         (run conn (mapcat form-chunks (read-forms r)) opts)))
 
     (instance? Reader source)
-    (run conn (mapcat form-chunks (read-forms (if (instance? PushbackReader source)
-                                                source
-                                                (PushbackReader. source))))
-         opts)
+    (run conn (mapcat form-chunks (read-forms source)) opts)
 
     (and (sequential? source) (instance? Datom (first source)))
     (run conn (datoms-chunks source (or chunk-size 10000)) opts)

@@ -39,7 +39,7 @@
             [datalith.core :as d]
             [datalith.progress :as progress]
             [datalith.workload :as w])
-  (:import (java.io File FileInputStream PushbackReader)))
+  (:import (java.io File FileInputStream)))
 
 (set! *warn-on-reflection* true)
 
@@ -156,7 +156,7 @@
       (let [channel (.getChannel in)
             size (max 1 (.length f))
             line (progress/import-line "import" #(/ (double (.position channel)) size))
-            r (try (d/import! conn (PushbackReader. (io/reader in))
+            r (try (d/import! conn (io/reader in)
                                {:progress line :resume? (boolean (:resume opts))})
                    (catch clojure.lang.ExceptionInfo e
                      (line)
