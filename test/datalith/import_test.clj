@@ -199,7 +199,9 @@
       [] {:progress 3} :import/invalid-options
       [] {:skip -1} :import/invalid-options
       [] {:chunk-size 0} :import/invalid-options
-      [] :x :db/invalid-options)
+      [] :x :db/invalid-options
+      [{:t "1" :tx-data []}] {} :import/record-t
+      [{:t 5 :tx-data []}] {} :import/record-t)
     (is (= 0 (d/basis-t (d/db conn))))))
 
 (deftest an-attribute-given-an-explicit-new-id-is-usable-in-its-transaction

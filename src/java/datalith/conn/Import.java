@@ -109,6 +109,10 @@ public final class Import {
       if (c instanceof Map<?, ?> m && m.containsKey(TX_DATA)) {
         data = m.get(TX_DATA);
         recordT = m.get(T) instanceof Number n ? n.longValue() : -1;
+        if (m.get(T) != null && !(m.get(T) instanceof Long || m.get(T) instanceof Integer)) {
+          throw withChunk(Errors.error("import/record-t", "A record's :t is a t (a long)",
+              "t", m.get(T)));
+        }
       }
       try {
         if (!one(store, data, recordT, resume)) {
