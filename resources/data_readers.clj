@@ -1,1 +1,3 @@
-{datalith/datom datalith.readers/read-datom}
+{datalith/datom datalith.readers/read-datom
+ datalith/bytes datalith.readers/read-bytes
+ datalith/float datalith.readers/read-float}

@@ -284,7 +284,18 @@
                                                     (gen/fmap #(hash-map (rand-nth [:map-size :sync :max-readers :schema :strict?]) %)
                                                               (gen-bad)))
                                          (gen/tuple (gen/return ::temp-dir) (gen/return {:map-size -1}))
-                                         (gen/tuple (gen/return "/proc/no/such/dir/x"))]))])))
+                                         (gen/tuple (gen/return "/proc/no/such/dir/x"))]))
+      (gen/tuple (gen/return 'export) (gen/tuple (gen-of [::db ::conn ::hist])))
+      (gen/tuple (gen/return 'export)
+                 (gen/tuple (gen-of [::db ::conn])
+                            (gen/one-of [(gen/return ::temp-dir)
+                                         (gen/such-that #(not (or (string? %) (instance? File %)))
+                                                        (gen-bad) 100)])))
+      (gen/tuple (gen/return 'import!)
+                 (gen/tuple conn (gen/one-of [(gen/vector tx-data 0 3) (gen-bad)])
+                            (gen/one-of [(gen/return {})
+                                         (gen/fmap #(hash-map (rand-nth [:progress :skip :resume? :chunk-size]) %)
+                                                   (gen-bad))])))])))
 
 (def public-fns
   "The entry points the generator calls, by name: every public function of datalith.core."
@@ -292,7 +303,8 @@
      history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
      pull pull-many verify rebuild-indexes backup
      entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
-     tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?})
+     tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?
+     export import!})
 
 ;; ---------------------------------------------------------------- the fixture
 

@@ -160,3 +160,26 @@
       (let [{:keys [status err]} (run "backup" (str dir "-none") (str dir "-x"))]
         (is (= 1 status))
         (is (= [(str "No database directory " dir "-none")] (lines err)))))))
+
+(deftest export-then-import-copies-a-database
+  (with-dir [dir]
+    (let [file (str dir ".edn")
+          copy (str dir "-copy")]
+      (try
+        (is (= 0 (:status (run "transact" dir "[{:db/ident :k/n :db/valueType :db.type/long}]"))))
+        (is (= 0 (:status (run "transact" dir "[{:k/n 1} {:k/n 2}]"))))
+        (let [{:keys [status out]} (run "export" dir file)]
+          (is (= 0 status))
+          (is (str/starts-with? out "Exported 2 transactions") out))
+        (let [{:keys [status out err]} (run "import" copy file)]
+          (is (= 0 status) err)
+          (is (str/starts-with? out "Imported 2 transactions") out)
+          (is (str/includes? err "datoms/s") "the progress line"))
+        (is (= (:out (run "query" dir "[:find ?e ?n :where [?e :k/n ?n]]"))
+               (:out (run "query" copy "[:find ?e ?n :where [?e :k/n ?n]]"))))
+        (testing "a rerun needs --resume, which skips what the copy has"
+          (is (= 1 (:status (run "import" copy file))))
+          (let [{:keys [status out]} (run "import" copy file "--resume")]
+            (is (= 0 status))
+            (is (str/starts-with? out "Imported 0 transactions, 0 datoms (2 skipped)") out)))
+        (finally (tu/delete-tree (io/file copy)) (io/delete-file file true))))))

@@ -5,8 +5,13 @@
     demo [DIR]                 an LMDB database in DIR (default ./datalith-demo):
                                loads the 100K issue tracker if it is empty, then
                                runs Q1-Q4, a pull and an as-of query with timings
-    import DIR FILE.edn        transacts the file's tx-data, or each tx-data of a
-                               vector of them, with a progress bar (creates DIR)
+    import DIR FILE.edn [--resume]
+                               imports the file's tx-data (tx-data, vectors of them, or
+                               export records) with d/import!, each one a transaction, with
+                               a progress line (creates DIR); --resume skips the export
+                               records DIR has (a rerun of an import that stopped)
+    export DIR FILE.edn        writes DIR's history as export records, which import reads
+                               back into an empty directory as an equal database
     query DIR [--as-of T] [--pretty] 'EDN' [ARG...]
                                prints the result of a query (ARGs: EDN inputs after the
                                db), on one line unless --pretty; --as-of T queries the
@@ -34,7 +39,7 @@
             [datalith.core :as d]
             [datalith.progress :as progress]
             [datalith.workload :as w])
-  (:import (java.io File PushbackReader)))
+  (:import (java.io File FileInputStream)))
 
 (set! *warn-on-reflection* true)
 
@@ -42,8 +47,11 @@
   "usage: datalith COMMAND ...
   demo [DIR]                 load the 100K issue tracker into DIR (default ./datalith-demo) if empty,
                              then run Q1-Q4, a pull and an as-of query with timings
-  import DIR FILE.edn        transact the file's tx-data (or each of a vector of tx-data);
-                             DIR is created if needed
+  import DIR FILE.edn [--resume]
+                             import the file's tx-data (or vectors of it, or export records),
+                             each a transaction; DIR is created if needed; --resume skips the
+                             export records DIR has
+  export DIR FILE.edn        write DIR's history as export records (import reads them back)
   query DIR [--as-of T] [--pretty] 'EDN' [ARG...]
                              print a query's result (one line; --pretty: pretty-printed);
                              ARGs are EDN inputs after the db; --as-of T: as of t, tx id or #inst
@@ -134,43 +142,43 @@
         (println (format "basis-t %d; the data stays in %s (run again to reuse it)."
                          (d/basis-t db) dir))))))
 
-;; ---------------------------------------------------------------- import
-
-(defn- batches
-  "The tx-data batches of an imported form: a tx-data (vector of maps and
-  lists/vectors starting with a keyword) is one batch; a vector of tx-data, many."
-  [form]
-  (let [tx-data? (fn [x] (and (sequential? x)
-                              (every? #(or (map? %) (and (sequential? %) (keyword? (first %))))
-                                      x)))]
-    (cond
-      (tx-data? form) [form]
-      (and (sequential? form) (every? tx-data? form)) (vec form)
-      :else (fail! "The file holds neither tx-data nor a vector of tx-data"))))
+;; ---------------------------------------------------------------- import and export
 
 (defn import-file
-  "Transacts FILE.edn into the database in dir, batch by batch."
+  "Imports FILE.edn (tx-data, vectors of tx-data, or `export` records) into the database in
+  dir with d/import!, a progress line on stderr; --resume skips the records it has."
+  [dir file opts]
+  (let [f (io/file file)]
+    (when-not (.isFile f)
+      (fail! (str "No such file " file)))
+    (with-open [in (FileInputStream. f)
+                conn (d/connect dir)]
+      (let [channel (.getChannel in)
+            size (max 1 (.length f))
+            line (progress/import-line "import" #(/ (double (.position channel)) size))
+            r (try (d/import! conn (io/reader in)
+                               {:progress line :resume? (boolean (:resume opts))})
+                   (catch clojure.lang.ExceptionInfo e
+                     (line)
+                     (if (= :import/invalid-source (:error (ex-data e)))
+                       (fail! (str "Cannot read " file " as EDN: " (:cause (ex-data e)))
+                              (select-keys (ex-data e) [:import/chunk]))
+                       (throw e))))]
+        (line)
+        (println (format "Imported %,d transactions, %,d datoms (%,d skipped) in %.1f s; basis-t %d"
+                         (:transactions r) (:datoms r) (:skipped r) (/ (:elapsed-ms r) 1000.0)
+                         (d/basis-t (d/db conn))))))))
+
+(defn- export-file
+  "Writes the history of the database in dir to FILE.edn as export records."
   [dir file]
-  (when-not (.isFile (io/file file))
-    (fail! (str "No such file " file)))
-  (let [form (try (with-open [r (PushbackReader. (io/reader (io/file file)))]
-                    (edn/read {:readers *data-readers*} r))
-                  (catch Exception e
-                    (fail! (str "Cannot read " file " as EDN: " (ex-message e)))))
-        bs (batches form)
-        total (reduce + (map count bs))
-        bar (progress/bar "import" "items")]
-    (with-open [conn (d/connect dir)]
-      (bar 0 total)
-      (let [datoms (loop [[b & more] bs done 0 datoms 0]
-                     (if b
-                       (let [r (d/transact! conn b)
-                             done (+ done (count b))]
-                         (bar done total)
-                         (recur more done (+ datoms (count (:tx-data r)))))
-                       datoms))]
-        (println (format "Imported %,d batches, %,d datoms; basis-t %d"
-                         (count bs) datoms (d/basis-t (d/db conn))))))))
+  (existing-dir dir)
+  (with-open [conn (d/connect dir)]
+    (let [start (System/nanoTime)
+          r (d/export conn file)]
+      (println (format "Exported %,d transactions, %,d forms in %.1f s; basis-t %s"
+                       (:transactions r) (:datoms r) (/ (- (System/nanoTime) start) 1e9)
+                       (:t-last r))))))
 
 ;; ---------------------------------------------------------------- the others
 
@@ -269,6 +277,7 @@
       (empty? args) [opts positional]
       (= "--pretty" a) (recur more (assoc opts :pretty true) positional)
       (= "--compact" a) (recur more (assoc opts :compact true) positional)
+      (= "--resume" a) (recur more (assoc opts :resume true) positional)
       (= "--as-of" a) (if-let [t (first more)]
                         (recur (rest more)
                                (assoc opts :as-of (let [v (read-edn t "--as-of point")]
@@ -288,7 +297,11 @@
       "demo" (do (demo (first more)) 0)
       "import" (let [[dir file] more]
                  (when-not (and dir file) (fail! usage))
-                 (import-file dir file)
+                 (import-file dir file opts)
+                 0)
+      "export" (let [[dir file] more]
+                 (when-not (and dir file) (fail! usage))
+                 (export-file dir file)
                  0)
       "query" (let [[dir q & inputs] more]
                 (when-not (and dir q) (fail! usage))

@@ -15,6 +15,7 @@
   (:refer-clojure :exclude [filter with sync])
   (:require [datalith.args :refer [conn-arg db-arg error explaining long-arg opts-arg
                                      query-shape? tx-shape?]]
+            [datalith.bulk :as bulk]
             [datalith.dirs :refer [->path delete-contents empty-target with-store]]
             [datalith.printing]
             [datalith.readers]
@@ -444,6 +445,81 @@
        {:dir (str target)
         :t (basis-t (db copy))
         :bytes (.length (File. dir "data.mdb"))}))))
+
+;; ---------------------------------------------------------------- export and import
+
+(defn export
+  "A database's history as tx-data: one record `{:t t :tx-data [...]}` a
+  transaction, t 1 to the basis t of `source` (a connection or a database
+  value; the bootstrap, t 0, is left out), each with its :db/txInstant, so
+  that `import!` into an EMPTY database (of either store, this version or a
+  later one) gives an equal database: the same datoms in every index, the same
+  as-of and history at every t.
+
+  Entity ids are written as they are (transactions' own too: an import makes
+  each record the transaction of its t); attributes a transaction installs
+  come first in it, as maps {:db/id e :db/ident k ...}; schema values name
+  system entities by ident (:db.type/string); derived composite tuples are
+  left out (the transactor derives them again); byte arrays and floats are
+  tagged #datalith/bytes \"base64\" and #datalith/float \"1.5\".
+
+  With one argument: the records as a lazy sequence. With `out` (a file path,
+  File or java.io.Writer, which stays open): writes them as EDN, one a line,
+  and returns {:transactions :datoms :t-last}. Also the way to move a database
+  between stores, versions and machines.
+
+    (d/export conn \"/tmp/shop.edn\")
+    ; => {:transactions 1200, :datoms 120228, :t-last 1200}
+    (first (d/export (d/db conn)))
+    ; => {:t 1, :tx-data [{:db/id 1000, :db/ident :user/email, ..} .. [:db/add 13194139533313 :db/txInstant #inst \"..\"]]}"
+  ([source]
+   (bulk/export-seq (db-arg (if (instance? Conn source) (.db ^Conn source) source))))
+  ([source out]
+   (let [records (export source)]
+     (if (instance? java.io.Writer out)
+       (bulk/export-to records out)
+       (bulk/export-file records out)))))
+
+(defn import!
+  "Loads a large body of tx-data into `conn` much faster than `transact!`
+  chunk by chunk: each chunk is one transaction, with `transact!`'s semantics
+  (schema, uniqueness and upserts, cardinality, lookup refs, redundant datoms
+  dropped), its own t and :db/txInstant, so as-of and history read an import as
+  they read transactions. The import holds the connection's transaction lock
+  and commits without fsync, then syncs once at the end (returning or
+  throwing): a JVM crash loses nothing committed, an operating system crash
+  during the import may lose its last chunks (never part of one); once it
+  returns, all is on disk. Listeners get the chunks' reports when it ends.
+
+  `source`: an EDN file (path, File or Path) or a java.io.Reader whose
+  top-level forms are tx-data, vectors of tx-data, or `export` records; a seq
+  of those; or a seq of datoms (`d/datoms` of another database: attributes
+  first, then :chunk-size datoms a transaction, entity ids kept; current
+  datoms only, no history). An export record imports only as the transaction
+  of its t (into an empty database, t 1 first): elsewhere it is refused
+  (:import/record-t).
+
+  Options:
+    :progress    (fn [{:keys [chunk transactions datoms basis-t elapsed-ms]}])
+                 called after each committed chunk; returning :stop stops the
+                 import there
+    :resume?     true skips the export records whose t the database has: a
+                 rerun of an import that stopped completes it
+    :skip        skips the first n chunks (rerunning a tx-data source)
+    :chunk-size  datoms a transaction for a source of datoms (default 10000)
+
+  Returns {:transactions :datoms :t-first :t-last :skipped :stopped-at
+  :elapsed-ms} (:stopped-at: the index of the first chunk not imported, when
+  :progress stopped it). A chunk that fails stops the import with the ex-info
+  `transact!` gives, with :import/chunk (its index in the source, from 0) and
+  :import/report (what was committed before it) added; the chunks before it
+  stay committed.
+
+    (d/import! conn \"/tmp/shop.edn\")
+    ; => {:transactions 1200, :datoms 120228, :t-first 1, :t-last 1200, ..}"
+  ([conn source] (import! conn source {}))
+  ([conn source opts]
+   (bulk/import! (conn-arg conn) source (opts-arg opts))))
 
 ;; ---------------------------------------------------------------- queries
 

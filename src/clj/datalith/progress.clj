@@ -34,3 +34,37 @@
              (print (render label unit done total start))
              (when finished? (println))
              (flush))))))))
+
+(defn- eta [^double frac ^double secs]
+  (if (and (pos? frac) (< frac 1.0))
+    (format "ETA %.0f s" (* secs (/ (- 1.0 frac) frac)))
+    ""))
+
+(defn import-line
+  "A progress function for `d/import!`'s :progress: redraws one line on stderr
+  (datoms, datoms/s, the share of the source read and the time left, judged
+  from it) at most ten times a second. `read-fraction` is a function giving
+  the share of the source read so far, 0.0 to 1.0. Call the returned function
+  with no argument to end the line."
+  [label read-fraction]
+  (let [last-draw (volatile! 0)
+        draw (fn [{:keys [datoms elapsed-ms]}]
+               (let [secs (/ (double elapsed-ms) 1000.0)
+                     frac (double (read-fraction))]
+                 (binding [*out* *err*]
+                   (print (format "\r%s %,d datoms  %,.0f datoms/s  %3d%%  %s   " label datoms
+                                  (if (pos? secs) (/ datoms secs) 0.0) (long (* 100 frac))
+                                  (eta frac secs)))
+                   (flush))))
+        last-seen (volatile! nil)]
+    (fn
+      ([] (when-let [p @last-seen]
+            (draw p)
+            (binding [*out* *err*] (println))))
+      ([p]
+       (vreset! last-seen p)
+       (let [now (System/nanoTime)]
+         (when (> (- now (long @last-draw)) 100000000)
+           (vreset! last-draw now)
+           (draw p)))
+       nil))))

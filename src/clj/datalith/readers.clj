@@ -36,6 +36,27 @@
     (throw (ex-info "A datom reads from a vector [e a v tx added]"
                     {:error :db/invalid-datom :form form}))))
 
+(defn read-bytes
+  "The byte array that `#datalith/bytes \"base64\"` stands for (`export` writes
+  byte arrays so)."
+  ^bytes [form]
+  (if (string? form)
+    (try (.decode (java.util.Base64/getDecoder) ^String form)
+         (catch IllegalArgumentException e
+           (throw (ex-info (str "#datalith/bytes takes base64: " (ex-message e))
+                           {:error :db/invalid-bytes :form form}))))
+    (throw (ex-info "#datalith/bytes takes a base64 string" {:error :db/invalid-bytes :form form}))))
+
+(defn read-float
+  "The float that `#datalith/float \"1.5\"` stands for (`export` writes floats
+  so: EDN reads a bare 1.5 as a double)."
+  [form]
+  (if-let [f (and (string? form) (parse-double form))]
+    (float f)
+    (throw (ex-info "#datalith/float takes a decimal string" {:error :db/invalid-float :form form}))))
+
 (def readers
   "The tags datalith's values read back from, for `clojure.edn/read` `:readers`."
-  {'datalith/datom read-datom})
+  {'datalith/datom read-datom
+   'datalith/bytes read-bytes
+   'datalith/float read-float})

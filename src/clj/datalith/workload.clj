@@ -198,6 +198,28 @@
   [^Map ids changes]
   (mapv (fn [[i state]] [:db/add (eid ids (issue-tempid i)) :issue/state state]) changes))
 
+(defn import-tx-data
+  "The load's transactions as one seq of tx-data for `import!`: the users and
+  labels, then the issues `batch-size` a transaction, naming their users and
+  labels by lookup ref (no ids are known before the import); the same datoms as
+  `load!` without its updates."
+  [data batch-size]
+  (let [users (:users data)
+        labels (:labels data)]
+    (cons (directory-tx-data data)
+          (for [from (range 0 (count (:issues data)) batch-size)]
+            (mapv (fn [{:keys [title state priority assignee reporter created-at] :as issue}]
+                    (cond-> {:issue/title title
+                             :issue/state state
+                             :issue/priority priority
+                             :issue/assignee [:user/email (:email (users assignee))]
+                             :issue/reporter [:user/email (:email (users reporter))]
+                             :issue/created-at created-at}
+                      (seq (:labels issue))
+                      (assoc :issue/labels (mapv #(vector :label/name (:name (labels %)))
+                                                 (:labels issue)))))
+                  (subvec (:issues data) from (min (count (:issues data)) (+ from batch-size))))))))
+
 (defn- issue-datoms ^long [data from to]
   (reduce + (map #(+ 6 (count (:labels %))) (subvec (:issues data) from to))))
 

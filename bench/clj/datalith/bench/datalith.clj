@@ -87,3 +87,35 @@
   tempids map is `ids`."
   [^File dir ids]
   (->Datalith :lmdb dir (atom {:conn (d/connect (.getPath dir)) :ids ids})))
+
+(defn bulk?
+  "Whether `s` is a datalith system (which has the import and export ops)."
+  [s]
+  (instance? Datalith s))
+
+(defn- timed-rate
+  "{:p50-ms .. :ops-per-s items/s} of one run of f, which returns the item count."
+  [f]
+  (let [start (System/nanoTime)
+        n (f)
+        ms (/ (- (System/nanoTime) start) 1e6)]
+    {:p50-ms ms :p95-ms ms :p99-ms ms :ops-per-s (/ n (/ ms 1000))}))
+
+(defn bulk-ops
+  "The ops `import` (the workload's tx-data, `batch-size` issues a chunk, through
+  d/import! into a fresh database of the same kind: datoms/s) and `export` (the
+  loaded database's history through d/export to a file in `scratch`: datoms/s),
+  each run once: {op stats}."
+  [^Datalith s data batch-size ^File scratch]
+  (let [conn (:conn @(.-state s))
+        import-dir (File. scratch "import")
+        export-file (File. scratch "export.edn")]
+    (.mkdirs scratch)
+    (try
+      {"import" (let [c (if (.-dir s)
+                          (d/connect (.getPath import-dir) {:schema workload/schema})
+                          (d/connect :mem {:schema workload/schema}))]
+                  (try (timed-rate #(:datoms (d/import! c (workload/import-tx-data data batch-size))))
+                       (finally (d/close c))))
+       "export" (timed-rate #(:datoms (d/export conn export-file)))}
+      (finally (system/delete-tree scratch)))))

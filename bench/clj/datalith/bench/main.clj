@@ -235,6 +235,11 @@
           (when (system/relax-sync! s)
             (row! s "tx-single-nosync"
                   (harness/measure (fn [_] (system/transact-one! s (swap! n inc))) [nil] tx-opts)))))
+      (doseq [s systems :when (datalith/bulk? s)]
+        (System/gc)
+        (doseq [[op st] (datalith/bulk-ops s data (:batch-size opts)
+                                           (io/file data-dir (str (system/system-name s) "-bulk")))]
+          (row! s op st)))
       (when-let [lmdb (and (:small-heap opts)
                            (some #(when (= "datalith-lmdb" (system/system-name %)) %) systems))]
         (log "--- datalith-lmdb queried from a JVM with -Xmx256m")

@@ -26,14 +26,16 @@
   "Report order of the operations."
   [op]
   (let [fixed ["load" "q1-point" "q1-param" "q2-ref" "q3-aggregate" "q4-predicate" "pull-star"
-               "pull-nested" "in-bindings" "as-of-q2" "since" "tx-single" "tx-single-nosync"]
+               "pull-nested" "in-bindings" "as-of-q2" "since" "tx-single" "tx-single-nosync"
+               "import" "export"]
         i (order-of fixed op)]
     (if (< i 1000)
       [i 0 0]
       (let [[_ kind threads] (re-find #"^read-(\w+)-(\d+)t$" op)]
         [100 (if (= kind "point") 0 1) (parse-long (or threads "0"))]))))
 
-(defn- throughput-op? [op] (or (= op "load") (str/starts-with? op "read-")))
+(defn- throughput-op? [op]
+  (or (#{"load" "import" "export"} op) (str/starts-with? op "read-")))
 
 ;; ---------------------------------------------------------------- csv
 
@@ -169,7 +171,7 @@
                 (for [op ops :when (not (throughput-op? op))]
                   (cons op (for [s systems]
                              (cell #(str (fmt-ms (:p50_ms %)) " (" (fmt-ms (:p99_ms %)) ")") s op)))))
-         "\n\n### Throughput (load: datoms/s; tx-single: tx/s; read-KIND-Nt: reads/s with N threads)\n\n"
+         "\n\n### Throughput (load, import, export: datoms/s; tx-single: tx/s; read-KIND-Nt: reads/s with N threads)\n\n"
          (table (cons "op" systems)
                 (for [op ops :when (or (throughput-op? op) (str/starts-with? op "tx-"))]
                   (cons op (for [s systems] (cell #(fmt-rate (:ops_per_s %)) s op)))))

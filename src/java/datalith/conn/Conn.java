@@ -152,6 +152,38 @@ public final class Conn implements Source, AutoCloseable {
   }
 
   /**
+   * Takes the transaction lock for an {@link Import}, which holds it until
+   * {@link #unlockAfterImport}: its chunks commit one after another, no other transaction of
+   * this connection in between.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :tx/reentrant} from a transaction function
+   */
+  void lockForImport() {
+    if (txLock.isHeldByCurrentThread()) {
+      throw Errors.error("tx/reentrant", "Cannot import into a connection from inside one of its"
+          + " transactions (a transaction function, or code it calls)");
+    }
+    txLock.lock();
+  }
+
+  /** Releases the lock {@link #lockForImport} took, then delivers the import's reports. */
+  void unlockAfterImport() {
+    txLock.unlock();
+    listeners.deliver();
+  }
+
+  /** The latest value as {@code s} reads the store, for an import holding the lock. */
+  Latest refreshForImport(Snapshot s) {
+    return latest.refresh(s);
+  }
+
+  /** Publishes a chunk an import committed, as {@link #transact} publishes its commit. */
+  void committedByImport(TxReport report, Latest after) {
+    publish(after);
+    listeners.committed(report);
+  }
+
+  /**
    * Runs {@link #transact} on this connection's transaction thread: the transactions given to
    * it run one after another, in the order of the calls. The future completes with the report,
    * or with the transaction's error.

@@ -3,7 +3,9 @@
  * transactions one at a time (the transactor, {@code datalith.tx}, computes each;
  * {@code datalith.db.Latest} commits it) and holds the latest database value;
  * {@link datalith.conn.With} applies a transaction to a database value in memory only;
- * {@link datalith.conn.TxReport} says what either did. {@code Listeners} hands each committed
+ * {@link datalith.conn.TxReport} says what either did; {@link datalith.conn.Import} commits a
+ * sequence of chunks of tx-data, each a transaction, holding the lock throughout with the
+ * store's fsync paused until it ends. {@code Listeners} hands each committed
  * report to the connection's listeners and report queue; {@link datalith.conn.TxFuture} is the
  * pending report of {@code Conn.transactAsync}.
  *
@@ -20,7 +22,8 @@
  * it: both throw. {@code With.run} may be called from any thread; reports are immutable.
  * Listeners and the report queue get each report after its commit, outside the transaction
  * lock, in commit order, on the committing thread, one thread delivering at a time (a
- * transaction returns once its report is delivered). {@code transactAsync} runs transactions on
+ * transaction returns once its report is delivered; an import's reports, once it ends).
+ * {@code transactAsync} runs transactions on
  * the connection's one daemon thread, made on first use and shut down by {@code close}.
  */
 package datalith.conn;

@@ -574,6 +574,12 @@ public final class LmdbStore implements Store {
     return sync;
   }
 
+  /** {@inheritDoc} Sets LMDB's MDB_NOSYNC on the environment; ends with mdb_env_sync. */
+  @Override
+  public SyncPause pauseSync() {
+    return sync ? LmdbSyncPause.begin(env, where) : () -> {};
+  }
+
   /**
    * {@inheritDoc}
    *

@@ -31,6 +31,25 @@ public interface Store extends AutoCloseable {
   /** True when commits are fsynced before {@link WriteTxn#commit()} returns. */
   boolean durable();
 
+  /**
+   * Lets the commits until the returned pause is closed skip their fsync (bulk loads:
+   * {@code datalith.conn.Import}); closing it forces everything committed to disk, then makes
+   * commits durable again. A crash of the JVM during the pause loses nothing committed; one of
+   * the operating system may lose the commits since the pause began, as {@code "sync" false}
+   * does. A store that is not durable, or cannot switch, pauses nothing. The caller holds the
+   * pause on the thread that writes, and no other thread of the process writes meanwhile.
+   */
+  default SyncPause pauseSync() {
+    return () -> {};
+  }
+
+  /** A pause of fsync on commit ({@link #pauseSync}); closing it syncs and ends it. */
+  interface SyncPause extends AutoCloseable {
+    /** Forces every commit to disk, then makes commits durable again. Idempotent. */
+    @Override
+    void close();
+  }
+
   /** The directory the store keeps its files in, or null for one in memory. */
   default String directory() {
     return null;

@@ -56,7 +56,9 @@
  * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
  * transaction in key order; runs of keys that land in the middle of a tree (new entities' datoms
  * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
- * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}).
+ * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}). A bulk
+ * load may pause the fsync of commits ({@code Store.pauseSync}; on LMDB, MDB_NOSYNC set and
+ * cleared by {@code LmdbSyncPause}) and sync once when it ends.
  *
  * <p>Backups: {@link datalith.store.LmdbBackup} copies an open LMDB store's last commit into an
  * empty directory with LMDB's own copy, from one snapshot while reads and writes go on; page

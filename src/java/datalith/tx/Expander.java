@@ -155,6 +155,9 @@ final class Expander {
   /** The entity of a map: declared with its attribute, its :db/id, or a new one. */
   private Object mapEntity(Map<?, ?> m) {
     Object declared = mapEntities.get(m);
+    if (declared instanceof Long e) {
+      return refs.resolve(e, m); // an explicit id is named, so the allocator moves above it
+    }
     if (declared != null) {
       return declared;
     }

@@ -4,6 +4,7 @@ import clojure.lang.ISeq;
 import clojure.lang.Keyword;
 import clojure.lang.RT;
 import datalith.db.Attr;
+import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.Schema;
 import java.util.ArrayList;
@@ -67,10 +68,14 @@ final class PendingAttrs {
         continue;
       }
       Object id = m.get(DB_ID);
+      Long existing = schema.entid(ident);
+      if (existing == null && isUserId(id)) {
+        declareAt(((Number) id).longValue(), ident, m, temps, entities);
+        continue;
+      }
       if (id != null && (!Tempids.isTempid(id) || Tempids.TX_TEMPID.equals(id))) {
         continue; // an entity given by id, ident, lookup ref or "datomic.tx": ordinary data
       }
-      Long existing = schema.entid(ident);
       Map<Long, Object> props = props(ident, m);
       if (existing != null) {
         if (existing < Schema.FIRST_USER_ID) {
@@ -103,6 +108,37 @@ final class PendingAttrs {
       }
     }
     return entities;
+  }
+
+  /** Whether {@code id} is an explicit entity id of a user entity (not a system or tx one). */
+  private static boolean isUserId(Object id) {
+    return (id instanceof Long || id instanceof Integer) && ((Number) id).longValue()
+        >= Schema.FIRST_USER_ID && ((Number) id).longValue() < Db.TX0;
+  }
+
+  /**
+   * Declares the new ident of map {@code m}, whose {@code :db/id} is the explicit entity id
+   * {@code eid} (as an exported history names its attributes, see {@code datalith.core/export}):
+   * the attribute's entity is resolved to {@code eid} from the start, and the map's entity is
+   * {@code eid} itself, which the expander names like any explicit id.
+   */
+  private void declareAt(long eid, Keyword ident, Map<?, ?> m, Tempids temps,
+      IdentityHashMap<Object, Object> entities) {
+    Fresh f = fresh.get(ident);
+    if (f == null) {
+      TempRef r = temps.anonymous();
+      r.eid = eid;
+      f = new Fresh(r, --lastProvisional);
+      fresh.put(ident, f);
+    } else if (f.entity.root().eid >= 0 && f.entity.root().eid != eid) {
+      throw Errors.error("tx/upsert-conflict", "Two entities declare the ident " + ident,
+          "ident", ident, "entities", RT.vector(f.entity.root().eid, eid), "form", m);
+    } else {
+      f.entity.root().eid = eid;
+    }
+    f.props.putAll(props(ident, m));
+    attrs.put(ident, schema.preview(f.provisionalId, ident, f.props));
+    entities.put(m, eid);
   }
 
   // the system-attribute values map m gives (refs given by ident as entity ids)

@@ -13,7 +13,9 @@
  * next its result:
  * <ol>
  *   <li>declare: {@code PendingAttrs} declares the attributes that maps with
- *       {@code :db/ident} define, so the rest of tx-data sees them as defined;
+ *       {@code :db/ident} define (a tempid's, or a new entity given by explicit
+ *       id, as {@code export} writes them), so the rest of tx-data sees them as
+ *       defined;
  *   <li>expand: {@code Expander} turns tx-data into {@code Op}s (entity maps,
  *       nested maps, reverse attributes, list forms, and the tx-data that
  *       {@code TxFns} gets from transaction functions), resolving each entity

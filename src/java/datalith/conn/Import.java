@@ -1,0 +1,199 @@
+package datalith.conn;
+
+import clojure.lang.ExceptionInfo;
+import clojure.lang.IFn;
+import clojure.lang.IPersistentMap;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentArrayMap;
+import datalith.db.Errors;
+import datalith.db.Latest;
+import datalith.db.Snapshot;
+import datalith.store.Store;
+import datalith.store.WriteTxn;
+import datalith.tx.Transactor;
+import java.util.Iterator;
+import java.util.Map;
+
+/**
+ * Bulk import: a sequence of chunks of tx-data, each committed as its own transaction (its own
+ * t, {@code :db/txInstant} and log record, with {@code transact}'s semantics), holding the
+ * connection's transaction lock throughout and with the store's fsync paused until the end
+ * ({@link Store#pauseSync}): the import's commits reach the disk once, when it ends, whether
+ * it ends well or not.
+ *
+ * <p>A chunk is a tx-data, or a record {@code {:t t :tx-data tx-data}} as {@code export} writes
+ * them: a record imports only as transaction {@code t} (the next one of the database), so that
+ * its explicit entity ids mean what they meant in the database it came from; with
+ * {@code resume} the records already imported (t up to the database's basis t) are skipped.
+ * {@code skip} skips the source's first chunks (a rerun of a tx-data source that stopped).
+ *
+ * <p>A chunk that fails stops the import: the ex-info {@code transact} gives, with
+ * {@code :import/chunk} (its index in the source, from 0) and {@code :import/report} (what was
+ * imported before it, committed) added to its data. The progress function is called with a map
+ * after every committed chunk; when it returns {@code :stop}, the import stops there and its
+ * report says where ({@code :stopped-at}, the index of the next chunk).
+ *
+ * <p>Durability: while the import runs, a crash of the JVM loses nothing committed, and one of
+ * the operating system may lose the chunks committed since it began (LMDB's MDB_NOSYNC; every
+ * commit is whole, so what survives is a prefix of the chunks, which a rerun with
+ * {@code resume}/{@code skip} completes). When it returns or throws, every committed chunk is
+ * on disk.
+ */
+public final class Import {
+  private static final Keyword T = Keyword.intern("t");
+  private static final Keyword TX_DATA = Keyword.intern("tx-data");
+  private static final Keyword STOP = Keyword.intern("stop");
+  private static final Keyword CHUNK = Keyword.intern("chunk");
+  private static final Keyword TRANSACTIONS = Keyword.intern("transactions");
+  private static final Keyword DATOMS = Keyword.intern("datoms");
+  private static final Keyword ELAPSED = Keyword.intern("elapsed-ms");
+  private static final Keyword BASIS_T = Keyword.intern("basis-t");
+  private static final Keyword T_FIRST = Keyword.intern("t-first");
+  private static final Keyword T_LAST = Keyword.intern("t-last");
+  private static final Keyword SKIPPED = Keyword.intern("skipped");
+  private static final Keyword STOPPED_AT = Keyword.intern("stopped-at");
+  private static final Keyword IMPORT_CHUNK = Keyword.intern("import", "chunk");
+  private static final Keyword IMPORT_REPORT = Keyword.intern("import", "report");
+
+  private final Conn conn;
+  private final IFn progress; // may be null
+  private final long start = System.nanoTime();
+  private long chunk; // index in the source of the chunk at hand
+  private long transactions;
+  private long datoms;
+  private long skipped;
+  private long tFirst = -1;
+  private long tLast = -1;
+  private long stoppedAt = -1;
+
+  private Import(Conn conn, IFn progress) {
+    this.conn = conn;
+    this.progress = progress;
+  }
+
+  /**
+   * Imports {@code chunks} into {@code conn}; returns the report {@code {:transactions
+   * :datoms :t-first :t-last :skipped :stopped-at :elapsed-ms}} (t-first and t-last nil when
+   * nothing was imported, stopped-at nil unless the progress function stopped it).
+   *
+   * @param progress called with {@code {:chunk :transactions :datoms :basis-t :elapsed-ms}}
+   *     after each committed chunk, or null
+   * @param skip how many chunks to skip at the source's start
+   * @param resume whether to skip the records whose t the database has
+   * @throws ExceptionInfo the failing chunk's error with {@code :import/chunk} and
+   *     {@code :import/report}; {@code :import/record-t} for a record out of its place;
+   *     {@code :tx/reentrant} from a transaction function of this connection
+   */
+  public static IPersistentMap run(Conn conn, Iterator<?> chunks, IFn progress, long skip,
+      boolean resume) {
+    Import im = new Import(conn, progress);
+    Store store = conn.store();
+    conn.lockForImport();
+    try (Store.SyncPause pause = store.pauseSync()) {
+      im.each(store, chunks, skip, resume);
+    } finally {
+      conn.unlockAfterImport();
+    }
+    return im.report();
+  }
+
+  private void each(Store store, Iterator<?> chunks, long skip, boolean resume) {
+    for (chunk = 0; hasNext(chunks); chunk++) {
+      Object c = next(chunks);
+      if (chunk < skip) {
+        skipped++;
+        continue;
+      }
+      Object data = c;
+      long recordT = -1;
+      if (c instanceof Map<?, ?> m && m.containsKey(TX_DATA)) {
+        data = m.get(TX_DATA);
+        recordT = m.get(T) instanceof Number n ? n.longValue() : -1;
+        if (m.get(T) != null && !(m.get(T) instanceof Long || m.get(T) instanceof Integer)) {
+          throw withChunk(Errors.error("import/record-t", "A record's :t is a t (a long)",
+              "t", m.get(T)));
+        }
+      }
+      try {
+        if (!one(store, data, recordT, resume)) {
+          skipped++;
+          continue;
+        }
+      } catch (RuntimeException e) {
+        throw withChunk(e);
+      }
+      if (progress != null && STOP.equals(progress.invoke(progressMap()))) {
+        stoppedAt = chunk + 1;
+        return;
+      }
+    }
+  }
+
+  private boolean hasNext(Iterator<?> chunks) {
+    try {
+      return chunks.hasNext();
+    } catch (RuntimeException e) {
+      throw withChunk(e); // the source failed (an EDN reader, say)
+    }
+  }
+
+  private Object next(Iterator<?> chunks) {
+    try {
+      return chunks.next();
+    } catch (RuntimeException e) {
+      throw withChunk(e);
+    }
+  }
+
+  /** Commits one chunk; false when it is a record the database has (skipped). */
+  private boolean one(Store store, Object data, long recordT, boolean resume) {
+    try (WriteTxn wt = store.beginWrite()) {
+      Latest base;
+      Transactor.Result r;
+      try (Snapshot s = Snapshot.of(store)) {
+        base = conn.refreshForImport(s);
+        long next = base.db().basisT() + 1;
+        if (recordT >= 0 && recordT != next) {
+          if (resume && recordT < next) {
+            return false;
+          }
+          throw Errors.error("import/record-t", "The exported record of t " + recordT
+              + " imports only as transaction " + recordT + ", and the database's next is "
+              + next + (recordT < next ? " (rerun with :resume? true to skip the records it has)"
+              : ""), "t", recordT, "next-t", next);
+        }
+        r = Transactor.run(base.db(), s, data);
+      }
+      Latest after = base.commit(wt, r.changes, r.schema, r.t, r.nextEid);
+      conn.committedByImport(new TxReport(base.db(), after.db(), r.changes, r.tempids), after);
+      transactions++;
+      datoms += r.changes.size();
+      tFirst = tFirst < 0 ? r.t : tFirst;
+      tLast = r.t;
+      return true;
+    }
+  }
+
+  /** {@code e}, an error of the chunk at hand, with {@code :import/chunk} and the report. */
+  private ExceptionInfo withChunk(RuntimeException e) {
+    ExceptionInfo info = e instanceof ExceptionInfo x && x.getData() != null ? x
+        : Errors.errorWithCause(e, "import/failed", "The import failed: " + e);
+    IPersistentMap data = info.getData().assoc(IMPORT_CHUNK, chunk).assoc(IMPORT_REPORT, report());
+    return new ExceptionInfo(info.getMessage() + " (import chunk " + chunk + ")", data, info);
+  }
+
+  private long elapsedMs() {
+    return (System.nanoTime() - start) / 1_000_000;
+  }
+
+  private IPersistentMap progressMap() {
+    return PersistentArrayMap.createAsIfByAssoc(new Object[] {CHUNK, chunk, TRANSACTIONS,
+        transactions, DATOMS, datoms, BASIS_T, tLast, ELAPSED, elapsedMs()});
+  }
+
+  private IPersistentMap report() {
+    return PersistentArrayMap.createAsIfByAssoc(new Object[] {TRANSACTIONS, transactions,
+        DATOMS, datoms, T_FIRST, tFirst < 0 ? null : tFirst, T_LAST, tLast < 0 ? null : tLast,
+        SKIPPED, skipped, STOPPED_AT, stoppedAt < 0 ? null : stoppedAt, ELAPSED, elapsedMs()});
+  }
+}

@@ -1,0 +1,19 @@
+(ns datalith.import-kill-child
+  "The child JVM of datalith.import-test's kill test: imports an export file into an LMDB
+  directory with :resume? true, writing `chunk N` to stdout after each committed chunk,
+  until its parent kills it (or the import ends: `done`).
+
+    java ... clojure.main -m datalith.import-kill-child DIR FILE"
+  (:require [datalith.child-jvm :as child]
+            [datalith.core :as d]))
+
+(defn -main [dir file]
+  (child/exit-with-parent!)
+  (with-open [conn (d/connect dir)]
+    (d/import! conn file {:resume? true
+                          :progress (fn [{:keys [chunk]}]
+                                      (println "chunk" chunk)
+                                      (flush))}))
+  (println "done")
+  (flush)
+  (shutdown-agents))
