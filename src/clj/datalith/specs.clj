@@ -118,6 +118,17 @@
 
 (s/def ::timeout pos-int?)
 
+(s/def ::limit nat-int?)
+(s/def ::offset nat-int?)
+
+(defn- order-ref? [x] (or (variable? x) (seq? x)))
+
+(s/def ::order-key (s/or :ref order-ref? :dir (s/tuple order-ref? #{:asc :desc})))
+
+(s/def ::order-by
+  (s/or :key (s/tuple order-ref? #{:asc :desc})
+        :keys (s/coll-of ::order-key :kind sequential? :min-count 1)))
+
 ;; ---------------------------------------------------------------- queries: :where
 
 (defn clause-kind
@@ -199,7 +210,7 @@
 
 ;; ---------------------------------------------------------------- queries
 
-(def sections #{:find :keys :strs :syms :with :in :where :timeout})
+(def sections #{:find :keys :strs :syms :with :in :where :timeout :order-by :limit :offset})
 
 (defn- one-return-names? [q] (<= (count (filter #(contains? q %) [:keys :strs :syms])) 1))
 
@@ -207,7 +218,8 @@
   (s/and map?
          #(every? sections (keys %))
          one-return-names?
-         (s/keys :req-un [::find] :opt-un [::keys ::strs ::syms ::with ::in ::where ::timeout])))
+         (s/keys :req-un [::find] :opt-un [::keys ::strs ::syms ::with ::in ::where ::timeout
+                                          ::order-by ::limit ::offset])))
 
 (defn query-vector->map
   "A vector query [:find ... :where ...] as its map {:find [...] :where [...]},
@@ -221,9 +233,22 @@
             [{} nil] q)
     ::s/invalid))
 
+(defn- vector-sections
+  "The sections of a vector query as the map form writes them: :limit and
+  :offset one value each (a vector when not one), :order-by [[?v :desc] ?w]
+  whether written so or as its keys."
+  [m]
+  (cond-> m
+    (= 1 (count (:limit m))) (update :limit first)
+    (= 1 (count (:offset m))) (update :offset first)
+    (and (= 1 (count (:order-by m))) (vector? (first (:order-by m)))
+         (not (s/valid? (s/tuple order-ref? #{:asc :desc}) (first (:order-by m)))))
+    (update :order-by first)))
+
 (s/def ::query-vector
   (s/and vector?
-         (s/conformer #(let [r (query-vector->map %)] (if (= ::s/invalid r) r (first r))))
+         (s/conformer #(let [r (query-vector->map %)]
+                         (if (= ::s/invalid r) r (vector-sections (first r)))))
          ::query-map))
 
 (defmulti query-spec "The spec of a query of a form: vector or map." #(if (map? %) :map :vector))

@@ -36,7 +36,9 @@ import java.util.function.Function;
  * Then pulls replace their entity ids and the find spec shapes the tuples: a set of vectors
  * (relation; a vector of them when a bag), a vector (collection, repeats kept with {@code :with}),
  * one vector or value (tuple, scalar: the first, nil when none), each tuple a map with
- * {@code :keys}/{@code :strs}/{@code :syms}. One per query run; not thread-safe.
+ * {@code :keys}/{@code :strs}/{@code :syms}. Before pulls, the query's slice ({@link Slices}) keeps
+ * the tuples {@code :order-by}, {@code :offset} and {@code :limit} ask for; a relation with an
+ * order is a vector in that order. One per query run; not thread-safe.
  */
 final class Results {
   private final Query query;
@@ -111,7 +113,9 @@ final class Results {
    * The answer from tuples already grouped and aggregated (one per :find element each): pulls
    * done, then shaped.
    */
-  Object shape(List<Object[]> tuples) {
+  Object shape(List<Object[]> all) {
+    List<Object[]> tuples = Slices.apply(query.slice(), all, query.findElements().size(),
+        deadline);
     Object spec = query.find();
     if (lazy && !(spec instanceof FindScalar) && !(spec instanceof FindTuple)) {
       return lazyShape(tuples, spec instanceof FindColl);
@@ -137,7 +141,7 @@ final class Results {
       Object[] t = tuples.get(i);
       items[i] = rm == null ? LazilyPersistentVector.createOwning(t) : returnMap(rm, t);
     }
-    if (isBag()) {
+    if (isBag() || query.slice().order().isPresent()) {
       return LazilyPersistentVector.createOwning(items);
     }
     boolean pulls = false;

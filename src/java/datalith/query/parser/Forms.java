@@ -95,6 +95,12 @@ final class Forms {
       return PersistentVector.create(out);
     } else if (x instanceof Query q) {
       return queryForm(q);
+    } else if (x instanceof Order o) {
+      List<Object> keys = new ArrayList<>();
+      for (Order.Key k : o.keys()) {
+        keys.add(vec(of(k.ref()), Keyword.intern(k.desc() ? "desc" : "asc")));
+      }
+      return PersistentVector.create(keys);
     } else if (x instanceof List<?> list) {
       return vector(list);
     }
@@ -170,6 +176,18 @@ final class Forms {
       kvs.add(Keyword.intern("timeout"));
       kvs.add(t);
     });
+    q.slice().order().ifPresent(o -> {
+      kvs.add(Keyword.intern("order-by"));
+      kvs.add(of(o));
+    });
+    q.slice().limit().ifPresent(n -> {
+      kvs.add(Keyword.intern("limit"));
+      kvs.add(n);
+    });
+    if (q.slice().offset() > 0) {
+      kvs.add(Keyword.intern("offset"));
+      kvs.add(q.slice().offset());
+    }
     return PersistentArrayMap.createAsIfByAssoc(kvs.toArray());
   }
 

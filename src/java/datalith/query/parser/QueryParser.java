@@ -29,7 +29,9 @@ import java.util.TreeSet;
  */
 public final class QueryParser {
   private static final Set<String> SECTIONS =
-      Set.of("find", "keys", "strs", "syms", "with", "in", "where");
+      Set.of("find", "keys", "strs", "syms", "with", "in", "where", "order-by", "limit", "offset");
+  private static final Keyword ASC = Keyword.intern("asc");
+  private static final Keyword DESC = Keyword.intern("desc");
   private static final Set<String> RESERVED_RULE_NAMES =
       Set.of("not", "not-join", "or", "or-join", "and");
   private static final Set<String> ONE_ARG_AGGREGATES =
@@ -119,7 +121,14 @@ public final class QueryParser {
       }
     }
     checkFindBound(find, with, bound, inVars, forms);
-    return new Query(find, returnMap, with, in, where, timeout, q, forms);
+    Optional<Order> order = sections.containsKey("order-by")
+        ? Optional.of(parseOrder(sections.get("order-by"), find, forms)) : Optional.empty();
+    OptionalLong limit = sections.containsKey("limit")
+        ? OptionalLong.of(count(sections.get("limit"), "limit", data)) : OptionalLong.empty();
+    long offset = sections.containsKey("offset") ? count(sections.get("offset"), "offset", data)
+        : 0;
+    return new Query(find, returnMap, with, in, where, timeout,
+        new Query.Slice(order, limit, offset), q, forms);
   }
 
   /**
@@ -238,6 +247,8 @@ public final class QueryParser {
       String name = sectionName(k, data);
       if (name.equals("timeout")) {
         timeout = OptionalLong.of(timeoutMillis(e.getValue(), data));
+      } else if (name.equals("limit") || name.equals("offset")) {
+        sections.put(name, List.of(e.getValue()));
       } else if (!Syntax.isSequential(e.getValue())) {
         throw Syntax.error("parser/query", "The value of " + k + " in a query map is a vector,"
             + " got " + Syntax.show(e.getValue()), data);
@@ -252,8 +263,8 @@ public final class QueryParser {
     String name = k.getNamespace() == null ? k.getName() : "";
     if (!SECTIONS.contains(name) && !name.equals("timeout")) {
       throw Syntax.error("parser/query", "Unknown query section " + k + " in "
-          + Syntax.show(data) + "; expected :find, :keys, :strs, :syms, :with, :in, :where"
-          + " or (map form) :timeout", data);
+          + Syntax.show(data) + "; expected :find, :keys, :strs, :syms, :with, :in, :where,"
+          + " :order-by, :limit, :offset or (map form) :timeout", data);
     }
     return name;
   }
@@ -421,6 +432,86 @@ public final class QueryParser {
       throw Syntax.error("parser/find", "Cannot parse aggregate " + Syntax.show(form)
           + ", expected " + shape, form);
     }
+  }
+
+  // limit = ':limit' n ; offset = ':offset' n ; n a non-negative integer
+  private static long count(List<Object> items, String section, Object data) {
+    Object value = items.size() == 1 ? items.get(0) : null;
+    if ((value instanceof Long || value instanceof Integer || value instanceof Short
+        || value instanceof Byte) && ((Number) value).longValue() >= 0) {
+      return ((Number) value).longValue();
+    }
+    Object shown = items.size() == 1 ? value : Syntax.vector(items);
+    throw Syntax.error("parser/" + section, ":" + section + " is one non-negative integer, got "
+        + Syntax.show(shown), data, section, shown);
+  }
+
+  // order-by = ':order-by' (order-key+ | [order-key+])
+  private static Order parseOrder(List<Object> items, FindSpec find, Map<Object, Object> forms) {
+    List<Object> keys = items;
+    if (isOrderKey(items)) {
+      keys = List.of(Syntax.vector(items)); // {:order-by [?v :desc]}: one key
+    } else if (items.size() == 1 && Syntax.isVector(items.get(0))
+        && !isOrderKey(Syntax.items(items.get(0)))) {
+      keys = Syntax.items(items.get(0)); // :order-by [[?v :desc] ?w]
+    }
+    if (keys.isEmpty()) {
+      throw Syntax.error("parser/order-by", ":order-by needs at least one key", items);
+    }
+    List<Order.Key> out = new ArrayList<>();
+    Set<Integer> seen = new HashSet<>();
+    for (Object k : keys) {
+      Order.Key key = orderKey(k, find, forms);
+      if (!seen.add(key.column())) {
+        throw Syntax.error("parser/order-by", ":order-by names " + Forms.print(key.ref())
+            + " twice", k);
+      }
+      out.add(key);
+    }
+    return new Order(out);
+  }
+
+  /** Whether {@code items} read as one key {@code [find-ref :asc|:desc]}. */
+  private static boolean isOrderKey(List<Object> items) {
+    return items.size() == 2 && items.get(1) instanceof Keyword
+        && (Syntax.isVariable(items.get(0)) || Syntax.isList(items.get(0)));
+  }
+
+  // order-key = find-ref | [find-ref (':asc' | ':desc')]
+  private static Order.Key orderKey(Object k, FindSpec find, Map<Object, Object> forms) {
+    Object ref = k;
+    boolean desc = false;
+    if (Syntax.isVector(k)) {
+      List<Object> kv = Syntax.items(k);
+      if (kv.size() != 2 || !(ASC.equals(kv.get(1)) || DESC.equals(kv.get(1)))) {
+        throw Syntax.error("parser/order-by", "Cannot parse :order-by key " + Syntax.show(k)
+            + ", expected ?var, (aggregate ?x), or either in [key :asc] or [key :desc]", k);
+      }
+      ref = kv.get(0);
+      desc = DESC.equals(kv.get(1));
+    }
+    List<FindElement> els = find.elements();
+    if (Syntax.isVariable(ref)) {
+      Variable v = Variable.of((Symbol) ref);
+      for (int i = 0; i < els.size(); i++) {
+        if (els.get(i) instanceof FindVar fv && fv.var().equals(v)) {
+          return new Order.Key(i, desc, v);
+        }
+      }
+      throw Syntax.error("parser/order-by", ":order-by key " + Syntax.show(k) + " names " + v
+          + ", which is not a plain variable of :find " + Syntax.show(Forms.of(find))
+          + "; an answer is ordered by its own columns", k, "vars",
+          Syntax.symbols(List.of(v)));
+    }
+    if (Syntax.isList(ref)) {
+      for (int i = 0; i < els.size(); i++) {
+        if (els.get(i) instanceof Aggregate a && ref.equals(forms.get(a))) {
+          return new Order.Key(i, desc, a);
+        }
+      }
+    }
+    throw Syntax.error("parser/order-by", ":order-by key " + Syntax.show(k) + " is not a"
+        + " variable or aggregate of :find " + Syntax.show(Forms.of(find)), k);
   }
 
   // return-map-spec = (':keys' | ':strs' | ':syms') plain-symbol+
