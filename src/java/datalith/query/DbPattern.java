@@ -5,6 +5,7 @@ import datalith.db.Attr;
 import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.IndexScan;
+import datalith.db.Reverse;
 import datalith.db.Snapshot;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
@@ -493,6 +494,47 @@ final class DbPattern {
       }
     }
     return n;
+  }
+
+  /**
+   * For a walk of the pattern's attribute in AVET order: the key where the datoms of
+   * {@code value} start (null: the attribute's first key), or, with {@code past}, a key past
+   * every datom of the value (null value: past the attribute). Only for a pattern whose
+   * attribute is a constant.
+   */
+  byte[] avetKey(Object value, boolean past) {
+    KeyBuilder kb = new KeyBuilder().putLong(constAttr.id);
+    if (value != null) {
+      kb.put(Db.valuePart(constAttr, value));
+    }
+    ByteBuffer k = kb.view();
+    byte[] out = new byte[k.remaining()];
+    k.get(k.position(), out);
+    return !past ? out : value != null ? concat(out, MAX_SUFFIX) : Reverse.after(out);
+  }
+
+  private static byte[] concat(byte[] a, byte[] b) {
+    byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
+  /**
+   * Calls {@code sink} for each match among the AVET keys from {@code seek} up to
+   * {@code upper} (exclusive) of a pattern {@code [?e attr ?v]} (its entity and value distinct
+   * variables, nothing else), kept to {@code range}: one chunk of a walk in value order.
+   */
+  void scanAvet(Snapshot s, byte[] seek, byte[] upper, Sink sink, Range range) {
+    ByteBuffer prefix = new KeyBuilder().putLong(constAttr.id).view();
+    Object[] out = new Object[vars.length];
+    IndexScan scan = db.scanRange(s, Index.AVET, prefix, new KeyBuilder().put(seek).view(),
+        new KeyBuilder().put(upper).view());
+    try {
+      drain(scan, Long.MAX_VALUE, sink, null, out, null, null, null, null, null, null, null,
+          range);
+    } finally {
+      scan.close();
+    }
   }
 
   /** Receives the counts of {@link #countByValue}. */

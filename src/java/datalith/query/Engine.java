@@ -200,6 +200,16 @@ public final class Engine {
       if (streamed != null) {
         return results.shape(streamed);
       }
+      if (explain == null) {
+        List<Object[]> walked = EarlyStops.orderedWalk(query, ctx, scope, evaluator, results,
+            findVars(), deadline);
+        if (walked != null) {
+          return results.shape(walked);
+        }
+        if (EarlyStops.limitedScan(query, ctx, plan, scope, evaluator, deadline)) {
+          return results.of(ctx);
+        }
+      }
       evaluator.evalAll(ctx, plan, scope);
       return results.of(ctx);
     } catch (StackOverflowError e) {

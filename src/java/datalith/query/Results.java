@@ -72,6 +72,14 @@ final class Results {
 
   /** The answer from {@code ctx}, the bindings left once every clause has run. */
   Object of(Ctx ctx) {
+    return shape(tuples(ctx));
+  }
+
+  /**
+   * The find tuples of {@code ctx} (one value per :find element, aggregates computed, pulls not
+   * yet made), before the slice and the shape.
+   */
+  List<Object[]> tuples(Ctx ctx) {
     List<FindElement> els = query.findElements();
     List<Variable> needed = new ArrayList<>();
     for (FindElement el : els) {
@@ -106,7 +114,7 @@ final class Results {
       tuples = project(proj, els);
     }
     deadline.tick(tuples.size()); // the answer is within the row budget too
-    return shape(tuples);
+    return tuples;
   }
 
   /**
