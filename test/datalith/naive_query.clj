@@ -621,3 +621,58 @@
                                 b (map vector args vars))]
                :when b']
            b'))))
+
+;; ---------------------------------------------------------------- order, limit, offset
+
+(defn- order-keys
+  "The :order-by keys of query map `m` as [element desc?]: written [[?v :desc] ?w]
+  (one vector in the vector form) or as its keys."
+  [m]
+  (let [ks (:order-by m)
+        key? #(and (vector? %) (= 2 (count %)) (keyword? (second %)))
+        ks (if (and (= 1 (count ks)) (vector? (first ks)) (not (key? (first ks)))) (first ks) ks)]
+    (for [k ks] (if (key? k) [(first k) (= :desc (second k))] [k false]))))
+
+(defn sliced-answer
+  "`answer` of a query with :order-by, :limit and :offset, plus :ordered? and
+  :sliced, the vector of tuples the slice keeps: with an order, the tuples
+  sorted by the keys (each in Datomic's order, reversed for :desc), ties by the
+  columns from the first; then the offset dropped and the limit taken."
+  [query & inputs]
+  (let [{:keys [tuples] :as ans} (apply answer query inputs)
+        m (query-map query)
+        els (find-elements (:find m))
+        single #(if (sequential? %) (first %) %)
+        limit (single (:limit m))
+        offset (or (single (:offset m)) 0)
+        cols (for [[ref desc] (order-keys m)] [(.indexOf ^java.util.List els ref) desc])
+        cmp (fn [a b]
+              (or (first (remove zero? (concat (for [[i desc] cols]
+                                                 (cond-> (datomic-compare (a i) (b i)) desc -))
+                                               (map datomic-compare a b))))
+                  0))
+        ordered (if (seq cols) (vec (sort cmp tuples)) (vec tuples))]
+    (assoc ans :ordered? (boolean (seq cols)) :limit limit :offset offset
+           :sliced (vec (cond->> (drop offset ordered) limit (take limit))))))
+
+(defn slice-agrees?
+  "Whether `result` is one the naive `sliced-answer` allows: with an order,
+  exactly its sliced tuples in order (a vector for a relation); without, as many
+  tuples of the answer as the slice keeps, in the answer's shape."
+  [{:keys [kind tuples bag? ordered? sliced limit offset]} result]
+  (let [n (cond-> (max 0 (- (count tuples) offset)) limit (min limit))
+        within? (fn [xs all] (let [f (frequencies all)]
+                               (every? (fn [[x k]] (<= k (get f x 0))) (frequencies xs))))]
+    (if ordered?
+      (case kind
+        :rel (and (vector? result) (= sliced result))
+        :coll (= (mapv first sliced) result)
+        :scalar (= (ffirst sliced) result)
+        :tuple (= (first sliced) result))
+      (case kind
+        :rel (and (if bag? (vector? result) (set? result)) (= n (count result))
+                  (within? (seq result) (if bag? tuples (set tuples))))
+        :coll (and (vector? result) (= n (count result))
+                   (within? result (map first (if bag? tuples (set tuples)))))
+        :scalar (if (zero? n) (nil? result) (contains? (set (map first tuples)) result))
+        :tuple (if (zero? n) (nil? result) (contains? (set tuples) result))))))
