@@ -474,6 +474,35 @@
     (explaining ::specs/query query query-shape?
       (Engine/q query (object-array inputs) nil))))
 
+(defn prepare
+  "Parses and validates `query` once, for `q`, `qseq` and `run` to take in its
+  place: they neither read nor look it up again. A prepared query runs on any
+  database; its plan is made per query, rules and size class of each database
+  (the base-4 magnitude of its datom count), so a database four times larger or
+  smaller than the last one plans again, and one of the same class reuses the plan.
+
+    (def by-email (d/prepare '[:find ?e . :in $ ?email :where [?e :user/email ?email]]))
+    (d/q by-email db \"ada@example.com\")
+    (d/run by-email {:$ db :email \"ada@example.com\"})"
+  [query]
+  (explaining ::specs/query query query-shape? (Engine/parse query)))
+
+(defn run
+  "Runs `query` (prepared, or any query `q` takes) with `inputs` by position (a
+  vector, one per :in element) or by name (a map): :email for ?email and for
+  [?email ...], :$ or :$src for a source, :% for the rules, :pattern for a pull
+  pattern name. A name missing or unknown, or an input with none (a tuple or
+  relation binding: pass those by position), is :query/inputs.
+
+    (d/run by-email {:$ db :email \"ada@example.com\"})
+    ; => 17592186045418"
+  [query inputs]
+  (let [parsed (prepare query)]
+    (cond (map? inputs) (Engine/run parsed (Engine/namedInputs parsed inputs))
+          (or (nil? inputs) (sequential? inputs)) (Engine/run parsed (object-array inputs))
+          :else (throw (error :query/inputs "run's inputs are a vector or a map by name"
+                              {:inputs inputs})))))
+
 (defn explain
   "Runs `query` like `q` and returns the plan it used, as data: each clause in
   the order run, the method (scan, lookup-join, hash-join with the index used;
