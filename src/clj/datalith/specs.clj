@@ -118,8 +118,9 @@
 
 (s/def ::timeout pos-int?)
 
-(s/def ::limit nat-int?)
-(s/def ::offset nat-int?)
+;; :limit and :offset of a query, apart from a pull pattern's ::limit
+(s/def :datalith.specs.query/limit nat-int?)
+(s/def :datalith.specs.query/offset nat-int?)
 
 (defn- order-ref? [x] (or (variable? x) (seq? x)))
 
@@ -219,7 +220,8 @@
          #(every? sections (keys %))
          one-return-names?
          (s/keys :req-un [::find] :opt-un [::keys ::strs ::syms ::with ::in ::where ::timeout
-                                          ::order-by ::limit ::offset])))
+                                          ::order-by :datalith.specs.query/limit
+                                          :datalith.specs.query/offset])))
 
 (defn query-vector->map
   "A vector query [:find ... :where ...] as its map {:find [...] :where [...]},

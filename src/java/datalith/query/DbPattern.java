@@ -281,6 +281,34 @@ final class DbPattern {
   /** Like the other scans, reusing {@code reuse}'s open scans when it is not null. */
   long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
       IdSet entities, Reuse reuse) {
+    return scan(s, given, sink, limit, range, entities, reuse, null);
+  }
+
+  /**
+   * Where a scan read in chunks ({@link #scanChunk}) goes on: strictly after {@code after}
+   * (null: from the start), unless {@code done}.
+   */
+  static final class Resume {
+    byte[] after;
+    boolean done;
+  }
+
+  /**
+   * Calls {@code sink} for about the next {@code n} matches of the pattern with nothing bound
+   * (kept to {@code range}), from where {@code resume} says, and moves {@code resume} past them:
+   * one chunk of a scan read in short reads. A chunk never ends inside one key's datoms.
+   *
+   * @return the number of matches
+   */
+  long scanChunk(Snapshot s, Sink sink, long n, Range range, Resume resume) {
+    return scan(s, null, sink, n, range, null, null, resume);
+  }
+
+  private long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
+      IdSet entities, Reuse reuse, Resume resume) {
+    if (resume != null) {
+      resume.done = true; // until a scan finds more: every early return finds nothing
+    }
     if (impossible) {
       return 0;
     }
@@ -412,7 +440,9 @@ final class DbPattern {
     long n = 0;
     IndexScan scan;
     boolean reused = reuse != null && seek == null && upper == null;
-    if (reused) {
+    if (resume != null) {
+      scan = db.scan(s, index, kb.view(), seek, upper, resume.after);
+    } else if (reused) {
       scan = reuse.scans.get(index);
       if (scan == null) {
         scan = db.scan(s, index, kb.view());
@@ -432,6 +462,15 @@ final class DbPattern {
           aInKey ? null : attr, vWanted, txWanted, addedWanted, range);
       if (scan.overBudget()) {
         n = limit;
+      }
+      if (resume != null) {
+        // a chunk ends after a whole key: the rest of the current one is read first
+        while (n >= limit && scan.hasPending()) {
+          n += drain(scan, 1, sink, idSink, out, entities, eInKey ? e : null,
+              eInKey ? null : e, aInKey ? null : attr, vWanted, txWanted, addedWanted, range);
+        }
+        resume.done = n < limit;
+        resume.after = resume.done ? null : scan.lastKey();
       }
     } finally {
       if (!reused) {

@@ -32,10 +32,13 @@ import datalith.query.parser.Variable;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -253,13 +256,23 @@ public final class Engine {
         return results.shape(streamed);
       }
       if (explain == null) {
-        List<Object[]> walked = EarlyStops.orderedWalk(query, ctx, scope, evaluator, results,
+        List<Object[]> walked = OrderedWalk.run(query, ctx, scope, evaluator, results,
             findVars(), deadline);
         if (walked != null) {
           return results.shape(walked);
         }
-        if (EarlyStops.limitedScan(query, ctx, plan, scope, evaluator, deadline)) {
-          return results.of(ctx);
+        Chunks chunks = Chunks.of(query, plan, ctx, scope, evaluator, results);
+        if (chunks != null && results.streams()) {
+          return results.stream(stream(chunks));
+        }
+        if (chunks != null && query.slice().limit().isPresent()) {
+          // a limit without an order: chunks until offset + limit tuples are found
+          List<Object[]> found = new ArrayList<>();
+          List<Object[]> more;
+          while (found.size() < query.slice().reach() && (more = chunks.next(evaluator)) != null) {
+            found.addAll(more);
+          }
+          return results.shape(found);
         }
       }
       evaluator.evalAll(ctx, plan, scope);
@@ -274,6 +287,53 @@ public final class Engine {
         evaluator.close();
       }
     }
+  }
+
+  /**
+   * The tuples of {@code chunks} past the offset, up to the limit, each chunk read when the
+   * last is used up, through an evaluator (and snapshots) of its own, closed at once, and with
+   * the query's limits anew: for qseq, whose sequence is read after the call returns.
+   */
+  private Iterator<Object[]> stream(Chunks chunks) {
+    Query.Slice slice = query.slice();
+    return new Iterator<>() {
+      private Iterator<Object[]> chunk = Collections.emptyIterator();
+      private long skip = slice.offset();
+      private long left = slice.limit().orElse(Long.MAX_VALUE);
+      private boolean done;
+
+      @Override
+      public boolean hasNext() {
+        while (!done && left > 0) {
+          while (skip > 0 && chunk.hasNext()) {
+            chunk.next();
+            skip--;
+          }
+          if (chunk.hasNext()) {
+            return true;
+          }
+          try (Evaluator ev = new Evaluator(sources, rules, deadline.renewed(), null,
+              query::formOf)) {
+            List<Object[]> more = chunks.next(ev);
+            if (more == null) {
+              done = true;
+            } else {
+              chunk = more.iterator();
+            }
+          }
+        }
+        return false;
+      }
+
+      @Override
+      public Object[] next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        left--;
+        return chunk.next();
+      }
+    };
   }
 
   /** The variables the find reads at the end: find elements, :with, aggregates' variable arguments. */

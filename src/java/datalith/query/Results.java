@@ -125,8 +125,8 @@ final class Results {
     List<Object[]> tuples = Slices.apply(query.slice(), all, query.findElements().size(),
         deadline);
     Object spec = query.find();
-    if (lazy && !(spec instanceof FindScalar) && !(spec instanceof FindTuple)) {
-      return lazyShape(tuples, spec instanceof FindColl);
+    if (streams()) {
+      return stream(tuples.iterator());
     }
     pulls(tuples);
     if (spec instanceof FindScalar) {
@@ -235,8 +235,17 @@ final class Results {
     return true;
   }
 
-  /** The rows as a lazy sequence of rows (or values, for a collection), pulled as read. */
-  private Object lazyShape(List<Object[]> tuples, boolean coll) {
+  /** Whether the answer is a lazy sequence (qseq, a relation or collection find). */
+  boolean streams() {
+    return lazy && !(query.find() instanceof FindScalar) && !(query.find() instanceof FindTuple);
+  }
+
+  /**
+   * The tuples as a lazy sequence of rows (or values, for a collection), pulled as read; for a
+   * query that {@link #streams()}. A relation's rows are distinct, as {@code tuples} gives them.
+   */
+  Object stream(java.util.Iterator<Object[]> tuples) {
+    boolean coll = query.find() instanceof FindColl;
     List<FindElement> els = query.findElements();
     Db[] dbs = new Db[els.size()];
     PullPattern[] patterns = new PullPattern[els.size()];

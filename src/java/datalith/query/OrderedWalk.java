@@ -22,72 +22,32 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * Runs a query whose slice ({@code :limit}, with or without {@code :order-by}) lets it stop
- * before it has found every row. Two shapes, each falling back (null or false) to the plain run
- * when the query is not of it:
+ * Runs a query whose {@code :order-by} and {@code :limit} let it stop before it has found every
+ * row (a limit without an order is {@link Chunks}'). When the order's first key is the value
+ * {@code ?v} of a pattern {@code [?e attr ?v]} on an attribute of longs or instants, with a
+ * limit, no aggregate and no {@code :with}: a walk of the attribute's AVET datoms in the key's
+ * order (backwards for {@code :desc}, in chunks read forwards), each chunk joined with the
+ * query's other clauses, until the best {@code offset + limit} tuples are known. A chunk never
+ * splits the datoms of one value, so every later chunk's values are worse than all of an
+ * earlier one's: once that many tuples are found, no later one can enter.
  *
- * <ul>
- *   <li>a limit without an order on one data pattern whose distinct matches are the answer's
- *       distinct tuples: the scan stops after {@code offset + limit} matches;
- *   <li>an order whose first key is the value {@code ?v} of a pattern {@code [?e attr ?v]} on an
- *       attribute of longs or instants, with a limit, no aggregate and no {@code :with}: a walk of
- *       the attribute's AVET datoms in the key's order (backwards for {@code :desc}, in chunks
- *       read forwards), each chunk joined with the query's other clauses, until the best
- *       {@code offset + limit} tuples are known. A chunk never splits the datoms of one value, so
- *       every later chunk's values are worse than all of an earlier one's: once that many tuples
- *       are found, no later one can enter. The walk is chosen when it should read fewer datoms
- *       than the plain plan: {@code k * |pattern| < smallest-other-pattern^2}, that is, when the
- *       answer's rows, as many as the most selective pattern's, are common enough in the walk
- *       that {@code k} of them come early.
- * </ul>
- *
- * Not used when explaining (explain shows the plain plan). One query run's; stateless itself.
+ * <p>The walk is chosen when it should read fewer datoms than the plain plan:
+ * {@code k * |pattern| < smallest-other-pattern^2}, that is, when the answer's rows, about as
+ * many as the most selective pattern's, are common enough in the walk that {@code k} of them
+ * come early. Not used when explaining (explain shows the plain plan). Stateless.
  */
-final class EarlyStops {
+final class OrderedWalk {
   private static final int FIRST_CHUNK = 256;
   private static final int MAX_CHUNK = 1 << 16;
 
-  private EarlyStops() {}
-
-  /**
-   * Scans the query's one pattern for at most {@code offset + limit} matches into {@code ctx}
-   * when every match is an answer tuple of its own; false (nothing done) when the query is not
-   * that simple.
-   */
-  static boolean limitedScan(Query query, Ctx ctx, Plan plan, Scope scope, Evaluator ev,
-      Deadline deadline) {
-    Query.Slice slice = query.slice();
-    if (slice.order().isPresent() || slice.limit().isEmpty() || plan.clauses().size() != 1
-        || !(plan.clauses().get(0) instanceof Pattern p) || !ctx.boundVars().isEmpty()
-        || !(scope.source(p.src()) instanceof Db db)) {
-      return false;
-    }
-    Set<Variable> needed = new HashSet<>(query.with());
-    for (FindElement el : query.findElements()) {
-      if (el instanceof Aggregate) {
-        return false;
-      }
-      needed.add(el.var());
-    }
-    DbPattern dp = ev.dbPattern(p, db);
-    if (!dp.distinctRows() || !needed.equals(new HashSet<>(Arrays.asList(dp.vars)))) {
-      return false; // the scan's distinct matches must be the distinct answer tuples
-    }
-    List<Object[]> rows = new ArrayList<>();
-    dp.scan(ev.snapshot(db), null, vals -> {
-      rows.add(vals.clone());
-      deadline.tick(rows.size());
-    }, slice.reach(), Planner.rangeFor(p, dp, plan.clauses()));
-    ctx.joinIn(new Rel(dp.vars, rows, true), deadline);
-    return true;
-  }
+  private OrderedWalk() {}
 
   /**
    * The best {@code offset + limit} find tuples of the query, or more (before pulls, in no
    * order: the slice sorts and cuts them), found by the ordered walk; null when the query is not
    * of its shape or the walk would not pay. {@code ctx} holds the inputs' bindings, left as is.
    */
-  static List<Object[]> orderedWalk(Query query, Ctx ctx, Scope scope, Evaluator ev,
+  static List<Object[]> run(Query query, Ctx ctx, Scope scope, Evaluator ev,
       Results results, Set<Variable> findVars, Deadline deadline) {
     Query.Slice slice = query.slice();
     if (slice.order().isEmpty() || slice.limit().isEmpty() || !query.with().isEmpty()
