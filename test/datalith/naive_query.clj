@@ -624,6 +624,8 @@
 
 ;; ---------------------------------------------------------------- order, limit, offset
 
+(declare window-answer)
+
 (defn- order-keys
   "The :order-by keys of query map `m` as [element desc?]: written [[?v :desc] ?w]
   (one vector in the vector form) or as its keys."
@@ -639,8 +641,9 @@
   sorted by the keys (each in Datomic's order, reversed for :desc), ties by the
   columns from the first; then the offset dropped and the limit taken."
   [query & inputs]
-  (let [{:keys [tuples] :as ans} (apply answer query inputs)
-        m (query-map query)
+  (let [m (query-map query)
+        windows? (some #(and (seq? %) (some #{:over} %)) (find-elements (:find m)))
+        {:keys [tuples] :as ans} (apply (if windows? window-answer answer) query inputs)
         els (find-elements (:find m))
         single #(if (sequential? %) (first %) %)
         limit (single (:limit m))
@@ -676,3 +679,93 @@
                    (within? result (map first (if bag? tuples (set tuples)))))
         :scalar (if (zero? n) (nil? result) (contains? (set (map first tuples)) result))
         :tuple (if (zero? n) (nil? result) (contains? (set tuples) result))))))
+
+;; ---------------------------------------------------------------- windows
+
+(defn- window? [el] (and (seq? el) (some #{:over} el)))
+
+(defn- window-parts
+  "{:fn :arg :offset :partition :order [[var desc?]]} of a window element."
+  [el]
+  (let [[f & more] el
+        [args [_ spec]] (split-with #(not= :over %) more)
+        ks (:order-by spec)
+        key? #(and (vector? %) (= 2 (count %)) (keyword? (second %)))]
+    {:fn f :arg (first args) :offset (or (second args) 1)
+     :partition (vec (:partition-by spec))
+     :order (vec (for [k (if (key? ks) [ks] ks)] (if (key? k) [(first k) (= :desc (second k))] [k false])))}))
+
+(defn- window-vars [el]
+  (let [{:keys [arg partition order]} (window-parts el)]
+    (distinct (concat (when arg [arg]) partition (map first order)))))
+
+(defn- window-values
+  "{row value}: window `el` over `rows` (binding maps), ties broken by the
+  values of `cols` in turn."
+  [el rows cols]
+  (let [{f :fn :keys [arg offset partition order]} (window-parts el)
+        by (fn [ks] (fn [a b] (or (first (remove zero? (for [[v desc] ks]
+                                                        (cond-> (datomic-compare (a v) (b v)) desc -))))
+                                  0)))
+        order-cmp (by order)
+        cmp (fn [a b] (let [c (order-cmp a b)]
+                        (if (zero? c) ((by (map vector cols (repeat false))) a b) c)))]
+    (into {}
+          (for [[_ part] (group-by #(mapv % partition) rows)
+                :let [sorted (vec (sort cmp part))
+                      n (count sorted)
+                      peers (partition-by #(mapv % (map first order)) sorted)
+                      peers (if (seq order) peers [sorted])]
+                [gi group] (map-indexed vector peers)
+                :let [before (apply concat (take gi peers))
+                      upto (concat before group)
+                      frame (if (seq order) upto sorted)
+                      xs (map #(% arg) frame)]
+                row group
+                :let [i (.indexOf ^java.util.List sorted row)]]
+            [row (case f
+                   row-number (inc i)
+                   rank (inc (count before))
+                   dense-rank (inc gi)
+                   count (count xs)
+                   sum (reduce + 0 xs)
+                   avg (/ (double (reduce + 0 xs)) (count xs))
+                   min (first (ascending xs))
+                   max (last (ascending xs))
+                   lag (let [j (- i offset)] (when (<= 0 j) ((sorted j) arg)))
+                   lead (let [j (+ i offset)] (when (< j n) ((sorted j) arg))))]))))
+
+(defn window-answer
+  "`answer` of a query whose :find holds windows (and no aggregates): the
+  distinct rows of the :find, window and :with variables, each window's value
+  computed over them, projected to the :find elements (a set, a bag with :with)."
+  [query & inputs]
+  (let [{:keys [find in where with]} (query-map query)
+        in (or in ['$])
+        ctx (reduce (fn [ctx [b x]]
+                      (cond (src-var? b) (assoc-in ctx [:sources b] x)
+                            (= '% b) (assoc ctx :rules (parse-rules x))
+                            :else ctx))
+                    {:sources {} :rules {} :rule-cache (atom {})} (map vector in inputs))
+        seeds (reduce (fn [rows [b x]]
+                        (if (or (src-var? b) (= '% b))
+                          rows
+                          (set (for [r rows, r2 (bind-form b x) :let [r' (merge-row r r2)] :when r'] r'))))
+                      #{{}} (map vector in inputs))
+        bound (set (mapcat #(when-not (or (src-var? %) (= '% %)) (vars-in %)) in))
+        [_ rows] (eval-clauses ctx bound seeds where)
+        els (find-elements find)
+        ;; a window's own variable, as the engine's: its argument, else its first order or
+        ;; partition variable
+        el-var #(if (window? %)
+                  (let [{:keys [arg partition order]} (window-parts %)]
+                    (or arg (ffirst order) (first partition)))
+                  (element-var %))
+        cols (vec (distinct (concat (map el-var els) (mapcat #(when (window? %) (window-vars %)) els)
+                                    with)))
+        rows (vec (set (map #(select-keys % cols) rows)))
+        values (into {} (for [el els :when (window? el)] [el (window-values el rows cols)]))
+        tuples (map (fn [r] (mapv #(if (window? %) ((values %) r) (r (element-var %))) els)) rows)
+        bag? (boolean (seq with))
+        tuples (pulled ctx els (if bag? (vec tuples) (set tuples)))]
+    {:kind (find-kind find) :tuples tuples :bag? bag?}))

@@ -814,9 +814,10 @@
        :actual actual})))
 
 (defn run-sliced-case
-  "Like `run-case`, the query given :order-by, :limit and :offset by `slice`."
-  [store schema data spec slice]
-  (let [qspec (interpret-query schema spec)]
+  "Like `run-case`, the query given :order-by, :limit and :offset by `slice`
+  (after `extend`, which may add :find elements)."
+  [store schema data spec slice & [extend]]
+  (let [qspec (cond-> (interpret-query schema spec) extend (update :query extend))]
     (when (sliceable? (:query qspec))
       (tu/with-conn [conn store {:schema (engine-schema schema) :sync false}]
         (let [{:keys [eids ts]} (load-data! conn schema data)
@@ -835,5 +836,43 @@
                  spec gen-query-spec
                  slice gen-slice]
     (outcome (some (fn [store] (some-> (run-sliced-case store schema data spec slice)
+                                       (assoc :store store)))
+                   tu/checked-stores))))
+
+;; ---------------------------------------------------------------- windows
+
+(def gen-window
+  (gen/hash-map :fn (gen/elements '[count min max rank dense-rank row-number lag lead])
+                :picks (gen/vector gen/nat 4)
+                :shape (gen/elements [:both :partition :order])
+                :desc gen/boolean
+                :offset (gen/elements [nil 2])))
+
+(defn windowed-query
+  "`query` with a window appended to its :find when that is a relation of
+  plain variables: `window`'s function over some of them (no sums: their types
+  vary), partitioned and/or ordered by others."
+  [query {f :fn [a p o o2] :picks :keys [shape desc offset]}]
+  (let [find (find-section query)]
+    (if (or (empty? find) (not-every? #(and (symbol? %) (not= '. %)) find) (some #{:keys} query))
+      query
+      (let [pick #(nth find (mod % (count find)))
+            arg (when-not ('#{rank dense-rank row-number} f) (pick a))
+            part (when (#{:both :partition} shape) [(pick p)])
+            order (when (#{:both :order} shape)
+                    (mapv #(if desc [% :desc] %) (distinct [(pick o) (pick o2)])))
+            spec (cond-> {} part (assoc :partition-by part) order (assoc :order-by order))
+            el (apply list (concat [f] (when arg [arg]) (when (and offset ('#{lag lead} f)) [offset])
+                                   [:over spec]))]
+        (vec (concat [:find] find [el] (drop (inc (count find)) query)))))))
+
+(defspec windowed-queries-agree-with-the-naive-evaluator trials
+  (prop/for-all [schema gen-schema
+                 data gen-data
+                 spec gen-query-spec
+                 window gen-window
+                 slice gen-slice]
+    (outcome (some (fn [store] (some-> (run-sliced-case store schema data spec slice
+                                                        #(windowed-query % window))
                                        (assoc :store store)))
                    tu/checked-stores))))

@@ -6,6 +6,7 @@ import datalith.query.parser.FindElement;
 import datalith.query.parser.Pattern;
 import datalith.query.parser.Query;
 import datalith.query.parser.Variable;
+import datalith.query.parser.Window;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -68,7 +69,7 @@ final class Chunks {
     }
     Set<Variable> needed = new HashSet<>(query.with());
     for (FindElement el : query.findElements()) {
-      if (el instanceof Aggregate) {
+      if (el instanceof Aggregate || el instanceof Window) {
         return null;
       }
       needed.add(el.var());

@@ -341,6 +341,9 @@ public final class Engine {
     Set<Variable> out = new java.util.HashSet<>(query.with());
     for (FindElement el : query.findElements()) {
       out.add(el.var());
+      if (el instanceof datalith.query.parser.Window w) {
+        out.addAll(w.vars());
+      }
       if (el instanceof Aggregate a) {
         for (Term t : a.args()) {
           if (t instanceof Variable v) {

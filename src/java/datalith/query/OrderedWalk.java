@@ -13,6 +13,7 @@ import datalith.query.parser.Order;
 import datalith.query.parser.Pattern;
 import datalith.query.parser.Query;
 import datalith.query.parser.Variable;
+import datalith.query.parser.Window;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -55,7 +56,7 @@ final class OrderedWalk {
       return null;
     }
     for (FindElement el : query.findElements()) {
-      if (el instanceof Aggregate) {
+      if (el instanceof Aggregate || el instanceof Window) {
         return null;
       }
     }

@@ -15,12 +15,14 @@ import datalith.query.parser.FindColl;
 import datalith.query.parser.FindElement;
 import datalith.query.parser.FindScalar;
 import datalith.query.parser.FindTuple;
+import datalith.query.parser.FindVar;
 import datalith.query.parser.Pull;
 import datalith.query.parser.Query;
 import datalith.query.parser.ReturnMap;
 import datalith.query.parser.SrcVar;
 import datalith.query.parser.Term;
 import datalith.query.parser.Variable;
+import datalith.query.parser.Window;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -87,6 +89,18 @@ final class Results {
         needed.add(el.var());
       }
     }
+    // variables only windows read: rows that differ in them alone can make equal tuples
+    boolean extra = false;
+    for (FindElement el : els) {
+      if (el instanceof Window w) {
+        for (Variable v : w.vars()) {
+          if (!needed.contains(v)) {
+            needed.add(v);
+          }
+          extra |= !isColumn(v, els);
+        }
+      }
+    }
     for (Variable v : query.with()) {
       if (!needed.contains(v)) {
         needed.add(v);
@@ -112,6 +126,11 @@ final class Results {
       tuples = grouper.finish(aggregateArgs(all, ctx));
     } else {
       tuples = project(proj, els);
+      if (Windows.any(els)) {
+        // the rows the windows read may differ in their own variables only: a set keeps one
+        tuples = Windows.apply(els, proj, needed, tuples, extra && query.with().isEmpty(),
+            deadline);
+      }
     }
     deadline.tick(tuples.size()); // the answer is within the row budget too
     return tuples;
@@ -182,6 +201,16 @@ final class Results {
       }
     }
     return out;
+  }
+
+  /** Whether {@code v} is the variable of a column that shows it: a plain variable or a pull. */
+  private static boolean isColumn(Variable v, List<FindElement> els) {
+    for (FindElement el : els) {
+      if ((el instanceof FindVar || el instanceof Pull) && el.var().equals(v)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether the answer is a bag: :with without aggregates keeps the repeats it makes. */

@@ -66,6 +66,31 @@ final class Forms {
       fnArgs(out, a.args());
       out.add(a.var().symbol());
       return PersistentList.create(out);
+    } else if (x instanceof Window w) {
+      List<Object> out = new ArrayList<>();
+      out.add(w.fn());
+      if (w.arg() != null) {
+        out.add(w.arg().symbol());
+      }
+      if (w.offset() > 1) {
+        out.add(w.offset());
+      }
+      out.add(Keyword.intern("over"));
+      List<Object> spec = new ArrayList<>();
+      if (!w.partitionBy().isEmpty()) {
+        spec.add(Keyword.intern("partition-by"));
+        spec.add(vector(w.partitionBy()));
+      }
+      if (!w.orderBy().isEmpty()) {
+        List<Object> keys = new ArrayList<>();
+        for (Window.OrderKey k : w.orderBy()) {
+          keys.add(vec(k.var().symbol(), Keyword.intern(k.desc() ? "desc" : "asc")));
+        }
+        spec.add(Keyword.intern("order-by"));
+        spec.add(PersistentVector.create(keys));
+      }
+      out.add(PersistentArrayMap.createAsIfByAssoc(spec.toArray()));
+      return PersistentList.create(out);
     } else if (x instanceof Pull p) {
       List<Object> out = new ArrayList<>();
       out.add(PULL);

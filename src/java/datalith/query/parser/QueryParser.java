@@ -32,6 +32,9 @@ public final class QueryParser {
       Set.of("find", "keys", "strs", "syms", "with", "in", "where", "order-by", "limit", "offset");
   private static final Keyword ASC = Keyword.intern("asc");
   private static final Keyword DESC = Keyword.intern("desc");
+  private static final Keyword OVER = Keyword.intern("over");
+  private static final Keyword PARTITION_BY = Keyword.intern("partition-by");
+  private static final Keyword ORDER_BY = Keyword.intern("order-by");
   private static final Set<String> RESERVED_RULE_NAMES =
       Set.of("not", "not-join", "or", "or-join", "and");
   private static final Set<String> ONE_ARG_AGGREGATES =
@@ -318,6 +321,8 @@ public final class QueryParser {
     } else if (Syntax.isList(e) && !Syntax.items(e).isEmpty()
         && Forms.PULL.equals(Syntax.items(e).get(0))) {
       parsed = parsePull(e, sources, patternNames);
+    } else if (Syntax.isList(e) && Syntax.items(e).contains(OVER)) {
+      parsed = parseWindow(e);
     } else if (Syntax.isList(e) && !Syntax.items(e).isEmpty()) {
       parsed = parseAggregate(e, sources);
     } else if (Forms.DOT.equals(e) || Forms.ELLIPSIS.equals(e) || Syntax.isVector(e)) {
@@ -362,6 +367,99 @@ public final class QueryParser {
     }
     throw Syntax.error("parser/find", "Cannot parse " + Syntax.show(form) + ", the pull pattern"
         + " is a vector such as [*], or the name or ?variable of an :in input", form);
+  }
+
+  // window = (window-fn variable? offset? ':over' {':partition-by' [variable+] ':order-by' [order-key+]})
+  private static Window parseWindow(Object form) {
+    List<Object> items = Syntax.items(form);
+    int over = items.indexOf(OVER);
+    String shape = "(fn ?x :over {:partition-by [?g] :order-by [?t]}), (rank :over {...}) or"
+        + " (lag ?x n :over {...})";
+    if (over != items.size() - 2 || !Syntax.isPlainSymbol(items.get(0))
+        || ((Symbol) items.get(0)).getNamespace() != null) {
+      throw Syntax.error("parser/find", "Cannot parse window " + Syntax.show(form)
+          + ", expected " + shape, form);
+    }
+    Symbol fn = (Symbol) items.get(0);
+    String name = fn.getName();
+    if (!Window.FUNCTIONS.contains(name)) {
+      throw Syntax.error("parser/find", "Unknown window function " + fn + " in "
+          + Syntax.show(form) + "; the window functions are " + new TreeSet<>(Window.FUNCTIONS),
+          form);
+    }
+    List<Object> args = items.subList(1, over);
+    boolean numbering = name.equals("rank") || name.equals("dense-rank")
+        || name.equals("row-number");
+    boolean shift = name.equals("lag") || name.equals("lead");
+    boolean ok = numbering ? args.isEmpty()
+        : !args.isEmpty() && Syntax.isVariable(args.get(0)) && (args.size() == 1
+            || shift && args.size() == 2 && (args.get(1) instanceof Long
+                || args.get(1) instanceof Integer) && ((Number) args.get(1)).longValue() > 0);
+    if (!ok) {
+      String expected = numbering ? "(" + name + " :over {...})" : shift
+          ? "(" + name + " ?x :over {...}) or (" + name + " ?x n :over {...}), n a positive integer"
+          : "(" + name + " ?x :over {...})";
+      throw Syntax.error("parser/find", "Cannot parse window " + Syntax.show(form)
+          + ", expected " + expected, form);
+    }
+    Variable arg = numbering ? null : Variable.of((Symbol) args.get(0));
+    long offset = shift ? (args.size() == 2 ? ((Number) args.get(1)).longValue() : 1) : 0;
+    Object spec = items.get(over + 1);
+    if (!(spec instanceof IPersistentMap map)) {
+      throw Syntax.error("parser/find", "The window of " + Syntax.show(form) + " is a map"
+          + " {:partition-by [?g] :order-by [?t]}, got " + Syntax.show(spec), form);
+    }
+    List<Variable> partition = new ArrayList<>();
+    List<Window.OrderKey> order = new ArrayList<>();
+    for (Object o : map) {
+      Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
+      if (PARTITION_BY.equals(e.getKey()) && Syntax.isVector(e.getValue())) {
+        for (Object v : Syntax.items(e.getValue())) {
+          if (!Syntax.isVariable(v) || partition.contains(Variable.of((Symbol) v))) {
+            throw Syntax.error("parser/find", "The :partition-by of " + Syntax.show(form)
+                + " is a vector of distinct variables, got " + Syntax.show(e.getValue()), form);
+          }
+          partition.add(Variable.of((Symbol) v));
+        }
+      } else if (ORDER_BY.equals(e.getKey()) && Syntax.isVector(e.getValue())) {
+        List<Object> keys = Syntax.items(e.getValue());
+        for (Object k : isOrderKey(keys) ? List.of(e.getValue()) : keys) {
+          order.add(windowKey(k, form, order));
+        }
+      } else {
+        throw Syntax.error("parser/find", "The window of " + Syntax.show(form) + " takes"
+            + " :partition-by [?g ...] and :order-by [?t [?u :desc] ...], got "
+            + Syntax.show(e.getKey()) + " " + Syntax.show(e.getValue()), form);
+      }
+    }
+    if (arg == null && partition.isEmpty() && order.isEmpty()) {
+      throw Syntax.error("parser/find", "The window of " + Syntax.show(form) + " needs an"
+          + " :order-by or a :partition-by to number its rows by", form);
+    }
+    return new Window(fn, arg, offset, partition, order);
+  }
+
+  // window order-key = variable | [variable (':asc' | ':desc')]
+  private static Window.OrderKey windowKey(Object k, Object form, List<Window.OrderKey> seen) {
+    Object ref = k;
+    boolean desc = false;
+    if (Syntax.isVector(k) && Syntax.items(k).size() == 2
+        && (ASC.equals(Syntax.items(k).get(1)) || DESC.equals(Syntax.items(k).get(1)))) {
+      ref = Syntax.items(k).get(0);
+      desc = DESC.equals(Syntax.items(k).get(1));
+    }
+    if (!Syntax.isVariable(ref)) {
+      throw Syntax.error("parser/find", "Cannot parse window order key " + Syntax.show(k)
+          + " in " + Syntax.show(form) + ", expected ?var, [?var :asc] or [?var :desc]", form);
+    }
+    Variable v = Variable.of((Symbol) ref);
+    for (Window.OrderKey o : seen) {
+      if (o.var().equals(v)) {
+        throw Syntax.error("parser/find", "The window of " + Syntax.show(form) + " orders by "
+            + v + " twice", form);
+      }
+    }
+    return new Window.OrderKey(v, desc);
   }
 
   // aggregate = [ aggregate-fn-name fn-arg* variable ]
@@ -505,8 +603,9 @@ public final class QueryParser {
     }
     if (Syntax.isList(ref)) {
       for (int i = 0; i < els.size(); i++) {
-        if (els.get(i) instanceof Aggregate a && ref.equals(forms.get(a))) {
-          return new Order.Key(i, desc, a);
+        if ((els.get(i) instanceof Aggregate || els.get(i) instanceof Window)
+            && ref.equals(forms.get(els.get(i)))) {
+          return new Order.Key(i, desc, els.get(i));
         }
       }
     }
@@ -626,6 +725,26 @@ public final class QueryParser {
 
   private static void checkFindBound(FindSpec find, List<Variable> with, Set<Variable> bound,
       Set<Variable> inVars, Map<Object, Object> forms) {
+    boolean windows = false;
+    boolean aggregates = false;
+    for (FindElement e : find.elements()) {
+      windows |= e instanceof Window;
+      aggregates |= e instanceof Aggregate;
+      if (e instanceof Window w) {
+        for (Variable v : w.vars()) {
+          if (!bound.contains(v)) {
+            throw Syntax.error("query/unbound-var", "Window " + Syntax.show(forms.get(e))
+                + " reads " + v + ", which no :in binding or :where clause binds", forms.get(e),
+                "vars", Syntax.symbols(List.of(v)));
+          }
+        }
+      }
+    }
+    if (windows && aggregates) {
+      throw Syntax.error("parser/find", ":find " + Syntax.show(Forms.of(find)) + " mixes"
+          + " aggregates and windows; a window reads the answer's rows, which aggregates group",
+          Forms.of(find));
+    }
     for (FindElement e : find.elements()) {
       if (e instanceof Aggregate a) {
         for (Term t : a.args()) {
