@@ -61,3 +61,23 @@
       (is (= 4 (.scalar ^QueryResult (.run p db (object-array ["p4@x"])))))
       (is (= 2 (.scalar ^QueryResult (.runNamed p {"$" db "email" "p2@x"}))))
       (is (thrown? datalith.api.DatalithException (.runNamed p {"$" db}))))))
+
+(deftest plans-follow-the-size-class
+  ;; a plan is kept per query and size class of each database (the base-4 magnitude of its
+  ;; datom count): the same class reuses it though the counts moved, a class up plans again
+  (each-store [conn]
+    (d/transact! conn [{:db/ident :plan/x :db/valueType :db.type/long}
+                       {:db/ident :plan/y :db/valueType :db.type/long}
+                       {:db/ident :plan/z :db/valueType :db.type/long}])
+    (d/transact! conn (concat (for [_ (range 150)] {:plan/x 1})
+                              (for [i (range 20)] {:plan/y i})
+                              (for [i (range 400)] {:plan/z i})))
+    (let [q (d/prepare '[:find ?e ?v :where [?e :plan/x 1] [?e :plan/y ?v]])
+          first-clause #(:clause (first (:clauses (d/explain q %))))]
+      (is (= '[?e :plan/y ?v] (first-clause (d/db conn))) ":plan/y has 20 datoms, :plan/x 1 150")
+      (d/transact! conn (for [i (range 200)] {:plan/y i}))
+      (is (= '[?e :plan/y ?v] (first-clause (d/db conn)))
+          "220 :plan/y datoms now, but the database is in the same size class: the plan stays")
+      (d/transact! conn (for [i (range 1500)] {:plan/y i}))
+      (is (= '[?e :plan/x 1] (first-clause (d/db conn)))
+          "a size class up: planned again, :plan/x 1 first"))))

@@ -828,7 +828,10 @@
               qspec (update qspec :query sliced-query slice)]
           (or (check-sliced-view :current db (nq/db (d/datoms db :eavt)) eids qspec)
               (check-sliced-view [:as-of t] (d/as-of db t)
-                                 (nq/db (nq/as-of-datoms history (d/t->tx t))) eids qspec)))))))
+                                 (nq/db (nq/as-of-datoms history (d/t->tx t))) eids qspec)
+              (check-sliced-view :filtered (d/filter db filter-pred)
+                                 (nq/db (filter #(filter-pred db %) (d/datoms db :eavt)))
+                                 eids qspec)))))))
 
 (defspec sliced-queries-agree-with-the-naive-evaluator trials
   (prop/for-all [schema gen-schema

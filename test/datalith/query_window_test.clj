@@ -4,8 +4,10 @@
   row-number, lag and lead, over the answer's rows, on both stores; the rows a
   window reads in a variable of its own; windows ordered by :order-by; bad
   windows are :parser/find errors."
-  (:require [clojure.test :refer [are deftest is testing]]
+  (:require [clojure.spec.alpha :as s]
+            [clojure.test :refer [are deftest is testing]]
             [datalith.core :as d]
+            [datalith.specs :as ds]
             [datalith.query-fixtures :refer [failure]]
             [datalith.test-util :refer [each-store]]))
 
@@ -98,3 +100,12 @@
   (is (= :query/invalid-window
          (:error (failure #(d/q '[:find ?a (sum ?a :over {:order-by [?a]}) :in [?a ...]]
                                 [:k]))))))
+
+(deftest windows-conform-to-the-query-spec
+  (are [q] (s/valid? ::ds/query q)
+    '[:find ?a (sum ?a :over {:order-by [?a]}) :in [?a ...]]
+    '[:find ?a (lag ?a 2 :over {:partition-by [?a] :order-by [[?a :desc]]}) :in [?a ...]]
+    '[:find ?a (rank :over {:order-by [?a :desc]}) :in [?a ...] :order-by [[?a :desc]] :limit 3]
+    '{:find [?a (row-number :over {:partition-by [?a]})] :in [[?a ...]] :offset 2})
+  (is (not (s/valid? ::ds/query '[:find (median ?a :over {:order-by [?a]}) :in [?a ...]])))
+  (is (not (s/valid? ::ds/query '[:find ?a :in [?a ...] :limit -1]))))

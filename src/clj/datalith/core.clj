@@ -461,6 +461,19 @@
   A relation :find gives a set of tuples; with :with and no aggregate, a
   vector of them that keeps the repeats :with makes (Datomic's bag).
 
+  A query may order and cut its answer: :order-by [[?v :desc] ?w] (keys are
+  :find variables, aggregates or windows as written in :find; values of
+  different types order as comparisons do: nil, numbers, vectors, ..., then
+  keywords, symbols, booleans, strings, instants, uuids), :limit n and
+  :offset n. An ordered relation is a vector; ties on every key are ordered by
+  the columns, so that pages never overlap. Window columns in :find compute a
+  value per row, (sum ?x :over {:partition-by [?g] :order-by [?t]}), with
+  sum, count, min, max, avg, rank, dense-rank, row-number, lag and lead.
+
+    (d/q '[:find ?title ?t :where [?i :issue/state :state/open] [?i :issue/created-at ?t]
+           [?i :issue/title ?title] :order-by [[?t :desc]] :limit 2] db)
+    ; => [[\"Newest\" #inst \"2026-12-01\"] [\"Older\" #inst \"2026-11-30\"]]
+
     (d/q '[:find ?name . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]
          db \"ada@example.com\")
     ; => \"Ada\""
@@ -787,9 +800,12 @@
 
 (defn qseq
   "`q` whose answer, for a relation or collection :find, is a lazy sequence (Datomic's
-  qseq): the rows are found at the call, but the `(pull ?e pattern)` of each row is
-  made as the sequence is read, each through a short read of its own. Takes what `q`
-  takes. Scalar and tuple finds answer as `q` does.
+  qseq): the `(pull ?e pattern)` of each row is made as the sequence is read, each
+  through a short read of its own. A query without aggregates, order or rules whose
+  first step scans a pattern (the usual case) is also read a chunk of that scan at a
+  time as the sequence is consumed, so an answer larger than the heap can be read and
+  dropped as it goes; its :limit stops the reading. Otherwise the rows are found at
+  the call. Takes what `q` takes. Scalar and tuple finds answer as `q` does.
 
     (first (d/qseq '[:find (pull ?e [:user/name]) :where [?e :user/email]] db))
     ; => [{:user/name \"Ada\"}]"

@@ -90,7 +90,27 @@
                                       :constant (complement symbol?)))
                      :var variable?)))
 
-(s/def ::find-element (s/or :var variable? :pull ::pull-expr :aggregate ::aggregate))
+(def window-fns '#{sum count min max avg rank dense-rank row-number lag lead})
+
+(s/def ::window-order-key (s/or :var variable? :dir (s/tuple variable? #{:asc :desc})))
+
+(s/def ::window-spec
+  (s/and map? #(every? #{:partition-by :order-by} (keys %))
+         (s/keys :opt-un [:datalith.specs.window/partition-by :datalith.specs.window/order-by])))
+
+(s/def :datalith.specs.window/partition-by
+  (s/coll-of variable? :kind vector? :min-count 1 :distinct true))
+
+(s/def :datalith.specs.window/order-by
+  (s/or :key (s/tuple variable? #{:asc :desc})
+        :keys (s/coll-of ::window-order-key :kind vector? :min-count 1)))
+
+(s/def ::window
+  (s/and seq? (s/cat :fn window-fns :arg (s/? variable?) :offset (s/? pos-int?)
+                     :over #{:over} :window ::window-spec)))
+
+(s/def ::find-element
+  (s/or :var variable? :pull ::pull-expr :window ::window :aggregate ::aggregate))
 
 (s/def ::find
   (s/alt :scalar (s/cat :element ::find-element :dot #{'.})

@@ -10,8 +10,11 @@ import datalith.query.parser.Window;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
+import java.util.NoSuchElementException;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * A query run a chunk at a time: its plan's first step, a scan of one data pattern, is read in
@@ -133,5 +136,50 @@ final class Chunks {
   private static long next(long size, long tuples) {
     long want = tuples == 0 ? size * 4 : size * TARGET / tuples;
     return Math.max(1, Math.min(MAX, Math.min(size * 4, want)));
+  }
+
+  /**
+   * The tuples of the chunks past {@code slice}'s offset, up to its limit, each chunk read when
+   * the last is used up, through an evaluator {@code evaluators} makes, closed at once: for
+   * qseq, whose sequence is read after the call returns.
+   */
+  Iterator<Object[]> stream(Query.Slice slice, Supplier<Evaluator> evaluators) {
+    return new Iterator<>() {
+      private Iterator<Object[]> chunk = Collections.emptyIterator();
+      private long skip = slice.offset();
+      private long left = slice.limit().orElse(Long.MAX_VALUE);
+      private boolean done;
+
+      @Override
+      public boolean hasNext() {
+        while (!done && left > 0) {
+          while (skip > 0 && chunk.hasNext()) {
+            chunk.next();
+            skip--;
+          }
+          if (chunk.hasNext()) {
+            return true;
+          }
+          try (Evaluator ev = evaluators.get()) {
+            List<Object[]> more = Chunks.this.next(ev);
+            if (more == null) {
+              done = true;
+            } else {
+              chunk = more.iterator();
+            }
+          }
+        }
+        return false;
+      }
+
+      @Override
+      public Object[] next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        left--;
+        return chunk.next();
+      }
+    };
   }
 }

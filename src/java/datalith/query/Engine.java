@@ -32,13 +32,10 @@ import datalith.query.parser.Variable;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -146,51 +143,14 @@ public final class Engine {
 
   /**
    * The inputs of {@code query} in {@code :in} order, from {@code named}: a map from each
-   * input's name to its value. An input's name is the keyword of its symbol without the
-   * {@code ?}: {@code :email} for {@code ?email} and for {@code [?email ...]}, {@code :$} and
-   * {@code :$src} for sources, {@code :%} for the rules, {@code :pattern} for a pull pattern name.
+   * input's name to its value ({@link Inputs#byName}: {@code :email} for {@code ?email} and
+   * {@code [?email ...]}, {@code :$} and {@code :$src} for sources, {@code :%} for the rules).
    *
    * @throws clojure.lang.ExceptionInfo {@code :query/inputs} when a name is missing, unknown, or
    *     an input (a tuple or relation binding) has no name
    */
   public static Object[] namedInputs(Query query, Map<?, ?> named) {
-    List<InBinding> in = query.in();
-    Object[] out = new Object[in.size()];
-    Set<Object> used = new java.util.HashSet<>();
-    for (int i = 0; i < out.length; i++) {
-      Keyword name = inputName(in.get(i));
-      if (name == null) {
-        throw Errors.error("query/inputs", "Input " + query.formOf(in.get(i)) + " has no name;"
-            + " pass the inputs by position", "input", query.formOf(in.get(i)));
-      }
-      if (!named.containsKey(name)) {
-        throw Errors.error("query/inputs", "No input named " + name + " for " + query.formOf(
-            in.get(i)), "missing", name, "given", PersistentVector.create(named.keySet()));
-      }
-      used.add(name);
-      out[i] = named.get(name);
-    }
-    for (Object k : named.keySet()) {
-      if (!used.contains(k)) {
-        throw Errors.error("query/inputs", "The query has no input named " + k, "unknown", k);
-      }
-    }
-    return out;
-  }
-
-  /** The name of an :in input (see {@link #namedInputs}), null for a tuple or relation. */
-  private static Keyword inputName(InBinding b) {
-    Object sym = b instanceof BindScalar s ? s.var().symbol()
-        : b instanceof datalith.query.parser.BindColl c
-            && c.element() instanceof BindScalar s ? s.var().symbol()
-        : b instanceof SrcVar s ? s.symbol()
-        : b instanceof RulesVar ? Symbol.intern("%")
-        : b instanceof PatternName p ? p.symbol() : null;
-    if (sym == null) {
-      return null;
-    }
-    String name = ((Symbol) sym).getName();
-    return Keyword.intern(name.startsWith("?") ? name.substring(1) : name);
+    return Inputs.byName(query, named);
   }
 
   /** The plan {@code form} runs with on {@code inputs}, as data, with actual sizes. */
@@ -263,7 +223,10 @@ public final class Engine {
         }
         Chunks chunks = Chunks.of(query, plan, ctx, scope, evaluator, results);
         if (chunks != null && results.streams()) {
-          return results.stream(stream(chunks));
+          // qseq: each chunk read when the last is used up, through an evaluator (and
+          // snapshots) of its own, closed at once, with the query's limits anew
+          return results.stream(chunks.stream(query.slice(), () -> new Evaluator(sources, rules,
+              deadline.renewed(), null, query::formOf)));
         }
         if (chunks != null && query.slice().limit().isPresent()) {
           // a limit without an order: chunks until offset + limit tuples are found
@@ -287,53 +250,6 @@ public final class Engine {
         evaluator.close();
       }
     }
-  }
-
-  /**
-   * The tuples of {@code chunks} past the offset, up to the limit, each chunk read when the
-   * last is used up, through an evaluator (and snapshots) of its own, closed at once, and with
-   * the query's limits anew: for qseq, whose sequence is read after the call returns.
-   */
-  private Iterator<Object[]> stream(Chunks chunks) {
-    Query.Slice slice = query.slice();
-    return new Iterator<>() {
-      private Iterator<Object[]> chunk = Collections.emptyIterator();
-      private long skip = slice.offset();
-      private long left = slice.limit().orElse(Long.MAX_VALUE);
-      private boolean done;
-
-      @Override
-      public boolean hasNext() {
-        while (!done && left > 0) {
-          while (skip > 0 && chunk.hasNext()) {
-            chunk.next();
-            skip--;
-          }
-          if (chunk.hasNext()) {
-            return true;
-          }
-          try (Evaluator ev = new Evaluator(sources, rules, deadline.renewed(), null,
-              query::formOf)) {
-            List<Object[]> more = chunks.next(ev);
-            if (more == null) {
-              done = true;
-            } else {
-              chunk = more.iterator();
-            }
-          }
-        }
-        return false;
-      }
-
-      @Override
-      public Object[] next() {
-        if (!hasNext()) {
-          throw new NoSuchElementException();
-        }
-        left--;
-        return chunk.next();
-      }
-    };
   }
 
   /** The variables the find reads at the end: find elements, :with, aggregates' variable arguments. */
