@@ -256,6 +256,10 @@
       (gen/tuple (gen/return 'qseq) (gen/fmap (fn [[q ins]] (into [q] (cons ::db ins))) (gen/tuple query inputs)))
       (gen/tuple (gen/return 'qseq) (gen/fmap (fn [[q ins]] [{:query q :args (cons ::db ins) :timeout 5000}])
                                               (gen/tuple query inputs)))
+      (gen/tuple (gen/return 'prepare) (gen/tuple (gen/one-of [query (gen-bad)])))
+      (gen/tuple (gen/return 'run) (gen/tuple query (gen/one-of [(gen-bad)
+                                                                 (gen/vector (gen-of ["a@x" [30 40]]) 0 3)
+                                                                 (gen/return {:x 1})])))
       (gen/tuple (gen/return 'q) (gen/fmap (fn [[q f]] [q ::db f]) (gen/tuple (gen/elements fn-queries) (gen-bad))))
       (gen/tuple (gen/return 'filter) (gen/tuple db (gen-of [(fn [_ d] (odd? (:e d))) (fn [_ _] true)])))
       (gen/tuple (gen/return 'filtered?) (gen/tuple db))
@@ -304,7 +308,7 @@
      pull pull-many verify rebuild-indexes backup
      entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
      tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?
-     export import!})
+     export import! prepare run})
 
 ;; ---------------------------------------------------------------- the fixture
 

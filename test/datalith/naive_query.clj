@@ -621,3 +621,151 @@
                                 b (map vector args vars))]
                :when b']
            b'))))
+
+;; ---------------------------------------------------------------- order, limit, offset
+
+(declare window-answer)
+
+(defn- order-keys
+  "The :order-by keys of query map `m` as [element desc?]: written [[?v :desc] ?w]
+  (one vector in the vector form) or as its keys."
+  [m]
+  (let [ks (:order-by m)
+        key? #(and (vector? %) (= 2 (count %)) (keyword? (second %)))
+        ks (if (and (= 1 (count ks)) (vector? (first ks)) (not (key? (first ks)))) (first ks) ks)]
+    (for [k ks] (if (key? k) [(first k) (= :desc (second k))] [k false]))))
+
+(defn sliced-answer
+  "`answer` of a query with :order-by, :limit and :offset, plus :ordered? and
+  :sliced, the vector of tuples the slice keeps: with an order, the tuples
+  sorted by the keys (each in Datomic's order, reversed for :desc), ties by the
+  columns from the first; then the offset dropped and the limit taken."
+  [query & inputs]
+  (let [m (query-map query)
+        windows? (some #(and (seq? %) (some #{:over} %)) (find-elements (:find m)))
+        {:keys [tuples] :as ans} (apply (if windows? window-answer answer) query inputs)
+        els (find-elements (:find m))
+        single #(if (sequential? %) (first %) %)
+        limit (single (:limit m))
+        offset (or (single (:offset m)) 0)
+        cols (for [[ref desc] (order-keys m)] [(.indexOf ^java.util.List els ref) desc])
+        cmp (fn [a b]
+              (or (first (remove zero? (concat (for [[i desc] cols]
+                                                 (cond-> (datomic-compare (a i) (b i)) desc -))
+                                               (map datomic-compare a b))))
+                  0))
+        ordered (if (seq cols) (vec (sort cmp tuples)) (vec tuples))]
+    (assoc ans :ordered? (boolean (seq cols)) :limit limit :offset offset
+           :sliced (vec (cond->> (drop offset ordered) limit (take limit))))))
+
+(defn slice-agrees?
+  "Whether `result` is one the naive `sliced-answer` allows: with an order,
+  exactly its sliced tuples in order (a vector for a relation); without, as many
+  tuples of the answer as the slice keeps, in the answer's shape."
+  [{:keys [kind tuples bag? ordered? sliced limit offset]} result]
+  (let [n (cond-> (max 0 (- (count tuples) offset)) limit (min limit))
+        within? (fn [xs all] (let [f (frequencies all)]
+                               (every? (fn [[x k]] (<= k (get f x 0))) (frequencies xs))))]
+    (if ordered?
+      (case kind
+        :rel (and (vector? result) (= sliced result))
+        :coll (= (mapv first sliced) result)
+        :scalar (= (ffirst sliced) result)
+        :tuple (= (first sliced) result))
+      (case kind
+        :rel (and (if bag? (vector? result) (set? result)) (= n (count result))
+                  (within? (seq result) (if bag? tuples (set tuples))))
+        :coll (and (vector? result) (= n (count result))
+                   (within? result (map first (if bag? tuples (set tuples)))))
+        :scalar (if (zero? n) (nil? result) (contains? (set (map first tuples)) result))
+        :tuple (if (zero? n) (nil? result) (contains? (set tuples) result))))))
+
+;; ---------------------------------------------------------------- windows
+
+(defn- window? [el] (and (seq? el) (some #{:over} el)))
+
+(defn- window-parts
+  "{:fn :arg :offset :partition :order [[var desc?]]} of a window element."
+  [el]
+  (let [[f & more] el
+        [args [_ spec]] (split-with #(not= :over %) more)
+        ks (:order-by spec)
+        key? #(and (vector? %) (= 2 (count %)) (keyword? (second %)))]
+    {:fn f :arg (first args) :offset (or (second args) 1)
+     :partition (vec (:partition-by spec))
+     :order (vec (for [k (if (key? ks) [ks] ks)] (if (key? k) [(first k) (= :desc (second k))] [k false])))}))
+
+(defn- window-vars [el]
+  (let [{:keys [arg partition order]} (window-parts el)]
+    (distinct (concat (when arg [arg]) partition (map first order)))))
+
+(defn- window-values
+  "{row value}: window `el` over `rows` (binding maps), ties broken by the
+  values of `cols` in turn."
+  [el rows cols]
+  (let [{f :fn :keys [arg offset partition order]} (window-parts el)
+        by (fn [ks] (fn [a b] (or (first (remove zero? (for [[v desc] ks]
+                                                        (cond-> (datomic-compare (a v) (b v)) desc -))))
+                                  0)))
+        order-cmp (by order)
+        cmp (fn [a b] (let [c (order-cmp a b)]
+                        (if (zero? c) ((by (map vector cols (repeat false))) a b) c)))]
+    (into {}
+          (for [[_ part] (group-by #(mapv % partition) rows)
+                :let [sorted (vec (sort cmp part))
+                      n (count sorted)
+                      peers (partition-by #(mapv % (map first order)) sorted)
+                      peers (if (seq order) peers [sorted])]
+                [gi group] (map-indexed vector peers)
+                :let [before (apply concat (take gi peers))
+                      upto (concat before group)
+                      frame (if (seq order) upto sorted)
+                      xs (map #(% arg) frame)]
+                row group
+                :let [i (.indexOf ^java.util.List sorted row)]]
+            [row (case f
+                   row-number (inc i)
+                   rank (inc (count before))
+                   dense-rank (inc gi)
+                   count (count xs)
+                   sum (reduce + 0 xs)
+                   avg (/ (double (reduce + 0 xs)) (count xs))
+                   min (first (ascending xs))
+                   max (last (ascending xs))
+                   lag (let [j (- i offset)] (when (<= 0 j) ((sorted j) arg)))
+                   lead (let [j (+ i offset)] (when (< j n) ((sorted j) arg))))]))))
+
+(defn window-answer
+  "`answer` of a query whose :find holds windows (and no aggregates): the
+  distinct rows of the :find, window and :with variables, each window's value
+  computed over them, projected to the :find elements (a set, a bag with :with)."
+  [query & inputs]
+  (let [{:keys [find in where with]} (query-map query)
+        in (or in ['$])
+        ctx (reduce (fn [ctx [b x]]
+                      (cond (src-var? b) (assoc-in ctx [:sources b] x)
+                            (= '% b) (assoc ctx :rules (parse-rules x))
+                            :else ctx))
+                    {:sources {} :rules {} :rule-cache (atom {})} (map vector in inputs))
+        seeds (reduce (fn [rows [b x]]
+                        (if (or (src-var? b) (= '% b))
+                          rows
+                          (set (for [r rows, r2 (bind-form b x) :let [r' (merge-row r r2)] :when r'] r'))))
+                      #{{}} (map vector in inputs))
+        bound (set (mapcat #(when-not (or (src-var? %) (= '% %)) (vars-in %)) in))
+        [_ rows] (eval-clauses ctx bound seeds where)
+        els (find-elements find)
+        ;; a window's own variable, as the engine's: its argument, else its first order or
+        ;; partition variable
+        el-var #(if (window? %)
+                  (let [{:keys [arg partition order]} (window-parts %)]
+                    (or arg (ffirst order) (first partition)))
+                  (element-var %))
+        cols (vec (distinct (concat (map el-var els) (mapcat #(when (window? %) (window-vars %)) els)
+                                    with)))
+        rows (vec (set (map #(select-keys % cols) rows)))
+        values (into {} (for [el els :when (window? el)] [el (window-values el rows cols)]))
+        tuples (map (fn [r] (mapv #(if (window? %) ((values %) r) (r (element-var %))) els)) rows)
+        bag? (boolean (seq with))
+        tuples (pulled ctx els (if bag? (vec tuples) (set tuples)))]
+    {:kind (find-kind find) :tuples tuples :bag? bag?}))

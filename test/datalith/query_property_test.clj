@@ -764,3 +764,118 @@
                             (for [i (range 10)] {:p/id i :p/next "c"})))
     (is (= #{} (d/q '[:find ?x :where [?x :p/next ?w] [(odd? ?w)] [?x :p/name ?w]]
                     (d/db conn))))))
+
+;; ---------------------------------------------------------------- ordered and sliced answers
+
+(def gen-slice
+  (gen/hash-map :keys (gen/vector (gen/tuple gen/nat gen/boolean) 0 3)
+                :limit (gen/frequency [[1 (gen/return nil)] [3 (gen/choose 0 6)]])
+                :offset (gen/frequency [[2 (gen/return nil)] [1 (gen/choose 0 4)]])))
+
+(defn- find-section [query] (vec (take-while (complement keyword?) (rest query))))
+
+(defn sliced-query
+  "`query` (a vector query without :keys or pulls) with :order-by keys naming
+  its :find variables and aggregates (picked by `slice`'s numbers, each :asc or
+  :desc), :limit and :offset."
+  [query {:keys [keys limit offset]}]
+  (let [find (find-section query)
+        els (cond (= '. (second find)) [(first find)]
+                  (and (vector? (first find)) (= '... (last (first find)))) [(ffirst find)]
+                  (vector? (first find)) (first find)
+                  :else find)
+        order (reduce (fn [acc [el desc]] (if (some #(= el (first %)) acc) acc (conj acc [el desc])))
+                      [] (for [[n desc] keys] [(pick (vec els) n) desc]))]
+    (cond-> query
+      (seq order) (into [:order-by (mapv (fn [[el desc]] (if desc [el :desc] el)) order)])
+      limit (into [:limit limit])
+      offset (into [:offset offset]))))
+
+(defn- sliceable? [query]
+  (not (or (some #{:keys} query)
+           (some #(and (seq? %) (= 'pull (first %))) (find-section query)))))
+
+(defn- check-sliced-view
+  "nil when the engine and the naive evaluator agree on the sliced `spec` over
+  `db`, else a description of the difference."
+  [label db model eids spec]
+  (let [info (view-info db model eids)
+        query (concretize (:query spec) info)
+        inputs (concretize (:inputs spec) info)
+        args (cond-> (into [db] inputs) (:rules? spec) (conj rules))
+        nargs (cond-> (into [model] inputs) (:rules? spec) (conj rules))
+        expected (try (apply nq/sliced-answer query nargs)
+                      (catch Throwable t {:oracle-error (str t) :data (ex-data t)}))
+        actual (try (apply d/q query args)
+                    (catch Throwable t {:engine-error (str t) :data (ex-data t)}))]
+    (when-not (and (:kind expected) (nq/slice-agrees? expected actual))
+      {:view label :query query :inputs inputs
+       :expected (if (:kind expected) (select-keys expected [:sliced :tuples]) expected)
+       :actual actual})))
+
+(defn run-sliced-case
+  "Like `run-case`, the query given :order-by, :limit and :offset by `slice`
+  (after `extend`, which may add :find elements)."
+  [store schema data spec slice & [extend]]
+  (let [qspec (cond-> (interpret-query schema spec) extend (update :query extend))]
+    (when (sliceable? (:query qspec))
+      (tu/with-conn [conn store {:schema (engine-schema schema) :sync false}]
+        (let [{:keys [eids ts]} (load-data! conn schema data)
+              db (d/db conn)
+              t (pick ts (:as-of spec))
+              history (map (fn [dm] [(:e dm) (:a dm) (:v dm) (:tx dm) (:added dm)])
+                           (d/datoms (d/history db) :eavt))
+              qspec (update qspec :query sliced-query slice)]
+          (or (check-sliced-view :current db (nq/db (d/datoms db :eavt)) eids qspec)
+              (check-sliced-view [:as-of t] (d/as-of db t)
+                                 (nq/db (nq/as-of-datoms history (d/t->tx t))) eids qspec)
+              (check-sliced-view :filtered (d/filter db filter-pred)
+                                 (nq/db (filter #(filter-pred db %) (d/datoms db :eavt)))
+                                 eids qspec)))))))
+
+(defspec sliced-queries-agree-with-the-naive-evaluator trials
+  (prop/for-all [schema gen-schema
+                 data gen-data
+                 spec gen-query-spec
+                 slice gen-slice]
+    (outcome (some (fn [store] (some-> (run-sliced-case store schema data spec slice)
+                                       (assoc :store store)))
+                   tu/checked-stores))))
+
+;; ---------------------------------------------------------------- windows
+
+(def gen-window
+  (gen/hash-map :fn (gen/elements '[count min max rank dense-rank row-number lag lead])
+                :picks (gen/vector gen/nat 4)
+                :shape (gen/elements [:both :partition :order])
+                :desc gen/boolean
+                :offset (gen/elements [nil 2])))
+
+(defn windowed-query
+  "`query` with a window appended to its :find when that is a relation of
+  plain variables: `window`'s function over some of them (no sums: their types
+  vary), partitioned and/or ordered by others."
+  [query {f :fn [a p o o2] :picks :keys [shape desc offset]}]
+  (let [find (find-section query)]
+    (if (or (empty? find) (not-every? #(and (symbol? %) (not= '. %)) find) (some #{:keys} query))
+      query
+      (let [pick #(nth find (mod % (count find)))
+            arg (when-not ('#{rank dense-rank row-number} f) (pick a))
+            part (when (#{:both :partition} shape) [(pick p)])
+            order (when (#{:both :order} shape)
+                    (mapv #(if desc [% :desc] %) (distinct [(pick o) (pick o2)])))
+            spec (cond-> {} part (assoc :partition-by part) order (assoc :order-by order))
+            el (apply list (concat [f] (when arg [arg]) (when (and offset ('#{lag lead} f)) [offset])
+                                   [:over spec]))]
+        (vec (concat [:find] find [el] (drop (inc (count find)) query)))))))
+
+(defspec windowed-queries-agree-with-the-naive-evaluator trials
+  (prop/for-all [schema gen-schema
+                 data gen-data
+                 spec gen-query-spec
+                 window gen-window
+                 slice gen-slice]
+    (outcome (some (fn [store] (some-> (run-sliced-case store schema data spec slice
+                                                        #(windowed-query % window))
+                                       (assoc :store store)))
+                   tu/checked-stores))))

@@ -151,7 +151,7 @@
     '[:find [?e ... ?x] :where [?e :a]] '[?e ... ?x] [:find 0]
     '[:find ?e :with :where [?e :a]] :with [:with]
     '[:find ?e :in $ "x" :where [?e :a]] "x" [:in 1]
-    '{:find [?e] :where [[?e :a]] :limit 3} {:find '[?e] :where '[[?e :a]] :limit 3} []))
+    '{:find [?e] :where [[?e :a]] :sort-by 3} {:find '[?e] :where '[[?e :a]] :sort-by 3} []))
 
 (deftest bad-pull-patterns-are-explained
   (are [p x in] (let [problems (ds/explain ::ds/pull-pattern p)]

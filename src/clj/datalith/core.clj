@@ -537,6 +537,19 @@
   A relation :find gives a set of tuples; with :with and no aggregate, a
   vector of them that keeps the repeats :with makes (Datomic's bag).
 
+  A query may order and cut its answer: :order-by [[?v :desc] ?w] (keys are
+  :find variables, aggregates or windows as written in :find; values of
+  different types order as comparisons do: nil, numbers, vectors, ..., then
+  keywords, symbols, booleans, strings, instants, uuids), :limit n and
+  :offset n. An ordered relation is a vector; ties on every key are ordered by
+  the columns, so that pages never overlap. Window columns in :find compute a
+  value per row, (sum ?x :over {:partition-by [?g] :order-by [?t]}), with
+  sum, count, min, max, avg, rank, dense-rank, row-number, lag and lead.
+
+    (d/q '[:find ?title ?t :where [?i :issue/state :state/open] [?i :issue/created-at ?t]
+           [?i :issue/title ?title] :order-by [[?t :desc]] :limit 2] db)
+    ; => [[\"Newest\" #inst \"2026-12-01\"] [\"Older\" #inst \"2026-11-30\"]]
+
     (d/q '[:find ?name . :in $ ?email :where [?e :user/email ?email] [?e :user/name ?name]]
          db \"ada@example.com\")
     ; => \"Ada\""
@@ -549,6 +562,35 @@
         (Engine/q (:query query) (object-array args) (select-keys query [:timeout :max-rows]))))
     (explaining ::specs/query query query-shape?
       (Engine/q query (object-array inputs) nil))))
+
+(defn prepare
+  "Parses and validates `query` once, for `q`, `qseq` and `run` to take in its
+  place: they neither read nor look it up again. A prepared query runs on any
+  database; its plan is made per query, rules and size class of each database
+  (the base-4 magnitude of its datom count), so a database four times larger or
+  smaller than the last one plans again, and one of the same class reuses the plan.
+
+    (def by-email (d/prepare '[:find ?e . :in $ ?email :where [?e :user/email ?email]]))
+    (d/q by-email db \"ada@example.com\")
+    (d/run by-email {:$ db :email \"ada@example.com\"})"
+  [query]
+  (explaining ::specs/query query query-shape? (Engine/parse query)))
+
+(defn run
+  "Runs `query` (prepared, or any query `q` takes) with `inputs` by position (a
+  vector, one per :in element) or by name (a map): :email for ?email and for
+  [?email ...], :$ or :$src for a source, :% for the rules, :pattern for a pull
+  pattern name. A name missing or unknown, or an input with none (a tuple or
+  relation binding: pass those by position), is :query/inputs.
+
+    (d/run by-email {:$ db :email \"ada@example.com\"})
+    ; => 17592186045418"
+  [query inputs]
+  (let [parsed (prepare query)]
+    (cond (map? inputs) (Engine/run parsed (Engine/namedInputs parsed inputs))
+          (or (nil? inputs) (sequential? inputs)) (Engine/run parsed (object-array inputs))
+          :else (throw (error :query/inputs "run's inputs are a vector or a map by name"
+                              {:inputs inputs})))))
 
 (defn explain
   "Runs `query` like `q` and returns the plan it used, as data: each clause in
@@ -834,9 +876,12 @@
 
 (defn qseq
   "`q` whose answer, for a relation or collection :find, is a lazy sequence (Datomic's
-  qseq): the rows are found at the call, but the `(pull ?e pattern)` of each row is
-  made as the sequence is read, each through a short read of its own. Takes what `q`
-  takes. Scalar and tuple finds answer as `q` does.
+  qseq): the `(pull ?e pattern)` of each row is made as the sequence is read, each
+  through a short read of its own. A query without aggregates, order or rules whose
+  first step scans a pattern (the usual case) is also read a chunk of that scan at a
+  time as the sequence is consumed, so an answer larger than the heap can be read and
+  dropped as it goes; its :limit stops the reading. Otherwise the rows are found at
+  the call. Takes what `q` takes. Scalar and tuple finds answer as `q` does.
 
     (first (d/qseq '[:find (pull ?e [:user/name]) :where [?e :user/email]] db))
     ; => [{:user/name \"Ada\"}]"

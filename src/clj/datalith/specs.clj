@@ -90,7 +90,27 @@
                                       :constant (complement symbol?)))
                      :var variable?)))
 
-(s/def ::find-element (s/or :var variable? :pull ::pull-expr :aggregate ::aggregate))
+(def window-fns '#{sum count min max avg rank dense-rank row-number lag lead})
+
+(s/def ::window-order-key (s/or :var variable? :dir (s/tuple variable? #{:asc :desc})))
+
+(s/def ::window-spec
+  (s/and map? #(every? #{:partition-by :order-by} (keys %))
+         (s/keys :opt-un [:datalith.specs.window/partition-by :datalith.specs.window/order-by])))
+
+(s/def :datalith.specs.window/partition-by
+  (s/coll-of variable? :kind vector? :min-count 1 :distinct true))
+
+(s/def :datalith.specs.window/order-by
+  (s/or :key (s/tuple variable? #{:asc :desc})
+        :keys (s/coll-of ::window-order-key :kind vector? :min-count 1)))
+
+(s/def ::window
+  (s/and seq? (s/cat :fn window-fns :arg (s/? variable?) :offset (s/? pos-int?)
+                     :over #{:over} :window ::window-spec)))
+
+(s/def ::find-element
+  (s/or :var variable? :pull ::pull-expr :window ::window :aggregate ::aggregate))
 
 (s/def ::find
   (s/alt :scalar (s/cat :element ::find-element :dot #{'.})
@@ -117,6 +137,18 @@
 (s/def ::in (s/coll-of ::in-element :kind sequential? :min-count 1))
 
 (s/def ::timeout pos-int?)
+
+;; :limit and :offset of a query, apart from a pull pattern's ::limit
+(s/def :datalith.specs.query/limit nat-int?)
+(s/def :datalith.specs.query/offset nat-int?)
+
+(defn- order-ref? [x] (or (variable? x) (seq? x)))
+
+(s/def ::order-key (s/or :ref order-ref? :dir (s/tuple order-ref? #{:asc :desc})))
+
+(s/def ::order-by
+  (s/or :key (s/tuple order-ref? #{:asc :desc})
+        :keys (s/coll-of ::order-key :kind sequential? :min-count 1)))
 
 ;; ---------------------------------------------------------------- queries: :where
 
@@ -199,7 +231,7 @@
 
 ;; ---------------------------------------------------------------- queries
 
-(def sections #{:find :keys :strs :syms :with :in :where :timeout})
+(def sections #{:find :keys :strs :syms :with :in :where :timeout :order-by :limit :offset})
 
 (defn- one-return-names? [q] (<= (count (filter #(contains? q %) [:keys :strs :syms])) 1))
 
@@ -207,7 +239,9 @@
   (s/and map?
          #(every? sections (keys %))
          one-return-names?
-         (s/keys :req-un [::find] :opt-un [::keys ::strs ::syms ::with ::in ::where ::timeout])))
+         (s/keys :req-un [::find] :opt-un [::keys ::strs ::syms ::with ::in ::where ::timeout
+                                          ::order-by :datalith.specs.query/limit
+                                          :datalith.specs.query/offset])))
 
 (defn query-vector->map
   "A vector query [:find ... :where ...] as its map {:find [...] :where [...]},
@@ -221,9 +255,22 @@
             [{} nil] q)
     ::s/invalid))
 
+(defn- vector-sections
+  "The sections of a vector query as the map form writes them: :limit and
+  :offset one value each (a vector when not one), :order-by [[?v :desc] ?w]
+  whether written so or as its keys."
+  [m]
+  (cond-> m
+    (= 1 (count (:limit m))) (update :limit first)
+    (= 1 (count (:offset m))) (update :offset first)
+    (and (= 1 (count (:order-by m))) (vector? (first (:order-by m)))
+         (not (s/valid? (s/tuple order-ref? #{:asc :desc}) (first (:order-by m)))))
+    (update :order-by first)))
+
 (s/def ::query-vector
   (s/and vector?
-         (s/conformer #(let [r (query-vector->map %)] (if (= ::s/invalid r) r (first r))))
+         (s/conformer #(let [r (query-vector->map %)]
+                         (if (= ::s/invalid r) r (vector-sections (first r)))))
          ::query-map))
 
 (defmulti query-spec "The spec of a query of a form: vector or map." #(if (map? %) :map :vector))

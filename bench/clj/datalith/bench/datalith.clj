@@ -48,7 +48,8 @@
         :pull-nested (d/pull db queries/pull-nested (eid ids arg))
         :in-bindings (d/q queries/in-bindings db arg)
         :as-of-q2 (d/q queries/q2 (:as-of @state) arg)
-        :since (d/q queries/since (:since @state)))))
+        :since (d/q queries/since (:since @state))
+        :top20-open-recent (d/q queries/top20-open-recent db))))
 
   (transact-one! [_ n]
     (d/transact! (:conn @state) [[:db/add "t" :issue/title (str "bench " n)]]))

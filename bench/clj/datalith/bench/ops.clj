@@ -51,7 +51,8 @@
      :pull-nested (issues 100)
      :in-bindings (vec (repeatedly 4 distinct-emails))
      :as-of-q2 (emails 20)
-     :since [nil]}))
+     :since [nil]
+     :top20-open-recent [nil]}))
 
 ;; ---------------------------------------------------------------- truth
 
@@ -104,7 +105,12 @@
                                          :user/name (:name (users assignee))}})
         :in-bindings (users-of arg)
         :as-of-q2 (q2 arg as-of-issues (fn [i] (:state (issues i))))
-        :since (set (for [i changed] [(w/issue-tempid i) (states i)]))))))
+        :since (set (for [i changed] [(w/issue-tempid i) (states i)]))
+        :top20-open-recent (->> (range (count issues))
+                                (filter #(= :state/open (states %)))
+                                (sort-by #(:created-at (issues %)) #(compare %2 %1))
+                                (take 20)
+                                (mapv (fn [i] [(w/issue-tempid i) (:created-at (issues i))])))))))
 
 ;; ---------------------------------------------------------------- normal form
 
@@ -129,5 +135,6 @@
   (case op
     (:pull-star :pull-nested) (norm-pull rev result)
     :q3-aggregate (set (map vec result))
+    :top20-open-recent (mapv (fn [row] (assoc (vec row) 0 (.get rev (long (first row))))) result)
     (set (map (fn [row] (assoc (vec row) 0 (.get rev (long (first row)))))
               result))))

@@ -23,6 +23,18 @@
   "The issues whose state was asserted in the since-db."
   '[:find ?i ?state :where [?i :issue/state ?state]])
 
+(def top20-open-recent
+  "The 20 most recently created open issues, newest first: datalith's :order-by and :limit
+  (an ordered walk of :issue/created-at's AVET datoms, backwards, stopping at the 20th)."
+  '[:find ?i ?created
+    :where [?i :issue/state :state/open] [?i :issue/created-at ?created]
+    :order-by [[?created :desc]] :limit 20])
+
+(def open-created
+  "Every open issue with its creation instant: what Datomic Local, which has no :order-by,
+  sorts and cuts in Clojure for :top20-open-recent."
+  '[:find ?i ?created :where [?i :issue/state :state/open] [?i :issue/created-at ?created]])
+
 (def pull-star "Pull pattern of :pull-star." '[*])
 
 (def pull-nested

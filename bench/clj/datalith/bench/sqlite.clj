@@ -168,7 +168,11 @@
                            (SELECT v FROM hist_text WHERE e = i.e AND a = 5 AND tx <= ?1 AND rtx > ?1))
                 FROM i)
               SELECT e, title, state FROM x WHERE title IS NOT NULL AND state IS NOT NULL"
-   :since "SELECT e, v FROM eav_text WHERE a = 5 AND tx > ?"})
+   :since "SELECT e, v FROM eav_text WHERE a = 5 AND tx > ?"
+   :top20-open-recent "SELECT s.e, c.v FROM eav_long c
+                       JOIN eav_text s ON s.e = c.e AND s.a = 5
+                       WHERE c.a = 9 AND s.v = 'state/open'
+                       ORDER BY c.v DESC LIMIT 20"})
 
 (defn- rows
   "The rows of `ps` (parameters set), each made by (f rs)."
@@ -241,7 +245,8 @@
                     (rows p (fn [^ResultSet rs]
                               [(.getLong rs 1) (.getString rs 2) (keyword (.getString rs 3))])))
       :since (do (.setLong p 1 (long since-t))
-                 (rows p (fn [^ResultSet rs] [(.getLong rs 1) (keyword (.getString rs 2))]))))))
+                 (rows p (fn [^ResultSet rs] [(.getLong rs 1) (keyword (.getString rs 2))])))
+      :top20-open-recent (rows p (fn [^ResultSet rs] [(.getLong rs 1) (Date. (.getLong rs 2))])))))
 
 (defn- close-session [{:keys [^Connection conn ps]}]
   (doseq [^PreparedStatement p (vals ps)] (.close p))

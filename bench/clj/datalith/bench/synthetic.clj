@@ -178,6 +178,54 @@
 
 (def goal-ms 20)
 
+(def n-rows
+  "Rows of the 100K-row window operations, given as a relation input [[?i ?g ?amt]]."
+  100000)
+
+(defn rows
+  "The window operations' 100K rows [i group amount], drawn with java.util.Random(seed + 2)."
+  []
+  (let [rnd (Random. (+ seed 2))]
+    (vec (for [i (range n-rows)] [i (.nextInt rnd 1000) (.nextInt rnd 1000)]))))
+
+(defn- running-sums
+  "The sum over `rows` ([_ group amount]) of each row's running sum of amounts in its group,
+  ascending, peers (equal amounts) together: what (sum ?amt :over ...) adds up to."
+  [rows]
+  (reduce + (for [[_ group] (group-by second rows)
+                  :let [amounts (sort (map #(nth % 2) group))]
+                  a amounts]
+              (reduce + (filter #(<= % a) amounts)))))
+
+(defn- rank-sum
+  "The sum of each row's rank in its group by amount, descending."
+  [rows]
+  (reduce + (for [[_ group] (group-by second rows)
+                  :let [amounts (map #(nth % 2) group)]
+                  a amounts]
+              (inc (count (filter #(> % a) amounts))))))
+
+(defn- window-ops
+  "The window operations and their plain sort, over `rows` ([i group amount]) read by
+  `where` (nil: the rows are the relation input)."
+  [size rows where]
+  (let [q (fn [find & more]
+            (vec (concat [:find] find (if where [:where] '[:in $ [[?e ?g ?amt]]]) where more)))
+        inputs (if where [] [rows])
+        sorted-amounts (mapv #(nth % 2) (sort-by (juxt second #(nth % 2)) rows))]
+    [{:op (str "sort-" size) :what (str "the " size " rows ordered by group and amount")
+      :goal-ms nil :query (q '[?e ?g ?amt] :order-by '[?g ?amt]) :inputs inputs
+      :normalise #(mapv last %) :expected sorted-amounts}
+     {:op (str "running-sum-" size)
+      :what (str "each of the " size " rows with its group's running sum of amounts")
+      :goal-ms nil :inputs inputs
+      :query (q '[?e ?g ?amt (sum ?amt :over {:partition-by [?g] :order-by [?amt]})])
+      :normalise #(reduce + (map last %)) :expected (running-sums rows)}
+     {:op (str "rank-" size) :what (str "each of the " size " rows with its rank in its group")
+      :goal-ms nil :inputs inputs
+      :query (q '[?e ?g ?amt (rank :over {:partition-by [?g] :order-by [[?amt :desc]]})])
+      :normalise #(reduce + (map last %)) :expected (rank-sum rows)}]))
+
 (defn operations
   "The timed queries: [{:op :what :goal-ms (nil: informative) :query :inputs
   (after the db) :expected (from the data) :normalise (of the raw answer)}]."
@@ -186,7 +234,8 @@
                 {:op op :what what :goal-ms goal :query reach-query :inputs [rules from]
                  :expected (reach-count edges from)})
         with-sum (set (for [[g is] (group-by :group items)] [g (reduce + (map :amount is))]))]
-    [(chain "chain-100-right" "right-recursive reach, 100 hops from node 900" reach-right
+    (concat
+     [(chain "chain-100-right" "right-recursive reach, 100 hops from node 900" reach-right
             (- chain-length 100) goal-ms)
      (chain "chain-100-left" "left-recursive reach, 100 hops from node 900" reach-left
             (- chain-length 100) goal-ms)
@@ -229,7 +278,10 @@
                :where [?i3 :issue/priority ?n] [?i4 :issue/state ?k]
                (not-join [?k ?n] [(identity ?k) ?x] [(< ?n 5)])]
       :inputs [4 :state/open]
-      :expected nil}]))
+      :expected nil}]
+     (window-ops "10k" (mapv (juxt :id :group :amount) items)
+                 '[[?e :item/group ?g] [?e :item/amount ?amt]])
+     (window-ops "100k" (rows) nil))))
 
 ;; ---------------------------------------------------------------- systems
 

@@ -16,9 +16,10 @@
     :pull-nested  an issue tempid: title, state and the assignee's email and name
     :in-bindings  a vector of 100 emails bound to a collection in :in
     :as-of-q2     an email: :q2-ref on the db as of the middle of the load
-    :since        nil: the issues whose state changed since a recent t"
+    :since        nil: the issues whose state changed since a recent t
+    :top20-open-recent nil: the 20 most recently created open issues, newest first"
   [:q1-point :q1-param :q2-ref :q3-aggregate :q4-predicate :pull-star :pull-nested :in-bindings
-   :as-of-q2 :since])
+   :as-of-q2 :since :top20-open-recent])
 
 (defprotocol BenchSystem
   (system-name [s] "The name in results.csv.")

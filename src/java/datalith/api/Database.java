@@ -110,6 +110,18 @@ public final class Database {
     }
   }
 
+  /**
+   * Parses a query once, as {@link Datalith#prepare} does, to run on this and
+   * other databases ({@link PreparedQuery#run}).
+   *
+   * @param query the query, EDN text or Clojure data
+   * @return the prepared query
+   * @throws DatalithException when the query is malformed
+   */
+  public PreparedQuery prepare(Object query) {
+    return Datalith.prepare(query);
+  }
+
   /** The engine's inputs: this database, then {@code inputs} with databases unwrapped. */
   Object[] inputs(Object[] inputs) {
     Object[] given = inputs == null ? new Object[] {null} : inputs;

@@ -37,6 +37,30 @@ public final class PreparedQuery {
   }
 
   /**
+   * Runs the query with its inputs by name: {@code "email"} for {@code ?email}
+   * (and {@code [?email ...]}), {@code "$"} or {@code "$src"} for a source (a
+   * {@link Database}), {@code "%"} for the rules.
+   *
+   * @param inputs every input of {@code :in}, by name
+   * @return the typed answer
+   * @throws DatalithException when a name is missing or unknown, an input has
+   *     no name (a tuple or relation binding), or the query fails
+   */
+  public QueryResult runNamed(java.util.Map<String, ?> inputs) {
+    try {
+      Args.required(inputs, "inputs");
+      java.util.Map<Object, Object> named = new java.util.HashMap<>();
+      for (java.util.Map.Entry<String, ?> e : inputs.entrySet()) {
+        Object v = e.getValue() instanceof Database d ? d.unwrap() : e.getValue();
+        named.put(clojure.lang.Keyword.intern(e.getKey()), v);
+      }
+      return new QueryResult(query, Engine.run(query, Engine.namedInputs(query, named)));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
    * The query as parsed, printed as EDN.
    *
    * @return the query's text

@@ -65,21 +65,24 @@ public final class QueryResult {
    *
    * @return the distinct rows, read-only
    * @throws DatalithException when the query is not a relation query, keeps
-   *     repeats ({@code :with} without an aggregate: use {@link #rows}) or returns
-   *     maps ({@code :keys}: use {@link #maps})
+   *     repeats ({@code :with} without an aggregate: use {@link #rows}), is ordered
+   *     ({@code :order-by}: use {@link #rows}) or returns maps ({@code :keys}: use
+   *     {@link #maps})
    */
   @SuppressWarnings("unchecked")
   public Set<List<Object>> rel() {
     expect("rel", "rel()", false);
     if (!(value instanceof Set<?>)) {
-      throw shapeError("The query keeps repeated rows (:with): rows() returns them", "rel()");
+      throw shapeError("The query keeps repeated rows (:with) or orders them (:order-by):"
+          + " rows() returns them", "rel()");
     }
     return (Set<List<Object>>) value;
   }
 
   /**
-   * The rows of a relation query: a {@code Set} as {@link #rel} gives it, or, when
-   * {@code :with} (without an aggregate) keeps repeated rows, a {@code List}.
+   * The rows of a relation query: a {@code Set} as {@link #rel} gives it, or a
+   * {@code List} when {@code :with} (without an aggregate) keeps repeated rows or
+   * {@code :order-by} orders them (in that order).
    *
    * @return the rows, read-only
    * @throws DatalithException when the query is not a relation query or returns maps
@@ -95,7 +98,8 @@ public final class QueryResult {
    * {@code :syms}, each a map from those names (keywords, strings or symbols) to
    * the values.
    *
-   * @return the rows as maps, read-only (a {@code List} when {@code :with} keeps repeats)
+   * @return the rows as maps, read-only (a {@code List} when {@code :with} keeps repeats
+   *     or {@code :order-by} orders them)
    * @throws DatalithException when the query is not a relation query returning maps
    */
   @SuppressWarnings("unchecked")

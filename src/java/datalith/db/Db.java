@@ -210,8 +210,13 @@ public final class Db {
     return new Snapshot(source.store().beginRead(), overlay);
   }
 
-  IndexScan scan(Snapshot s, Index index, ByteBuffer prefix, ByteBuffer seek, ByteBuffer upper,
-      byte[] resumeAfter) {
+  /**
+   * Like {@link #scanRange}, continuing strictly after {@code resumeAfter} (a key from
+   * {@link IndexScan#lastKey()} of an earlier scan of the same range; null: from the start), so
+   * that a long scan can go on in short reads.
+   */
+  public IndexScan scan(Snapshot s, Index index, ByteBuffer prefix, ByteBuffer seek,
+      ByteBuffer upper, byte[] resumeAfter) {
     return new IndexScan(this, s, index, prefix, seek, upper, resumeAfter);
   }
 

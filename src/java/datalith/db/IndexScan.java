@@ -576,8 +576,11 @@ public final class IndexScan {
     return a != null && a.noHistory;
   }
 
-  /** Whether the next datom comes from the current key (a history retraction). */
-  boolean hasPending() {
+  /**
+   * Whether the next datom comes from the current key (a history retraction) or sorted run: a
+   * scan resumed after {@link #lastKey()} must first read these, or it would skip them.
+   */
+  public boolean hasPending() {
     return pendingRetract || group != null && groupPos < group.size();
   }
 
@@ -737,8 +740,12 @@ public final class IndexScan {
     return datom;
   }
 
-  /** The index key (without history suffix) of the current datom, to resume after. */
-  byte[] lastKey() {
+  /**
+   * The index key (without history suffix) of the current datom, to resume after (see
+   * {@link Db#scan(Snapshot, Index, ByteBuffer, ByteBuffer, ByteBuffer, byte[])}) once
+   * {@link #hasPending()} is false.
+   */
+  public byte[] lastKey() {
     if (group != null) {
       return groupLastKey;
     }

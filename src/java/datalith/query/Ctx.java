@@ -15,6 +15,13 @@ import java.util.Set;
 final class Ctx {
   private final List<Rel> rels = new ArrayList<>();
 
+  /** A scope holding the same relations, which neither scope's clauses change in place. */
+  Ctx copy() {
+    Ctx c = new Ctx();
+    c.rels.addAll(rels);
+    return c;
+  }
+
   void add(Rel r) {
     rels.add(r);
   }

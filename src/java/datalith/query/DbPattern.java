@@ -5,6 +5,7 @@ import datalith.db.Attr;
 import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.IndexScan;
+import datalith.db.Reverse;
 import datalith.db.Snapshot;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
@@ -295,6 +296,34 @@ final class DbPattern {
   /** Like the other scans, reusing {@code reuse}'s open scans when it is not null. */
   long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
       IdSet entities, Reuse reuse) {
+    return scan(s, given, sink, limit, range, entities, reuse, null);
+  }
+
+  /**
+   * Where a scan read in chunks ({@link #scanChunk}) goes on: strictly after {@code after}
+   * (null: from the start), unless {@code done}.
+   */
+  static final class Resume {
+    byte[] after;
+    boolean done;
+  }
+
+  /**
+   * Calls {@code sink} for about the next {@code n} matches of the pattern with nothing bound
+   * (kept to {@code range}), from where {@code resume} says, and moves {@code resume} past them:
+   * one chunk of a scan read in short reads. A chunk never ends inside one key's datoms.
+   *
+   * @return the number of matches
+   */
+  long scanChunk(Snapshot s, Sink sink, long n, Range range, Resume resume) {
+    return scan(s, null, sink, n, range, null, null, resume);
+  }
+
+  private long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
+      IdSet entities, Reuse reuse, Resume resume) {
+    if (resume != null) {
+      resume.done = true; // until a scan finds more: every early return finds nothing
+    }
     if (impossible) {
       return 0;
     }
@@ -435,7 +464,9 @@ final class DbPattern {
     long n = 0;
     IndexScan scan;
     boolean reused = reuse != null && seek == null && upper == null;
-    if (reused) {
+    if (resume != null) {
+      scan = db.scan(s, index, kb.view(), seek, upper, resume.after);
+    } else if (reused) {
       scan = reuse.scans.get(index);
       if (scan == null) {
         scan = db.scan(s, index, kb.view());
@@ -458,6 +489,15 @@ final class DbPattern {
           aInKey ? null : attr, vWanted, txWanted, addedWanted, range);
       if (scan.overBudget()) {
         n = limit;
+      }
+      if (resume != null) {
+        // a chunk ends after a whole key: the rest of the current one is read first
+        while (n >= limit && scan.hasPending()) {
+          n += drain(scan, 1, sink, idSink, out, entities, eInKey ? e : null,
+              eInKey ? null : e, aInKey ? null : attr, vWanted, txWanted, addedWanted, range);
+        }
+        resume.done = n < limit;
+        resume.after = resume.done ? null : scan.lastKey();
       }
     } finally {
       if (!reused) {
@@ -520,6 +560,47 @@ final class DbPattern {
       }
     }
     return n;
+  }
+
+  /**
+   * For a walk of the pattern's attribute in AVET order: the key where the datoms of
+   * {@code value} start (null: the attribute's first key), or, with {@code past}, a key past
+   * every datom of the value (null value: past the attribute). Only for a pattern whose
+   * attribute is a constant.
+   */
+  byte[] avetKey(Object value, boolean past) {
+    KeyBuilder kb = new KeyBuilder().putLong(constAttr.id);
+    if (value != null) {
+      kb.put(Db.valuePart(constAttr, value));
+    }
+    ByteBuffer k = kb.view();
+    byte[] out = new byte[k.remaining()];
+    k.get(k.position(), out);
+    return !past ? out : value != null ? concat(out, MAX_SUFFIX) : Reverse.after(out);
+  }
+
+  private static byte[] concat(byte[] a, byte[] b) {
+    byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
+  /**
+   * Calls {@code sink} for each match among the AVET keys from {@code seek} up to
+   * {@code upper} (exclusive) of a pattern {@code [?e attr ?v]} (its entity and value distinct
+   * variables, nothing else), kept to {@code range}: one chunk of a walk in value order.
+   */
+  void scanAvet(Snapshot s, byte[] seek, byte[] upper, Sink sink, Range range) {
+    ByteBuffer prefix = new KeyBuilder().putLong(constAttr.id).view();
+    Object[] out = new Object[vars.length];
+    IndexScan scan = db.scanRange(s, Index.AVET, prefix, new KeyBuilder().put(seek).view(),
+        new KeyBuilder().put(upper).view());
+    try {
+      drain(scan, Long.MAX_VALUE, sink, null, out, null, null, null, null, null, null, null,
+          range);
+    } finally {
+      scan.close();
+    }
   }
 
   /** Receives the counts of {@link #countByValue}. */

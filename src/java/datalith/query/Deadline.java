@@ -78,6 +78,11 @@ final class Deadline {
     lastRead = now;
   }
 
+  /** The same limits, starting now: for work done later on behalf of the same query. */
+  Deadline renewed() {
+    return new Deadline(timeoutMs, maxRows);
+  }
+
   private RuntimeException timeout() {
     return Errors.error("query/timeout", "Query timed out after " + timeoutMs + " ms",
         "timeout", timeoutMs);

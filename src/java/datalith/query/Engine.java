@@ -73,8 +73,11 @@ public final class Engine {
     this.explain = explain ? new ArrayList<>() : null;
   }
 
-  /** The parsed form of a query, cached by form. */
+  /** The parsed form of a query, cached by form; a query already parsed is itself. */
   public static Query parse(Object form) {
+    if (form instanceof Query parsed) {
+      return parsed;
+    }
     if (form == null) {
       return QueryParser.parse(null); // throws :parser/query
     }
@@ -136,6 +139,18 @@ public final class Engine {
         ":max-rows is a positive number of rows"), false);
     e.lazy = true;
     return e.run(inputs);
+  }
+
+  /**
+   * The inputs of {@code query} in {@code :in} order, from {@code named}: a map from each
+   * input's name to its value ({@link Inputs#byName}: {@code :email} for {@code ?email} and
+   * {@code [?email ...]}, {@code :$} and {@code :$src} for sources, {@code :%} for the rules).
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :query/inputs} when a name is missing, unknown, or
+   *     an input (a tuple or relation binding) has no name
+   */
+  public static Object[] namedInputs(Query query, Map<?, ?> named) {
+    return Inputs.byName(query, named);
   }
 
   /** The plan {@code form} runs with on {@code inputs}, as data, with actual sizes. */
@@ -200,6 +215,29 @@ public final class Engine {
       if (streamed != null) {
         return results.shape(streamed);
       }
+      if (explain == null) {
+        List<Object[]> walked = OrderedWalk.run(query, ctx, scope, evaluator, results,
+            findVars(), deadline);
+        if (walked != null) {
+          return results.shape(walked);
+        }
+        Chunks chunks = Chunks.of(query, plan, ctx, scope, evaluator, results);
+        if (chunks != null && results.streams()) {
+          // qseq: each chunk read when the last is used up, through an evaluator (and
+          // snapshots) of its own, closed at once, with the query's limits anew
+          return results.stream(chunks.stream(query.slice(), () -> new Evaluator(sources, rules,
+              deadline.renewed(), null, query::formOf)));
+        }
+        if (chunks != null && query.slice().limit().isPresent()) {
+          // a limit without an order: chunks until offset + limit tuples are found
+          List<Object[]> found = new ArrayList<>();
+          List<Object[]> more;
+          while (found.size() < query.slice().reach() && (more = chunks.next(evaluator)) != null) {
+            found.addAll(more);
+          }
+          return results.shape(found);
+        }
+      }
       evaluator.evalAll(ctx, plan, scope);
       return results.of(ctx);
     } catch (StackOverflowError e) {
@@ -219,6 +257,9 @@ public final class Engine {
     Set<Variable> out = new java.util.HashSet<>(query.with());
     for (FindElement el : query.findElements()) {
       out.add(el.var());
+      if (el instanceof datalith.query.parser.Window w) {
+        out.addAll(w.vars());
+      }
       if (el instanceof Aggregate a) {
         for (Term t : a.args()) {
           if (t instanceof Variable v) {

@@ -7,7 +7,6 @@ import datalith.db.Snapshot;
 import datalith.pull.PullPattern;
 import datalith.pull.Puller;
 import java.util.Iterator;
-import java.util.List;
 import java.util.function.Function;
 
 /**
@@ -22,9 +21,8 @@ final class LazyPulls {
    * The lazy sequence of {@code tuples}, each shaped by {@code shape} once its pull columns are
    * pulled: {@code dbs[i]} and {@code patterns[i]} for a pull column i, nulls for the others.
    */
-  static ISeq seq(List<Object[]> tuples, Db[] dbs, PullPattern[] patterns,
+  static ISeq seq(Iterator<Object[]> rows, Db[] dbs, PullPattern[] patterns,
       Function<Object[], Object> shape) {
-    Iterator<Object[]> rows = tuples.iterator();
     return RT.chunkIteratorSeq(new Iterator<Object>() {
       @Override
       public boolean hasNext() {

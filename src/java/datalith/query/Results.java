@@ -15,12 +15,14 @@ import datalith.query.parser.FindColl;
 import datalith.query.parser.FindElement;
 import datalith.query.parser.FindScalar;
 import datalith.query.parser.FindTuple;
+import datalith.query.parser.FindVar;
 import datalith.query.parser.Pull;
 import datalith.query.parser.Query;
 import datalith.query.parser.ReturnMap;
 import datalith.query.parser.SrcVar;
 import datalith.query.parser.Term;
 import datalith.query.parser.Variable;
+import datalith.query.parser.Window;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -36,7 +38,9 @@ import java.util.function.Function;
  * Then pulls replace their entity ids and the find spec shapes the tuples: a set of vectors
  * (relation; a vector of them when a bag), a vector (collection, repeats kept with {@code :with}),
  * one vector or value (tuple, scalar: the first, nil when none), each tuple a map with
- * {@code :keys}/{@code :strs}/{@code :syms}. One per query run; not thread-safe.
+ * {@code :keys}/{@code :strs}/{@code :syms}. Before pulls, the query's slice ({@link Slices}) keeps
+ * the tuples {@code :order-by}, {@code :offset} and {@code :limit} ask for; a relation with an
+ * order is a vector in that order. One per query run; not thread-safe.
  */
 final class Results {
   private final Query query;
@@ -70,11 +74,31 @@ final class Results {
 
   /** The answer from {@code ctx}, the bindings left once every clause has run. */
   Object of(Ctx ctx) {
+    return shape(tuples(ctx));
+  }
+
+  /**
+   * The find tuples of {@code ctx} (one value per :find element, aggregates computed, pulls not
+   * yet made), before the slice and the shape.
+   */
+  List<Object[]> tuples(Ctx ctx) {
     List<FindElement> els = query.findElements();
     List<Variable> needed = new ArrayList<>();
     for (FindElement el : els) {
       if (!needed.contains(el.var())) {
         needed.add(el.var());
+      }
+    }
+    // variables only windows read: rows that differ in them alone can make equal tuples
+    boolean extra = false;
+    for (FindElement el : els) {
+      if (el instanceof Window w) {
+        for (Variable v : w.vars()) {
+          if (!needed.contains(v)) {
+            needed.add(v);
+          }
+          extra |= !isColumn(v, els);
+        }
       }
     }
     for (Variable v : query.with()) {
@@ -102,19 +126,26 @@ final class Results {
       tuples = grouper.finish(aggregateArgs(all, ctx));
     } else {
       tuples = project(proj, els);
+      if (Windows.any(els)) {
+        // the rows the windows read may differ in their own variables only: a set keeps one
+        tuples = Windows.apply(els, proj, needed, tuples, extra && query.with().isEmpty(),
+            deadline);
+      }
     }
     deadline.tick(tuples.size()); // the answer is within the row budget too
-    return shape(tuples);
+    return tuples;
   }
 
   /**
    * The answer from tuples already grouped and aggregated (one per :find element each): pulls
    * done, then shaped.
    */
-  Object shape(List<Object[]> tuples) {
+  Object shape(List<Object[]> all) {
+    List<Object[]> tuples = Slices.apply(query.slice(), all, query.findElements().size(),
+        deadline);
     Object spec = query.find();
-    if (lazy && !(spec instanceof FindScalar) && !(spec instanceof FindTuple)) {
-      return lazyShape(tuples, spec instanceof FindColl);
+    if (streams()) {
+      return stream(tuples.iterator());
     }
     pulls(tuples);
     if (spec instanceof FindScalar) {
@@ -137,7 +168,7 @@ final class Results {
       Object[] t = tuples.get(i);
       items[i] = rm == null ? LazilyPersistentVector.createOwning(t) : returnMap(rm, t);
     }
-    if (isBag()) {
+    if (isBag() || query.slice().order().isPresent()) {
       return LazilyPersistentVector.createOwning(items);
     }
     boolean pulls = false;
@@ -170,6 +201,16 @@ final class Results {
       }
     }
     return out;
+  }
+
+  /** Whether {@code v} is the variable of a column that shows it: a plain variable or a pull. */
+  private static boolean isColumn(Variable v, List<FindElement> els) {
+    for (FindElement el : els) {
+      if ((el instanceof FindVar || el instanceof Pull) && el.var().equals(v)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether the answer is a bag: :with without aggregates keeps the repeats it makes. */
@@ -223,8 +264,17 @@ final class Results {
     return true;
   }
 
-  /** The rows as a lazy sequence of rows (or values, for a collection), pulled as read. */
-  private Object lazyShape(List<Object[]> tuples, boolean coll) {
+  /** Whether the answer is a lazy sequence (qseq, a relation or collection find). */
+  boolean streams() {
+    return lazy && !(query.find() instanceof FindScalar) && !(query.find() instanceof FindTuple);
+  }
+
+  /**
+   * The tuples as a lazy sequence of rows (or values, for a collection), pulled as read; for a
+   * query that {@link #streams()}. A relation's rows are distinct, as {@code tuples} gives them.
+   */
+  Object stream(java.util.Iterator<Object[]> tuples) {
+    boolean coll = query.find() instanceof FindColl;
     List<FindElement> els = query.findElements();
     Db[] dbs = new Db[els.size()];
     PullPattern[] patterns = new PullPattern[els.size()];

@@ -11,9 +11,17 @@
  * away); {@code Evaluator} runs plans clause by clause over {@code Ctx} relations ({@code Rel}),
  * patterns through {@code DbPattern} index scans; {@code Rules} tables rule calls to a fixpoint.
  * {@code Deadline} holds a query's {@code :timeout} and {@code :max-rows}, checked in every loop.
+ * The answer's slice: {@code Slices} sorts it by {@code :order-by} (a bounded heap under a
+ * limit) and cuts {@code :offset} and {@code :limit}; {@code OrderedWalk} finds the top k of an
+ * order on a long or instant attribute by walking its AVET index in that order, chunk by chunk;
+ * {@code Chunks} reads a first-step scan a chunk at a time (short reads resumed after the last
+ * key), so a limit without an order stops early and {@code qseq} reads chunks as its sequence is
+ * consumed; {@code Windows} computes window columns over the answer's rows; {@code Inputs} puts
+ * inputs given by name in {@code :in} order.
  *
  * <p>Threading: {@code Engine.q} and {@code Engine.qseq} may be called from any thread (the
- * lazy sequence of qseq too: each row pulls through a read of its own); each call has its own
+ * lazy sequence of qseq too: each row pulls through a read of its own, each chunk is read
+ * through an evaluator and snapshots of its own); each call has its own
  * {@code Engine}, {@code Results}, {@code Evaluator}, {@code Planner}, {@code Rules} and {@code Deadline}, none of
  * them shared. Parsed queries and top-level plans are cached in concurrent maps, and are immutable.
  */

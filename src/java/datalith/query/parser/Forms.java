@@ -66,6 +66,31 @@ final class Forms {
       fnArgs(out, a.args());
       out.add(a.var().symbol());
       return PersistentList.create(out);
+    } else if (x instanceof Window w) {
+      List<Object> out = new ArrayList<>();
+      out.add(w.fn());
+      if (w.arg() != null) {
+        out.add(w.arg().symbol());
+      }
+      if (w.offset() > 1) {
+        out.add(w.offset());
+      }
+      out.add(Keyword.intern("over"));
+      List<Object> spec = new ArrayList<>();
+      if (!w.partitionBy().isEmpty()) {
+        spec.add(Keyword.intern("partition-by"));
+        spec.add(vector(w.partitionBy()));
+      }
+      if (!w.orderBy().isEmpty()) {
+        List<Object> keys = new ArrayList<>();
+        for (Window.OrderKey k : w.orderBy()) {
+          keys.add(vec(k.var().symbol(), Keyword.intern(k.desc() ? "desc" : "asc")));
+        }
+        spec.add(Keyword.intern("order-by"));
+        spec.add(PersistentVector.create(keys));
+      }
+      out.add(PersistentArrayMap.createAsIfByAssoc(spec.toArray()));
+      return PersistentList.create(out);
     } else if (x instanceof Pull p) {
       List<Object> out = new ArrayList<>();
       out.add(PULL);
@@ -95,6 +120,12 @@ final class Forms {
       return PersistentVector.create(out);
     } else if (x instanceof Query q) {
       return queryForm(q);
+    } else if (x instanceof Order o) {
+      List<Object> keys = new ArrayList<>();
+      for (Order.Key k : o.keys()) {
+        keys.add(vec(of(k.ref()), Keyword.intern(k.desc() ? "desc" : "asc")));
+      }
+      return PersistentVector.create(keys);
     } else if (x instanceof List<?> list) {
       return vector(list);
     }
@@ -170,6 +201,18 @@ final class Forms {
       kvs.add(Keyword.intern("timeout"));
       kvs.add(t);
     });
+    q.slice().order().ifPresent(o -> {
+      kvs.add(Keyword.intern("order-by"));
+      kvs.add(of(o));
+    });
+    q.slice().limit().ifPresent(n -> {
+      kvs.add(Keyword.intern("limit"));
+      kvs.add(n);
+    });
+    if (q.slice().offset() > 0) {
+      kvs.add(Keyword.intern("offset"));
+      kvs.add(q.slice().offset());
+    }
     return PersistentArrayMap.createAsIfByAssoc(kvs.toArray());
   }
 

@@ -16,7 +16,8 @@ import java.util.Set;
 /**
  * A parsed, validated query: everything the planner and executor need. Immutable and safe to
  * share between threads. Two queries are equal when their find spec, return map, {@code :with},
- * {@code :in}, {@code :where} and timeout are equal, whichever form (vector, map, string) they
+ * {@code :in}, {@code :where}, timeout and slice ({@code :order-by}, {@code :limit},
+ * {@code :offset}) are equal, whichever form (vector, map, string) they
  * were parsed from.
  *
  * <p>Validated at parse time: every variable of {@code :find}/{@code :with} is bound by
@@ -32,17 +33,20 @@ public final class Query {
   private final List<InBinding> in;
   private final List<Clause> where;
   private final OptionalLong timeout;
+  private final Slice slice;
   private final Object form;
   private final Map<Object, Object> forms; // identity: AST node -> source form; never mutated
 
   Query(FindSpec find, Optional<ReturnMap> returnMap, List<Variable> with, List<InBinding> in,
-      List<Clause> where, OptionalLong timeout, Object form, Map<Object, Object> forms) {
+      List<Clause> where, OptionalLong timeout, Slice slice, Object form,
+      Map<Object, Object> forms) {
     this.find = find;
     this.returnMap = returnMap;
     this.with = List.copyOf(with);
     this.in = List.copyOf(in);
     this.where = List.copyOf(where);
     this.timeout = timeout;
+    this.slice = slice;
     this.form = form;
     this.forms = forms;
   }
@@ -83,6 +87,37 @@ public final class Query {
   /** {@code :timeout} in milliseconds (positive), when given in the map form. */
   public OptionalLong timeout() {
     return timeout;
+  }
+
+  /**
+   * What part of the answer a query asks for, in what order: {@code :order-by}, {@code :limit}
+   * and {@code :offset}. With an order the answer is a sequence (a relation a vector); the
+   * offset skips that many tuples of it, the limit keeps at most that many of the rest. Without
+   * an order they apply to the answer in no set order (any {@code limit} of its tuples).
+   *
+   * @param order the keys, when {@code :order-by} is given
+   * @param limit the most tuples, when {@code :limit} is given (non-negative)
+   * @param offset the tuples skipped first (non-negative; 0 when absent)
+   */
+  public record Slice(Optional<Order> order, OptionalLong limit, long offset) {
+    /** No order, no limit, no offset. */
+    public static final Slice ALL = new Slice(Optional.empty(), OptionalLong.empty(), 0);
+
+    /** True when the slice keeps every tuple in no set order. */
+    public boolean isAll() {
+      return order.isEmpty() && limit.isEmpty() && offset == 0;
+    }
+
+    /** The number of tuples from the first that the slice reads: offset + limit, or max. */
+    public long reach() {
+      return limit.isPresent() ? Math.min(Long.MAX_VALUE - offset, limit.getAsLong()) + offset
+          : Long.MAX_VALUE;
+    }
+  }
+
+  /** {@code :order-by}, {@code :limit} and {@code :offset}; {@link Slice#ALL} when absent. */
+  public Slice slice() {
+    return slice;
   }
 
   /** The object {@link QueryParser#parse(Object)} was given: vector, map or string. */
@@ -155,12 +190,12 @@ public final class Query {
   public boolean equals(Object o) {
     return o instanceof Query q && find.equals(q.find) && returnMap.equals(q.returnMap)
         && with.equals(q.with) && in.equals(q.in) && where.equals(q.where)
-        && timeout.equals(q.timeout);
+        && timeout.equals(q.timeout) && slice.equals(q.slice);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(find, returnMap, with, in, where, timeout);
+    return Objects.hash(find, returnMap, with, in, where, timeout, slice);
   }
 
   /** The query in map form, EDN; parses back to an equal query. */

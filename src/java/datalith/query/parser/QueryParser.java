@@ -29,7 +29,7 @@ import java.util.TreeSet;
  */
 public final class QueryParser {
   private static final Set<String> SECTIONS =
-      Set.of("find", "keys", "strs", "syms", "with", "in", "where");
+      Set.of("find", "keys", "strs", "syms", "with", "in", "where", "order-by", "limit", "offset");
   private static final Set<String> RESERVED_RULE_NAMES =
       Set.of("not", "not-join", "or", "or-join", "and");
   private static final Set<String> ONE_ARG_AGGREGATES =
@@ -119,7 +119,16 @@ public final class QueryParser {
       }
     }
     checkFindBound(find, with, bound, inVars, forms);
-    return new Query(find, returnMap, with, in, where, timeout, q, forms);
+    Optional<Order> order = sections.containsKey("order-by")
+        ? Optional.of(SliceParser.parseOrder(sections.get("order-by"), find, forms))
+        : Optional.empty();
+    OptionalLong limit = sections.containsKey("limit")
+        ? OptionalLong.of(SliceParser.count(sections.get("limit"), "limit", data))
+        : OptionalLong.empty();
+    long offset = sections.containsKey("offset")
+        ? SliceParser.count(sections.get("offset"), "offset", data) : 0;
+    return new Query(find, returnMap, with, in, where, timeout,
+        new Query.Slice(order, limit, offset), q, forms);
   }
 
   /**
@@ -238,6 +247,8 @@ public final class QueryParser {
       String name = sectionName(k, data);
       if (name.equals("timeout")) {
         timeout = OptionalLong.of(timeoutMillis(e.getValue(), data));
+      } else if (name.equals("limit") || name.equals("offset")) {
+        sections.put(name, List.of(e.getValue()));
       } else if (!Syntax.isSequential(e.getValue())) {
         throw Syntax.error("parser/query", "The value of " + k + " in a query map is a vector,"
             + " got " + Syntax.show(e.getValue()), data);
@@ -252,8 +263,8 @@ public final class QueryParser {
     String name = k.getNamespace() == null ? k.getName() : "";
     if (!SECTIONS.contains(name) && !name.equals("timeout")) {
       throw Syntax.error("parser/query", "Unknown query section " + k + " in "
-          + Syntax.show(data) + "; expected :find, :keys, :strs, :syms, :with, :in, :where"
-          + " or (map form) :timeout", data);
+          + Syntax.show(data) + "; expected :find, :keys, :strs, :syms, :with, :in, :where,"
+          + " :order-by, :limit, :offset or (map form) :timeout", data);
     }
     return name;
   }
@@ -307,6 +318,8 @@ public final class QueryParser {
     } else if (Syntax.isList(e) && !Syntax.items(e).isEmpty()
         && Forms.PULL.equals(Syntax.items(e).get(0))) {
       parsed = parsePull(e, sources, patternNames);
+    } else if (Syntax.isList(e) && Syntax.items(e).contains(SliceParser.OVER)) {
+      parsed = SliceParser.parseWindow(e);
     } else if (Syntax.isList(e) && !Syntax.items(e).isEmpty()) {
       parsed = parseAggregate(e, sources);
     } else if (Forms.DOT.equals(e) || Forms.ELLIPSIS.equals(e) || Syntax.isVector(e)) {
@@ -535,6 +548,26 @@ public final class QueryParser {
 
   private static void checkFindBound(FindSpec find, List<Variable> with, Set<Variable> bound,
       Set<Variable> inVars, Map<Object, Object> forms) {
+    boolean windows = false;
+    boolean aggregates = false;
+    for (FindElement e : find.elements()) {
+      windows |= e instanceof Window;
+      aggregates |= e instanceof Aggregate;
+      if (e instanceof Window w) {
+        for (Variable v : w.vars()) {
+          if (!bound.contains(v)) {
+            throw Syntax.error("query/unbound-var", "Window " + Syntax.show(forms.get(e))
+                + " reads " + v + ", which no :in binding or :where clause binds", forms.get(e),
+                "vars", Syntax.symbols(List.of(v)));
+          }
+        }
+      }
+    }
+    if (windows && aggregates) {
+      throw Syntax.error("parser/find", ":find " + Syntax.show(Forms.of(find)) + " mixes"
+          + " aggregates and windows; a window reads the answer's rows, which aggregates group",
+          Forms.of(find));
+    }
     for (FindElement e : find.elements()) {
       if (e instanceof Aggregate a) {
         for (Term t : a.args()) {
