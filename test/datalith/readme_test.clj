@@ -112,12 +112,16 @@
 (deftest readme-tour-runs-as-written
   (doseq [store tu/stores]
     (testing (str "store " store)
-      ;; The tour names a directory; each run gets a fresh one (or :mem) in its place.
+      ;; The tour names a directory; each run gets a fresh one (or :mem) in its place. Its
+      ;; in-memory databases stay in memory.
       (let [dir (tu/temp-dir)
             connect d/connect]
         (try
-          (with-redefs [d/connect (fn [_ & opts]
-                                    (apply connect (if (tu/durable? store) (.getPath dir) :mem) opts))]
+          (with-redefs [d/connect (fn [target & opts]
+                                    (apply connect (cond (not (string? target)) target
+                                                         (tu/durable? store) (.getPath dir)
+                                                         :else :mem)
+                                           opts))]
             (is (<= 7 (run-tour!)) "the tour's ;; => checks were found"))
           (finally (tu/delete-tree dir)))))))
 
