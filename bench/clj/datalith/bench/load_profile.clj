@@ -44,14 +44,23 @@
   ^long []
   (.getCurrentThreadCpuTime (ManagementFactory/getThreadMXBean)))
 
+(defn- allocated
+  "Bytes this thread has allocated so far: unlike times, the same from run to
+  run however busy the machine is."
+  ^long []
+  (let [^com.sun.management.ThreadMXBean b (ManagementFactory/getThreadMXBean)]
+    (.getThreadAllocatedBytes b (.getId (Thread/currentThread)))))
+
 (defn- load-once
   "Loads `data` into a new connection of `system`; returns [conn wall-seconds
-  cpu-seconds of this thread]."
+  cpu-seconds allocated-bytes of this thread] (the workload's own making of
+  tx-data included)."
   [system dir data batch-size]
   (let [conn (connect system dir)
         cpu (cpu-ns)
+        bytes (allocated)
         {:keys [load-ns]} (w/load! data {:transact (transact-fn conn) :batch-size batch-size})]
-    [conn (/ (double load-ns) 1e9) (/ (double (- (cpu-ns) cpu)) 1e9)]))
+    [conn (/ (double load-ns) 1e9) (/ (double (- (cpu-ns) cpu)) 1e9) (- (allocated) bytes)]))
 
 (defn- single-txs
   "Times `n` single-datom transactions on `conn` (after n/10 untimed); prints
@@ -60,12 +69,13 @@
   (dotimes [i (quot n 10)]
     (d/transact! conn [[:db/add "t" :issue/title (str "warm " i)]]))
   (let [start (System/nanoTime)
-        cpu (cpu-ns)]
+        cpu (cpu-ns)
+        bytes (allocated)]
     (dotimes [i n]
       (d/transact! conn [[:db/add "t" :issue/title (str "bench " i)]]))
-    (printf "lmdb single-datom durable tx: %,.0f tx/s, %.0f us CPU each (%d timed)%n"
+    (printf "lmdb single-datom durable tx: %,.0f tx/s, %.0f us CPU and %,d bytes allocated each (%d timed)%n"
             (/ n (/ (double (- (System/nanoTime) start)) 1e9))
-            (/ (double (- (cpu-ns) cpu)) 1e3 n) n)
+            (/ (double (- (cpu-ns) cpu)) 1e3 n) (quot (- (allocated) bytes) n) n)
     (flush)))
 
 (defn- run-loads
@@ -77,9 +87,9 @@
     (println "scale" (name scale) "datoms" datoms "batch-size" batch-size)
     (doseq [system systems]
       (let [runs (vec (for [i (range loads)]
-                        (let [[conn secs cpu] (load-once system dir data batch-size)]
-                          (printf "%s load %d: %.2f s, %,.0f datoms/s; thread CPU %.2f s%n"
-                                  system i secs (/ datoms secs) cpu)
+                        (let [[conn secs cpu bytes] (load-once system dir data batch-size)]
+                          (printf "%s load %d: %.2f s, %,.0f datoms/s; thread CPU %.2f s, %,d bytes allocated a datom%n"
+                                  system i secs (/ datoms secs) cpu (quot bytes datoms))
                           (flush)
                           (when (and (= i (dec loads)) (= system "lmdb") (pos? n-tx))
                             (single-txs conn n-tx))

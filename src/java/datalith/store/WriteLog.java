@@ -7,7 +7,9 @@ import java.util.Arrays;
 /**
  * The puts and deletes of one LMDB write transaction, copied out of the caller's buffers so that
  * they can be replayed whole (after the map grows, for one). Entries are laid out in heap chunks
- * as [op:1][db:1][keySize:2][valSize:4][key][val]. Used by the writer thread only.
+ * as [op:1][db:1][keySize:2][valSize:4][key][val]; beside them, each entry's place, its
+ * sub-database and its key's first {@code PREFIX} bytes as numbers, so that sorting them
+ * compares numbers and reads a key only when those tie. Used by the writer thread only.
  */
 final class WriteLog {
 

@@ -269,14 +269,13 @@ final class Slots {
       long e = en.getKey().e();
       Attr a = en.getValue().attr;
       Keyword ident = a.ident;
-      for (Val x : en.getValue().vals.values()) {
+      int start = out.size(); // the slot's first datom: its retractions go before its assertions
+      int retractions = 0;
+      for (Val x : en.getValue().vals.values()) { // once: one iterator a slot
         if (x.status == Val.RETRACTED) {
-          out.add(new TxChange(new Datom(e, a.id, ident, x.v, tx, false), a, x.encoded,
-              x.assertedTx));
-        }
-      }
-      for (Val x : en.getValue().vals.values()) {
-        if (x.status == Val.ADDED) {
+          out.add(start + retractions++, new TxChange(new Datom(e, a.id, ident, x.v, tx, false), a,
+              x.encoded, x.assertedTx));
+        } else if (x.status == Val.ADDED) {
           out.add(new TxChange(new Datom(e, a.id, ident, x.v, tx, true), a, x.encoded, tx));
         }
       }
