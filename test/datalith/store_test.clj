@@ -389,6 +389,43 @@
           (is (= (count model) entries))
           (is (< (* 60 leaf-pages) entries) (str leaf-pages " leaf pages")))))))
 
+;; An LMDB write transaction sorts its logged writes by sub-database and key before applying
+;; them, comparing each key's first 32 bytes as numbers first: keys that tie there (long shared
+;; prefixes, keys that end in zeros or are zero-padded prefixes of others) must still land in
+;; LMDB's order, and one key's writes keep the order they were made in, in every sub-database.
+(deftest writes-sort-by-key-past-their-prefixes
+  (with-each-store [s {"map-size" (* 32 1024 1024) "sync" false}]
+    (let [rnd (java.util.Random. 17)
+          dbs [SubDb/EAVT SubDb/AVET SubDb/LOG SubDb/META]
+          shared (byte-array 40 (byte -1))
+          gen-key (fn []
+                    (case (int (.nextInt rnd 4))
+                      0 (byte-array (inc (.nextInt rnd 40))) ; zeros of any length
+                      1 (let [b (Arrays/copyOf shared (+ 30 (.nextInt rnd 12)))] ; ties past 32
+                          (aset-byte b (dec (alength b)) (byte (.nextInt rnd 3)))
+                          b)
+                      2 (let [b (byte-array (+ 8 (.nextInt rnd 40)))] ; one differing byte
+                          (aset-byte b (.nextInt rnd (alength b)) (byte (- (.nextInt rnd 256) 128)))
+                          b)
+                      3 (let [b (byte-array (inc (.nextInt rnd 60)))] (.nextBytes rnd b) b)))
+          pool (vec (repeatedly 300 gen-key))
+          round (fn [] (vec (repeatedly 2000 (fn [] [(dbs (.nextInt rnd (count dbs)))
+                                                      (pool (.nextInt rnd (count pool)))
+                                                      (when (pos? (.nextInt rnd 4))
+                                                        (str (.nextInt rnd 1000)))]))))
+          models (reduce (fn [models writes]
+                           (commit! s writes)
+                           (reduce (fn [m [db k v]]
+                                     (if v
+                                       (update m db assoc k (->bytes v))
+                                       (update m db dissoc k)))
+                                   models writes))
+                         (zipmap dbs (repeat (sorted-map-by unsigned-byte-comparator)))
+                         (repeatedly 5 round))]
+      (with-open [r (.beginRead s)]
+        (doseq [db dbs]
+          (is (= (view (models db)) (view (scan r db))) (str db)))))))
+
 ;; ---- isolation -------------------------------------------------------------
 
 (deftest snapshot-isolation

@@ -14,7 +14,9 @@ import java.util.List;
  * into a store write transaction or (for {@code with}) an overlay.
  */
 final class Writes {
-  private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
+  // Keys are the builder's shared view and values this one buffer: the store and the overlay
+  // copy what they are given, reading it without moving its position or limit.
+  private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0).asReadOnlyBuffer();
 
   private final WriteTxn wt;
   private final Overlay ov;
@@ -116,35 +118,32 @@ final class Writes {
     boolean ref = encoded[0] == Codec.T_REF;
     long v = ref ? Bytes.longAt(encoded, 1) : 0;
     if (added) {
-      index(SubDb.EAVT, eavt(e, aid, vpart, tx), false);
-      index(SubDb.AEVT, aevt(e, aid, vpart, tx), false);
-      index(SubDb.AVET, avet(e, aid, vpart, tx), false);
+      put(SubDb.EAVT, eavt(e, aid, vpart, tx).sharedView(), EMPTY);
+      put(SubDb.AEVT, aevt(e, aid, vpart, tx).sharedView(), EMPTY);
+      put(SubDb.AVET, avet(e, aid, vpart, tx).sharedView(), EMPTY);
       if (ref) {
-        index(SubDb.VAET, vaet(e, aid, v, tx), false);
+        put(SubDb.VAET, vaet(e, aid, v, tx).sharedView(), EMPTY);
       }
     } else {
       long at = assertedTx;
       // history is kept for :db/noHistory too: older database values and as-of must
       // still see such a value; the history view leaves it out
-      index(SubDb.EAVT, eavt(e, aid, vpart, at), true);
-      index(SubDb.HEAVT, eavt(e, aid, vpart, at).putLong(tx), false);
-      index(SubDb.AEVT, aevt(e, aid, vpart, at), true);
-      index(SubDb.HAEVT, aevt(e, aid, vpart, at).putLong(tx), false);
-      index(SubDb.AVET, avet(e, aid, vpart, at), true);
-      index(SubDb.HAVET, avet(e, aid, vpart, at).putLong(tx), false);
+      retract(SubDb.EAVT, SubDb.HEAVT, eavt(e, aid, vpart, at), tx);
+      retract(SubDb.AEVT, SubDb.HAEVT, aevt(e, aid, vpart, at), tx);
+      retract(SubDb.AVET, SubDb.HAVET, avet(e, aid, vpart, at), tx);
       if (ref) {
-        index(SubDb.VAET, vaet(e, aid, v, at), true);
-        index(SubDb.HVAET, vaet(e, aid, v, at).putLong(tx), false);
+        retract(SubDb.VAET, SubDb.HVAET, vaet(e, aid, v, at), tx);
       }
     }
   }
 
-  private void index(SubDb db, KeyBuilder key, boolean delete) {
-    if (delete) {
-      delete(db, key.view());
-    } else {
-      put(db, key.view(), EMPTY.duplicate());
-    }
+  /**
+   * Moves the datom whose current key {@code key} holds from {@code current} to {@code history},
+   * under the key followed by the retracting {@code tx}: one key built for both.
+   */
+  private void retract(SubDb current, SubDb history, KeyBuilder key, long tx) {
+    delete(current, key.sharedView());
+    put(history, key.putLong(tx).sharedView(), EMPTY);
   }
 
   private KeyBuilder eavt(long e, long aid, byte[] vpart, long tx) {

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.lmdbjava.Cursor;
 import org.lmdbjava.Dbi;
+import org.lmdbjava.PutFlags;
 import org.lmdbjava.Txn;
 
 /**
@@ -38,6 +39,8 @@ import org.lmdbjava.Txn;
  * is read and LMDB alone places every key.
  */
 final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
+  // no flags: null rather than an empty array, which lmdbjava masks with a stream on every put
+  private static final PutFlags[] NO_FLAGS = null;
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
   private final Txn<ByteBuffer> txn;
   private final int pageSize;
@@ -65,7 +68,7 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
   public void put(SubDb db, ByteBuffer key, ByteBuffer val, ByteBuffer nextPut, int nextValSize) {
     putBackUpTo(db, key);
     Cursor<ByteBuffer> c = cursor(db);
-    c.put(key, val);
+    c.put(key, val, NO_FLAGS);
     if (nextPut != null) {
       makeRoomAfter(db, nextPut, nextValSize);
     }
@@ -98,7 +101,7 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
       }
       v.clear();
       v.put(mv).flip();
-      cursor(db).put(k, v);
+      cursor(db).put(k, v, NO_FLAGS);
     }
   }
 

@@ -2,11 +2,14 @@ package datalith.store;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 
 /**
  * The puts and deletes of one LMDB write transaction, copied out of the caller's buffers so that
  * they can be replayed whole (after the map grows, for one). Entries are laid out in heap chunks
- * as [op:1][db:1][keySize:2][valSize:4][key][val]. Used by the writer thread only.
+ * as [op:1][db:1][keySize:2][valSize:4][key][val]; beside them, each entry's place, its
+ * sub-database and its key's first {@code PREFIX} bytes as numbers, so that sorting them
+ * compares numbers and reads a key only when those tie. Used by the writer thread only.
  */
 final class WriteLog {
 
@@ -34,10 +37,22 @@ final class WriteLog {
   private static final int CHUNK = 64 * 1024;
   private static final int KEPT_CHUNKS = 16; // retained across transactions
   private static final SubDb[] DBS = SubDb.values();
+  private static final int INITIAL_ENTRIES = 1024;
+  // the bytes of a key kept with its entry as numbers, for sorting: enough to tell apart the
+  // index keys of most datoms (an AVET key of a ref is 33 bytes, its datom's e ends at 25)
+  private static final int PREFIX = 32;
+  private static final int LONGS = PREFIX / 8;
+  private static final int KEPT_ENTRIES = 64 * 1024; // entry arrays retained up to this size
 
   private final ArrayList<ByteBuffer> chunks = new ArrayList<>(); // heap, each filled to position
   private int current; // index of the chunk being filled
   private long bytes; // total logged, for sizing map growth
+  // per entry, in the order logged: where it is (chunk index << 32 | offset), its
+  // sub-database's ordinal, and its key's first PREFIX bytes as LONGS numbers (for sorting)
+  private int count;
+  private long[] entries = new long[INITIAL_ENTRIES];
+  private byte[] dbs = new byte[INITIAL_ENTRIES];
+  private long[] prefixes = new long[LONGS * INITIAL_ENTRIES];
   private ByteBuffer key = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
   private ByteBuffer val = ByteBuffer.allocateDirect(CHUNK); // grows for larger values
 
@@ -65,6 +80,12 @@ final class WriteLog {
     }
     current = 0;
     bytes = 0;
+    count = 0;
+    if (entries.length > KEPT_ENTRIES) {
+      entries = new long[INITIAL_ENTRIES];
+      dbs = new byte[INITIAL_ENTRIES];
+      prefixes = new long[LONGS * INITIAL_ENTRIES];
+    }
     if (val.capacity() > CHUNK) {
       val = ByteBuffer.allocateDirect(CHUNK);
     }
@@ -72,13 +93,14 @@ final class WriteLog {
 
   /** Calls {@code to} once per entry, in the order {@link Replay} describes. */
   void replay(Replay to) {
-    long[] order = sorted();
+    int[] order = sorted();
     for (int i = 0; i < order.length; i++) {
-      ByteBuffer chunk = chunks.get((int) (order[i] >>> 32));
+      int x = order[i];
+      ByteBuffer chunk = chunks.get((int) (entries[x] >>> 32));
       byte[] array = chunk.array();
-      int at = (int) order[i];
+      int at = (int) entries[x];
       byte op = array[at];
-      SubDb db = DBS[array[at + 1]];
+      SubDb db = DBS[dbs[x]];
       int keySize = keySize(array, at);
       int valSize = chunk.getInt(at + 4);
       key.clear();
@@ -91,10 +113,11 @@ final class WriteLog {
         val.put(array, at + HEADER + keySize, valSize).flip();
         ByteBuffer nextPut = null;
         int nextValSize = 0;
-        if (i + 1 < order.length) {
-          ByteBuffer next = chunks.get((int) (order[i + 1] >>> 32));
-          int nat = (int) order[i + 1];
-          if (next.get(nat) == PUT && next.get(nat + 1) == db.ordinal()) {
+        if (i + 1 < order.length && dbs[order[i + 1]] == dbs[x]) {
+          long y = entries[order[i + 1]];
+          ByteBuffer next = chunks.get((int) (y >>> 32));
+          int nat = (int) y;
+          if (next.get(nat) == PUT) {
             nextPut = next.duplicate().limit(nat + HEADER + keySize(next.array(), nat))
                 .position(nat + HEADER);
             nextValSize = next.getInt(nat + 4);
@@ -104,15 +127,10 @@ final class WriteLog {
       } else {
         to.delete(db, key);
       }
-      if (i + 1 == order.length || dbOf(order[i + 1]) != db) {
+      if (i + 1 == order.length || dbs[order[i + 1]] != dbs[x]) {
         to.end(db);
       }
     }
-  }
-
-  /** The sub-database of entry {@code entry} (chunk index << 32 | offset). */
-  private SubDb dbOf(long entry) {
-    return DBS[chunks.get((int) (entry >>> 32)).get((int) entry + 1)];
   }
 
   private static int keySize(byte[] array, int at) {
@@ -120,30 +138,40 @@ final class WriteLog {
   }
 
   /**
-   * The entries (chunk index << 32 | offset) sorted by sub-database, then key; a stable sort, so
-   * that one key's entries keep their order.
+   * The entries' numbers sorted by sub-database, then key, then number (so that one key's
+   * entries keep their order): grouped by sub-database, then each group merge sorted.
    */
-  private long[] sorted() {
-    int n = 0;
-    for (int c = 0; c < chunks.size() && c <= current; c++) {
-      ByteBuffer chunk = chunks.get(c);
-      for (int at = 0; at < chunk.position(); at = next(chunk, at)) {
-        n++;
+  private int[] sorted() {
+    int[] starts = new int[DBS.length + 1];
+    for (int i = 0; i < count; i++) {
+      starts[dbs[i] + 1]++;
+    }
+    for (int d = 0; d < DBS.length; d++) {
+      starts[d + 1] += starts[d];
+    }
+    int[] order = new int[count];
+    int[] fill = Arrays.copyOf(starts, DBS.length);
+    for (int i = 0; i < count; i++) {
+      order[fill[dbs[i]]++] = i;
+    }
+    int[] other = new int[count];
+    for (int d = 0; d < DBS.length; d++) {
+      if (sort(order, other, starts[d], starts[d + 1]) != order) {
+        System.arraycopy(other, starts[d], order, starts[d], starts[d + 1] - starts[d]);
       }
     }
-    long[] order = new long[n];
-    n = 0;
-    for (int c = 0; c < chunks.size() && c <= current; c++) {
-      ByteBuffer chunk = chunks.get(c);
-      for (int at = 0; at < chunk.position(); at = next(chunk, at)) {
-        order[n++] = (long) c << 32 | at;
-      }
-    }
-    // a merge sort, stable, of the primitive entries: runs of RUN by insertion, then merges
-    for (int lo = 0; lo < n; lo += RUN) {
-      int hi = Math.min(lo + RUN, n);
+    return order;
+  }
+
+  /**
+   * Sorts {@code order[from..to)} by key, then number: runs of {@code RUN} by insertion, then
+   * merges between {@code order} and {@code other}; returns the array that holds the result.
+   */
+  private int[] sort(int[] order, int[] other, int from, int to) {
+    for (int lo = from; lo < to; lo += RUN) {
+      int hi = Math.min(lo + RUN, to);
       for (int i = lo + 1; i < hi; i++) {
-        long x = order[i];
+        int x = order[i];
         int j = i - 1;
         for (; j >= lo && compare(order[j], x) > 0; j--) {
           order[j + 1] = order[j];
@@ -151,45 +179,62 @@ final class WriteLog {
         order[j + 1] = x;
       }
     }
-    long[] other = new long[n];
-    for (int width = RUN; width < n; width *= 2) {
-      for (int lo = 0; lo < n; lo += 2 * width) {
-        int mid = Math.min(lo + width, n);
-        int hi = Math.min(lo + 2 * width, n);
+    int[] in = order;
+    int[] out = other;
+    for (int width = RUN; width < to - from; width *= 2) {
+      for (int lo = from; lo < to; lo += 2 * width) {
+        int mid = Math.min(lo + width, to);
+        int hi = Math.min(lo + 2 * width, to);
+        if (mid == hi || compare(in[mid - 1], in[mid]) <= 0) {
+          System.arraycopy(in, lo, out, lo, hi - lo); // already in order
+          continue;
+        }
         int i = lo;
         int j = mid;
         int k = lo;
         while (i < mid && j < hi) {
-          other[k++] = compare(order[i], order[j]) <= 0 ? order[i++] : order[j++];
+          out[k++] = compare(in[i], in[j]) <= 0 ? in[i++] : in[j++];
         }
-        System.arraycopy(order, i, other, k, mid - i);
-        System.arraycopy(order, j, other, k + mid - i, hi - j);
+        System.arraycopy(in, i, out, k, mid - i);
+        System.arraycopy(in, j, out, k + mid - i, hi - j);
       }
-      long[] t = order;
-      order = other;
-      other = t;
+      int[] t = in;
+      in = out;
+      out = t;
     }
-    return order;
+    return in;
   }
 
   private static final int RUN = 16;
 
-  /** The order of entries {@code x} and {@code y}: by sub-database, then by key as LMDB's. */
-  private int compare(long x, long y) {
-    byte[] a = chunks.get((int) (x >>> 32)).array();
-    byte[] b = chunks.get((int) (y >>> 32)).array();
-    int ax = (int) x;
-    int by = (int) y;
-    if (a[ax + 1] != b[by + 1]) {
-      return Integer.compare(a[ax + 1], b[by + 1]);
+  /**
+   * The order of entries {@code x} and {@code y} of one sub-database: by key as LMDB's (the
+   * first {@code PREFIX} bytes as numbers, then the rest), then by number.
+   */
+  private int compare(int x, int y) {
+    int px = LONGS * x;
+    int py = LONGS * y;
+    for (int i = 0; i < LONGS; i++) {
+      if (prefixes[px + i] != prefixes[py + i]) {
+        return Long.compareUnsigned(prefixes[px + i], prefixes[py + i]);
+      }
     }
-    return java.util.Arrays.compareUnsigned(a, ax + HEADER, ax + HEADER + keySize(a, ax),
-        b, by + HEADER, by + HEADER + keySize(b, by));
+    int c = compareKeys(x, y);
+    return c != 0 ? c : Integer.compare(x, y);
   }
 
-  /** The offset of the entry after the one at {@code at}. */
-  private static int next(ByteBuffer chunk, int at) {
-    return at + HEADER + keySize(chunk.array(), at) + chunk.getInt(at + 4); // a delete's is 0
+  /** The order of the keys of entries {@code x} and {@code y}, equal in their prefixes. */
+  private int compareKeys(int x, int y) {
+    byte[] a = chunks.get((int) (entries[x] >>> 32)).array();
+    byte[] b = chunks.get((int) (entries[y] >>> 32)).array();
+    int ax = (int) entries[x];
+    int by = (int) entries[y];
+    int aSize = keySize(a, ax);
+    int bSize = keySize(b, by);
+    // the first PREFIX bytes are equal, but a shorter key's were padded with zeros
+    int skip = Math.min(PREFIX, Math.min(aSize, bSize));
+    return Arrays.compareUnsigned(a, ax + HEADER + skip, ax + HEADER + aSize,
+        b, by + HEADER + skip, by + HEADER + bSize);
   }
 
   private void append(byte op, SubDb db, ByteBuffer k, ByteBuffer v) {
@@ -208,6 +253,30 @@ final class WriteLog {
     }
     chunk.position(at + size);
     bytes += size;
+    if (count == entries.length) {
+      entries = Arrays.copyOf(entries, 2 * count);
+      dbs = Arrays.copyOf(dbs, 2 * count);
+      prefixes = Arrays.copyOf(prefixes, 2 * LONGS * count);
+    }
+    entries[count] = (long) current << 32 | at;
+    dbs[count] = (byte) db.ordinal();
+    for (int i = 0; i < LONGS; i++) {
+      prefixes[LONGS * count + i] = prefix(chunk, at + HEADER, keySize, 8 * i);
+    }
+    count++;
+  }
+
+  /** Bytes {@code from..from+8} of the key at {@code at}, big-endian, zeros past its end. */
+  private static long prefix(ByteBuffer chunk, int at, int keySize, int from) {
+    if (keySize >= from + 8) {
+      return chunk.getLong(at + from);
+    }
+    byte[] array = chunk.array();
+    long p = 0;
+    for (int i = from; i < from + 8; i++) {
+      p = p << 8 | (i < keySize ? array[at + i] & 0xFF : 0);
+    }
+    return p;
   }
 
   private ByteBuffer chunkFor(int size) {

@@ -17,7 +17,6 @@ import datalith.index.KeyBuilder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -78,6 +77,16 @@ final class Slots {
   /** The key of a slot. */
   record Key(long e, long aid) {}
 
+  /** One slot: the attribute, and its values by key part of their encoding. */
+  private static final class Slot {
+    final Attr attr;
+    final LinkedHashMap<Bytes, Val> vals = new LinkedHashMap<>(4);
+
+    Slot(Attr attr) {
+      this.attr = attr;
+    }
+  }
+
   private final Db db;
   private final Snapshot snap;
   private final Schema schema;
@@ -85,20 +94,22 @@ final class Slots {
   /** The attributes as the transaction defines them, by ident, for checking tuples. */
   private final Function<Keyword, Attr> attrs;
   /** In the order they were first touched; within a slot, values in the order they were met. */
-  private final Map<Key, LinkedHashMap<Bytes, Val>> slots = new LinkedHashMap<>();
-  private final Map<Key, Attr> slotAttrs = new HashMap<>();
+  private final LinkedHashMap<Key, Slot> slots;
 
   /**
    * @param db the database before the transaction, read through {@code snap}
    * @param tx the transaction's id
    * @param attrs the attributes as the transaction defines them, by ident
+   * @param expected about how many slots the transaction touches (its operations), to size the
+   *     map once
    */
-  Slots(Db db, Snapshot snap, long tx, Function<Keyword, Attr> attrs) {
+  Slots(Db db, Snapshot snap, long tx, Function<Keyword, Attr> attrs, int expected) {
     this.db = db;
     this.snap = snap;
     this.schema = db.schema();
     this.tx = tx;
     this.attrs = attrs;
+    this.slots = new LinkedHashMap<>(Math.max(16, expected + expected / 3 + 1));
   }
 
   /** The values of {@code a} of {@code e}: those before the transaction, and what it did. */
@@ -108,8 +119,8 @@ final class Slots {
 
   /** The values of the slot (e, aid) if the transaction touched it, else null (reads nothing). */
   Collection<Val> touched(long e, long aid) {
-    LinkedHashMap<Bytes, Val> s = slots.get(new Key(e, aid));
-    return s == null ? null : s.values();
+    Slot s = slots.get(new Key(e, aid));
+    return s == null ? null : s.vals.values();
   }
 
   /** The slots touched so far, in the order they were first touched (a copy). */
@@ -119,13 +130,13 @@ final class Slots {
 
   private LinkedHashMap<Bytes, Val> slot(long e, Attr a) {
     Key k = new Key(e, a.id);
-    LinkedHashMap<Bytes, Val> s = slots.get(k);
-    if (s != null) {
-      return s;
+    Slot slot = slots.get(k);
+    if (slot != null) {
+      return slot.vals;
     }
-    s = new LinkedHashMap<>(4);
-    slots.put(k, s);
-    slotAttrs.put(k, a);
+    slot = new Slot(a);
+    slots.put(k, slot);
+    LinkedHashMap<Bytes, Val> s = slot.vals;
     if (e < db.nextEid() || e >= Db.TX0) {
       // stored values are encoded as the attribute was when they were written
       Attr stored = schema.attr(a.id);
@@ -253,19 +264,18 @@ final class Slots {
    * touched, its retractions then its assertions.
    */
   List<TxChange> changes() {
-    List<TxChange> out = new ArrayList<>();
-    for (Map.Entry<Key, LinkedHashMap<Bytes, Val>> en : slots.entrySet()) {
+    List<TxChange> out = new ArrayList<>(slots.size());
+    for (Map.Entry<Key, Slot> en : slots.entrySet()) {
       long e = en.getKey().e();
-      Attr a = slotAttrs.get(en.getKey());
+      Attr a = en.getValue().attr;
       Keyword ident = a.ident;
-      for (Val x : en.getValue().values()) {
+      int start = out.size(); // the slot's first datom: its retractions go before its assertions
+      int retractions = 0;
+      for (Val x : en.getValue().vals.values()) { // once: one iterator a slot
         if (x.status == Val.RETRACTED) {
-          out.add(new TxChange(new Datom(e, a.id, ident, x.v, tx, false), a, x.encoded,
-              x.assertedTx));
-        }
-      }
-      for (Val x : en.getValue().values()) {
-        if (x.status == Val.ADDED) {
+          out.add(start + retractions++, new TxChange(new Datom(e, a.id, ident, x.v, tx, false), a,
+              x.encoded, x.assertedTx));
+        } else if (x.status == Val.ADDED) {
           out.add(new TxChange(new Datom(e, a.id, ident, x.v, tx, true), a, x.encoded, tx));
         }
       }

@@ -104,7 +104,7 @@ public final class Transactor {
     IdentityHashMap<Object, Object> mapEntities = pending.declareAll(txData, temps);
     List<Op> ops = Expander.expand(txData, db, tx, pending, temps, refs, mapEntities);
     List<Op> resolved = TempidResolver.resolve(ops, db, snap, temps, ids, pending);
-    Slots slots = new Slots(db, snap, tx, pending::get);
+    Slots slots = new Slots(db, snap, tx, pending::get, resolved.size() + 1);
     Applier.applyAll(resolved, slots, db, snap);
     Composites.derive(pending, slots);
     TxInstant.stamp(db, snap, tx, slots);

@@ -1,0 +1,115 @@
+(ns datalith.bench.load-profile
+  "Write-path timing (issue #17): loads a tracker data set through `transact!`
+  in the bench's batches, on LMDB (durable) and in memory, and times
+  single-datom durable transactions on the loaded LMDB database. One JVM, no
+  other systems: the figures to compare before and after a change to the
+  write path, and a load to profile with JFR.
+
+    lein with-profile +bench run -m datalith.bench.load-profile [options]
+      --scale S       100k, 300k or 1m (default 1m)
+      --systems LIST  lmdb,mem (default both)
+      --loads N       loads per system, the best reported (default 1)
+      --tx N          single-datom transactions timed after the LMDB load (default 2000)
+      --dir DIR       the LMDB directory (default target/load-profile; deleted first)
+      --keep true     keep the LMDB directory after the run
+      --tx-only true  no load: time the single-datom transactions on the LMDB
+                      database a run with --keep left in --dir"
+  (:require [clojure.string :as str]
+            [datalith.core :as d]
+            [datalith.workload :as w])
+  (:import (java.io File)
+           (java.lang.management ManagementFactory)))
+
+(set! *warn-on-reflection* true)
+
+(defn- delete-tree [^File f]
+  (when (.isDirectory f)
+    (run! delete-tree (.listFiles f)))
+  (.delete f))
+
+(defn- transact-fn [conn]
+  (fn [tx-data]
+    (let [r (d/transact! conn tx-data)]
+      {:t (d/basis-t (:db-after r)) :tempids (:tempids r)})))
+
+(defn- connect [system ^File dir]
+  (if (= system "lmdb")
+    (do (delete-tree dir)
+        (d/connect (.getPath dir) {:schema w/schema}))
+    (d/connect :mem {:schema w/schema})))
+
+(defn- cpu-ns
+  "CPU time of this thread so far (the machine is shared: wall time alone
+  also counts the other processes' turns)."
+  ^long []
+  (.getCurrentThreadCpuTime (ManagementFactory/getThreadMXBean)))
+
+(defn- allocated
+  "Bytes this thread has allocated so far: unlike times, the same from run to
+  run however busy the machine is."
+  ^long []
+  (let [^com.sun.management.ThreadMXBean b (ManagementFactory/getThreadMXBean)]
+    (.getThreadAllocatedBytes b (.getId (Thread/currentThread)))))
+
+(defn- load-once
+  "Loads `data` into a new connection of `system`; returns [conn wall-seconds
+  cpu-seconds allocated-bytes of this thread] (the workload's own making of
+  tx-data included)."
+  [system dir data batch-size]
+  (let [conn (connect system dir)
+        cpu (cpu-ns)
+        bytes (allocated)
+        {:keys [load-ns]} (w/load! data {:transact (transact-fn conn) :batch-size batch-size})]
+    [conn (/ (double load-ns) 1e9) (/ (double (- (cpu-ns) cpu)) 1e9) (- (allocated) bytes)]))
+
+(defn- single-txs
+  "Times `n` single-datom transactions on `conn` (after n/10 untimed); prints
+  tx/s and this thread's CPU time per transaction."
+  [conn n]
+  (dotimes [i (quot n 10)]
+    (d/transact! conn [[:db/add "t" :issue/title (str "warm " i)]]))
+  (let [start (System/nanoTime)
+        cpu (cpu-ns)
+        bytes (allocated)]
+    (dotimes [i n]
+      (d/transact! conn [[:db/add "t" :issue/title (str "bench " i)]]))
+    (printf "lmdb single-datom durable tx: %,.0f tx/s, %.0f us CPU and %,d bytes allocated each (%d timed)%n"
+            (/ n (/ (double (- (System/nanoTime) start)) 1e9))
+            (/ (double (- (cpu-ns) cpu)) 1e3 n) (quot (- (allocated) bytes) n) n)
+    (flush)))
+
+(defn- run-loads
+  "Loads the data set of `scale` into each system, `loads` times; after the
+  last LMDB load, times `n-tx` single-datom transactions."
+  [systems scale loads n-tx batch-size dir]
+  (let [data (w/generate scale)
+        datoms (:datoms data)]
+    (println "scale" (name scale) "datoms" datoms "batch-size" batch-size)
+    (doseq [system systems]
+      (let [runs (vec (for [i (range loads)]
+                        (let [[conn secs cpu bytes] (load-once system dir data batch-size)]
+                          (printf "%s load %d: %.2f s, %,.0f datoms/s; thread CPU %.2f s, %,d bytes allocated a datom%n"
+                                  system i secs (/ datoms secs) cpu (quot bytes datoms))
+                          (flush)
+                          (when (and (= i (dec loads)) (= system "lmdb") (pos? n-tx))
+                            (single-txs conn n-tx))
+                          (d/close conn)
+                          secs)))]
+        (printf "%s best load: %,.0f datoms/s%n" system (/ datoms (apply min runs)))
+        (flush)))))
+
+(defn -main [& argv]
+  (let [opts (merge {"--scale" "1m" "--systems" "lmdb,mem" "--loads" "1" "--tx" "2000"
+                     "--batch-size" "1000" "--dir" "target/load-profile"}
+                    (apply hash-map argv))
+        n-tx (parse-long (opts "--tx"))
+        dir (File. ^String (opts "--dir"))]
+    (if (= "true" (opts "--tx-only"))
+      (let [conn (d/connect (.getPath dir))]
+        (single-txs conn n-tx)
+        (d/close conn))
+      (run-loads (str/split (opts "--systems") #",") (keyword (opts "--scale"))
+                 (parse-long (opts "--loads")) n-tx (parse-long (opts "--batch-size")) dir))
+    (when-not (= "true" (opts "--keep"))
+      (delete-tree dir))
+    (shutdown-agents)))
