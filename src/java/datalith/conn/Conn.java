@@ -21,6 +21,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * A connection to one database: owns its {@link Store}, serialises transactions, and holds the
  * latest database value. Thread-safe.
  *
+ * <p>Transactions given to it at once commit in groups: each joins a queue ({@link TxQueue});
+ * the leader takes the waiting ones, runs each on the value after the ones before it, stages
+ * them all into one store write transaction and commits it once (one sync), then wakes their
+ * callers and hands the leader role on (see {@link #lead}, {@link #runGroup}). Each keeps its
+ * own t, report and failure.
+ *
  * <p>Several processes may connect to one LMDB directory (the store lets one write transaction
  * of one process run at a time). A transaction takes the store's write transaction first, then
  * reads the last commit, whichever process made it: its t, the next entity id, the statistics
@@ -290,8 +296,8 @@ public final class Conn implements Source, AutoCloseable {
 
   /**
    * Calls {@code (f report)} with the report map of every transaction this connection commits
-   * from now on, after the commit, in commit order, on the thread that committed it (before its
-   * transact returns). Replaces the listener registered under {@code key}. A listener's
+   * from now on, after the commit, in commit order, on a thread of its group (before its
+   * transact returns, and before its async future completes). Replaces the listener registered under {@code key}. A listener's
    * exception goes to the thread's uncaught exception handler: the transaction stands.
    */
   public void listen(Object key, IFn f) {
