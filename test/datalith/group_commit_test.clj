@@ -154,3 +154,23 @@
         (is (apply < (map (comp d/basis-t :db-after) reports)) "async ones in the order given")
         (is (= (range (inc t0) (+ t0 161)) @seen) "listeners see every report once, in order")
         (is (= 160 (count (d/q '[:find ?e :where [?e :user/name]] (d/db conn)))))))))
+
+(deftest a-listener-on-an-async-leader-may-transact
+  (tu/each-store [conn {:schema schema}]
+    (let [started (promise)
+          release (promise)
+          names #(set (d/q '[:find [?n ...] :where [_ :user/name ?n]] (d/db conn)))
+          _ (d/listen! conn :l (fn [r]
+                                 (when (some #(= "trigger" (:v %)) (:tx-data r))
+                                   (d/transact! conn [{:user/name "from-listener"}]))))
+          trigger (d/transact-async conn [[:db.fn/call (fn [_]
+                                                         (deliver started true)
+                                                         (deref release 20000 nil)
+                                                         [{:user/name "trigger"}])]])
+          _ (is (deref started 20000 false))
+          queued (d/transact-async conn [{:user/name "queued"}])]
+      (deliver release true)
+      (is (not= :timeout (deref trigger 20000 :timeout))
+          "the listener's transact! runs while an async one waits ahead of it")
+      (is (not= :timeout (deref queued 20000 :timeout)))
+      (is (= #{"trigger" "queued" "from-listener"} (names))))))

@@ -49,7 +49,7 @@ public final class Conn implements Source, AutoCloseable {
   private volatile boolean closed;
   private final Listeners listeners = new Listeners();
   private final TxQueue queue = new TxQueue();
-  private ExecutorService async; // leads groups that async transactions wait in; made on first use
+  private ExecutorService async; // leads groups no caller waits for; made on first use
   private final boolean strict;
 
   private Conn(Store store, boolean strict) {
@@ -167,7 +167,8 @@ public final class Conn implements Source, AutoCloseable {
     synchronized (this) { // close shuts the executor down holding this monitor
       store(); // a closed connection refuses here, not in the future
       if (async == null) {
-        async = Executors.newSingleThreadExecutor(r -> {
+        // one leads at a time; another starts while a listener on one waits for a transaction
+        async = Executors.newCachedThreadPool(r -> {
           Thread t = new Thread(r, "datalith-transact-async");
           t.setDaemon(true);
           return t;
@@ -212,7 +213,7 @@ public final class Conn implements Source, AutoCloseable {
     }
   }
 
-  /** Starts a leader on the async thread; false when it is shut down (the connection closed). */
+  /** Starts a leader on an async thread; false when they are shut down (the connection closed). */
   private boolean startLeader() {
     synchronized (this) {
       try {
@@ -297,8 +298,9 @@ public final class Conn implements Source, AutoCloseable {
   /**
    * Calls {@code (f report)} with the report map of every transaction this connection commits
    * from now on, after the commit, in commit order, on a thread of its group (before its
-   * transact returns, and before its async future completes). Replaces the listener registered under {@code key}. A listener's
-   * exception goes to the thread's uncaught exception handler: the transaction stands.
+   * transact returns, and before its async future completes). Replaces the listener registered
+   * under {@code key}. A listener's exception goes to the thread's uncaught exception handler:
+   * the transaction stands.
    */
   public void listen(Object key, IFn f) {
     listeners.listen(key, f);

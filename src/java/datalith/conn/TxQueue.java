@@ -47,21 +47,23 @@ final class TxQueue {
   }
 
   /**
-   * Ends the leader's turn: with an empty queue nobody leads; else the oldest waiting
-   * transaction's caller is told to lead, when one waits. Returns the transaction that needs a
-   * leader found elsewhere (the oldest is an async one: nobody waits for it), or null. Leader
-   * only; the role stays taken until that one leads.
+   * Ends the leader's turn: with an empty queue nobody leads; else the caller of the oldest
+   * waiting transaction that has one is told to lead (its group starts at the queue's head, so
+   * the order holds). Returns the oldest transaction when none has a caller waiting (all are
+   * async): its leader must be found elsewhere; else null. Leader only; the role stays taken
+   * until the next leader leads.
    */
   synchronized TxFuture handOff() {
-    TxFuture next = waiting.peekFirst();
-    if (next == null) {
+    if (waiting.isEmpty()) {
       leading = false;
       return null;
     }
-    if (next.waited) {
-      next.lead();
-      return null;
+    for (TxFuture f : waiting) {
+      if (f.waited) {
+        f.lead();
+        return null;
+      }
     }
-    return next;
+    return waiting.peekFirst();
   }
 }

@@ -33,8 +33,8 @@
  * Listeners and the report queue get each report after its commit, outside the transaction
  * lock, in commit order, on a thread of the group (its caller, or the leader), one thread
  * delivering at a time (a transaction returns, and an async one completes, once its report is
- * delivered). {@code transactAsync} queues the transaction and returns; when no group is running
- * or the oldest waiting transaction is an async one, the connection's one daemon thread leads
- * (made on first use, shut down by {@code close}).
+ * delivered). {@code transactAsync} queues the transaction and returns; when no group is running,
+ * or no caller waits in the queue, one of the connection's daemon threads leads (made on
+ * demand, shut down by {@code close}).
  */
 package datalith.conn;
