@@ -57,21 +57,23 @@
         lines (str/split-lines s)]
     (if (str/ends-with? s "\n") lines (vec (butlast lines)))))
 
-(defn- await-ready
-  "Polls the child's output file until it says ready, the child ends, or time runs out."
-  [^Process p ^File out seed]
+(defn- await-line
+  "Polls the child's output file until a line starts with `prefix`, the child ends, or time
+  runs out."
+  [^Process p ^File out seed prefix]
   (let [deadline (+ (System/currentTimeMillis) (* 1000 ready-timeout-s))]
     (loop []
       (cond
-        (some #(str/starts-with? % "ready ") (complete-lines out)) nil
+        (some #(str/starts-with? % prefix) (complete-lines out)) nil
         (not (.isAlive p)) nil
         (> (System/currentTimeMillis) deadline)
         (do (.destroyForcibly p)
-            (throw (ex-info "The kill child did not start" {:seed seed})))
+            (throw (ex-info (str "The kill child wrote no " (str/trim prefix) " line") {:seed seed})))
         :else (do (Thread/sleep 5) (recur))))))
 
 (defn- run-life
-  "Starts a child on dir and kills it at a random moment: {:ready :acks :errs :exit :early?}."
+  "Starts a child on dir and kills it at a random moment (with threads > 1, after its first
+  acknowledgement, so that groups are in flight): {:ready :acks :errs :exit :early?}."
   [^File dir ^File work seed sync threads ^Random rnd]
   (let [out (File. work (str "life-" seed ".out"))
         p (-> (ProcessBuilder. ^java.util.List
@@ -82,7 +84,9 @@
         early? (< (.nextDouble rnd) 0.15)]
     (if early?
       (Thread/sleep (long (.nextInt rnd 1500)))
-      (do (await-ready p out seed)
+      (do (await-line p out seed "ready ")
+          (when (> threads 1)
+            (await-line p out seed "ack "))
           (Thread/sleep (long (+ 20 (.nextInt rnd 400))))))
     (.destroyForcibly p)
     (let [exit (.waitFor p)
