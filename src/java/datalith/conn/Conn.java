@@ -242,15 +242,20 @@ public final class Conn implements Source, AutoCloseable {
     int taken = 0; // the transactions of group this write transaction ran
     Latest last;
     try (WriteTxn wt = store().beginWrite()) {
-      try (Snapshot s = Snapshot.of(store())) {
-        last = latest.refresh(s);
+      Snapshot first = Snapshot.of(store()); // read by the refresh and the group's first one
+      try {
+        last = latest.refresh(first);
+      } catch (RuntimeException e) {
+        first.close();
+        throw e;
       }
       last.expectBasis(wt);
       Db reading = last.db(); // the value after the staged ones: last, with their overlay
       for (long datoms = 0; taken < group.size() && datoms < MAX_GROUP_DATOMS; ) {
         TxFuture f = group.get(taken++);
         Transactor.Result r;
-        try (Snapshot s = reading.snapshot()) {
+        try (Snapshot s = first != null ? first : reading.snapshot()) {
+          first = null;
           r = Transactor.run(reading, s, f.txData);
         } catch (Throwable e) { // handed to its caller; it alone fails, nothing of it written
           f.settle(null, e);
@@ -272,6 +277,9 @@ public final class Conn implements Source, AutoCloseable {
         if (taken < group.size()) {
           reading = reading.withChanges(r.changes, r.schema, r.t, r.nextEid);
         }
+      }
+      if (first != null) { // an empty group
+        first.close();
       }
       if (!staged.isEmpty()) {
         wt.commit();
