@@ -21,15 +21,15 @@
  * reads the group's earlier datoms through an overlay, as {@code with} does), stages each (its
  * own t, log record and META), commits once (one sync), publishes the reports in order and
  * wakes each caller, whose transaction is then durable; then it hands the leader role to the
- * oldest caller still waiting (or, for an async transaction, to the connection's async
- * thread). A transaction that throws fails alone and writes nothing. Callers block on their
+ * oldest caller still waiting (or, when only async transactions wait, to one of the
+ * connection's async threads). A transaction that throws fails alone and writes nothing. Callers block on their
  * own transaction, not on a lock, so a group forms from whatever queued during the last sync.
  *
  * <p>Threading: a {@code Conn} is thread-safe. Its groups run one at a time (its lock, held by
  * the leader, and the store's writer lock across processes); {@code db()} runs alongside them
- * and publishes the newest value it reads, whose basis t only grows. The thread running a transaction (its
- * transaction functions, and what they call) may neither transact on that connection nor close
- * it: both throw. {@code With.run} may be called from any thread; reports are immutable.
+ * and publishes the newest value it reads, whose basis t only grows. The thread running a
+ * transaction (its transaction functions, and what they call) may neither transact on that
+ * connection nor close it: both throw. {@code With.run} may be called from any thread; reports are immutable.
  * Listeners and the report queue get each report after its commit, outside the transaction
  * lock, in commit order, on a thread of the group (its caller, or the leader), one thread
  * delivering at a time (a transaction returns, and an async one completes, once its report is
