@@ -16,25 +16,25 @@
  * running down).
  *
  * <p>Group commit: a transaction joins the connection's queue; whichever caller finds no leader
- * (or is told to lead) takes every queued transaction (up to a bound) as a group, opens one
- * store write transaction, runs each on the value after the ones before it (the transactor
- * reads the group's earlier datoms through an overlay, as {@code with} does), stages each (its
- * own t, log record and META), commits once (one sync), publishes the reports in order and
- * wakes each caller, whose transaction is then durable; then it hands the leader role to the
- * oldest caller still waiting (or, when only async transactions wait, to one of the
- * connection's async threads). A transaction that throws fails alone and writes nothing. Callers block on their
- * own transaction, not on a lock, so a group forms from whatever queued during the last sync.
+ * (or is told to lead) takes every queued transaction (up to a bound) as a group, opens one store
+ * write transaction, runs each on the value after the ones before it (the transactor reads the
+ * group's earlier datoms through an overlay, as {@code with} does), stages each (its own t, log
+ * record and META), commits once (one sync), publishes the reports in order and wakes each caller,
+ * whose transaction is then durable; then it hands the leader role to the oldest caller still
+ * waiting (or, when only async transactions wait, to one of the connection's async threads). A
+ * transaction that throws fails alone and writes nothing. Callers block on their own transaction,
+ * not on a lock, so a group forms from whatever queued during the last sync.
  *
- * <p>Threading: a {@code Conn} is thread-safe. Its groups run one at a time (its lock, held by
- * the leader, and the store's writer lock across processes); {@code db()} runs alongside them
- * and publishes the newest value it reads, whose basis t only grows. The thread running a
- * transaction (its transaction functions, and what they call) may neither transact on that
- * connection nor close it: both throw. {@code With.run} may be called from any thread; reports are immutable.
- * Listeners and the report queue get each report after its commit, outside the transaction
- * lock, in commit order, on a thread of the group (its caller, or the leader), one thread
- * delivering at a time (a transaction returns, and an async one completes, once its report is
- * delivered). {@code transactAsync} queues the transaction and returns; when no group is running,
- * or no caller waits in the queue, one of the connection's daemon threads leads (made on
- * demand, shut down by {@code close}).
+ * <p>Threading: a {@code Conn} is thread-safe. Its groups run one at a time (its lock, held by the
+ * leader, and the store's writer lock across processes); {@code db()} runs alongside them and
+ * publishes the newest value it reads, whose basis t only grows. The thread running a transaction
+ * (its transaction functions, and what they call) may neither transact on that connection nor
+ * close it: both throw. {@code With.run} may be called from any thread; reports are immutable.
+ * Listeners and the report queue get each report after its commit, outside the transaction lock,
+ * in commit order, on a thread of the group (its caller, or the leader), one thread delivering at
+ * a time (a transaction returns, and an async one completes, once its report is delivered).
+ * {@code transactAsync} queues the transaction and returns; when no group is running, or no caller
+ * waits in the queue, one of the connection's daemon threads leads (made on demand, shut down by
+ * {@code close}).
  */
 package datalith.conn;
