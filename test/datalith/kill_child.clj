@@ -2,7 +2,7 @@
   "The child JVM of the kill -9 harness (datalith.kill-harness): streams transactions
   against an LMDB directory until it is killed.
 
-    java ... clojure.main -m datalith.kill-child DIR SEED SYNC OUT
+    java ... clojure.main -m datalith.kill-child DIR SEED SYNC OUT [THREADS]
 
   Writes to file OUT (each line with one write call, so that a kill never loses a line
   written: a pipe's last lines may not reach the parent when the child dies) `ready T` once
@@ -12,7 +12,9 @@
   seeded by SEED, mixes new entities (some with long values and refs), updates of
   cardinality-one attributes, card-many adds and retracts, retractEntity, upserts through a
   unique identity, and schema changes (new attributes of various types, then used). SYNC is
-  true (durable commits) or false ({:sync false})."
+  true (durable commits) or false ({:sync false}). THREADS (default 1) threads stream at
+  once, each its own seeded stream, so that transactions commit in groups (issue #17); each
+  acknowledges its own."
   (:require [clojure.string :as str]
             [datalith.child-jvm :as child]
             [datalith.core :as d])
@@ -83,22 +85,14 @@
 (defn- datoms [report]
   (mapv (fn [x] [(:e x) (:a x) (:v x) (:tx x) (:added x)]) (:tx-data report)))
 
-(defn -main [dir seed sync out]
-  (child/exit-with-parent!)
-  (let [out (FileOutputStream. ^String out true)
-        emit (fn [& xs] (.write out (.getBytes (str (str/join " " xs) "\n") "UTF-8")))
-        seed (parse-long seed)
-        rnd (Random. seed)
-        conn (d/connect dir {:sync (= "true" sync) :schema schema})
-        db (d/db conn)
-        emails (atom (vec (d/q '[:find [?m ...] :where [_ :k/email ?m]] db)))
-        attrs (atom (vec (for [[a {:keys [db/valueType]}] (d/schema db)
-                               :when (= "x" (namespace a))]
-                           [a valueType])))]
-    (emit "ready" (d/basis-t db))
+(defn- stream!
+  "Streams transactions from one thread until the process dies."
+  [conn emit emails attrs seed thread]
+  (let [rnd (Random. (+ seed (* 7919 thread)))]
     (loop [n 0]
       ;; one or two operations a transaction
-      (let [ops (for [i (range (inc (.nextInt rnd 2)))] (op rnd @emails @attrs (str "s" seed "n" n "o" i)))
+      (let [ops (for [i (range (inc (.nextInt rnd 2)))]
+                  (op rnd @emails @attrs (str "s" seed "h" thread "n" n "o" i)))
             ops (if (and (second ops) (some :gone ops)) [(first ops)] ops)]
         (try
           (let [r (d/transact! conn (vec (mapcat :tx-data ops)))]
@@ -110,3 +104,23 @@
           (catch clojure.lang.ExceptionInfo e
             (emit "err" (pr-str (ex-message e))))))
       (recur (inc n)))))
+
+(defn -main [dir seed sync out & [threads]]
+  (child/exit-with-parent!)
+  (let [out (FileOutputStream. ^String out true)
+        emit (fn [& xs]
+               (let [line (.getBytes (str (str/join " " xs) "\n") "UTF-8")]
+                 (locking out (.write out line))))
+        seed (parse-long seed)
+        threads (parse-long (or threads "1"))
+        conn (d/connect dir {:sync (= "true" sync) :schema schema})
+        db (d/db conn)
+        emails (atom (vec (d/q '[:find [?m ...] :where [_ :k/email ?m]] db)))
+        attrs (atom (vec (for [[a {:keys [db/valueType]}] (d/schema db)
+                               :when (= "x" (namespace a))]
+                           [a valueType])))]
+    (emit "ready" (d/basis-t db))
+    (if (= 1 threads)
+      (stream! conn emit emails attrs seed 0)
+      (let [workers (mapv #(future (stream! conn emit emails attrs seed %)) (range threads))]
+        (run! deref workers)))))

@@ -16,6 +16,10 @@
     acknowledged: bootstrap, schema installs, a last commit) replayed gives EAVT, its union
     is the history view, and replayed to sampled t it gives as-of t
 
+  With :threads n (issue #17), each child streams from n threads at once, so that its
+  transactions commit in groups; up to n committed transactions may then be unacknowledged
+  at the kill (each thread's one in flight), and acknowledgements come in any order.
+
   Long runs: `lein kill-test 2000 [PER-DIR]` (or `clojure -M:test:kill-test 2000` after
   build/compile): PER-DIR lives share a directory before the next one starts fresh
   (default 100), so that the checks stay quick."
@@ -53,32 +57,36 @@
         lines (str/split-lines s)]
     (if (str/ends-with? s "\n") lines (vec (butlast lines)))))
 
-(defn- await-ready
-  "Polls the child's output file until it says ready, the child ends, or time runs out."
-  [^Process p ^File out seed]
+(defn- await-line
+  "Polls the child's output file until a line starts with `prefix`, the child ends, or time
+  runs out."
+  [^Process p ^File out seed prefix]
   (let [deadline (+ (System/currentTimeMillis) (* 1000 ready-timeout-s))]
     (loop []
       (cond
-        (some #(str/starts-with? % "ready ") (complete-lines out)) nil
+        (some #(str/starts-with? % prefix) (complete-lines out)) nil
         (not (.isAlive p)) nil
         (> (System/currentTimeMillis) deadline)
         (do (.destroyForcibly p)
-            (throw (ex-info "The kill child did not start" {:seed seed})))
+            (throw (ex-info (str "The kill child wrote no " (str/trim prefix) " line") {:seed seed})))
         :else (do (Thread/sleep 5) (recur))))))
 
 (defn- run-life
-  "Starts a child on dir and kills it at a random moment: {:ready :acks :errs :exit :early?}."
-  [^File dir ^File work seed sync ^Random rnd]
+  "Starts a child on dir and kills it at a random moment (with threads > 1, after its first
+  acknowledgement, so that groups are in flight): {:ready :acks :errs :exit :early?}."
+  [^File dir ^File work seed sync threads ^Random rnd]
   (let [out (File. work (str "life-" seed ".out"))
         p (-> (ProcessBuilder. ^java.util.List
-               (vec (child/command work "datalith.kill-child" dir seed sync out)))
+               (vec (child/command work "datalith.kill-child" dir seed sync out threads)))
               (.redirectOutput (File. work "child.out"))
               (.redirectError (File. work "child.err"))
               (.start))
         early? (< (.nextDouble rnd) 0.15)]
     (if early?
       (Thread/sleep (long (.nextInt rnd 1500)))
-      (do (await-ready p out seed)
+      (do (await-line p out seed "ready ")
+          (when (> threads 1)
+            (await-line p out seed "ack "))
           (Thread/sleep (long (+ 20 (.nextInt rnd 400))))))
     (.destroyForcibly p)
     (let [exit (.waitFor p)
@@ -108,9 +116,9 @@
                     (subvec model 0 n)))))
 
 (defn- check-life
-  "Reopens dir after a life and checks it against the model (a vector: t -> datoms);
-  returns {:model :failures :unacked?}."
-  [^File dir model {:keys [acks ready errs]} ^Random rnd]
+  "Reopens dir after a life and checks it against the model (a vector: t -> datoms), the
+  child having streamed from `threads` threads; returns {:model :failures :unacked?}."
+  [^File dir model threads {:keys [acks ready errs]} ^Random rnd]
   (with-open [conn (d/connect (.getPath dir))]
     (let [db (d/db conn)
           basis (d/basis-t db)
@@ -122,7 +130,7 @@
           fail! (fn [check data] (conj! failures (assoc data :check check)))]
       (when (< basis last-ack)
         (fail! :acknowledged-lost {:basis-t basis :last-ack last-ack}))
-      (when (> basis (inc known))
+      (when (> basis (+ known threads))
         (fail! :too-many-unacknowledged {:basis-t basis :known-t known :ready ready
                                           :acks (vec (keys acks)) :errs errs}))
       (doseq [[t datoms] acks
@@ -153,7 +161,8 @@
   "Runs `lives` lives (each: start, kill -9, reopen, check), `per-dir` to a directory;
   `progress` is called with each life's summary. Returns the totals:
   {:kills :by-mode {true n false n} :acks :early :unacked-commits :max-t :failures :seconds}."
-  [{:keys [lives per-dir seed progress] :or {per-dir 100 seed 1 progress (fn [_])}}]
+  [{:keys [lives per-dir seed threads progress]
+    :or {per-dir 100 seed 1 threads 1 progress (fn [_])}}]
   (let [rnd (Random. seed)
         work (tu/temp-dir)
         t0 (System/nanoTime)]
@@ -168,9 +177,9 @@
                 dir (if fresh? (tu/temp-dir) dir)
                 model (if fresh? [] model)
                 sync (even? i)
-                out (run-life dir work (+ (* 1000 seed) i) sync rnd)
+                out (run-life dir work (+ (* 1000 seed) i) sync threads rnd)
                 {:keys [model failures unacked?]}
-                (try (check-life dir model out rnd)
+                (try (check-life dir model threads out rnd)
                      (catch Exception e ; a directory that cannot be read: the next life starts anew
                        {:model [] :failures [{:check :reopen :error (str e)}]}))
                 failures (cond-> failures

@@ -3,7 +3,8 @@
   killed with SIGKILL at random moments, DATALITH_KILLS times (default 50), half of its lives
   with durable commits and half with {:sync false}; after each kill the directory is
   reopened and checked (see datalith.kill-harness): nothing acknowledged is lost or partial,
-  d/verify finds nothing, and the current, history and as-of views are the model's.
+  d/verify finds nothing, and the current, history and as-of views are the model's. Then
+  the same with 8 writer threads per child, whose transactions commit in groups (#17).
   `lein kill-test 2000` runs a long series."
   (:require [clojure.test :refer [deftest is]]
             [datalith.kill-harness :as harness]))
@@ -17,5 +18,13 @@
     (is (= kills (:kills totals)))
     (is (= (quot (inc kills) 2) (get-in totals [:by-mode true])))
     (is (= (quot kills 2) (get-in totals [:by-mode false])))
+    (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
+    (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))
+
+(deftest nothing-acknowledged-is-lost-or-partial-after-kill-9-amid-group-commits
+  (let [lives (max 2 (quot kills 2))
+        totals (harness/run {:lives lives :per-dir lives :seed 17 :threads 8})]
+    (println "kill-test, 8 writer threads:" (pr-str (update totals :failures #(take 3 %))))
+    (is (= lives (:kills totals)))
     (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
     (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))

@@ -807,3 +807,83 @@
     (outcome (keep #(run-twin-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs)
                                    twins)
                    tu/stores))))
+
+;; ---------------------------------------------------------------- group commit (issue #17)
+;; The generated transactions run one by one against the model, which gives their concrete
+;; tx-data; then the same tx-data runs again on a fresh database, given with transact-async
+;; while a transaction holds the writer, so that they all commit in one group, each on the
+;; overlay of the ones before it. Each must end as it did alone (accepted with the same
+;; tempids and datoms, or refused with the same error: a refused one amid the group fails
+;; alone), and the database after the group must be the serial run's, verified whole.
+
+(defn- open-fresh
+  "A connection on a new `store` database with the schema installed: [conn close-fn]."
+  [store schema]
+  (let [dir (when (tu/durable? store) (tu/temp-dir))
+        opts (tu/store-opts store {:schema (engine-schema schema)})
+        conn (if dir (d/connect (.getPath ^File dir) opts) (d/connect :mem opts))]
+    [conn #(do (d/close conn) (some-> dir tu/delete-tree))]))
+
+(defn- serial-run
+  "Runs txs (model -> tx-data) one by one on `conn` against the model, after an empty
+  transaction (the group run's holding one); {:txs [tx-data] :outcomes [attempt] :model m}."
+  [conn schema txs]
+  (d/transact! conn [])
+  (let [db0 (d/db conn)
+        model0 (naive/empty-db schema (d/basis-t db0) (set (map :e (d/datoms db0 :eavt))))]
+    (loop [m model0, out {:txs [] :outcomes []}, txs txs]
+      (if-let [[make-tx & more] (seq txs)]
+        (let [tx-data (make-tx m)
+              engine (attempt #(d/transact! conn tx-data))
+              expected (naive/transact m tx-data (engine-new-eid (:report engine)))]
+          (recur (or (:model expected) m)
+                 (-> out (update :txs conj tx-data) (update :outcomes conj engine))
+                 more))
+        (assoc out :model m)))))
+
+(defn- grouped-run
+  "Gives every tx-data to `conn` with transact-async while a transaction holds the writer:
+  the attempts, in order."
+  [conn txs]
+  (let [started (promise)
+        release (promise)
+        held (future (d/transact! conn [[:db.fn/call (fn [_]
+                                                        (deliver started true)
+                                                        (deref release 20000 nil)
+                                                        [])]]))]
+    (deref started 20000 nil)
+    (let [fs (mapv #(d/transact-async conn %) txs)]
+      (deliver release true)
+      @held
+      (mapv #(attempt (fn [] (deref % 20000 :timeout))) fs))))
+
+(defn run-group-case
+  "nil when the transactions committed in one group end as they did one by one on `store`,
+  else the failure."
+  [store schema txs]
+  (let [[serial close-serial] (open-fresh store schema)
+        [grouped close-grouped] (open-fresh store schema)]
+    (try
+      (let [{:keys [model outcomes] :as run} (serial-run serial schema txs)
+            attrs (into (set free-attrs) (keys (:schema model)))
+            got (grouped-run grouped (:txs run))
+            outcome (fn [{:keys [report error crash]}]
+                      (if report
+                        [(d/basis-t (:db-after report)) (:tempids report) (tx-out attrs report)]
+                        [(or error crash)]))
+            view (fn [conn]
+                   (let [db (d/db conn)]
+                     [(d/basis-t db) (current-tuples attrs (d/datoms db :eavt))
+                      (history-tuples attrs (d/datoms (d/history db) :eavt))]))]
+        (some-> (or (some (fn [[i a b]] (diff [:group-outcome i] (outcome a) (outcome b)))
+                          (map vector (range) outcomes got))
+                    (diff :group-db (view serial) (view grouped))
+                    (check-verified grouped))
+                (assoc :store store :schema schema :txs (:txs run))))
+      (finally (close-serial) (close-grouped)))))
+
+(defspec transactions-committed-in-one-group-end-as-one-by-one (max 1 (quot trials 4))
+  (prop/for-all [schema gen-schema
+                 txs gen-txs]
+    (outcome (keep #(run-group-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs))
+                   tu/stores))))

@@ -163,7 +163,10 @@
   A transaction function returns tx-data and has no other effect: calling
   `transact!` on the same connection from it (or from anything it calls)
   throws :tx/reentrant, failing the transaction. Transactions wait for one
-  another, here and in other processes on the same directory.
+  another, here and in other processes on the same directory. Transactions
+  given to one connection at once, from many threads or by `transact-async`,
+  commit in groups that share one sync, each with its own t and report; one
+  that fails fails alone; each call returns once its own transaction is durable.
 
     (:tempids (d/transact! conn [{:db/id \"a\" :user/name \"Ada\"}]))
     ; => {\"a\" 1000, :db/current-tx 13194139533313}"
@@ -730,11 +733,13 @@
      d)))
 
 (defn transact-async
-  "Runs `transact!` on the connection's transaction thread and returns at once a
-  future of its report: `deref` it for the report, or for the transaction's error
-  (the same ex-info transact! throws); `(deref f ms timeout-value)` and `realized?`
-  work too. Transactions given to transact-async run
-  one after another, in the order of the calls.
+  "Gives the transaction to the connection, as `transact!` does, and returns at
+  once a future of its report: `deref` it for the report, once the transaction is
+  durable, or for the transaction's error (the same ex-info transact! throws);
+  `(deref f ms timeout-value)` and `realized?` work too. Transactions given to
+  transact-async run one after another, in the order of the calls; pipelined,
+  they commit in groups sharing one sync with each other and with other threads'
+  `transact!` calls.
 
     (:tempids @(d/transact-async conn [{:db/id \"a\" :user/name \"Ada\"}]))
     ; => {\"a\" 1000, :db/current-tx 13194139533313}"
@@ -760,7 +765,8 @@
 (defn listen!
   "Calls `(f report)` with the report of every transaction `conn` commits from now
   on ({:db-before :db-after :tx-data :tempids}), in commit order, after the commit,
-  on the thread that committed it (before its `transact!` returns), under `key`
+  on a thread of its commit group (before its `transact!` returns, or its
+  `transact-async` future completes), under `key`
   (replacing the listener of that key; default: a new key, returned). An exception
   in `f` goes to the thread's uncaught exception handler: the transaction stands.
   Only this connection's transactions are reported, not other processes'.

@@ -54,6 +54,10 @@
   (transact-one! [_ n]
     (d/transact! (:conn @state) [[:db/add "t" :issue/title (str "bench " n)]]))
 
+  (writer [_] nil)
+  (end-writer [_ _])
+  (transact-in! [s _ n] (system/transact-one! s n))
+
   (relax-sync! [_]
     (if dir
       (do (d/close (:conn @state))

@@ -35,6 +35,7 @@
   --threads LIST     concurrent readers (default 1,2,4,8)
   --read-ms N        timed phase of each concurrent-readers run (default 3000)
   --tx-reps N        single-datom transactions timed (default 200)
+  --tx-threads LIST  concurrent writer threads of tx-single-Nt (default 1,2,4,8)
   --small-heap BOOL  also query the LMDB database from a -Xmx256m JVM (default true)
   --out DIR          output directory (default bench/out)")
 
@@ -42,7 +43,7 @@
   {:scales ["100k"] :systems ["datalith-lmdb" "datalith-mem" "datomic-mem" "datomic-disk" "sqlite"]
    :reps 200 :warmup-ms 1000 :warmup-calls 300 :max-warmup-ms 20000 :max-ms 20000
    :batch-size 1000 :threads [1 2 4 8]
-   :read-ms 3000 :tx-reps 200 :small-heap true :out "bench/out"})
+   :read-ms 3000 :tx-reps 200 :tx-threads [1 2 4 8] :small-heap true :out "bench/out"})
 
 (def ^:private setters
   {"--scale" #(assoc %1 :scales (vec (harness/split-list %2)))
@@ -59,6 +60,7 @@
    "--threads" #(assoc %1 :threads (mapv parse-long (harness/split-list %2)))
    "--read-ms" #(assoc %1 :read-ms (parse-long %2))
    "--tx-reps" #(assoc %1 :tx-reps (parse-long %2))
+   "--tx-threads" #(assoc %1 :tx-threads (mapv parse-long (harness/split-list %2)))
    "--small-heap" #(assoc %1 :small-heap (parse-boolean %2))
    "--out" #(assoc %1 :out %2)})
 
@@ -117,6 +119,13 @@
                   (let [op (mix-ops (.nextInt rnd (count mix-ops)))
                         as (args op)]
                     (system/run-op s session op (as (.nextInt rnd (count as)))))))}))
+
+(defn- writers-op
+  "{:open :op :close} of concurrent single-datom transactions on s, numbered from `n`."
+  [s ^java.util.concurrent.atomic.AtomicLong n]
+  {:open #(system/writer s)
+   :close #(system/end-writer s %)
+   :op (fn [w _] (system/transact-in! s w (.incrementAndGet n)))})
 
 (defn- copy-tree! [^File from ^File to]
   (doseq [^File f (file-seq from) :when (.isFile f)]
@@ -232,6 +241,14 @@
               tx-opts (assoc opts :reps (:tx-reps opts) :warmup-ms 200)]
           (row! s "tx-single" (harness/measure (fn [_] (system/transact-one! s (swap! n inc)))
                                                [nil] tx-opts))
+          (doseq [threads (:tx-threads opts)]
+            (settled! 5000 (str (system/system-name s) " writers"))
+            (row! s (str "tx-single-" threads "t")
+                  (harness/measure-threads (writers-op s (java.util.concurrent.atomic.AtomicLong.
+                                                          (swap! n + 1000000)))
+                                           threads
+                                           {:warmup-ms (quot (long (:read-ms opts)) 3)
+                                            :duration-ms (:read-ms opts)})))
           (when (system/relax-sync! s)
             (row! s "tx-single-nosync"
                   (harness/measure (fn [_] (system/transact-one! s (swap! n inc))) [nil] tx-opts)))))

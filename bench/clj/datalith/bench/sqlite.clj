@@ -4,7 +4,10 @@
   longs and instants; ref) with EAVT, AEVT and AVET indexes, a twin table of
   retracted values with their retraction tx (rtx) for as-of, and hand-written
   SQL per query. WAL journal, synchronous=FULL (durable commits), 64 MiB page
-  cache, 1 GiB mmap; ANALYZE after the load."
+  cache, 1 GiB mmap; ANALYZE after the load. Concurrent writers (tx-single-Nt)
+  each have their own connection with synchronous=NORMAL, SQLite's best setting
+  for many writers in WAL mode: a commit is not synced (only checkpoints are),
+  so it is weaker than durable."
   (:require [clojure.string :as str]
             [datalith.bench.system :as system]
             [datalith.workload :as workload])
@@ -85,6 +88,17 @@
                                      " SELECT e, a, v, tx, ? FROM eav_" t " WHERE e = ? AND a = ?")
                         :delete (str "DELETE FROM eav_" t " WHERE e = ? AND a = ?")}]
           [[op t] (.prepareStatement c sql)])))
+
+(defn- concurrent-writer
+  "A writer connection of its own for one of several threads: synchronous=NORMAL
+  (WAL: commits are not synced), waiting up to 60 s for the other writers' lock;
+  sharing the entity counter of `w`."
+  [^File file w]
+  (let [c (connect file)]
+    (exec! c "PRAGMA synchronous=NORMAL")
+    (exec! c "PRAGMA busy_timeout=60000")
+    (.setAutoCommit c false)
+    {:conn c :ps (writer c) :next-e (:next-e w)}))
 
 (defn- insert! [ps e a kind v tx]
   (let [^PreparedStatement p (ps [:insert (table kind)])
@@ -289,6 +303,15 @@
   (transact-one! [_ n]
     (let [{:keys [writer t]} @state]
       (transact! writer [[:db/add "t" :issue/title (str "bench " n)]] (swap! t inc))))
+
+  (writer [_] (concurrent-writer (:file @state) (:writer @state)))
+
+  (end-writer [_ w]
+    (doseq [^PreparedStatement p (vals (:ps w))] (.close p))
+    (.close ^Connection (:conn w)))
+
+  (transact-in! [_ w n]
+    (transact! w [[:db/add "t" :issue/title (str "bench " n)]] (swap! (:t @state) inc)))
 
   (relax-sync! [_]
     (let [^Connection c (:conn (:writer @state))]

@@ -33,6 +33,11 @@
   (end-session [s session] "Releases what `session` opened.")
   (run-op [s session op arg] "The raw result of read `op` (see read-ops) on `arg`.")
   (transact-one! [s n] "One transaction asserting one datom (a new entity's :issue/title).")
+  (writer [s]
+    "A handle for one thread's concurrent transact-in! calls (a connection, or nil), durable
+    commits as the system's best concurrent-writer setting has them.")
+  (end-writer [s writer] "Releases what `writer` opened.")
+  (transact-in! [s writer n] "transact-one! through `writer`, alongside other threads'.")
   (relax-sync! [s]
     "Switches commits to relaxed fsync; true when the system has such a mode
     (else does nothing and returns false).")

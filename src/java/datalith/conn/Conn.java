@@ -9,14 +9,23 @@ import datalith.store.Store;
 import datalith.store.WriteTxn;
 import datalith.tx.Transactor;
 import clojure.lang.IFn;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A connection to one database: owns its {@link Store}, serialises transactions, and holds the
  * latest database value. Thread-safe.
+ *
+ * <p>Transactions given to it at once commit in groups: each joins a queue ({@link TxQueue});
+ * the leader takes the waiting ones, runs each on the value after the ones before it, stages
+ * them all into one store write transaction and commits it once (one sync), then wakes their
+ * callers and hands the leader role on (see {@link #lead}, {@link #runGroup}). Each keeps its
+ * own t, report and failure.
  *
  * <p>Several processes may connect to one LMDB directory (the store lets one write transaction
  * of one process run at a time). A transaction takes the store's write transaction first, then
@@ -30,13 +39,17 @@ import java.util.concurrent.locks.ReentrantLock;
  * wait for another thread's transaction on this connection either: that one waits for it.
  */
 public final class Conn implements Source, AutoCloseable {
+  /** A group takes no more transactions once it holds this many datoms (overlay copies). */
+  static final int MAX_GROUP_DATOMS = 4096;
+
   private final Store store;
-  private final ReentrantLock txLock = new ReentrantLock(); // held by the running transaction
+  private final ReentrantLock txLock = new ReentrantLock(); // held by the running group
   private final Object publishLock = new Object();
   private volatile Latest latest; // never null once open; its basis t only grows
   private volatile boolean closed;
   private final Listeners listeners = new Listeners();
-  private ExecutorService async; // runs transactAsync's transactions, in order; made on first use
+  private final TxQueue queue = new TxQueue();
+  private ExecutorService async; // leads groups no caller waits for; made on first use
   private final boolean strict;
 
   private Conn(Store store, boolean strict) {
@@ -119,7 +132,8 @@ public final class Conn implements Source, AutoCloseable {
   /**
    * Runs one transaction: all of it is committed (durably, unless the store relaxes fsync) or,
    * on any error, nothing. It is built on the last commit of any process, read after the store's
-   * write transaction is taken (so nothing commits in between).
+   * write transaction is taken (so nothing commits in between), and on the transactions of this
+   * connection committed with it in one group ({@link #lead}): it returns once it is durable.
    *
    * @throws clojure.lang.ExceptionInfo {@code :tx/reentrant} from the thread running a
    *     transaction of this connection (a transaction function), besides the transaction's own
@@ -131,24 +145,14 @@ public final class Conn implements Source, AutoCloseable {
           + " transactions (a transaction function, or code it calls): return the tx-data from"
           + " the function instead", "tx-data", txData);
     }
-    TxReport report;
-    txLock.lock();
-    try (WriteTxn wt = store().beginWrite()) {
-      Latest base;
-      Transactor.Result r;
-      try (Snapshot s = Snapshot.of(store())) {
-        base = latest.refresh(s);
-        r = Transactor.run(base.db(), s, txData);
+    TxFuture f = new TxFuture(txData, true);
+    for (boolean leads = queue.add(f); !f.isDone(); leads = false) {
+      if (leads || f.awaitTurn()) {
+        lead(); // runs the group f heads (unless staging another one failed: f goes again)
       }
-      Latest after = base.commit(wt, r.changes, r.schema, r.t, r.nextEid);
-      publish(after);
-      report = new TxReport(base.db(), after.db(), r.changes, r.tempids);
-      listeners.committed(report); // committed: in commit order, under the lock
-    } finally {
-      txLock.unlock();
     }
     listeners.deliver();
-    return report;
+    return f.result();
   }
 
   /**
@@ -184,9 +188,10 @@ public final class Conn implements Source, AutoCloseable {
   }
 
   /**
-   * Runs {@link #transact} on this connection's transaction thread: the transactions given to
-   * it run one after another, in the order of the calls. The future completes with the report,
-   * or with the transaction's error.
+   * Gives {@link #transact} the transaction and returns at once: the transactions given to it
+   * commit one after another, in the order of the calls, in the same groups as every other
+   * transaction of this connection. The future completes with the report (after the listeners
+   * got it), or with the transaction's error.
    *
    * @throws clojure.lang.ExceptionInfo {@code :db/closed} once the connection is closed
    */
@@ -194,23 +199,148 @@ public final class Conn implements Source, AutoCloseable {
     synchronized (this) { // close shuts the executor down holding this monitor
       store(); // a closed connection refuses here, not in the future
       if (async == null) {
-        async = Executors.newSingleThreadExecutor(r -> {
+        // one leads at a time; another starts while a listener on one waits for a transaction
+        async = Executors.newCachedThreadPool(r -> {
           Thread t = new Thread(r, "datalith-transact-async");
           t.setDaemon(true);
           return t;
         });
       }
-      TxFuture f = new TxFuture();
-      async.execute(() -> f.run(this, txData));
+      TxFuture f = new TxFuture(txData, false);
+      if (queue.add(f)) {
+        async.execute(this::lead); // not shut down: close does it under this monitor, closed
+      }
       return f;
     }
   }
 
   /**
+   * Leads: runs the next group of waiting transactions, passes the leader role on, then
+   * delivers the reports to the listeners and completes the async futures of the group. While
+   * the oldest waiting transaction is an async one whose leader cannot be started (the
+   * connection closed), leads again.
+   */
+  private void lead() {
+    for (boolean again = true; again; ) {
+      List<TxFuture> group = queue.take();
+      txLock.lock();
+      try {
+        queue.putBack(runGroup(group));
+      } finally {
+        txLock.unlock();
+      }
+      for (TxFuture f : group) {
+        if (f.waited && f.isSettled()) {
+          f.signal();
+        }
+      }
+      TxFuture next = queue.handOff();
+      again = next != null && !startLeader();
+      listeners.deliver();
+      for (TxFuture f : group) {
+        if (!f.waited && f.isSettled()) {
+          f.signal();
+        }
+      }
+    }
+  }
+
+  /** Starts a leader on an async thread; false when they are shut down (the connection closed). */
+  private boolean startLeader() {
+    synchronized (this) {
+      try {
+        async.execute(this::lead);
+        return true;
+      } catch (RejectedExecutionException e) {
+        return false;
+      }
+    }
+  }
+
+  /**
+   * Commits {@code group} with one store write transaction (one sync): each transaction runs on
+   * the value after the ones before it (which the transactor reads through an overlay of their
+   * datoms, as {@link With} does), and is staged into the write transaction with its own t,
+   * log record and META. One that throws fails alone, staging nothing. Settles every
+   * transaction it ran; returns the ones to run in a later group, in order (those past
+   * {@link #MAX_GROUP_DATOMS}; all but a failed one when staging it failed, which leaves the
+   * write transaction unusable). When the write transaction cannot be taken, or its commit
+   * fails, every transaction it held fails with that error: none of them is committed.
+   * Holds the transaction lock.
+   */
+  private List<TxFuture> runGroup(List<TxFuture> group) {
+    List<TxFuture> staged = new ArrayList<>(group.size());
+    List<TxReport> reports = new ArrayList<>(group.size());
+    int taken = 0; // the transactions of group this write transaction ran
+    Latest last;
+    try (WriteTxn wt = store().beginWrite()) {
+      Snapshot first = Snapshot.of(store()); // read by the refresh and the group's first one
+      try {
+        last = latest.refresh(first);
+      } catch (RuntimeException e) {
+        first.close();
+        throw e;
+      }
+      last.expectBasis(wt);
+      Db reading = last.db(); // the value after the staged ones: last, with their overlay
+      for (long datoms = 0; taken < group.size() && datoms < MAX_GROUP_DATOMS; ) {
+        TxFuture f = group.get(taken++);
+        Transactor.Result r;
+        try (Snapshot s = first != null ? first : reading.snapshot()) {
+          first = null;
+          r = Transactor.run(reading, s, f.txData);
+        } catch (Throwable e) { // handed to its caller; it alone fails, nothing of it written
+          f.settle(null, e);
+          continue;
+        }
+        Latest after;
+        try {
+          after = last.stage(wt, r.changes, r.schema, r.t, r.nextEid);
+        } catch (RuntimeException e) { // wt holds part of it: the others go again without it
+          f.settle(null, e);
+          List<TxFuture> again = new ArrayList<>(staged);
+          again.addAll(group.subList(taken, group.size()));
+          return again;
+        }
+        staged.add(f);
+        reports.add(new TxReport(last.db(), after.db(), r.changes, r.tempids));
+        datoms += r.changes.size();
+        last = after;
+        if (taken < group.size()) {
+          reading = reading.withChanges(r.changes, r.schema, r.t, r.nextEid);
+        }
+      }
+      if (first != null) { // an empty group
+        first.close();
+      }
+      if (!staged.isEmpty()) {
+        wt.commit();
+      }
+    } catch (Throwable e) { // nothing of the group is committed
+      int failed = taken == 0 ? group.size() : taken;
+      for (TxFuture f : group.subList(0, failed)) {
+        if (!f.isSettled()) {
+          f.settle(null, e);
+        }
+      }
+      return group.subList(failed, group.size());
+    }
+    if (!staged.isEmpty()) {
+      publish(last);
+    }
+    for (int i = 0; i < staged.size(); i++) {
+      listeners.committed(reports.get(i)); // in commit order, under the lock
+      staged.get(i).settle(reports.get(i), null);
+    }
+    return group.subList(taken, group.size());
+  }
+
+  /**
    * Calls {@code (f report)} with the report map of every transaction this connection commits
-   * from now on, after the commit, in commit order, on the thread that committed it (before its
-   * transact returns). Replaces the listener registered under {@code key}. A listener's
-   * exception goes to the thread's uncaught exception handler: the transaction stands.
+   * from now on, after the commit, in commit order, on a thread of its group (before its
+   * transact returns, and before its async future completes). Replaces the listener registered
+   * under {@code key}. A listener's exception goes to the thread's uncaught exception handler:
+   * the transaction stands.
    */
   public void listen(Object key, IFn f) {
     listeners.listen(key, f);

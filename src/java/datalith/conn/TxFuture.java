@@ -1,32 +1,86 @@
 package datalith.conn;
 
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The pending result of {@link Conn#transactAsync}: the report, or the transaction's error,
- * rethrown as it was (not wrapped: wrapping an exception calls its {@code toString}, and an
- * ex-info's prints its data, which may be any tx-data). Thread-safe; completed once.
+ * One transaction given to a connection, waiting in its queue ({@link TxQueue}) until a group
+ * commit runs it, and then its result: the report, or the transaction's error, rethrown as it
+ * was (not wrapped: wrapping an exception calls its {@code toString}, and an ex-info's prints
+ * its data, which may be any tx-data). {@link Conn#transactAsync} returns it as the pending
+ * report. Thread-safe; settled once, by the thread leading the group that ran it.
+ *
+ * <p>States: pending; told to lead (its caller, waiting in {@link #awaitTurn}, runs the next
+ * group, which includes it); done (settled, then signalled).
  */
 public final class TxFuture {
-  private final CountDownLatch done = new CountDownLatch(1);
-  private TxReport report; // written before done counts down, read after
+  private static final int PENDING = 0;
+  private static final int LEAD = 1;
+  private static final int DONE = 2;
+
+  /** The transaction's tx-data. */
+  final Object txData;
+  /** Whether a thread waits in {@link #awaitTurn} for this (a transact call, not an async one). */
+  final boolean waited;
+  private int state = PENDING; // guarded by this
+  private TxReport report; // set by settle, read once DONE
   private Throwable failure;
 
-  /** Runs {@code conn.transact(txData)} and completes this with what it gives. */
-  void run(Conn conn, Object txData) {
-    try {
-      report = conn.transact(txData);
-    } catch (Throwable t) { // handed over to whoever waits: nothing is lost on this thread
-      failure = t;
-    } finally {
-      done.countDown();
+  TxFuture(Object txData, boolean waited) {
+    this.txData = txData;
+    this.waited = waited;
+  }
+
+  /** Records the result: the report, or the failure (report null). Not yet visible: see signal. */
+  void settle(TxReport report, Throwable failure) {
+    synchronized (this) {
+      this.report = report;
+      this.failure = failure;
     }
   }
 
+  /** Whether {@link #settle} gave this a result. */
+  synchronized boolean isSettled() {
+    return report != null || failure != null;
+  }
+
+  /** Makes the settled result visible: wakes whoever waits. */
+  synchronized void signal() {
+    state = DONE;
+    notifyAll();
+  }
+
+  /** Tells the waiting caller to lead the next group. */
+  synchronized void lead() {
+    state = LEAD;
+    notifyAll();
+  }
+
+  /**
+   * Waits until this is done or its caller is told to lead; whether it is to lead. Not
+   * interruptible: a transaction waiting here may be committing (the interrupt is kept).
+   */
+  synchronized boolean awaitTurn() {
+    boolean interrupted = false;
+    while (state == PENDING) {
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    if (state == LEAD) {
+      state = PENDING;
+      return true;
+    }
+    return false;
+  }
+
   /** Whether the transaction has ended. */
-  public boolean isDone() {
-    return done.getCount() == 0;
+  public synchronized boolean isDone() {
+    return state == DONE;
   }
 
   /**
@@ -34,8 +88,10 @@ public final class TxFuture {
    *
    * @throws InterruptedException when the waiting thread is interrupted
    */
-  public TxReport get() throws InterruptedException {
-    done.await();
+  public synchronized TxReport get() throws InterruptedException {
+    while (state != DONE) {
+      wait();
+    }
     return result();
   }
 
@@ -45,11 +101,17 @@ public final class TxFuture {
    *
    * @throws InterruptedException when the waiting thread is interrupted
    */
-  public TxReport get(long ms) throws InterruptedException {
-    return done.await(ms, TimeUnit.MILLISECONDS) ? result() : null;
+  public synchronized TxReport get(long ms) throws InterruptedException {
+    long ns = TimeUnit.MILLISECONDS.toNanos(ms); // saturates rather than overflows
+    long start = System.nanoTime();
+    for (long left = ns; state != DONE && left > 0; left = ns - (System.nanoTime() - start)) {
+      TimeUnit.NANOSECONDS.timedWait(this, left);
+    }
+    return state == DONE ? result() : null;
   }
 
-  private TxReport result() {
+  /** The report, or the failure thrown; once done. */
+  synchronized TxReport result() {
     if (failure instanceof RuntimeException e) {
       throw e;
     }

@@ -1,13 +1,15 @@
 /**
  * Connections, the top of the core: {@link datalith.conn.Conn} owns a store, runs its
- * transactions one at a time (the transactor, {@code datalith.tx}, computes each;
- * {@code datalith.db.Latest} commits it) and holds the latest database value;
+ * transactions one at a time, committing the ones given to it at once in groups that share one
+ * store write (the transactor, {@code datalith.tx}, computes each; {@code datalith.db.Latest}
+ * stages each into the group's write) and holds the latest database value; {@code TxQueue}
+ * holds the transactions waiting for the next group and the leader role;
  * {@link datalith.conn.With} applies a transaction to a database value in memory only;
  * {@link datalith.conn.TxReport} says what either did; {@link datalith.conn.Import} commits a
  * sequence of chunks of tx-data, each a transaction, holding the lock throughout with the
  * store's fsync paused until it ends. {@code Listeners} hands each committed
- * report to the connection's listeners and report queue; {@link datalith.conn.TxFuture} is the
- * pending report of {@code Conn.transactAsync}.
+ * report to the connection's listeners and report queue; {@link datalith.conn.TxFuture} is one
+ * waiting transaction and its result (the pending report of {@code Conn.transactAsync}).
  *
  * <p>Layering: this package sits above the transactor, pull and the query engine, and only the
  * APIs ({@code datalith.api}, {@code datalith.core}) sit above it. A database value reaches its
@@ -15,15 +17,27 @@
  * needs a connection (the layering test, {@code datalith.layering-test}, keeps every dependency
  * running down).
  *
- * <p>Threading: a {@code Conn} is thread-safe. Its transactions run one at a time (its lock, and
- * the store's writer lock across processes); {@code db()} runs alongside them and publishes the
- * newest value it reads, whose basis t only grows. The thread running a transaction (its
- * transaction functions, and what they call) may neither transact on that connection nor close
- * it: both throw. {@code With.run} may be called from any thread; reports are immutable.
- * Listeners and the report queue get each report after its commit, outside the transaction
- * lock, in commit order, on the committing thread, one thread delivering at a time (a
- * transaction returns once its report is delivered; an import's reports, once it ends).
- * {@code transactAsync} runs transactions on
- * the connection's one daemon thread, made on first use and shut down by {@code close}.
+ * <p>Group commit: a transaction joins the connection's queue; whichever caller finds no leader
+ * (or is told to lead) takes every queued transaction (up to a bound) as a group, opens one store
+ * write transaction, runs each on the value after the ones before it (the transactor reads the
+ * group's earlier datoms through an overlay, as {@code with} does), stages each (its own t, log
+ * record and META), commits once (one sync), publishes the reports in order and wakes each caller,
+ * whose transaction is then durable; then it hands the leader role to the oldest caller still
+ * waiting (or, when only async transactions wait, to one of the connection's async threads). A
+ * transaction that throws fails alone and writes nothing. Callers block on their own transaction,
+ * not on a lock, so a group forms from whatever queued during the last sync.
+ *
+ * <p>Threading: a {@code Conn} is thread-safe. Its groups run one at a time (its lock, held by the
+ * leader, and the store's writer lock across processes); {@code db()} runs alongside them and
+ * publishes the newest value it reads, whose basis t only grows. The thread running a transaction
+ * (its transaction functions, and what they call) may neither transact on that connection nor
+ * close it: both throw. {@code With.run} may be called from any thread; reports are immutable.
+ * Listeners and the report queue get each report after its commit, outside the transaction lock,
+ * in commit order, on a thread of the group (its caller, or the leader), one thread delivering at
+ * a time (a transaction returns, and an async one completes, once its report is delivered).
+ * {@code transactAsync} queues the transaction and returns; when no group is running, or no caller
+ * waits in the queue, one of the connection's daemon threads leads (made on demand, shut down by
+ * {@code close}). An import holds the lock from its first chunk to its last: groups wait for it,
+ * and its reports are delivered when it ends.
  */
 package datalith.conn;

@@ -19,8 +19,9 @@ import java.util.List;
  *
  * <p>It is read from a store ({@link #load}), written into an empty one ({@link #bootstrap}),
  * brought up to the store's last commit, whichever process made it ({@link #refresh}), and
- * moved on by a commit ({@link #commit}). The schema is read again only when the store records
- * a schema change since the value known.
+ * moved on by a commit ({@link #commit}), or by transactions staged into one write
+ * transaction that commits them together ({@link #stage}). The schema is read again only when
+ * the store records a schema change since the value known.
  */
 public final class Latest {
   private final Db db;
@@ -170,11 +171,35 @@ public final class Latest {
    * @param nextEid the next entity id after the transaction
    */
   public Latest commit(WriteTxn wt, List<TxChange> changes, Schema schema, long t, long nextEid) {
+    expectBasis(wt);
+    Latest after = stage(wt, changes, schema, t, nextEid);
+    wt.commit();
+    return after;
+  }
+
+  /**
+   * Makes the commit of {@code wt} fail with {@code :store/conflict}, writing nothing, unless
+   * the store's t is still this value's basis t when it applies: the guard of a write
+   * transaction built on this value against a writer that ignores the store's writer lock.
+   */
+  public void expectBasis(WriteTxn wt) {
+    wt.expect(SubDb.META, Meta.T.duplicate(), Meta.longVal(db.basisT));
+  }
+
+  /**
+   * Writes the transaction that {@code changes} make on this value into {@code wt}, as
+   * {@link #commit} does, without committing: the value after it, which reads right once
+   * {@code wt} commits. Several transactions, each staged on the value the previous one
+   * returned, commit together (a group commit); the META of the last one is what stays.
+   *
+   * @param schema the schema after the transaction ({@code db().schema()} when it changed none)
+   * @param t the transaction's t, above this value's basis t
+   * @param nextEid the next entity id after the transaction
+   */
+  public Latest stage(WriteTxn wt, List<TxChange> changes, Schema schema, long t, long nextEid) {
     Stats stats = db.stats.with(changes);
     long nextSchemaT = schema == db.schema ? schemaT : t;
-    wt.expect(SubDb.META, Meta.T.duplicate(), Meta.longVal(db.basisT));
     Writes.toStore(wt, changes, t, nextEid, stats, nextSchemaT);
-    wt.commit();
     return new Latest(new Db(db.source, schema, t, t, Db.NO_AS_OF, Db.NO_SINCE, false, null,
         nextEid, stats), nextSchemaT);
   }
