@@ -18,8 +18,8 @@ import java.nio.ByteOrder;
  * transaction's pages never change.
  *
  * <p>Nothing is read before it is checked: pages as {@link LmdbTree} says; a node must lie in
- * its page with a key of at least one byte (checked as it is read; a run skipped over has its
- * page's nodes checked at once); a value must lie in its page or on the overflow pages it names. A
+ * its page with a key of at least one byte (each node checked as it is read, so that a seek, a
+ * step or a run skipped over reads only the few nodes it needs of a page); a value must lie in its page or on the overflow pages it names. A
  * tree can lead to keys out of order only when it is damaged: a page crossed to must start past
  * the key the cursor left, and a seek must land on a key at least its probe. What fails is
  * damage: a {@code :store/corrupt} ex-info naming the sub-database and page.
@@ -38,7 +38,6 @@ final class LmdbCursor implements Cursor {
   private long page;
   private long pgno; // its page number
   private int count; // its keys
-  private boolean checked; // whether all its nodes were checked (see checkNodes)
   private int index; // the current key's place in it
 
   LmdbCursor(LmdbReadTxn txn, SubDb db, LmdbReader.Slot slot) {
@@ -65,30 +64,11 @@ final class LmdbCursor implements Cursor {
 
   /**
    * Node {@code i} (< count) of the page, checked to lie in the page, past its header, with a
-   * key of at least one byte (unless every node was, see {@link #checkNodes}): its offset in the
-   * page << 16 | the size of its key (see {@link LmdbTree#leafNode}).
+   * key of at least one byte: its offset in the page << 16 | the size of its key (see
+   * {@link LmdbTree#leafNode}).
    */
   private int node(int i) {
-    if (checked) {
-      int node = LmdbLayout.node(page, i); // i < count, so this lies in the page's header
-      return node << 16 | LmdbLayout.keySize(page + node);
-    }
     return tree.checkedLeafNode(pgno, page, i, count);
-  }
-
-  /**
-   * Checks every node of the page, once, before a run of its keys is skipped over: its nodes then
-   * cost no check each. Steps, crossings and seeks check the nodes they read one by one: a point
-   * lookup reads a few nodes of a page, and checking all of them would touch every cache line of
-   * a page that is mostly not in the cache.
-   */
-  private void checkNodes() {
-    if (!checked) {
-      for (int i = 0; i < count; i++) {
-        tree.checkedLeafNode(pgno, page, i, count);
-      }
-      checked = true;
-    }
   }
 
   /** Makes key {@code i} of the page current. */
@@ -117,7 +97,6 @@ final class LmdbCursor implements Cursor {
     page = p;
     pgno = n;
     count = keys;
-    checked = false;
     ByteBuffer pv = slot.pageView;
     ReadOnlyBufferProxy.point(pv, p, LmdbTree.PAGE_SIZE);
     pv.order(ByteOrder.nativeOrder());
@@ -137,7 +116,6 @@ final class LmdbCursor implements Cursor {
     if (index >= count - 1) {
       return 0;
     }
-    checkNodes();
     ByteBuffer pv = slot.pageView;
     int last = KeyPrefix.lastOfRun(index, count - 1, i -> {
       int node = node(i);
