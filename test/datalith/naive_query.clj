@@ -508,16 +508,11 @@
       (if (set? tuples) (set (map pull-one tuples)) (mapv pull-one tuples))
       tuples)))
 
-(defn answer
-  "{:kind :rel|:scalar|:coll|:tuple, :tuples #{[value ...]} (maps for :keys)}:
-  every answer tuple of `query` on `inputs` (one per :in element; a database
-  is the value of `db`, a source may also be a collection of tuples)."
-  [query & inputs]
-  (let [{:keys [find in where with keys]} (query-map query)
-        in (or in ['$])
-        _ (when (not= (count in) (count inputs))
-            (throw (ex-info "wrong number of inputs" {:in in :inputs inputs})))
-        ctx (reduce (fn [ctx [b x]]
+(defn- where-rows
+  "The context (sources, rules) that the inputs bound by `in` make, and the rows of
+  bindings that satisfy the `where` clauses from them."
+  [in inputs where]
+  (let [ctx (reduce (fn [ctx [b x]]
                       (cond (src-var? b) (assoc-in ctx [:sources b] x)
                             (= '% b) (assoc ctx :rules (parse-rules x))
                             :else ctx))
@@ -530,7 +525,19 @@
                                  r'))))
                       #{{}} (map vector in inputs))
         bound (set (mapcat #(when-not (or (src-var? %) (= '% %)) (vars-in %)) in))
-        [_ rows] (eval-clauses ctx bound seeds where)
+        [_ rows] (eval-clauses ctx bound seeds where)]
+    [ctx rows]))
+
+(defn answer
+  "{:kind :rel|:scalar|:coll|:tuple, :tuples #{[value ...]} (maps for :keys)}:
+  every answer tuple of `query` on `inputs` (one per :in element; a database
+  is the value of `db`, a source may also be a collection of tuples)."
+  [query & inputs]
+  (let [{:keys [find in where with keys]} (query-map query)
+        in (or in ['$])
+        _ (when (not= (count in) (count inputs))
+            (throw (ex-info "wrong number of inputs" {:in in :inputs inputs})))
+        [ctx rows] (where-rows in inputs where)
         els (find-elements find)
         cols (vec (distinct (concat (map element-var els) with)))
         projected (set (map (fn [r] (mapv #(if (contains? r %)
@@ -742,18 +749,7 @@
   [query & inputs]
   (let [{:keys [find in where with]} (query-map query)
         in (or in ['$])
-        ctx (reduce (fn [ctx [b x]]
-                      (cond (src-var? b) (assoc-in ctx [:sources b] x)
-                            (= '% b) (assoc ctx :rules (parse-rules x))
-                            :else ctx))
-                    {:sources {} :rules {} :rule-cache (atom {})} (map vector in inputs))
-        seeds (reduce (fn [rows [b x]]
-                        (if (or (src-var? b) (= '% b))
-                          rows
-                          (set (for [r rows, r2 (bind-form b x) :let [r' (merge-row r r2)] :when r'] r'))))
-                      #{{}} (map vector in inputs))
-        bound (set (mapcat #(when-not (or (src-var? %) (= '% %)) (vars-in %)) in))
-        [_ rows] (eval-clauses ctx bound seeds where)
+        [ctx rows] (where-rows in inputs where)
         els (find-elements find)
         ;; a window's own variable, as the engine's: its argument, else its first order or
         ;; partition variable

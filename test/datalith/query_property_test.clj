@@ -675,19 +675,28 @@
    :p-ids (vec (sort (nq/q '[:find [?id ...] :where [_ :p/id ?id]] model)))
    :attr-ids (into {} (for [a attrs] [a (d/entid db a)]))})
 
-(defn- check-view
-  "nil when the engine and the naive evaluator agree on `spec` over `db`
-  (naive model `model`), else a description of the difference."
-  [label db model eids spec]
+(defn- both-answers
+  "`spec` made concrete for `db` and run by the engine and, through `oracle`, by
+  the naive evaluator over `model`: {:query :inputs :expected :actual}, an error
+  of either side as a map in its place."
+  [oracle db model eids spec]
   (let [info (view-info db model eids)
         query (concretize (:query spec) info)
         inputs (concretize (:inputs spec) info)
         args (cond-> (into [db] inputs) (:rules? spec) (conj rules))
-        nargs (cond-> (into [model] inputs) (:rules? spec) (conj rules))
-        expected (try (apply nq/answer query nargs)
-                      (catch Throwable t {:oracle-error (str t) :data (ex-data t)}))
-        actual (try (apply d/q query args)
-                    (catch Throwable t {:engine-error (str t) :data (ex-data t)}))]
+        nargs (cond-> (into [model] inputs) (:rules? spec) (conj rules))]
+    {:query query
+     :inputs inputs
+     :expected (try (apply oracle query nargs)
+                    (catch Throwable t {:oracle-error (str t) :data (ex-data t)}))
+     :actual (try (apply d/q query args)
+                  (catch Throwable t {:engine-error (str t) :data (ex-data t)}))}))
+
+(defn- check-view
+  "nil when the engine and the naive evaluator agree on `spec` over `db`
+  (naive model `model`), else a description of the difference."
+  [label db model eids spec]
+  (let [{:keys [query inputs expected actual]} (both-answers nq/answer db model eids spec)]
     (when-not (and (:kind expected) (nq/agrees? expected actual))
       {:view label :query query :inputs inputs :expected (or (:tuples expected) expected)
        :actual actual})))
@@ -799,15 +808,7 @@
   "nil when the engine and the naive evaluator agree on the sliced `spec` over
   `db`, else a description of the difference."
   [label db model eids spec]
-  (let [info (view-info db model eids)
-        query (concretize (:query spec) info)
-        inputs (concretize (:inputs spec) info)
-        args (cond-> (into [db] inputs) (:rules? spec) (conj rules))
-        nargs (cond-> (into [model] inputs) (:rules? spec) (conj rules))
-        expected (try (apply nq/sliced-answer query nargs)
-                      (catch Throwable t {:oracle-error (str t) :data (ex-data t)}))
-        actual (try (apply d/q query args)
-                    (catch Throwable t {:engine-error (str t) :data (ex-data t)}))]
+  (let [{:keys [query inputs expected actual]} (both-answers nq/sliced-answer db model eids spec)]
     (when-not (and (:kind expected) (nq/slice-agrees? expected actual))
       {:view label :query query :inputs inputs
        :expected (if (:kind expected) (select-keys expected [:sliced :tuples]) expected)
