@@ -277,9 +277,18 @@
                                       (first (second c)))]
                        (distinct (concat required (remove (set (binds ctx clause)) jv)))))))
 
+(def ^:dynamic *max-work*
+  "When a number: the most (binding, datom) pairs one pattern may try before the
+  evaluator gives up with an ex-info whose data has ::too-much-work (a generated
+  query whose cross products the naive evaluator cannot finish); nil: no limit."
+  nil)
+
 (defn- eval-pattern [ctx clause rows]
   (let [[src terms] (strip-src clause)
         data (source ctx src)]
+    (when (and *max-work* (db? data)
+               (> (* (count rows) (count (::datoms data))) *max-work*))
+      (throw (ex-info "the naive evaluator's work limit" {::too-much-work true :clause clause})))
     (if (db? data)
       (let [const (fn [pos t] (cond (or (variable? t) (blank? t)) t
                                     (#{0} pos) (entid data t)
