@@ -174,3 +174,36 @@
           "the listener's transact! runs while an async one waits ahead of it")
       (is (not= :timeout (deref queued 20000 :timeout)))
       (is (= #{"trigger" "queued" "from-listener"} (names))))))
+
+;; ---------------------------------------------------------------- instants (h-tx)
+
+(deftest instants-never-go-back-within-and-across-groups
+  (each-store-dir [conn dir]
+    (let [later (java.util.Date. (+ (System/currentTimeMillis) 3600000))
+          between (java.util.Date. (+ (System/currentTimeMillis) 1800000))
+          instant-of (fn [r] (:db/txInstant (d/entity (:db-after r)
+                                                      (get-in r [:tempids :db/current-tx]))))
+          [held release] (holding-writer conn)
+          fs [(d/transact-async conn [{:db/id "datomic.tx" :db/txInstant later}])
+              (d/transact-async conn [[:db/add "datomic.tx" :db/txInstant between]])
+              (d/transact-async conn [{:user/email "a@x"}])
+              (d/transact-async conn [[:db/add "datomic.tx" :db/txInstant later]])]]
+      (release)
+      @held
+      (is (= later (instant-of @(fs 0))) "a given instant")
+      (is (= :tx/past-instant (error-of #(deref (fs 1))))
+          "older than the one staged before it in the group")
+      (is (= later (instant-of @(fs 2))) "a clock behind the group's last instant gives it again")
+      (is (= later (instant-of @(fs 3))) "an instant equal to the previous one")
+      (testing "in the next group, and after reopening"
+        (is (= :tx/past-instant
+               (error-of #(d/transact! conn [[:db/add "datomic.tx" :db/txInstant between]]))))
+        (is (= later (instant-of (d/transact! conn []))))
+        (when dir
+          (d/close conn)
+          (let [c2 (d/connect (.getPath ^java.io.File dir))]
+            (try
+              (is (= :tx/past-instant
+                     (error-of #(d/transact! c2 [[:db/add "datomic.tx" :db/txInstant between]]))))
+              (is (= later (instant-of (d/transact! c2 []))))
+              (finally (d/close c2)))))))))

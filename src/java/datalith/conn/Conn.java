@@ -288,7 +288,7 @@ public final class Conn implements Source, AutoCloseable {
         Transactor.Result r;
         try (Snapshot s = first != null ? first : reading.snapshot()) {
           first = null;
-          r = Transactor.run(reading, s, f.txData);
+          r = Transactor.run(reading, s, f.txData, last.instant());
         } catch (Throwable e) { // handed to its caller; it alone fails, nothing of it written
           f.settle(null, e);
           continue;

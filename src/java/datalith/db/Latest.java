@@ -22,19 +22,37 @@ import java.util.List;
  * moved on by a commit ({@link #commit}), or by transactions staged into one write
  * transaction that commits them together ({@link #stage}). The schema is read again only when
  * the store records a schema change since the value known.
+ *
+ * <p>A value this connection committed also knows its basis transaction's {@code :db/txInstant}
+ * ({@link #instant}), which the next transaction needs (instants never decrease with t): read
+ * from the changes it wrote, so that a commit does not look it up in the index again.
  */
 public final class Latest {
+  /** {@link #instant} of a value loaded from the store: the transaction must read it. */
+  public static final long UNKNOWN_INSTANT = Long.MIN_VALUE;
+
   private final Db db;
   private final long schemaT;
+  private final long instant;
 
-  private Latest(Db db, long schemaT) {
+  private Latest(Db db, long schemaT, long instant) {
     this.db = db;
     this.schemaT = schemaT;
+    this.instant = instant;
   }
 
   /** The database value: current (no as-of, since or history), without overlay. Never null. */
   public Db db() {
     return db;
+  }
+
+  /**
+   * The {@code :db/txInstant} of the basis transaction, as epoch milliseconds: what EAVT holds
+   * for it once the value is committed; {@link #UNKNOWN_INSTANT} for a value loaded from the
+   * store.
+   */
+  public long instant() {
+    return instant;
   }
 
   /**
@@ -79,7 +97,7 @@ public final class Latest {
       schema = loadSchema(boot, s);
     }
     return new Latest(new Db(source, schema, t, t, Db.NO_AS_OF, Db.NO_SINCE, false, null, nextEid,
-        stats), schemaT);
+        stats), schemaT, UNKNOWN_INSTANT);
   }
 
   private static RuntimeException formatError(long format) {
@@ -138,7 +156,7 @@ public final class Latest {
     wt.put(SubDb.META, Meta.FORMAT.duplicate(), Meta.longVal(Meta.FORMAT_VERSION));
     wt.commit();
     return new Latest(new Db(source, schema, 0, 0, Db.NO_AS_OF, Db.NO_SINCE, false, null,
-        Schema.FIRST_USER_ID, stats), 0);
+        Schema.FIRST_USER_ID, stats), 0, epoch.getTime());
   }
 
   /**
@@ -201,6 +219,21 @@ public final class Latest {
     long nextSchemaT = schema == db.schema ? schemaT : t;
     Writes.toStore(wt, changes, t, nextEid, stats, nextSchemaT);
     return new Latest(new Db(db.source, schema, t, t, Db.NO_AS_OF, Db.NO_SINCE, false, null,
-        nextEid, stats), nextSchemaT);
+        nextEid, stats), nextSchemaT, instantOf(changes, Db.tToTx(t)));
+  }
+
+  /**
+   * The instant transaction {@code tx} asserts for itself in {@code changes} (at most one:
+   * :db/txInstant has cardinality one), else {@link #UNKNOWN_INSTANT}.
+   */
+  private static long instantOf(List<TxChange> changes, long tx) {
+    // the transactor adds its instant last: look from the end
+    for (int i = changes.size() - 1; i >= 0; i--) {
+      Datom d = changes.get(i).datom;
+      if (d.e == tx && d.aid == Schema.TX_INSTANT && d.added) {
+        return ((Date) d.v).getTime();
+      }
+    }
+    return UNKNOWN_INSTANT;
   }
 }

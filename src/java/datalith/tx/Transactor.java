@@ -6,6 +6,7 @@ import clojure.lang.ISeq;
 import clojure.lang.Keyword;
 import datalith.db.Db;
 import datalith.db.Errors;
+import datalith.db.Latest;
 import datalith.db.Schema;
 import datalith.db.Snapshot;
 import datalith.db.TxChange;
@@ -64,12 +65,21 @@ public final class Transactor {
    *     for a fault of datalith's own)
    */
   public static Result run(Db db, Snapshot snap, Object txData) {
+    return run(db, snap, txData, Latest.UNKNOWN_INSTANT);
+  }
+
+  /**
+   * As {@link #run(Db, Snapshot, Object)}, given the {@code :db/txInstant} of {@code db}'s basis
+   * transaction in epoch milliseconds ({@link Latest#instant}), which it then need not read, or
+   * {@link Latest#UNKNOWN_INSTANT}.
+   */
+  public static Result run(Db db, Snapshot snap, Object txData, long previousInstant) {
     if (!(txData instanceof Collection) && !(txData instanceof ISeq) && txData != null) {
       throw Errors.error("tx/invalid-data", "tx-data must be a collection of maps and lists",
           "tx-data", txData);
     }
     try {
-      return transact(db, snap, txData);
+      return transact(db, snap, txData, previousInstant);
     } catch (ExceptionInfo ex) {
       if (isDatalithError(ex)) {
         throw ex;
@@ -91,7 +101,7 @@ public final class Transactor {
         && k.getNamespace() != null;
   }
 
-  private static Result transact(Db db, Snapshot snap, Object txData) {
+  private static Result transact(Db db, Snapshot snap, Object txData, long previousInstant) {
     Schema schema = db.schema();
     long t = db.basisT() + 1;
     long tx = Db.tToTx(t);
@@ -107,7 +117,7 @@ public final class Transactor {
     Slots slots = new Slots(db, snap, tx, pending::get, resolved.size() + 1);
     Applier.applyAll(resolved, slots, db, snap);
     Composites.derive(pending, slots);
-    TxInstant.stamp(db, snap, tx, slots);
+    TxInstant.stamp(db, snap, tx, slots, previousInstant);
     List<TxChange> changes = slots.changes();
 
     List<Datom> datoms = new ArrayList<>(changes.size());

@@ -5,6 +5,7 @@ import datalith.db.Attr;
 import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.IndexScan;
+import datalith.db.Latest;
 import datalith.db.Schema;
 import datalith.db.Snapshot;
 import datalith.index.Index;
@@ -25,17 +26,16 @@ final class TxInstant {
   /**
    * Asserts the instant of transaction {@code tx} in {@code slots} unless
    * tx-data gave one, which it checks instead; {@code db} is the database
-   * before the transaction, read through {@code snap}.
+   * before the transaction, read through {@code snap}, and {@code previous}
+   * its basis transaction's instant in epoch milliseconds when the caller
+   * knows it, else {@link Latest#UNKNOWN_INSTANT} (read from EAVT then).
    *
    * @throws clojure.lang.ExceptionInfo {@code :tx/past-instant} for a given
    *     instant older than the previous transaction's
    */
-  static void stamp(Db db, Snapshot snap, long tx, Slots slots) {
+  static void stamp(Db db, Snapshot snap, long tx, Slots slots, long previous) {
     Attr inst = db.schema().attr(Schema.TX_INSTANT);
-    IndexScan scan = db.scan(snap, Index.EAVT,
-        new KeyBuilder().putLong(Db.tToTx(db.basisT())).putLong(inst.id).view());
-    Date prev = scan.next() ? (Date) scan.datom().v : null;
-    scan.close();
+    Date prev = previous != Latest.UNKNOWN_INSTANT ? new Date(previous) : read(db, snap, inst);
     Collection<Slots.Val> given = slots.touched(tx, inst.id);
     if (given == null) {
       Date now = new Date();
@@ -49,5 +49,14 @@ final class TxInstant {
             "value", x.v, "previous", prev, "form", x.form);
       }
     }
+  }
+
+  /** The instant of {@code db}'s basis transaction in EAVT; null before any. */
+  private static Date read(Db db, Snapshot snap, Attr inst) {
+    IndexScan scan = db.scan(snap, Index.EAVT,
+        new KeyBuilder().putLong(Db.tToTx(db.basisT())).putLong(inst.id).view());
+    Date prev = scan.next() ? (Date) scan.datom().v : null;
+    scan.close();
+    return prev;
   }
 }
