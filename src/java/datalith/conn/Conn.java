@@ -222,6 +222,7 @@ public final class Conn implements Source, AutoCloseable {
    */
   private void lead() {
     for (boolean again = true; again; ) {
+      queue.gather();
       List<TxFuture> group = queue.take();
       txLock.lock();
       try {
