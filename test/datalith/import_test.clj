@@ -393,3 +393,26 @@
                               (and (= (count tx-data) (:transactions r))
                                    (= (instant-free (d/db src)) (instant-free (d/db dst)))))))))))]
       (is (:pass? result) (pr-str (select-keys result [:seed :shrunk]))))))
+
+(deftest lookup-refs-resolve-against-each-chunks-database
+  (doseq [[what moves]
+          [["the value retracted, then asserted on the other entity"
+            [[[:db/retract [:k/id 1] :k/id 1]] [{:db/id [:k/n 2] :k/id 1}]]]
+           ["its entity retracted, then the value asserted on the other"
+            [[[:db/retractEntity [:k/id 1]]] [[:db/add [:k/n 2] :k/id 1]]]]
+           ["retracted and asserted in one chunk"
+            [[[:db/retract [:k/id 1] :k/id 1] [:db/add [:k/n 2] :k/id 1]]]]]]
+    (testing (str "a lookup ref names the entity that has the value when its chunk runs, though
+                  an earlier chunk of the import found another: " what)
+      (tu/each-store [conn {:schema {:k/id {:db/unique :db.unique/identity}
+                                     :k/ref {:db/valueType :db.type/ref}
+                                     :k/n {:db/unique :db.unique/identity}}}]
+        (d/import! conn (concat [[{:db/id "a" :k/id 1 :k/n 1} {:db/id "b" :k/n 2}]
+                                 [{:k/n 10 :k/ref [:k/id 1]}]]
+                                moves
+                                [[{:k/n 11 :k/ref [:k/id 1]}]]))
+        (let [db (d/db conn)
+              by-n (fn [n] (d/q '[:find ?e . :in $ ?n :where [?e :k/n ?n]] db n))
+              ref-of (fn [n] (d/q '[:find ?r . :in $ ?n :where [?e :k/n ?n] [?e :k/ref ?r]] db n))]
+          (is (= (by-n 1) (ref-of 10)))
+          (is (= (by-n 2) (ref-of 11))))))))
