@@ -199,9 +199,11 @@ public final class Codec {
         return v instanceof Keyword ? v : null;
       case T_SYMBOL:
         return v instanceof Symbol ? v : null;
-      case T_REF:
-        return (v instanceof Long || v instanceof Integer) && ((Number) v).longValue() >= 0
-            ? (Object) ((Number) v).longValue() : null;
+      case T_REF: // a Long as it is (boxing its long again allocates a Long for most ids)
+        if (v instanceof Long l) {
+          return l >= 0 ? l : null;
+        }
+        return v instanceof Integer i && i >= 0 ? (Object) i.longValue() : null;
       case T_BYTES:
         return v instanceof byte[] ? v : null;
       case T_TUPLE:

@@ -289,7 +289,7 @@ public final class Conn implements Source, AutoCloseable {
         Transactor.Result r;
         try (Snapshot s = first != null ? first : reading.snapshot()) {
           first = null;
-          r = Transactor.run(reading, s, f.txData, last.instant());
+          r = Transactor.run(reading, s, f.txData, last.instant(), null);
         } catch (Throwable e) { // handed to its caller; it alone fails, nothing of it written
           f.settle(null, e);
           continue;

@@ -10,6 +10,7 @@ import datalith.db.Latest;
 import datalith.db.Snapshot;
 import datalith.store.Store;
 import datalith.store.WriteTxn;
+import datalith.tx.LookupCache;
 import datalith.tx.Transactor;
 import java.util.Iterator;
 import java.util.Map;
@@ -20,6 +21,10 @@ import java.util.Map;
  * connection's transaction lock throughout and with the store's fsync paused until the end
  * ({@link Store#pauseSync}): the import's commits reach the disk once, when it ends, whether
  * it ends well or not.
+ *
+ * <p>The entities the chunks' lookup refs find are kept for the later chunks ({@link LookupCache}:
+ * an import names the same entities in chunk after chunk), as long as no chunk changes their
+ * attribute.
  *
  * <p>A chunk is a tx-data, or a record {@code {:t t :tx-data tx-data}} as {@code export} writes
  * them: a record imports only as transaction {@code t} (the next one of the database), so that
@@ -65,6 +70,8 @@ public final class Import {
   private long tFirst = -1;
   private long tLast = -1;
   private long stoppedAt = -1;
+  private final LookupCache lookups = new LookupCache(); // lookup refs found, across chunks
+  private long lastT = -1; // the t of the chunk committed last, as the lookups know
 
   private Import(Conn conn, IFn progress) {
     this.conn = conn;
@@ -162,9 +169,12 @@ public final class Import {
               + next + (recordT < next ? " (rerun with :resume? true to skip the records it has)"
               : ""), "t", recordT, "next-t", next);
         }
-        r = Transactor.run(base.db(), s, data);
+        lookups.continues(base.db(), lastT);
+        r = Transactor.run(base.db(), s, data, base.instant(), lookups);
       }
       Latest after = base.commit(wt, r.changes, r.schema, r.t, r.nextEid);
+      lookups.committed(r.changes, base.db().schema(), r.schema);
+      lastT = r.t;
       conn.committedByImport(new TxReport(base.db(), after.db(), r.changes, r.tempids), after);
       transactions++;
       datoms += r.changes.size();

@@ -27,8 +27,10 @@ final class EntityRefs {
   private final Tempids temps;
   private final EntityIds ids;
   private final long tx;
+  private final LookupCache lookups; // an import's, or null
 
-  EntityRefs(Db db, Snapshot snap, PendingAttrs pending, Tempids temps, EntityIds ids, long tx) {
+  EntityRefs(Db db, Snapshot snap, PendingAttrs pending, Tempids temps, EntityIds ids, long tx,
+      LookupCache lookups) {
     this.db = db;
     this.snap = snap;
     this.schema = db.schema();
@@ -36,6 +38,7 @@ final class EntityRefs {
     this.temps = temps;
     this.ids = ids;
     this.tx = tx;
+    this.lookups = lookups;
   }
 
   /**
@@ -117,7 +120,8 @@ final class EntityRefs {
       v = r;
     }
     // a new attribute has no values yet
-    long e = v == null || PendingAttrs.isNew(a) ? -1 : db.lookup(snap, a, v);
+    long e = v == null || PendingAttrs.isNew(a) ? -1
+        : lookups == null ? db.lookup(snap, a, v) : lookups.lookup(db, snap, a, v);
     if (e >= 0) {
       return e;
     }

@@ -65,21 +65,23 @@ public final class Transactor {
    *     for a fault of datalith's own)
    */
   public static Result run(Db db, Snapshot snap, Object txData) {
-    return run(db, snap, txData, Latest.UNKNOWN_INSTANT);
+    return run(db, snap, txData, Latest.UNKNOWN_INSTANT, null);
   }
 
   /**
    * As {@link #run(Db, Snapshot, Object)}, given the {@code :db/txInstant} of {@code db}'s basis
    * transaction in epoch milliseconds ({@link Latest#instant}), which it then need not read, or
-   * {@link Latest#UNKNOWN_INSTANT}.
+   * {@link Latest#UNKNOWN_INSTANT}; and resolving lookup refs through {@code lookups} (an
+   * import's, kept across its chunks; null: none).
    */
-  public static Result run(Db db, Snapshot snap, Object txData, long previousInstant) {
+  public static Result run(Db db, Snapshot snap, Object txData, long previousInstant,
+      LookupCache lookups) {
     if (!(txData instanceof Collection) && !(txData instanceof ISeq) && txData != null) {
       throw Errors.error("tx/invalid-data", "tx-data must be a collection of maps and lists",
           "tx-data", txData);
     }
     try {
-      return transact(db, snap, txData, previousInstant);
+      return transact(db, snap, txData, previousInstant, lookups);
     } catch (ExceptionInfo ex) {
       if (isDatalithError(ex)) {
         throw ex;
@@ -101,7 +103,8 @@ public final class Transactor {
         && k.getNamespace() != null;
   }
 
-  private static Result transact(Db db, Snapshot snap, Object txData, long previousInstant) {
+  private static Result transact(Db db, Snapshot snap, Object txData, long previousInstant,
+      LookupCache lookups) {
     Schema schema = db.schema();
     long t = db.basisT() + 1;
     long tx = Db.tToTx(t);
@@ -109,7 +112,7 @@ public final class Transactor {
     EntityIds ids = new EntityIds(db.nextEid(), tx);
     PendingAttrs pending = new PendingAttrs(schema);
     Tempids temps = new Tempids();
-    EntityRefs refs = new EntityRefs(db, snap, pending, temps, ids, tx);
+    EntityRefs refs = new EntityRefs(db, snap, pending, temps, ids, tx, lookups);
 
     IdentityHashMap<Object, Object> mapEntities = pending.declareAll(txData, temps);
     List<Op> ops = Expander.expand(txData, db, tx, pending, temps, refs, mapEntities);

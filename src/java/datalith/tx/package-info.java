@@ -49,5 +49,8 @@
  * <p>Threading: {@code Transactor.run} may be called from any thread, and
  * everything it makes lives for that one call on that thread, shared with no
  * other; a connection runs one transaction at a time. Its result is immutable.
+ * The one thing that outlives a call is an import's {@code LookupCache} (the
+ * entities its lookup refs found, kept across its chunks on its thread, and
+ * told of each chunk it commits so that every entry stays true).
  */
 package datalith.tx;

@@ -1,0 +1,84 @@
+(ns datalith.bench.import-profile
+  "Bulk import timing (issue #17): imports the tracker workload's tx-data
+  (`workload/import-tx-data`, what `lein bench`'s import op loads) with
+  `d/import!` into an empty LMDB directory, then the same tx-data again into
+  that (now non-empty) database, and once into an in-memory database (the
+  transactor's cost without LMDB). The tx-data is made before the clock starts.
+  Prints datoms/s (wall), this thread's CPU seconds and allocated bytes; the
+  figures to compare before and after a change, and an import to profile with JFR.
+
+    lein with-profile +bench run -m datalith.bench.import-profile [options]
+      --scale S       100k, 300k or 1m (default 1m)
+      --systems LIST  lmdb,mem (default both)
+      --runs N        runs of each, all printed (default 1)
+      --batch-size N  issues a chunk (default 1000)
+      --dir DIR       the LMDB directory (default target/import-profile; deleted first)
+      --progress true pass a progress function (which makes every chunk its own commit)"
+  (:require [clojure.string :as str]
+            [datalith.core :as d]
+            [datalith.workload :as w])
+  (:import (java.io File)
+           (java.lang.management ManagementFactory)))
+
+(set! *warn-on-reflection* true)
+
+(defn- delete-tree [^File f]
+  (when (.isDirectory f)
+    (run! delete-tree (.listFiles f)))
+  (.delete f))
+
+(defn- cpu-ns ^long []
+  (.getCurrentThreadCpuTime (ManagementFactory/getThreadMXBean)))
+
+(defn- allocated ^long []
+  (let [^com.sun.management.ThreadMXBean b (ManagementFactory/getThreadMXBean)]
+    (.getThreadAllocatedBytes b (.getId (Thread/currentThread)))))
+
+(defn- written
+  "Bytes this process has written (write and pwrite calls, /proc/self/io's wchar), or 0."
+  ^long []
+  (let [f (File. "/proc/self/io")]
+    (if (.exists f)
+      (or (some->> (String. (java.nio.file.Files/readAllBytes (.toPath f))) (re-find #"wchar: (\d+)") second parse-long) 0)
+      0)))
+
+(defn- timed-import
+  "Imports `chunks` into `conn`; prints and returns the figures."
+  [label conn chunks opts]
+  (let [start (System/nanoTime)
+        cpu (cpu-ns)
+        bytes (allocated)
+        wchar (written)
+        r (d/import! conn chunks opts)
+        secs (/ (double (- (System/nanoTime) start)) 1e9)
+        cpu-s (/ (double (- (cpu-ns) cpu)) 1e9)]
+    (printf "%-16s %,9d datoms in %5.2f s: %,10.0f datoms/s wall, %5.2f s CPU (this thread), %,d bytes allocated, %,d bytes written%n"
+            label (:datoms r) secs (/ (:datoms r) secs) cpu-s (- (allocated) bytes)
+            (- (written) wchar))
+    (flush)
+    r))
+
+(defn -main [& args]
+  (let [opts (merge {"--scale" "1m" "--systems" "lmdb,mem" "--runs" "1" "--batch-size" "1000"
+                     "--dir" "target/import-profile"}
+                    (apply hash-map args))
+        data (w/generate (keyword (opts "--scale")))
+        chunks (doall (w/import-tx-data data (parse-long (opts "--batch-size"))))
+        dir (File. ^String (opts "--dir"))
+        systems (set (str/split (opts "--systems") #","))
+        iopts (if (= "true" (opts "--progress")) {:progress (fn [_])} {})]
+    (printf "%s: %,d datoms, %d chunks%n" (opts "--scale") (:datoms data) (count chunks))
+    (dotimes [_ (parse-long (opts "--runs"))]
+      (when (systems "lmdb")
+        (delete-tree dir)
+        (let [conn (d/connect (.getPath dir) {:schema w/schema})]
+          (try
+            (timed-import "lmdb empty" conn chunks iopts)
+            (timed-import "lmdb non-empty" conn chunks iopts)
+            (finally (d/close conn))))
+        (delete-tree dir))
+      (when (systems "mem")
+        (let [conn (d/connect :mem {:schema w/schema})]
+          (try (timed-import "mem empty" conn chunks iopts)
+               (finally (d/close conn))))))
+    (shutdown-agents)))
