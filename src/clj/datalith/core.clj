@@ -898,3 +898,24 @@
         (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
       (Engine/qseq (:query query) (object-array args) (select-keys query [:timeout :max-rows])))
     (Engine/qseq query (object-array inputs) nil)))
+
+;; ---------------------------------------------------------------- valid time (h-valid, #19)
+
+(defn valid-at
+  "`db` as the facts valid at instant `inst` show it, as they were known at
+  `db`'s basis or as-of point: valid time and transaction time at once. `q`,
+  `pull`, `entity`, `datoms` and the index reads all see it, and it composes
+  with `as-of` in either order. A fact given no valid-time interval is valid
+  from its transaction's txInstant until a later transaction retracts it.
+
+  Intervals [from, to) are given in tx-data, bounds being instants:
+    [:db/add e a v {:db/valid-from #inst \"2026-03-01\" :db/valid-to #inst \"2026-06-01\"}]
+    [:db/retract e a v {:db/valid-from #inst \"2026-03-01\"}]  ; true before and after, not during
+    {:db/id e :user/city \"Oslo\" :db/valid-from #inst \"2026-01-01\"}  ; this map's attributes
+    {:db/id \"datomic.tx\" :db/valid-from #inst \"2026-01-01\"}  ; every add and retract of the tx
+  A missing :db/valid-from is the txInstant, a missing :db/valid-to open-ended.
+
+    (:user/city (d/entity (d/valid-at db #inst \"2026-02-01\") e))
+    ; => \"Oslo\""
+  ^Db [db inst]
+  (.validAt (db-arg db) inst))

@@ -478,7 +478,8 @@ public final class IndexScan {
             pendingRetract = emitA && emitR;
             retractTx = rtx;
           }
-        } else if (at <= limit && (rt == NONE || rt > limit) && at > since) {
+        } else if ((at <= limit || db.validAt != null && ValidTime.added(src))
+            && (rt == NONE || rt > limit) && at > since) {
           found = true;
           tx = atx;
           added = true;
