@@ -180,3 +180,41 @@
       (is (= :db/valid-at-view
              (try (d/valid-at (d/history db) (inst "2030-01-01"))
                   (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))))))
+
+(deftest valid-intervals-bind-in-a-query
+  (each-store [conn {:schema (assoc schema :issue/assignee {:db/valueType :db.type/ref}
+                                    :issue/key {:db/unique :db.unique/identity})}]
+    (tx! conn "2030-01-01" [{:person/name "ada"} {:person/name "bob"} {:person/name "cy"}
+                            {:issue/key "X"}])
+    (let [db0 (d/db conn)
+          id #(:db/id (d/entity db0 %))
+          [ada bob cy x] (map id [[:person/name "ada"] [:person/name "bob"] [:person/name "cy"]
+                                  [:issue/key "X"]])]
+      (tx! conn "2030-01-02" [[:db/add x :issue/assignee ada (valid "2029-12-01" "2030-02-01")]])
+      (tx! conn "2030-01-03" [[:db/add x :issue/assignee bob (valid "2030-02-01" "2030-05-01")]])
+      (tx! conn "2030-01-04" [[:db/add x :issue/assignee cy (valid "2030-05-01" nil)]])
+      (let [db (d/db conn)
+            during (fn [start end]
+                     (d/q '[:find ?who :in $ ?start ?end
+                            :where [?i :issue/key "X"]
+                            [(datalith.core/valid-intervals $ ?i :issue/assignee) [[?a ?from ?to]]]
+                            [(< ?from ?end)] [(< ?start ?to)]
+                            [?a :person/name ?who]]
+                          db (inst start) (inst end)))]
+        (are [start end who] (= who (set (map first (during start end))))
+          "2030-01-01" "2030-04-01" #{"ada" "bob"}
+          "2030-02-01" "2030-04-01" #{"bob"}
+          "2030-04-01" "2031-01-01" #{"bob" "cy"}
+          "2029-01-01" "2029-06-01" #{})
+        (is (= [[ada (inst "2029-12-01") (inst "2030-02-01")]
+                [bob (inst "2030-02-01") (inst "2030-05-01")]
+                [cy (inst "2030-05-01") (java.util.Date. Long/MAX_VALUE)]]
+               (map #(subvec % 0 3) (d/valid-intervals db x :issue/assignee))))
+        (testing "a plain fact's interval runs from its txInstant until its retraction"
+          (tx! conn "2030-01-05" [[:db/add ada :person/city "Oslo"]])
+          (tx! conn "2030-01-06" [[:db/retract ada :person/city "Oslo"]])
+          (is (= [[ada "Oslo" (inst "2030-01-05") (inst "2030-01-06")]]
+                 (map #(subvec % 0 4) (d/valid-intervals (d/db conn) :person/city)))))
+        (testing "as of an earlier point, only what was known then"
+          (is (= [] (d/valid-intervals (d/as-of db (d/basis-t db0)) x :issue/assignee)))
+          (is (= [ada] (map first (d/valid-intervals (d/as-of db (inc (d/basis-t db0))) x :issue/assignee)))))))))

@@ -919,3 +919,36 @@
     ; => \"Oslo\""
   ^Db [db inst]
   (.validAt (db-arg db) inst))
+
+(defn- valid-attr ^datalith.db.Attr [^Db db attr]
+  (when-not (keyword? attr)
+    (throw (error :db/invalid-attribute "Expected an attribute ident" {:attribute attr})))
+  (.attr (.schema db) ^clojure.lang.Keyword attr))
+
+(defn valid-intervals
+  "Every valid-time version of attribute `attr` in `db`, as known at `db`'s basis
+  or as-of point: one `[e v from to tx]` per interval [from, to) over which
+  entity e's `attr` had value v (of every entity, or one `[v from to tx]` for
+  entity `e`), `tx` the transaction that asserted it; an open-ended interval's
+  `to` is `#inst \"292278994-08-17T07:12:55.807-00:00\"` (Long/MAX_VALUE ms), so
+  intervals compare as instants. Called in a query with `$`, it binds an
+  assertion's interval, \"who was assigned to issue X during Q1\":
+
+    (d/q '[:find ?who :in $ ?start ?end
+           :where [?i :issue/key \"X\"]
+                  [(datalith.core/valid-intervals $ ?i :issue/assignee) [[?a ?from ?to]]]
+                  [(< ?from ?end)] [(< ?start ?to)]
+                  [?a :person/name ?who]]
+         db #inst \"2026-01-01\" #inst \"2026-04-01\")"
+  ([db attr]
+   (let [db (db-arg db)]
+     (if-let [a (valid-attr db attr)]
+       (mapv vec (datalith.db.ValidTime/intervals db -1 a))
+       [])))
+  ([db e attr]
+   (let [db (db-arg db)
+         a (valid-attr db attr)
+         eid (with-open [s (.snapshot db)] (.entid db s e))]
+     (if (and a (not (neg? eid)))
+       (mapv #(subvec (vec %) 1) (datalith.db.ValidTime/intervals db eid a))
+       []))))

@@ -88,6 +88,52 @@ public final class ValidTime {
     return base.validView(tv, ov, inst);
   }
 
+  /**
+   * Every valid-time version of attribute {@code a} in {@code db} (as known at its basis or
+   * as-of point), of entity {@code e} or of every entity when {@code e < 0}: one
+   * {@code [e v from to tx]} per piece of each pair's valid-time line, in entity order, {@code to}
+   * the instant of {@link Long#MAX_VALUE} ms when open-ended (so that intervals compare as
+   * instants), {@code tx} the transaction that asserted the value.
+   */
+  public static List<Object[]> intervals(Db db, long e, Attr a) {
+    if (db.validBase != null || db.history || db.sinceT != Db.NO_SINCE) {
+      throw Errors.error("db/valid-at-view", "valid-intervals reads a value without valid-at,"
+          + " since or history views", "db", db.toString());
+    }
+    List<Object[]> out = new ArrayList<>();
+    try (Snapshot s = db.snapshot()) {
+      Map<List<Long>, List<Event>> tracked = events(db, s);
+      Map<Long, Long> instants = new HashMap<>();
+      KeyBuilder prefix = new KeyBuilder().putLong(a.id);
+      if (e >= 0) {
+        prefix.putLong(e);
+      }
+      // the entities of a's plain history, each once, in order
+      IndexScan scan = db.historyView().scan(s, Index.AEVT, prefix.view());
+      java.util.TreeSet<Long> entities = new java.util.TreeSet<>();
+      while (scan.next()) {
+        entities.add(scan.datom().e);
+      }
+      scan.close();
+      for (List<Long> pair : tracked.keySet()) {
+        if (pair.get(1) == a.id && (e < 0 || pair.get(0) == e)) {
+          entities.add(pair.get(0));
+        }
+      }
+      for (long x : entities) {
+        List<Event> evs = new ArrayList<>(tracked.getOrDefault(List.of(x, a.id), List.of()));
+        evs.addAll(plainEvents(db, s, x, a, instants));
+        List<Seg> line = replay(evs, a);
+        line.sort(Comparator.comparingLong(Seg::from));
+        for (Seg g : line) {
+          out.add(new Object[] {x, Codec.decode(ByteBuffer.wrap(g.enc), 0), new Date(g.from),
+              new Date(g.to), g.tx});
+        }
+      }
+    }
+    return out;
+  }
+
   /** The interval events visible in {@code db}, by pair {@code [e aid]}. */
   private static Map<List<Long>, List<Event>> events(Db db, Snapshot s) {
     Map<List<Long>, List<Event>> out = new HashMap<>();
