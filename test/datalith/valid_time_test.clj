@@ -218,3 +218,24 @@
         (testing "as of an earlier point, only what was known then"
           (is (= [] (d/valid-intervals (d/as-of db (d/basis-t db0)) x :issue/assignee)))
           (is (= [ada] (map first (d/valid-intervals (d/as-of db (inc (d/basis-t db0))) x :issue/assignee)))))))))
+
+(deftest one-transaction-writes-a-history
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada"}])
+    (let [e (ada (d/db conn))]
+      (tx! conn "2030-01-02" [[:db/add e :person/city "Oslo" (valid "2020-01-01" "2022-01-01")]
+                              [:db/add e :person/city "Lima" (valid "2024-01-01" nil)]
+                              [:db/add e :person/city "Rome" (valid "2022-01-01" "2024-01-01")]])
+      (let [db (d/db conn)]
+        (is (= [nil "Oslo" "Rome" "Lima"]
+               (mapv #(city-at db e %) ["2019-01-01" "2021-01-01" "2023-01-01" "2031-01-01"])))
+        (is (= "Lima" (:person/city (d/entity db e)))
+            "the plain value is the one with the latest valid-from")
+        (is (= [["Oslo" (inst "2020-01-01") (inst "2022-01-01")]
+                ["Rome" (inst "2022-01-01") (inst "2024-01-01")]
+                ["Lima" (inst "2024-01-01") (java.util.Date. Long/MAX_VALUE)]]
+               (map #(subvec % 0 3) (d/valid-intervals db e :person/city))))
+        (is (= :tx/conflict
+               (try (d/transact! conn [[:db/add e :person/city "A"] [:db/add e :person/city "B"]])
+                    (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))
+            "plain values still conflict")))))

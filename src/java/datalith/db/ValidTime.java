@@ -30,7 +30,8 @@ import java.util.Map;
  * are replayed in transaction order on its valid-time line: an assertion over {@code [f, t)}
  * replaces every value over {@code [f, t)} (cardinality one: the later transaction wins where
  * intervals overlap) or adds its value there (cardinality many); a retraction over
- * {@code [f, t)} removes its value there; a plain assertion or retraction is an event over
+ * {@code [f, t)} removes its value there (within one transaction, retractions first, then
+ * assertions by valid-from); a plain assertion or retraction is an event over
  * {@code [txInstant, forever)}, except a cardinality-one value's retraction by the assertion
  * that replaces it, which is none.
  *
@@ -191,7 +192,9 @@ public final class ValidTime {
 
   /** The valid-time line of one pair after its events, replayed in transaction order. */
   private static List<Seg> replay(List<Event> evs, Attr a) {
-    evs.sort(Comparator.comparingLong(Event::tx));
+    // within a transaction, by valid-from: where one transaction's intervals of a
+    // cardinality-one pair overlap, the later valid-from wins
+    evs.sort(Comparator.comparingLong(Event::tx).thenComparingLong(Event::from));
     List<Seg> line = new ArrayList<>();
     for (int i = 0; i < evs.size(); ) {
       int j = i;

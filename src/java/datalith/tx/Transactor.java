@@ -106,7 +106,7 @@ public final class Transactor {
     List<Op> ops = Expander.expand(valid.txData, db, tx, pending, temps, refs, mapEntities);
     List<Op> resolved = TempidResolver.resolve(ops, db, snap, temps, ids, pending);
     Slots slots = new Slots(db, snap, tx, pending::get, resolved.size() + 1);
-    Applier.applyAll(resolved, slots, db, snap);
+    Applier.applyAll(ValidEvents.plainOps(valid, resolved, tx), slots, db, snap);
     Composites.derive(pending, slots);
     TxInstant.stamp(db, snap, tx, slots);
     List<TxChange> plain = slots.changes();

@@ -11,8 +11,10 @@ import datalith.index.Datom;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Date;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -25,6 +27,55 @@ import java.util.Set;
  */
 final class ValidEvents {
   private ValidEvents() {}
+
+  /**
+   * The ops to apply to the plain (transaction-time) state: {@code ops} without the assertions
+   * with an interval of a cardinality-one attribute that another assertion with an interval of
+   * the same entity and attribute, and a later (or equal, and later in tx-data) valid-from,
+   * outdates; so one transaction can write several values of a history. The interval of a
+   * missing valid-from, the txInstant, counts as the latest.
+   */
+  static List<Op> plainOps(ValidForms forms, List<Op> ops, long tx) {
+    if (forms.isEmpty()) {
+      return ops;
+    }
+    Map<List<Long>, Integer> latest = new HashMap<>();
+    for (int i = 0; i < ops.size(); i++) {
+      Op op = ops.get(i);
+      ValidForms.Interval iv = intervalOf(forms, op, tx);
+      if (iv != null && op.kind() == Op.Kind.ADD && !op.attr().many) {
+        List<Long> pair = List.of((Long) op.e(), op.attr().id);
+        Integer j = latest.get(pair);
+        if (j == null || fromOf(intervalOf(forms, ops.get(j), tx)) <= fromOf(iv)) {
+          latest.put(pair, i);
+        }
+      }
+    }
+    List<Op> out = new ArrayList<>(ops.size());
+    for (int i = 0; i < ops.size(); i++) {
+      Op op = ops.get(i);
+      Integer j = op.kind() == Op.Kind.ADD && op.attr() != null
+          ? latest.get(List.of((Long) op.e(), op.attr().id)) : null;
+      if (j == null || j == i || intervalOf(forms, op, tx) == null) {
+        out.add(op);
+      }
+    }
+    return out;
+  }
+
+  private static long fromOf(ValidForms.Interval iv) {
+    return iv.from() == null ? Long.MAX_VALUE : iv.from();
+  }
+
+  /** The interval of {@code op}: its form's, else the transaction's where that applies; or null. */
+  private static ValidForms.Interval intervalOf(ValidForms forms, Op op, long tx) {
+    ValidForms.Interval own = forms.byForm.get(op.form());
+    if (own != null) {
+      return own;
+    }
+    return forms.txLevel == null || ((Long) op.e()) == tx || op.attr() == null
+        || op.attr().id < Schema.FIRST_USER_ID ? null : forms.txLevel;
+  }
 
   /** {@code changes} with the events of {@code forms} for {@code ops} (resolved) added. */
   static List<TxChange> add(ValidForms forms, List<Op> ops, List<TxChange> changes, Schema schema,
@@ -41,9 +92,8 @@ final class ValidEvents {
     Set<Object> seen = new HashSet<>();
     for (Op op : ops) {
       ValidForms.Interval own = forms.byForm.get(op.form());
-      ValidForms.Interval iv = own != null ? own : forms.txLevel;
-      if (iv == null || own == null && (((Long) op.e()) == tx || op.attr() == null
-          || op.attr().id < Schema.FIRST_USER_ID)) {
+      ValidForms.Interval iv = intervalOf(forms, op, tx);
+      if (iv == null) {
         continue;
       }
       boolean added;
