@@ -77,17 +77,19 @@
     (try
       (println "scale" (name scale) "reps" reps "corrections" n-corr)
       (let [db (d/db conn)
+            before db
             now (Date.)]
         (doseq [e emails]
           (assert (= (d/q w/q2 db e) (d/q w/q2 (d/valid-at db now) e))))
         (report "q2 | valid-at-q2 (no events)"
                 (timed reps [#(d/q w/q2 db (pick)) #(d/q w/q2 (d/valid-at db now) (pick))])))
       (corrections conn ids data n-corr)
-      (let [db (d/db conn)
+      (let [before (d/as-of (d/db conn) (- (d/basis-t (d/db conn)) (quot (+ n-corr 999) 1000)))
+            db (d/db conn)
             later (Date. (+ (System/currentTimeMillis) 1000))]
         (doseq [e emails]
-          (assert (= (d/q w/q2 db e) (d/q w/q2 (d/valid-at db later) e))
-                  "the corrections lie in 2020-2021: now, the plain facts"))
+          (assert (= (d/q w/q2 before e) (d/q w/q2 (d/valid-at db later) e))
+                  "the corrections lie in 2020-2021: now, the facts before them"))
         (report (str "q2 | valid-at-q2 (" n-corr " corr.)")
                 (timed reps [#(d/q w/q2 db (pick)) #(d/q w/q2 (d/valid-at db later) (pick))]))
         (report "q3 | q3 valid-at 2020-06-01"
