@@ -42,6 +42,10 @@ public final class Db {
   final Date validAt;
   /** The value a valid-at view was made from (null when this is none). */
   final Db validBase;
+  /** The tracked pairs a valid-at view's scans hide ({@code e -> aids}), or null. */
+  final LongMap<long[]> validHidden;
+  /** This value's replayed valid-time lines, made on first use (a memo of immutable data). */
+  private volatile ValidTime.Lines validLines;
 
   Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT, boolean history,
       Overlay overlay, long nextEid, Stats stats) {
@@ -51,14 +55,15 @@ public final class Db {
   private Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT,
       boolean history, Overlay overlay, long nextEid, Stats stats, Filter filter) {
     this(source, schema, basisT, storeT, asOfT, sinceT, history, overlay, nextEid, stats, filter,
-        null, null);
+        null, null, null);
   }
 
   private Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT,
       boolean history, Overlay overlay, long nextEid, Stats stats, Filter filter, Date validAt,
-      Db validBase) {
+      Db validBase, LongMap<long[]> validHidden) {
     this.validAt = validAt;
     this.validBase = validBase;
+    this.validHidden = validHidden;
     this.source = source;
     this.schema = schema;
     this.basisT = basisT;
@@ -206,10 +211,23 @@ public final class Db {
     return validAt == null ? null : new Date(validAt.getTime());
   }
 
-  /** The valid-at view of this value at {@code tv} (its as-of point) with overlay {@code ov}. */
-  Db validView(long tv, Overlay ov, Date inst) {
+  /**
+   * The valid-at view of this value at {@code tv} (its as-of point) with overlay {@code ov},
+   * hiding the pairs {@code hidden} (null: none).
+   */
+  Db validView(long tv, Overlay ov, Date inst, LongMap<long[]> hidden) {
     return new Db(source, schema, basisT, storeT, Math.min(asOfT, tv), sinceT, history, ov,
-        nextEid, stats, filter, inst, this);
+        nextEid, stats, filter, inst, this, hidden);
+  }
+
+  /** This value's valid-time lines ({@link ValidTime#lines}), replayed on the first call. */
+  ValidTime.Lines validLines() {
+    ValidTime.Lines l = validLines;
+    if (l == null) {
+      l = ValidTime.lines(this);
+      validLines = l;
+    }
+    return l;
   }
 
   /** Refuses a since or history view of a valid-at view. */

@@ -35,11 +35,13 @@ import java.util.Map;
  * {@code [txInstant, forever)}, except a cardinality-one value's retraction by the assertion
  * that replaces it, which is none.
  *
- * <p>{@link #view} is the as-of view at that last transaction with an {@link Overlay} that
- * hides every index key of the tracked pairs and adds the values valid at the instant, each
+ * <p>{@link #view} is the as-of view at that last transaction, whose scans hide every datom of
+ * the tracked pairs, with an {@link Overlay} that adds the values valid at the instant, each
  * under the transaction that asserted it. Those added keys carry {@link #MARK} as their value:
  * {@link IndexScan} shows them whatever their transaction, and only they escape the view's
- * as-of point. A value without valid-at reads no event and no overlay.
+ * as-of point and the hiding. The pairs' lines are replayed once per database value
+ * ({@link Db#validLines}); a view costs a walk of them. A value without valid-at reads no
+ * event and no overlay.
  */
 public final class ValidTime {
   /** The entity id of {@code :db.valid/event}: fixed, below the user ids, installed on first use. */
@@ -58,35 +60,73 @@ public final class ValidTime {
   private record Event(long tx, boolean added, byte[] enc, byte[] key, long from, long to,
       boolean interval) {}
 
-  /** {@code base} (no valid-at view itself) as the values valid at {@code inst} show it. */
-  static Db view(Db base, Date inst) {
-    long limit = Math.min(base.basisT, base.asOfT);
-    long tv = Math.min(limit, base.toT(inst));
-    Overlay ov = Overlay.copyOf(base.overlay);
-    long at = inst.getTime();
+  /**
+   * The replayed valid-time lines of every tracked pair of a value (they do not depend on the
+   * instant: a value computes them once, see {@link Db#validLines}), and the tracked pairs by
+   * entity ({@code e -> aids}), which a valid-at view's scans hide.
+   */
+  record Lines(List<PairLine> pairs, LongMap<long[]> hidden) {}
+
+  /** The line of the pair {@code (e, aid)}. */
+  record PairLine(long e, long aid, List<Seg> line) {}
+
+  /** The lines of {@code base}: its tracked pairs' events, replayed. */
+  static Lines lines(Db base) {
+    List<PairLine> pairs = new ArrayList<>();
+    LongMap<long[]> hidden = new LongMap<>(16);
     try (Snapshot s = base.snapshot()) {
       Map<List<Long>, List<Event>> tracked = events(base, s);
       Map<Long, Long> instants = new HashMap<>();
-      KeyBuilder kb = new KeyBuilder();
       for (Map.Entry<List<Long>, List<Event>> en : tracked.entrySet()) {
         long e = en.getKey().get(0);
-        long aid = en.getKey().get(1);
-        Attr a = base.schema.attr(aid);
+        Attr a = base.schema.attr(en.getKey().get(1));
         if (a == null) {
           continue;
         }
         List<Event> evs = en.getValue();
         evs.addAll(plainEvents(base, s, e, a, instants));
-        List<Seg> line = replay(evs, a);
-        hide(s, ov, kb, e, aid);
-        for (Seg g : line) {
-          if (g.from <= at && at < g.to) {
-            add(ov, kb, e, aid, g);
-          }
+        pairs.add(new PairLine(e, a.id, replay(evs, a)));
+        long[] aids = hidden.get(e);
+        long[] more = aids == null ? new long[1] : Arrays.copyOf(aids, aids.length + 1);
+        more[more.length - 1] = a.id;
+        hidden.put(e, more);
+      }
+    }
+    return new Lines(pairs, hidden);
+  }
+
+  /** {@code base} (no valid-at view itself) as the values valid at {@code inst} show it. */
+  static Db view(Db base, Date inst) {
+    long limit = Math.min(base.basisT, base.asOfT);
+    long tv = Math.min(limit, base.toT(inst));
+    Lines lines = base.validLines();
+    if (lines.pairs.isEmpty()) {
+      return base.validView(tv, base.overlay, inst, null);
+    }
+    Overlay ov = Overlay.copyOf(base.overlay);
+    long at = inst.getTime();
+    KeyBuilder kb = new KeyBuilder();
+    for (PairLine pl : lines.pairs) {
+      for (Seg g : pl.line) {
+        if (g.from <= at && at < g.to) {
+          add(ov, kb, pl.e, pl.aid, g);
         }
       }
     }
-    return base.validView(tv, ov, inst);
+    return base.validView(tv, ov, inst, lines.hidden);
+  }
+
+  /** Whether {@code hidden} (e -> aids) holds the pair {@code (e, aid)}. */
+  static boolean hides(LongMap<long[]> hidden, long e, long aid) {
+    long[] aids = hidden.get(e);
+    if (aids != null) {
+      for (long x : aids) {
+        if (x == aid) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   /**
@@ -244,43 +284,6 @@ public final class ValidTime {
         line.add(new Seg(g.key, g.enc, to, g.to, g.tx));
       }
     }
-  }
-
-  /** Tombstones every index key, current and history, of the pair {@code (e, aid)}. */
-  private static void hide(Snapshot s, Overlay ov, KeyBuilder kb, long e, long aid) {
-    ByteBuffer prefix = new KeyBuilder().putLong(e).putLong(aid).view();
-    for (boolean history : new boolean[] {false, true}) {
-      Cursor c = s.cursor(history ? SubDb.HEAVT : SubDb.EAVT);
-      List<byte[]> keys = new ArrayList<>();
-      for (boolean ok = c.seek(prefix); ok && startsWith(c.key(), prefix); ok = c.next()) {
-        ByteBuffer k = c.key();
-        byte[] b = new byte[k.limit()];
-        k.get(0, b);
-        keys.add(b);
-      }
-      c.close();
-      for (byte[] k : keys) {
-        int suffix = history ? 16 : 8;
-        int vlen = k.length - 16 - suffix;
-        ByteBuffer kk = ByteBuffer.wrap(k);
-        ov.delete(history ? SubDb.HEAVT : SubDb.EAVT, kk);
-        byte[] vpart = Arrays.copyOfRange(k, 16, 16 + vlen);
-        ByteBuffer tail = ByteBuffer.wrap(k, k.length - suffix, suffix);
-        ov.delete(history ? SubDb.HAEVT : SubDb.AEVT,
-            kb.reset().putLong(aid).putLong(e).put(vpart).put(tail, tail.position(), suffix).view());
-        ov.delete(history ? SubDb.HAVET : SubDb.AVET,
-            kb.reset().putLong(aid).put(vpart).putLong(e).put(tail, tail.position(), suffix).view());
-        if (vpart[0] == Codec.T_REF) {
-          ov.delete(history ? SubDb.HVAET : SubDb.VAET, kb.reset().putLong(Bytes.longAt(vpart, 1))
-              .putLong(aid).putLong(e).put(tail, tail.position(), suffix).view());
-        }
-      }
-    }
-  }
-
-  private static boolean startsWith(ByteBuffer k, ByteBuffer prefix) {
-    int n = prefix.limit();
-    return k.limit() >= n && Codec.compareBytes(k, 0, n, prefix, 0, n) == 0;
   }
 
   /** Adds the keys of the value of piece {@code g} of the pair {@code (e, aid)}, marked. */
