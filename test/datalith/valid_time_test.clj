@@ -4,7 +4,7 @@
   (:require [clojure.instant :refer [read-instant-date]]
             [clojure.test :refer [deftest is are testing]]
             [datalith.core :as d]
-            [datalith.test-util :refer [each-store]]))
+            [datalith.test-util :as tu :refer [each-store]]))
 
 (def schema {:person/city {:db/cardinality :db.cardinality/one}
              :person/name {:db/unique :db.unique/identity}
@@ -239,3 +239,21 @@
                (try (d/transact! conn [[:db/add e :person/city "A"] [:db/add e :person/city "B"]])
                     (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))
             "plain values still conflict")))))
+
+(deftest export-import-and-verify-carry-valid-time
+  (doseq [from tu/stores, into tu/stores]
+    (testing (str from " -> " into)
+      (tu/with-conn [src from {:schema schema}]
+        (let [[e] (address-history src)
+              _ (tx! src "2030-04-01" [[:db/add e :person/tag "t" (valid "2030-01-01" "2030-02-01")]
+                                       [:db/add e :person/city "Oslo" (valid "2029-01-01" "2029-06-01")]
+                                       [:db/add e :person/city "Pisa" (valid "2029-06-01" "2029-09-01")]])
+              views (fn [db]
+                      (vec (for [t (range 1 (inc (d/basis-t db)))
+                                 at (conj valid-points "2029-03-01" "2029-07-01")]
+                             (d/pull (d/valid-at (d/as-of db t) (inst at)) '[*] e))))]
+          (is (true? (:ok? (d/verify src))))
+          (tu/with-conn [dst into]
+            (d/import! dst (d/export src))
+            (is (= (vec (d/datoms (d/db src) :eavt)) (vec (d/datoms (d/db dst) :eavt))))
+            (is (= (views (d/db src)) (views (d/db dst))))))))))
