@@ -257,3 +257,33 @@
             (d/import! dst (d/export src))
             (is (= (vec (d/datoms (d/db src) :eavt)) (vec (d/datoms (d/db dst) :eavt))))
             (is (= (views (d/db src)) (views (d/db dst))))))))))
+
+(deftest an-address-history-with-a-correction
+  ;; the README's worked example
+  (each-store [conn {:schema {:person/name {:db/valueType :db.type/string
+                                            :db/unique :db.unique/identity}
+                              :person/address {:db/valueType :db.type/string}}}]
+    (let [r1 (d/transact! conn [{:db/id "ada" :person/name "Ada"}
+                                [:db/add "ada" :person/address "Oslo"
+                                 {:db/valid-from #inst "2024-03-01"}]])
+          ada (get-in r1 [:tempids "ada"])
+          ;; a correction: before Oslo, from 2022, she lived in Bergen
+          r2 (d/transact! conn [[:db/add ada :person/address "Bergen"
+                                 {:db/valid-from #inst "2022-01-01" :db/valid-to #inst "2024-03-01"}]])
+          ;; a correction of the correction: she moved two months later than we thought
+          r3 (d/transact! conn [[:db/add ada :person/address "Bergen"
+                                 {:db/valid-from #inst "2024-03-01" :db/valid-to #inst "2024-05-01"}]])
+          db (d/db conn)
+          address (fn [r at] (:person/address (d/pull (d/valid-at (d/as-of db (d/basis-t (:db-after r))) at)
+                                                      [:person/address] ada)))]
+      (are [at after-1 after-2 after-3] (= [after-1 after-2 after-3] (mapv #(address % at) [r1 r2 r3]))
+        #inst "2021-06-01" nil nil nil
+        #inst "2023-06-01" nil "Bergen" "Bergen"
+        #inst "2024-04-01" "Oslo" "Oslo" "Bergen"
+        (java.util.Date.) "Oslo" "Oslo" "Oslo")
+      (is (= "Bergen" (:person/address (d/pull db [:person/address] ada)))
+          "without valid-at: transaction time, the last thing said")
+      (is (= [["Bergen" #inst "2022-01-01" #inst "2024-03-01"]
+              ["Bergen" #inst "2024-03-01" #inst "2024-05-01"]
+              ["Oslo" #inst "2024-05-01" (java.util.Date. Long/MAX_VALUE)]]
+             (map #(subvec % 0 3) (d/valid-intervals db ada :person/address)))))))
