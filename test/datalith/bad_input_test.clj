@@ -181,7 +181,13 @@
 
 (def tx-templates-with-values
   "tx-data holding function values, which a quoted form cannot."
-  (conj tx-templates [[:db.fn/call ok-tx-fn [:user/email "a@x"] "z"]]))
+  (conj tx-templates [[:db.fn/call ok-tx-fn [:user/email "a@x"] "z"]]
+        ;; valid time (h-valid, #19)
+        [[:db/add [:user/email "a@x"] :user/age 31 {:db/valid-from #inst "2020-01-01"
+                                                    :db/valid-to #inst "2021-01-01"}]]
+        [[:db/retract [:user/email "a@x"] :user/age 30 {:db/valid-from #inst "2020-01-01"}]]
+        [{:db/id "datomic.tx" :db/valid-from #inst "2020-01-01"} [:db/add "t" :user/name "n"]]
+        [{:db/id [:user/email "a@x"] :user/name "v" :db/valid-to #inst "2040-01-01"}]))
 
 ;; ---------------------------------------------------------------- calls
 
@@ -299,7 +305,11 @@
                  (gen/tuple conn (gen/one-of [(gen/vector tx-data 0 3) (gen-bad)])
                             (gen/one-of [(gen/return {})
                                          (gen/fmap #(hash-map (rand-nth [:progress :skip :resume? :chunk-size]) %)
-                                                   (gen-bad))])))])))
+                                                   (gen-bad))])))
+      ;; valid time (h-valid, #19)
+      (gen/tuple (gen/return 'valid-at) (gen/tuple db point))
+      (gen/tuple (gen/return 'valid-intervals) (gen/one-of [(gen/tuple db attr)
+                                                            (gen/tuple db eid attr)]))])))
 
 (def public-fns
   "The entry points the generator calls, by name: every public function of datalith.core."
@@ -308,7 +318,8 @@
      pull pull-many verify rebuild-indexes backup
      entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
      tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?
-     export import! prepare run})
+     export import! prepare run
+     valid-at valid-intervals})
 
 ;; ---------------------------------------------------------------- the fixture
 

@@ -276,3 +276,21 @@
       (is (= "Ada" (.scalar (.query db "[:find ?n . :where [?e :user/email \"ada@example.com\"] [?e :user/name ?n]]"
                                     (object-array 0)))))
       (is (= "api/null-argument" (.category (failure #(Database/of nil))))))))
+
+;; ---------------------------------------------------------------- valid time (h-valid, #19)
+
+(deftest valid-time-views
+  (each-java-store [conn]
+    (let [before (.db conn)
+          ada (.q before "[:find ?e . :where [?e :user/email \"ada@example.com\"]]" (object-array 0))
+          _ (.transact conn "[[:db/add [:user/email \"ada@example.com\"] :user/name \"Ada Lovelace\"
+                              {:db/valid-from #inst \"2020-01-01\" :db/valid-to #inst \"2021-01-01\"}]]")
+          db (.db conn)
+          name-at (fn [^Database d] (get (.pullNamed d "[:user/name]" ada) "user/name"))]
+      (is (= "Ada Lovelace" (name-at db)) "the plain value: the latest assertion")
+      (is (= "Ada Lovelace" (name-at (.validAt db #inst "2020-06-01"))))
+      (is (= "Ada" (name-at (.validAt db (java.util.Date.)))))
+      (is (nil? (name-at (.validAt db #inst "2019-06-01"))))
+      (is (nil? (name-at (.validAt (.asOf db (.basisT before)) #inst "2020-06-01")))
+          "as of before the correction, nothing was known of 2020")
+      (is (= "db/invalid-valid-time" (.category (failure #(.validAt db "2020"))))))))

@@ -374,3 +374,54 @@
                                :data (dissoc data ::reject)}
               (contains? data ::bad-eid) {:bad-eid (::bad-eid data) :data data}
               :else (throw ex))))))
+
+;; ---------------------------------------------------------------- valid time (h-valid, #19)
+;; A history of transactions [{:t t :instant ms :ops [op ...]}], each op on its
+;; own (e, a) pair of that transaction:
+;;   [:add e a v]  [:retract e a v]        plain facts
+;;   [:vadd e a v from to]  [:vretract e a v from to]   with a valid-time interval
+;; (from nil: the transaction's instant; to nil: open-ended). `card` maps an
+;; attribute to :one or :many. Valid time is modelled point by point: the values
+;; at instant `at` are every event, replayed in transaction order, that covers
+;; `at`. A plain assertion covers [its instant, forever) and is an event only when
+;; it changes the plain (transaction-time) state; a plain retraction likewise; an
+;; assertion with an interval is also a plain assertion; a retraction with one
+;; leaves the plain state alone.
+
+(defn- valid-step [card at [plain valid] {:keys [instant ops]}]
+  (reduce
+    (fn [[plain valid] [kind e a v from to]]
+      (let [one? (= :one (card a))
+            covers? (fn [f t] (and (<= (or f instant) at) (or (nil? t) (< at t))))
+            assert-at (fn [valid] (if one? (assoc valid [e a] #{v})
+                                      (update valid [e a] (fnil conj #{}) v)))
+            plain-add (fn [plain] (if one? (assoc plain [e a] #{v})
+                                      (update plain [e a] (fnil conj #{}) v)))
+            present? (contains? (get plain [e a] #{}) v)]
+        (case kind
+          :add (if present?
+                 [plain valid]
+                 [(plain-add plain) (cond-> valid (covers? nil nil) assert-at)])
+          :retract (if present?
+                     [(update plain [e a] disj v)
+                      (cond-> valid (covers? nil nil) (update [e a] disj v))]
+                     [plain valid])
+          :vadd [(plain-add plain) (cond-> valid (covers? from to) assert-at)]
+          :vretract [plain (cond-> valid (covers? from to) (update [e a] disj v))])))
+    [plain valid] ops))
+
+(defn valid-facts
+  "The [e a v] triples valid at instant `at` (ms) as known after the
+  transactions of `history` with t <= `as-of-t`."
+  [card history as-of-t at]
+  (let [[_ valid] (reduce (partial valid-step card at) [{} {}]
+                          (filter #(<= (:t %) as-of-t) history))]
+    (set (for [[[e a] vs] valid, v vs] [e a v]))))
+
+(defn plain-facts
+  "The [e a v] triples of the plain (transaction-time) state after the
+  transactions of `history` with t <= `as-of-t`."
+  [card history as-of-t]
+  (let [[plain _] (reduce (partial valid-step card 0) [{} {}]
+                          (filter #(<= (:t %) as-of-t) history))]
+    (set (for [[[e a] vs] plain, v vs] [e a v]))))

@@ -6,7 +6,8 @@
             [clojure.java.io :as io]
             [clojure.string :as str]
             [datalith.args :refer [error]]
-            [datalith.readers :as readers])
+            [datalith.readers :as readers]
+            [datalith.valid :as valid])
   (:import (datalith.conn Conn ExportLines Import)
            (datalith.db Db Schema)
            (datalith.index Datom)
@@ -90,7 +91,8 @@
                   (let [to (min (inc last-t) (+ from page))
                         rows (.txRange db from to)]
                     (concat (for [^objects row rows]
-                              (record sys-idents composite? (aget row 0) (vec (aget row 2))))
+                              (valid/export-record
+                                db (record sys-idents composite? (aget row 0) (vec (aget row 2)))))
                             (step to))))))]
     (step 1)))
 

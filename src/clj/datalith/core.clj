@@ -898,3 +898,57 @@
         (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
       (Engine/qseq (:query query) (object-array args) (select-keys query [:timeout :max-rows])))
     (Engine/qseq query (object-array inputs) nil)))
+
+;; ---------------------------------------------------------------- valid time (h-valid, #19)
+
+(defn valid-at
+  "`db` as the facts valid at instant `inst` show it, as they were known at
+  `db`'s basis or as-of point: valid time and transaction time at once. `q`,
+  `pull`, `entity`, `datoms` and the index reads all see it, and it composes
+  with `as-of` in either order. A fact given no valid-time interval is valid
+  from its transaction's txInstant until a later transaction retracts it.
+
+  Intervals [from, to) are given in tx-data, bounds being instants:
+    [:db/add e a v {:db/valid-from #inst \"2026-03-01\" :db/valid-to #inst \"2026-06-01\"}]
+    [:db/retract e a v {:db/valid-from #inst \"2026-03-01\"}]  ; true before and after, not during
+    {:db/id e :user/city \"Oslo\" :db/valid-from #inst \"2026-01-01\"}  ; this map's attributes
+    {:db/id \"datomic.tx\" :db/valid-from #inst \"2026-01-01\"}  ; every add and retract of the tx
+  A missing :db/valid-from is the txInstant, a missing :db/valid-to open-ended.
+
+    (:user/city (d/entity (d/valid-at db #inst \"2026-02-01\") e))
+    ; => \"Oslo\""
+  ^Db [db inst]
+  (.validAt (db-arg db) inst))
+
+(defn- valid-attr ^datalith.db.Attr [^Db db attr]
+  (when-not (keyword? attr)
+    (throw (error :db/invalid-attribute "Expected an attribute ident" {:attribute attr})))
+  (.attr (.schema db) ^clojure.lang.Keyword attr))
+
+(defn valid-intervals
+  "Every valid-time version of attribute `attr` in `db`, as known at `db`'s basis
+  or as-of point: one `[e v from to tx]` per interval [from, to) over which
+  entity e's `attr` had value v (of every entity, or one `[v from to tx]` for
+  entity `e`), `tx` the transaction that asserted it; an open-ended interval's
+  `to` is `#inst \"292278994-08-17T07:12:55.807-00:00\"` (Long/MAX_VALUE ms), so
+  intervals compare as instants. Called in a query with `$`, it binds an
+  assertion's interval, \"who was assigned to issue X during Q1\":
+
+    (d/q '[:find ?who :in $ ?start ?end
+           :where [?i :issue/key \"X\"]
+                  [(datalith.core/valid-intervals $ ?i :issue/assignee) [[?a ?from ?to]]]
+                  [(< ?from ?end)] [(< ?start ?to)]
+                  [?a :person/name ?who]]
+         db #inst \"2026-01-01\" #inst \"2026-04-01\")"
+  ([db attr]
+   (let [db (db-arg db)]
+     (if-let [a (valid-attr db attr)]
+       (mapv vec (datalith.db.ValidTime/intervals db -1 a))
+       [])))
+  ([db e attr]
+   (let [db (db-arg db)
+         a (valid-attr db attr)
+         eid (with-open [s (.snapshot db)] (.entid db s e))]
+     (if (and a (not (neg? eid)))
+       (mapv #(subvec (vec %) 1) (datalith.db.ValidTime/intervals db eid a))
+       []))))

@@ -299,9 +299,11 @@
 (s/def ::attribute some?)
 
 (defmethod tx-op-spec :map [_] ::entity-map)
-(defmethod tx-op-spec :db/add [_] (s/cat :op #{:db/add} :e ::entity :a ::attribute :v any?))
+;; the optional fifth element is a valid-time interval (datalith.valid)
+(defmethod tx-op-spec :db/add [_]
+  (s/cat :op #{:db/add} :e ::entity :a ::attribute :v any? :valid-time (s/? map?)))
 (defmethod tx-op-spec :db/retract [_]
-  (s/cat :op #{:db/retract} :e ::entity :a ::attribute :v (s/? any?)))
+  (s/cat :op #{:db/retract} :e ::entity :a ::attribute :v (s/? any?) :valid-time (s/? map?)))
 (defmethod tx-op-spec :db.fn/retractAttribute [_]
   (s/cat :op #{:db.fn/retractAttribute} :e ::entity :a ::attribute))
 (defmethod tx-op-spec :db/retractEntity [_] (s/cat :op #{:db/retractEntity} :e ::entity))

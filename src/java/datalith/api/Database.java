@@ -296,6 +296,27 @@ public final class Database {
   }
 
   /**
+   * This database as the facts valid at an instant show it (valid time), as they were known at
+   * this value's basis or as-of point; composes with {@link #asOf} in either order. Facts get a
+   * valid-time interval in tx-data ({@code [:db/add e a v {:db/valid-from #inst "..."
+   * :db/valid-to #inst "..."}]}, or {@code :db/valid-from}/{@code :db/valid-to} keys of an entity
+   * map or of {@code {:db/id "datomic.tx"}}); a fact without one is valid from its transaction's
+   * txInstant until it is retracted.
+   *
+   * @param instant the valid-time instant
+   * @return the database value at that valid instant
+   * @throws DatalithException when {@code instant} is not a {@link Date}, or this value is a
+   *     since or history view
+   */
+  public Database validAt(Object instant) {
+    try {
+      return new Database(db.validAt(instant));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
    * Only what was asserted after a point in time.
    *
    * @param point a t ({@code Long}), a transaction id or a {@link Date}

@@ -38,6 +38,14 @@ public final class Db {
   final Stats stats;
   /** The predicates of a filtered value ({@link #filtered}), or null: every datom visible. */
   final Filter filter;
+  /** The instant of a valid-at view ({@link #validAt}), or null. */
+  final Date validAt;
+  /** The value a valid-at view was made from (null when this is none). */
+  final Db validBase;
+  /** The tracked pairs a valid-at view's scans hide ({@code e -> aids}), or null. */
+  final LongMap<long[]> validHidden;
+  /** This value's replayed valid-time lines, made on first use (a memo of immutable data). */
+  private volatile ValidTime.Lines validLines;
 
   Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT, boolean history,
       Overlay overlay, long nextEid, Stats stats) {
@@ -46,6 +54,16 @@ public final class Db {
 
   private Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT,
       boolean history, Overlay overlay, long nextEid, Stats stats, Filter filter) {
+    this(source, schema, basisT, storeT, asOfT, sinceT, history, overlay, nextEid, stats, filter,
+        null, null, null);
+  }
+
+  private Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT,
+      boolean history, Overlay overlay, long nextEid, Stats stats, Filter filter, Date validAt,
+      Db validBase, LongMap<long[]> validHidden) {
+    this.validAt = validAt;
+    this.validBase = validBase;
+    this.validHidden = validHidden;
     this.source = source;
     this.schema = schema;
     this.basisT = basisT;
@@ -79,6 +97,9 @@ public final class Db {
 
   /** The as-of point, or null. */
   public Long asOfT() {
+    if (validBase != null) {
+      return validBase.asOfT();
+    }
     return asOfT == NO_AS_OF ? null : asOfT;
   }
 
@@ -104,6 +125,9 @@ public final class Db {
 
   /** This value as it was at {@code point}: a t, a transaction id or a {@link Date}. */
   public Db asOf(Object point) {
+    if (validBase != null) {
+      return validBase.asOf(point).validAt(validAt);
+    }
     long t = toT(point);
     return new Db(source, schema, basisT, storeT, Math.min(asOfT, t), sinceT, history, overlay,
         nextEid, stats, filter);
@@ -111,6 +135,7 @@ public final class Db {
 
   /** Only the datoms asserted after {@code point} (a t, a transaction id or a Date). */
   public Db since(Object point) {
+    refuseValidView("since");
     long t = toT(point);
     return new Db(source, schema, basisT, storeT, asOfT, Math.max(sinceT, t), history, overlay,
         nextEid, stats, filter);
@@ -118,6 +143,7 @@ public final class Db {
 
   /** Every assertion and retraction, each as a datom with its {@code added} flag. */
   public Db historyView() {
+    refuseValidView("history");
     return new Db(source, schema, basisT, storeT, asOfT, sinceT, true, overlay, nextEid, stats,
         filter);
   }
@@ -128,6 +154,9 @@ public final class Db {
    * views made from it (as-of, since, history) sees only them.
    */
   public Db filtered(IFn pred) {
+    if (validBase != null) {
+      return validBase.filtered(pred).validAt(validAt);
+    }
     return new Db(source, schema, basisT, storeT, asOfT, sinceT, history, overlay, nextEid, stats,
         new Filter(filter, pred, this));
   }
@@ -150,8 +179,63 @@ public final class Db {
    * {@code with} overlay kept).
    */
   public Db current() {
+    if (validBase != null) {
+      return validBase.current();
+    }
     return asOfT == NO_AS_OF && sinceT == NO_SINCE && !history && filter == null ? this
         : new Db(source, schema, basisT, storeT, NO_AS_OF, NO_SINCE, false, overlay, nextEid, stats);
+  }
+
+  /**
+   * This value as the facts valid at instant {@code inst} show it, as they were known at this
+   * value's basis or as-of point (see {@link ValidTime}); composes with {@link #asOf} in either
+   * order. A valid-at view of a valid-at view is the first's base at the new instant.
+   */
+  public Db validAt(Object inst) {
+    if (!(inst instanceof Date d)) {
+      throw Errors.error("db/invalid-valid-time", "valid-at takes an instant (a java.util.Date)",
+          "instant", inst);
+    }
+    if (validBase != null) {
+      return validBase.validAt(d);
+    }
+    if (history || sinceT != NO_SINCE) {
+      throw Errors.error("db/valid-at-view", "valid-at takes a value without a since or history"
+          + " view", "db", toString());
+    }
+    return ValidTime.view(this, new Date(d.getTime()));
+  }
+
+  /** The instant of this valid-at view, or null when it is none. */
+  public Date validAtInstant() {
+    return validAt == null ? null : new Date(validAt.getTime());
+  }
+
+  /**
+   * The valid-at view of this value at {@code tv} (its as-of point) with overlay {@code ov},
+   * hiding the pairs {@code hidden} (null: none).
+   */
+  Db validView(long tv, Overlay ov, Date inst, LongMap<long[]> hidden) {
+    return new Db(source, schema, basisT, storeT, Math.min(asOfT, tv), sinceT, history, ov,
+        nextEid, stats, filter, inst, this, hidden);
+  }
+
+  /** This value's valid-time lines ({@link ValidTime#lines}), replayed on the first call. */
+  ValidTime.Lines validLines() {
+    ValidTime.Lines l = validLines;
+    if (l == null) {
+      l = ValidTime.lines(this);
+      validLines = l;
+    }
+    return l;
+  }
+
+  /** Refuses a since or history view of a valid-at view. */
+  private void refuseValidView(String view) {
+    if (validBase != null) {
+      throw Errors.error("db/valid-at-view", "A valid-at view has no " + view + " view",
+          "view", view);
+    }
   }
 
   /**
@@ -493,8 +577,10 @@ public final class Db {
 
   @Override
   public String toString() {
-    return "#datalith/db {:basis-t " + basisT + (asOfT == NO_AS_OF ? "" : " :as-of " + asOfT)
+    Long asOf = asOfT();
+    return "#datalith/db {:basis-t " + basisT + (asOf == null ? "" : " :as-of " + asOf)
         + (sinceT == NO_SINCE ? "" : " :since " + sinceT) + (history ? " :history true" : "")
-        + (filter == null ? "" : " :filtered true") + "}";
+        + (filter == null ? "" : " :filtered true")
+        + (validAt == null ? "" : " :valid-at " + validAt.toInstant()) + "}";
   }
 }

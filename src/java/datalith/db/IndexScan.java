@@ -38,6 +38,7 @@ public final class IndexScan {
   private final long limit;
   private final long since;
   private final boolean historyMode;
+  private final LongMap<long[]> hidden; // a valid-at view's tracked pairs (e -> aids), or null
   private ByteBuffer upper; // exclusive bound on the key, or null
   private int upperFrom; // upper starts with the prefix's first upperFrom bytes
   private static final Object NOT_READ = new Object();
@@ -81,6 +82,7 @@ public final class IndexScan {
     this.limit = Math.min(db.basisT, db.asOfT);
     this.since = db.sinceT;
     this.historyMode = db.history;
+    this.hidden = db.validHidden;
     long newest = Math.max(snap.storeLatestT, db.basisT);
     // a store that moved past storeT may have retracted datoms this value still sees
     boolean needHistory = historyMode || limit < newest || storeFilter;
@@ -464,6 +466,11 @@ public final class IndexScan {
           rt = NONE;
         }
       }
+      if (visible && hidden != null && !ValidTime.added(src)
+          && ValidTime.hides(hidden, entityAt(k, len), index == Index.EAVT || index == Index.VAET
+              ? Bytes.longAt(k, 8) : Bytes.longAt(k, 0))) {
+        visible = false; // a tracked pair of a valid-at view: its values come from the overlay
+      }
       boolean found = false;
       if (visible) {
         if (historyMode && rt != NONE && rt <= limit && noHistory(k)) {
@@ -478,7 +485,8 @@ public final class IndexScan {
             pendingRetract = emitA && emitR;
             retractTx = rtx;
           }
-        } else if (at <= limit && (rt == NONE || rt > limit) && at > since) {
+        } else if ((at <= limit || db.validAt != null && ValidTime.added(src))
+            && (rt == NONE || rt > limit) && at > since) {
           found = true;
           tx = atx;
           added = true;
@@ -504,7 +512,8 @@ public final class IndexScan {
    * bound.
    */
   public boolean runsCountable() {
-    return hist == null && since == Db.NO_SINCE && upper == null && !limited && db.filter == null;
+    return hist == null && since == Db.NO_SINCE && upper == null && !limited && db.filter == null
+        && hidden == null;
   }
 
   /**

@@ -114,14 +114,17 @@ public final class Transactor {
     Tempids temps = new Tempids();
     EntityRefs refs = new EntityRefs(db, snap, pending, temps, ids, tx, lookups);
 
-    IdentityHashMap<Object, Object> mapEntities = pending.declareAll(txData, temps);
-    List<Op> ops = Expander.expand(txData, db, tx, pending, temps, refs, mapEntities);
+    ValidForms valid = ValidForms.strip(txData);
+    IdentityHashMap<Object, Object> mapEntities = pending.declareAll(valid.txData, temps);
+    List<Op> ops = Expander.expand(valid.txData, db, tx, pending, temps, refs, mapEntities);
     List<Op> resolved = TempidResolver.resolve(ops, db, snap, temps, ids, pending);
     Slots slots = new Slots(db, snap, tx, pending::get, resolved.size() + 1);
-    Applier.applyAll(resolved, slots, db, snap);
+    Applier.applyAll(ValidEvents.plainOps(valid, resolved, tx), slots, db, snap);
     Composites.derive(pending, slots);
     TxInstant.stamp(db, snap, tx, slots, previousInstant);
-    List<TxChange> changes = slots.changes();
+    List<TxChange> plain = slots.changes();
+    // the install of :db.valid/event is datalith's own, not checked as a schema change
+    List<TxChange> changes = ValidEvents.add(valid, resolved, plain, schema, tx);
 
     List<Datom> datoms = new ArrayList<>(changes.size());
     for (TxChange c : changes) {
@@ -129,7 +132,7 @@ public final class Transactor {
     }
     Schema next = schema.with(datoms);
     if (next != schema) {
-      SchemaCheck.check(db, snap, schema, next, changes);
+      SchemaCheck.check(db, snap, schema, next, plain);
     }
     UniqueCheck.check(db, snap, changes, next);
     return new Result(changes, temps.toMap(tx), next, ids.next(), t, tx);

@@ -38,6 +38,12 @@
  *       unsafe for the stored data, {@code UniqueCheck} a unique value held
  *       by two entities.
  * </ol>
+ * Valid time runs around these steps: {@code ValidForms} takes the valid-time intervals out of
+ * tx-data before the declare step (keyed by the forms left in their place); before apply,
+ * {@code ValidEvents.plainOps} leaves out the cardinality-one assertions with an interval that
+ * a later valid-from of the same pair outdates; after collect, {@code ValidEvents.add} makes
+ * each operation with an interval a {@code :db.valid/event} datom on the transaction (and
+ * drops the plain retraction of a retraction with one).
  * State passes between steps as values (the ops, the changes). What several
  * steps share is explicit, made by {@code Transactor} for one transaction and
  * passed to the steps that need it: the registries {@code Tempids},

@@ -1,0 +1,307 @@
+package datalith.db;
+
+import clojure.lang.Keyword;
+import datalith.codec.Bytes;
+import datalith.codec.Codec;
+import datalith.index.Datom;
+import datalith.index.Index;
+import datalith.index.KeyBuilder;
+import datalith.store.Cursor;
+import datalith.store.SubDb;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.Date;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Valid time: the values each (entity, attribute) pair has on a valid-time line, as known at a
+ * database value's basis or as-of point.
+ *
+ * <p>Events are datoms {@code [tx :db.valid/event [aid e v added from to]]} on the transaction
+ * entity (the transactor's {@code ValidEvents} writes them), so the log, the indexes, as-of,
+ * backups, export and import carry them like any datom. A pair is tracked when it has an event
+ * visible in the value. For an untracked pair the value valid at instant {@code i} is the value
+ * as of the last transaction whose txInstant is {@code <= i} (a fact asserted by T1 and
+ * retracted by T2 is valid over {@code [txInstant T1, txInstant T2)}). A tracked pair's events
+ * are replayed in transaction order on its valid-time line: an assertion over {@code [f, t)}
+ * replaces every value over {@code [f, t)} (cardinality one: the later transaction wins where
+ * intervals overlap) or adds its value there (cardinality many); a retraction over
+ * {@code [f, t)} removes its value there (within one transaction, retractions first, then
+ * assertions by valid-from); a plain assertion or retraction is an event over
+ * {@code [txInstant, forever)}, except a cardinality-one value's retraction by the assertion
+ * that replaces it, which is none.
+ *
+ * <p>{@link #view} is the as-of view at that last transaction, whose scans hide every datom of
+ * the tracked pairs, with an {@link Overlay} that adds the values valid at the instant, each
+ * under the transaction that asserted it. Those added keys carry {@link #MARK} as their value:
+ * {@link IndexScan} shows them whatever their transaction, and only they escape the view's
+ * as-of point and the hiding. The pairs' lines are replayed once per database value
+ * ({@link Db#validLines}); a view costs a walk of them. A value without valid-at reads no
+ * event and no overlay.
+ */
+public final class ValidTime {
+  /** The entity id of {@code :db.valid/event}: fixed, below the user ids, installed on first use. */
+  public static final long EVENT = 13;
+  public static final Keyword K_EVENT = Keyword.intern("db.valid", "event");
+  /** The value of an overlay key this view adds. */
+  static final ByteBuffer MARK = ByteBuffer.wrap(new byte[] {1}).asReadOnlyBuffer();
+  private static final long OPEN = Long.MAX_VALUE;
+
+  private ValidTime() {}
+
+  /** One piece of a pair's valid-time line: value {@code v} over [from, to), asserted by tx. */
+  private record Seg(byte[] key, byte[] enc, long from, long to, long tx) {}
+
+  /** An event of a pair: the value's encoding and key part, over [from, to), by tx. */
+  private record Event(long tx, boolean added, byte[] enc, byte[] key, long from, long to,
+      boolean interval) {}
+
+  /**
+   * The replayed valid-time lines of every tracked pair of a value (they do not depend on the
+   * instant: a value computes them once, see {@link Db#validLines}), and the tracked pairs by
+   * entity ({@code e -> aids}), which a valid-at view's scans hide.
+   */
+  record Lines(List<PairLine> pairs, LongMap<long[]> hidden) {}
+
+  /** The line of the pair {@code (e, aid)}. */
+  record PairLine(long e, long aid, List<Seg> line) {}
+
+  /** The lines of {@code base}: its tracked pairs' events, replayed. */
+  static Lines lines(Db base) {
+    List<PairLine> pairs = new ArrayList<>();
+    LongMap<long[]> hidden = new LongMap<>(16);
+    try (Snapshot s = base.snapshot()) {
+      Map<List<Long>, List<Event>> tracked = events(base, s);
+      Map<Long, Long> instants = new HashMap<>();
+      for (Map.Entry<List<Long>, List<Event>> en : tracked.entrySet()) {
+        long e = en.getKey().get(0);
+        Attr a = base.schema.attr(en.getKey().get(1));
+        if (a == null) {
+          continue;
+        }
+        List<Event> evs = en.getValue();
+        evs.addAll(plainEvents(base, s, e, a, instants));
+        pairs.add(new PairLine(e, a.id, replay(evs, a)));
+        long[] aids = hidden.get(e);
+        long[] more = aids == null ? new long[1] : Arrays.copyOf(aids, aids.length + 1);
+        more[more.length - 1] = a.id;
+        hidden.put(e, more);
+      }
+    }
+    return new Lines(pairs, hidden);
+  }
+
+  /** {@code base} (no valid-at view itself) as the values valid at {@code inst} show it. */
+  static Db view(Db base, Date inst) {
+    long limit = Math.min(base.basisT, base.asOfT);
+    long tv = Math.min(limit, base.toT(inst));
+    Lines lines = base.validLines();
+    if (lines.pairs.isEmpty()) {
+      return base.validView(tv, base.overlay, inst, null);
+    }
+    Overlay ov = Overlay.copyOf(base.overlay);
+    long at = inst.getTime();
+    KeyBuilder kb = new KeyBuilder();
+    for (PairLine pl : lines.pairs) {
+      for (Seg g : pl.line) {
+        if (g.from <= at && at < g.to) {
+          add(ov, kb, pl.e, pl.aid, g);
+        }
+      }
+    }
+    return base.validView(tv, ov, inst, lines.hidden);
+  }
+
+  /** Whether {@code hidden} (e -> aids) holds the pair {@code (e, aid)}. */
+  static boolean hides(LongMap<long[]> hidden, long e, long aid) {
+    long[] aids = hidden.get(e);
+    if (aids != null) {
+      for (long x : aids) {
+        if (x == aid) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Every valid-time version of attribute {@code a} in {@code db} (as known at its basis or
+   * as-of point), of entity {@code e} or of every entity when {@code e < 0}: one
+   * {@code [e v from to tx]} per piece of each pair's valid-time line, in entity order, {@code to}
+   * the instant of {@link Long#MAX_VALUE} ms when open-ended (so that intervals compare as
+   * instants), {@code tx} the transaction that asserted the value.
+   */
+  public static List<Object[]> intervals(Db db, long e, Attr a) {
+    if (db.validBase != null || db.history || db.sinceT != Db.NO_SINCE) {
+      throw Errors.error("db/valid-at-view", "valid-intervals reads a value without valid-at,"
+          + " since or history views", "db", db.toString());
+    }
+    List<Object[]> out = new ArrayList<>();
+    try (Snapshot s = db.snapshot()) {
+      Map<List<Long>, List<Event>> tracked = events(db, s);
+      Map<Long, Long> instants = new HashMap<>();
+      KeyBuilder prefix = new KeyBuilder().putLong(a.id);
+      if (e >= 0) {
+        prefix.putLong(e);
+      }
+      // the entities of a's plain history, each once, in order
+      IndexScan scan = db.historyView().scan(s, Index.AEVT, prefix.view());
+      java.util.TreeSet<Long> entities = new java.util.TreeSet<>();
+      while (scan.next()) {
+        entities.add(scan.datom().e);
+      }
+      scan.close();
+      for (List<Long> pair : tracked.keySet()) {
+        if (pair.get(1) == a.id && (e < 0 || pair.get(0) == e)) {
+          entities.add(pair.get(0));
+        }
+      }
+      for (long x : entities) {
+        List<Event> evs = new ArrayList<>(tracked.getOrDefault(List.of(x, a.id), List.of()));
+        evs.addAll(plainEvents(db, s, x, a, instants));
+        List<Seg> line = replay(evs, a);
+        line.sort(Comparator.comparingLong(Seg::from));
+        for (Seg g : line) {
+          out.add(new Object[] {x, Codec.decode(ByteBuffer.wrap(g.enc), 0), new Date(g.from),
+              new Date(g.to), g.tx});
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The interval events visible in {@code db}, by pair {@code [e aid]}. */
+  private static Map<List<Long>, List<Event>> events(Db db, Snapshot s) {
+    Map<List<Long>, List<Event>> out = new HashMap<>();
+    if (db.schema.attr(EVENT) == null) {
+      return out;
+    }
+    KeyBuilder prefix = new KeyBuilder().putLong(EVENT);
+    IndexScan scan = db.scan(s, Index.AEVT, prefix.view());
+    while (scan.next()) {
+      Datom d = scan.datom();
+      List<?> ev = (List<?>) d.v;
+      long aid = (Long) ev.get(0);
+      Attr a = db.schema.attr(aid);
+      if (a == null) {
+        continue;
+      }
+      byte[] enc = encode(a, ev.get(2));
+      Date to = (Date) ev.get(5);
+      out.computeIfAbsent(List.of((Long) ev.get(1), aid), k -> new ArrayList<>()).add(
+          new Event(d.e, (Boolean) ev.get(3), enc, Codec.keyPart(enc),
+              ((Date) ev.get(4)).getTime(), to == null ? OPEN : to.getTime(), true));
+    }
+    scan.close();
+    return out;
+  }
+
+  /** The plain assertions and retractions of {@code (e, a)}, as events over [txInstant, forever). */
+  private static List<Event> plainEvents(Db db, Snapshot s, long e, Attr a,
+      Map<Long, Long> instants) {
+    List<Event> out = new ArrayList<>();
+    IndexScan scan = db.historyView().scan(s, Index.EAVT,
+        new KeyBuilder().putLong(e).putLong(a.id).view());
+    while (scan.next()) {
+      Datom d = scan.datom();
+      byte[] enc = encode(a, d.v);
+      long from = instants.computeIfAbsent(d.tx, tx -> txInstant(db, s, tx));
+      out.add(new Event(d.tx, d.added, enc, Codec.keyPart(enc), from, OPEN, false));
+    }
+    scan.close();
+    return out;
+  }
+
+  private static long txInstant(Db db, Snapshot s, long tx) {
+    IndexScan scan = db.scan(s, Index.EAVT,
+        new KeyBuilder().putLong(tx).putLong(Schema.TX_INSTANT).view());
+    long ms = scan.next() ? ((Date) scan.datom().v).getTime() : 0;
+    scan.close();
+    return ms;
+  }
+
+  static byte[] encode(Attr a, Object v) {
+    int tag = a.valueType == Codec.T_ANY ? Codec.inferTag(v) : a.valueType;
+    return Codec.encode(Codec.coerce(v, tag), tag);
+  }
+
+  /** The valid-time line of one pair after its events, replayed in transaction order. */
+  private static List<Seg> replay(List<Event> evs, Attr a) {
+    // within a transaction, by valid-from: where one transaction's intervals of a
+    // cardinality-one pair overlap, the later valid-from wins
+    evs.sort(Comparator.comparingLong(Event::tx).thenComparingLong(Event::from));
+    List<Seg> line = new ArrayList<>();
+    for (int i = 0; i < evs.size(); ) {
+      int j = i;
+      boolean asserts = false;
+      while (j < evs.size() && evs.get(j).tx == evs.get(i).tx) {
+        asserts |= evs.get(j).added;
+        j++;
+      }
+      List<Event> tx = evs.subList(i, j);
+      for (Event r : tx) {
+        if (!r.added && (r.interval || a.many || !asserts)) {
+          cut(line, r.key, r.from, r.to);
+        }
+      }
+      for (Event x : tx) {
+        if (x.added && (x.interval || !assertedWithInterval(tx, x.key))) {
+          cut(line, a.many ? x.key : null, x.from, x.to);
+          line.add(new Seg(x.key, x.enc, x.from, x.to, x.tx));
+        }
+      }
+      i = j;
+    }
+    return line;
+  }
+
+  private static boolean assertedWithInterval(List<Event> tx, byte[] key) {
+    for (Event x : tx) {
+      if (x.interval && x.added && Arrays.equals(x.key, key)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Removes [from, to) from the pieces of {@code line} with value {@code key} (null: all). */
+  private static void cut(List<Seg> line, byte[] key, long from, long to) {
+    for (int i = line.size() - 1; i >= 0; i--) {
+      Seg g = line.get(i);
+      if (g.to <= from || to <= g.from || key != null && !Arrays.equals(key, g.key)) {
+        continue;
+      }
+      line.remove(i);
+      if (g.from < from) {
+        line.add(new Seg(g.key, g.enc, g.from, from, g.tx));
+      }
+      if (to < g.to) {
+        line.add(new Seg(g.key, g.enc, to, g.to, g.tx));
+      }
+    }
+  }
+
+  /** Adds the keys of the value of piece {@code g} of the pair {@code (e, aid)}, marked. */
+  private static void add(Overlay ov, KeyBuilder kb, long e, long aid, Seg g) {
+    if (g.key != g.enc) { // keyPart returns its argument when the value fits inline
+      ov.put(SubDb.BLOBS, Db.direct(Codec.overflowHash(g.enc)), Db.direct(g.enc));
+    }
+    ov.put(SubDb.EAVT, kb.reset().putLong(e).putLong(aid).put(g.key).putLong(g.tx).view(), MARK);
+    ov.put(SubDb.AEVT, kb.reset().putLong(aid).putLong(e).put(g.key).putLong(g.tx).view(), MARK);
+    ov.put(SubDb.AVET, kb.reset().putLong(aid).put(g.key).putLong(e).putLong(g.tx).view(), MARK);
+    if (g.enc[0] == Codec.T_REF) {
+      ov.put(SubDb.VAET, kb.reset().putLong(Bytes.longAt(g.enc, 1)).putLong(aid).putLong(e)
+          .putLong(g.tx).view(), MARK);
+    }
+  }
+
+  /** Whether the key {@code src} is on is one a valid-at view added. */
+  static boolean added(Cursor src) {
+    return src instanceof OverlayCursor oc && oc.fromOverlay() && oc.val().limit() == 1;
+  }
+}

@@ -1,0 +1,99 @@
+(ns datalith.valid-property-test
+  "Random histories of plain facts and facts with valid-time intervals (#19), on
+  every checked store: for every as-of point and a grid of valid instants, the
+  datoms of `(valid-at (as-of db t) at)` (EAVT and AVET) must be what the naive
+  model (datalith.naive/valid-facts, valid time point by point) says, and the
+  plain value what its plain state says. DATALITH_TRIALS=n raises the trial count."
+  (:require [clojure.test.check.clojure-test :refer [defspec]]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
+            [datalith.core :as d]
+            [datalith.naive :as naive]
+            [datalith.test-util :as tu]))
+
+(def trials
+  (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 40))
+
+(def card {:v/one :one :v/many :many})
+(def attrs [:v/one :v/many])
+(def schema {:v/one {:db/valueType :db.type/long}
+             :v/many {:db/valueType :db.type/long :db/cardinality :db.cardinality/many}
+             :v/name {:db/valueType :db.type/string :db/unique :db.unique/identity}})
+
+(def n-entities 3)
+(def day (* 24 3600 1000))
+(def base (.getTime #inst "2030-01-01"))
+(defn- ms [days] (+ base (* days day)))
+
+;; An op is [kind entity attribute value from to], entity and attribute as
+;; indexes; from/to in days (nil: open). Ops of one transaction are on distinct
+;; (entity, attribute) pairs.
+(def gen-op
+  (gen/let [kind (gen/frequency [[3 (gen/return :add)] [2 (gen/return :retract)]
+                                 [4 (gen/return :vadd)] [2 (gen/return :vretract)]])
+            e (gen/choose 0 (dec n-entities))
+            a (gen/choose 0 1)
+            v (gen/choose 0 3)
+            from (gen/one-of [(gen/return nil) (gen/choose 0 90)])
+            len (gen/one-of [(gen/return nil) (gen/choose 1 40)])]
+    [kind e a v (when (#{:vadd :vretract} kind) from)
+     (when (#{:vadd :vretract} kind) (when len (+ (or from 100) len)))]))
+
+(def gen-tx
+  (gen/let [ops (gen/vector gen-op 1 4)
+            step (gen/elements [0 5 10])]
+    {:ops (vals (into {} (map (juxt (fn [[_ e a]] [e a]) identity) ops)))
+     :step step}))
+
+(def gen-history (gen/vector gen-tx 1 7))
+
+(defn- tx-data [eids {:keys [ops]} instant]
+  (conj (vec (for [[kind e a v from to] ops
+                   :let [ent (eids e) attr (attrs a)
+                         iv (cond-> {} from (assoc :db/valid-from (java.util.Date. (long (ms from))))
+                                to (assoc :db/valid-to (java.util.Date. (long (ms to)))))]]
+               (case kind
+                 :add [:db/add ent attr v]
+                 :retract [:db/retract ent attr v]
+                 :vadd [:db/add ent attr v iv]
+                 :vretract [:db/retract ent attr v iv])))
+        {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long instant))}))
+
+(defn- model-op [eids [kind e a v from to]]
+  [kind (eids e) (attrs a) v (some-> from ms) (some-> to ms)])
+
+(defn- engine-facts [db index]
+  (set (for [a attrs, dt (d/datoms db index a)] [(:e dt) (:a dt) (:v dt)])))
+
+(defn- engine-eavt [db eids]
+  (set (for [e eids, a attrs, dt (d/datoms db :eavt e a)] [(:e dt) (:a dt) (:v dt)])))
+
+(defn- check [store history]
+  (tu/with-conn [conn store {:schema schema}]
+    (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
+                                     {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
+          eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
+          [model] (reduce (fn [[model instant] tx]
+                            (let [instant (+ instant (* day (:step tx)))
+                                  r (d/transact! conn (tx-data eids tx instant))]
+                              [(conj model {:t (d/basis-t (:db-after r)) :instant instant
+                                            :ops (mapv (partial model-op eids) (:ops tx))})
+                               instant]))
+                          [[] (ms 0)] history)
+          db (d/db conn)
+          points (map ms (range -5 150 7))]
+      (every? true?
+              (for [t (range (d/basis-t (:db-after r0)) (inc (d/basis-t db)))
+                    :let [as-of (d/as-of db t)]]
+                (and (= (naive/plain-facts card model t) (engine-facts as-of :aevt))
+                     (every? (fn [at]
+                               (let [v (d/valid-at as-of (java.util.Date. (long at)))
+                                     expected (naive/valid-facts card model t at)]
+                                 (and (= expected (engine-eavt v eids))
+                                      (= expected (engine-facts v :avet))
+                                      (= expected (engine-facts v :aevt)))))
+                             points)))))))
+
+(defspec valid-at-matches-the-naive-model trials
+  (prop/for-all [history gen-history]
+    (every? #(check % history) tu/checked-stores)))

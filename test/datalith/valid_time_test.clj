@@ -1,0 +1,289 @@
+(ns datalith.valid-time-test
+  "Valid time (#19): intervals in tx-data, valid-at views and their composition
+  with as-of, through the public API on both stores."
+  (:require [clojure.instant :refer [read-instant-date]]
+            [clojure.test :refer [deftest is are testing]]
+            [datalith.core :as d]
+            [datalith.test-util :as tu :refer [each-store]]))
+
+(def schema {:person/city {:db/cardinality :db.cardinality/one}
+             :person/name {:db/unique :db.unique/identity}
+             :person/tag {:db/cardinality :db.cardinality/many}
+             :person/friend {:db/valueType :db.type/ref}})
+
+(defn- inst [s] (read-instant-date s))
+
+(defn- tx!
+  "Transacts tx-data dated `at` (its txInstant); returns the report."
+  [conn at tx-data]
+  (d/transact! conn (conj (vec tx-data) {:db/id "datomic.tx" :db/txInstant (inst at)})))
+
+(defn- valid [from to]
+  (cond-> {:db/valid-from (inst from)} to (assoc :db/valid-to (inst to))))
+
+(defn- ada [db]
+  (:db/id (d/entity db [:person/name "ada"])))
+
+(defn- city-at [db e at]
+  (:person/city (d/entity (d/valid-at db (inst at)) e)))
+
+;; The classic bitemporal history of one address, a case per transaction:
+;; t1 a plain fact, t2 a future-dated one, t3 a retroactive correction, t4 the
+;; closing of an interval, t5 an overlapping correction, t6 a correction of a
+;; correction. Returns [entity [t1 .. t6]].
+(defn- address-history [conn]
+  (let [r1 (tx! conn "2030-01-10" [{:person/name "ada" :person/city "Oslo"}])
+        e (ada (d/db conn))
+        rs [(tx! conn "2030-01-20" [[:db/add e :person/city "Rome" (valid "2030-06-01" nil)]])
+            (tx! conn "2030-02-01" [[:db/add e :person/city "Bergen" (valid "2030-01-01" "2030-01-15")]])
+            (tx! conn "2030-02-10" [[:db/retract e :person/city "Rome" (valid "2030-09-01" nil)]])
+            (tx! conn "2030-03-01" [[:db/add e :person/city "Bergen" (valid "2030-01-12" "2030-01-20")]])
+            (tx! conn "2030-03-10" [[:db/add e :person/city "Oslo" (valid "2030-01-01" "2030-01-12")]])]]
+    [e (mapv #(d/basis-t (:db-after %)) (cons r1 rs))]))
+
+(def valid-points ["2030-01-05" "2030-01-11" "2030-01-16" "2030-03-01" "2030-07-01" "2030-10-01"])
+
+(deftest as-of-by-valid-at-table
+  (each-store [conn {:schema schema}]
+    (let [[e ts] (address-history conn)
+          db (d/db conn)]
+      ;; rows: as-of t1..t6; columns: valid-at the points above
+      (are [i answers]
+           (= answers
+              (mapv #(city-at (d/as-of db (ts i)) e %) valid-points)
+              ;; the other order of the two views gives the same answers
+              (mapv #(:person/city (d/entity (d/as-of (d/valid-at db (inst %)) (ts i)) e))
+                    valid-points))
+        0 [nil "Oslo" "Oslo" "Oslo" "Oslo" "Oslo"]
+        1 [nil "Oslo" "Oslo" "Oslo" "Rome" "Rome"]
+        2 ["Bergen" "Bergen" "Oslo" "Oslo" "Rome" "Rome"]
+        3 ["Bergen" "Bergen" "Oslo" "Oslo" "Rome" nil]
+        4 ["Bergen" "Bergen" "Bergen" "Oslo" "Rome" nil]
+        5 ["Oslo" "Oslo" "Bergen" "Oslo" "Rome" nil])
+      (testing "the plain value is transaction time: the latest assertion, as before"
+        (is (= "Oslo" (:person/city (d/entity db e))))
+        (is (= "Bergen" (:person/city (d/entity (d/as-of db (ts 4)) e))))
+        (is (= "Rome" (:person/city (d/entity (d/as-of db (ts 1)) e))))
+        (is (= "Bergen" (:person/city (d/entity (d/as-of db (ts 3)) e))) "t4's retraction has an interval")))))
+
+(deftest reads-honour-the-view
+  (each-store [conn {:schema schema}]
+    (let [[e] (address-history conn)
+          v (d/valid-at (d/db conn) (inst "2030-01-16"))]
+      (is (= #{["Bergen"]} (d/q '[:find ?c :where [_ :person/city ?c]] v)))
+      (is (= #{[e]} (d/q '[:find ?e :where [?e :person/city "Bergen"]] v)))
+      (is (= #{} (d/q '[:find ?e :where [?e :person/city "Oslo"]] v)))
+      (is (= {:person/city "Bergen"} (d/pull v [:person/city] e)))
+      (is (= ["Bergen"] (map :v (d/datoms v :eavt e :person/city))))
+      (is (= [e] (map :e (d/datoms v :avet :person/city "Bergen"))))
+      (is (= [] (map :e (d/datoms v :avet :person/city "Oslo"))))
+      (is (= ["Bergen"] (map :v (d/datoms v :aevt :person/city))))
+      (testing "a datom keeps the transaction that asserted its value"
+        (let [[dt] (d/datoms v :eavt e :person/city)
+              txs (d/q '[:find ?tx :where [_ :db.valid/event _ ?tx]] (d/db conn))]
+          (is (contains? (set (map first txs)) (:tx dt)))))
+      (testing "the name is valid from its transaction on"
+        (is (= "ada" (:person/name (d/entity v e))))
+        (is (nil? (:person/name (d/entity (d/valid-at (d/db conn) (inst "2030-01-05")) e))))))))
+
+(deftest cardinality-many-and-refs
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada" :person/tag #{"a" "b"}}
+                            {:person/name "bob"}])
+    (let [db0 (d/db conn)
+          e (ada db0)
+          bob (:db/id (d/entity db0 [:person/name "bob"]))]
+      (tx! conn "2030-01-02" [[:db/add e :person/tag "c" (valid "2030-03-01" "2030-04-01")]
+                              [:db/retract e :person/tag "a" (valid "2030-02-01" "2030-05-01")]
+                              [:db/add e :person/friend bob (valid "2030-02-01" "2030-03-01")]])
+      (let [db (d/db conn)
+            tags #(:person/tag (d/entity (d/valid-at db (inst %)) e))]
+        (are [at expected] (= expected (tags at))
+          "2030-01-15" #{"a" "b"}
+          "2030-02-15" #{"b"}
+          "2030-03-15" #{"b" "c"}
+          "2030-04-15" #{"b"}
+          "2030-05-15" #{"a" "b"})
+        (testing "a retraction with an interval is not a plain retraction"
+          (is (= #{"a" "b" "c"} (:person/tag (d/entity db e)))))
+        (testing "refs, through VAET and reverse navigation"
+          (is (= #{[e]} (d/q '[:find ?e :in $ ?b :where [?e :person/friend ?b]]
+                             (d/valid-at db (inst "2030-02-15")) bob)))
+          (is (= [e] (map :e (d/datoms (d/valid-at db (inst "2030-02-15")) :vaet bob))))
+          (is (= [] (map :e (d/datoms (d/valid-at db (inst "2030-03-15")) :vaet bob)))))))))
+
+(deftest interval-forms
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada"}])
+    (let [e (ada (d/db conn))]
+      (testing "an entity map's interval covers its attributes"
+        (tx! conn "2030-01-02" [{:db/id e :person/city "Paris" :db/valid-from (inst "2030-02-01")
+                                 :db/valid-to (inst "2030-03-01")}])
+        (is (= [nil "Paris" nil] (mapv #(city-at (d/db conn) e %)
+                                       ["2030-01-15" "2030-02-15" "2030-03-15"]))))
+      (testing "a transaction's interval covers its adds and retracts"
+        (tx! conn "2030-01-03" [{:db/id "datomic.tx" :db/valid-from (inst "2030-04-01")
+                                 :db/valid-to (inst "2030-05-01")}
+                                [:db/add e :person/city "Lima"]
+                                [:db/add e :person/tag "x"]])
+        (is (= ["Lima" #{"x"}]
+               ((juxt :person/city :person/tag) (d/entity (d/valid-at (d/db conn) (inst "2030-04-15")) e))))
+        (is (= [nil nil]
+               ((juxt :person/city :person/tag) (d/entity (d/valid-at (d/db conn) (inst "2030-05-15")) e)))))
+      (testing "a fact's own interval wins over the transaction's"
+        (tx! conn "2030-01-04" [{:db/id "datomic.tx" :db/valid-from (inst "2030-06-01")}
+                                [:db/add e :person/city "Kyiv" (valid "2030-07-01" "2030-08-01")]])
+        (is (= [nil "Kyiv" nil] (mapv #(city-at (d/db conn) e %)
+                                      ["2030-06-15" "2030-07-15" "2030-08-15"]))))
+      (testing "a missing :db/valid-from is the transaction's txInstant"
+        (tx! conn "2030-01-05" [[:db/add e :person/tag "y" {:db/valid-to (inst "2030-01-20")}]])
+        (is (contains? (:person/tag (d/entity (d/valid-at (d/db conn) (inst "2030-01-10")) e)) "y"))
+        (is (not (contains? (:person/tag (d/entity (d/valid-at (d/db conn) (inst "2030-01-04")) e)) "y")))
+        (is (not (contains? (:person/tag (d/entity (d/valid-at (d/db conn) (inst "2030-01-25")) e)) "y")))))))
+
+(deftest bad-intervals-write-nothing
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada"}])
+    (let [e (ada (d/db conn))
+          t (d/basis-t (d/db conn))
+          error-of (fn [tx-data]
+                     (try (d/transact! conn tx-data) :no-error
+                          (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))]
+      (are [tx-data error] (= error (error-of tx-data))
+        [[:db/add e :person/city "X" (valid "2030-02-01" "2030-01-01")]] :tx/invalid-interval
+        [[:db/add e :person/city "X" (valid "2030-02-01" "2030-02-01")]] :tx/invalid-interval
+        [[:db/add e :person/city "X" {:db/valid-from "2030-02-01"}]] :tx/invalid-valid-time
+        [[:db/add e :person/city "X" {:db/valid-to 12}]] :tx/invalid-valid-time
+        [[:db/add e :person/city "X" {:db/valid-from (inst "2030-02-01") :until 1}]] :tx/invalid-interval
+        [{:db/id e :person/city "X" :db/valid-from :tomorrow}] :tx/invalid-valid-time
+        [{:db/id "datomic.tx" :db/valid-to (inst "2000-01-01")} [:db/add e :person/city "X"]]
+        :tx/invalid-interval
+        [[:db/add e :person/city "X" {:db/valid-to (inst "2000-01-01")}]] :tx/invalid-interval
+        [[:db/retractEntity e] {:db/id "datomic.tx" :db/valid-from (inst "2031-01-01")}
+         [:db.fn/retractAttribute e :person/city]]
+        :no-error)
+      (is (= (inc t) (d/basis-t (d/db conn))) "only the last, valid, transaction wrote")
+      (is (thrown-with-msg? clojure.lang.ExceptionInfo #"instant"
+                            (d/valid-at (d/db conn) "2030-01-01"))))))
+
+(deftest with-and-history-views
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada" :person/city "Oslo"}])
+    (let [db (d/db conn)
+          e (ada db)
+          after (:db-after (d/with db [[:db/add e :person/city "Rome" (valid "2030-03-01" nil)]]))]
+      (is (= ["Oslo" "Rome"] (mapv #(city-at after e %) ["2030-02-01" "2031-01-01"])))
+      (is (= ["Oslo" "Oslo"] (mapv #(city-at db e %) ["2030-02-01" "2031-01-01"])))
+      (is (= :db/valid-at-view
+             (try (d/history (d/valid-at db (inst "2030-01-01")))
+                  (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex))))))
+      (is (= :db/valid-at-view
+             (try (d/valid-at (d/history db) (inst "2030-01-01"))
+                  (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))))))
+
+(deftest valid-intervals-bind-in-a-query
+  (each-store [conn {:schema (assoc schema :issue/assignee {:db/valueType :db.type/ref}
+                                    :issue/key {:db/unique :db.unique/identity})}]
+    (tx! conn "2030-01-01" [{:person/name "ada"} {:person/name "bob"} {:person/name "cy"}
+                            {:issue/key "X"}])
+    (let [db0 (d/db conn)
+          id #(:db/id (d/entity db0 %))
+          [ada bob cy x] (map id [[:person/name "ada"] [:person/name "bob"] [:person/name "cy"]
+                                  [:issue/key "X"]])]
+      (tx! conn "2030-01-02" [[:db/add x :issue/assignee ada (valid "2029-12-01" "2030-02-01")]])
+      (tx! conn "2030-01-03" [[:db/add x :issue/assignee bob (valid "2030-02-01" "2030-05-01")]])
+      (tx! conn "2030-01-04" [[:db/add x :issue/assignee cy (valid "2030-05-01" nil)]])
+      (let [db (d/db conn)
+            during (fn [start end]
+                     (d/q '[:find ?who :in $ ?start ?end
+                            :where [?i :issue/key "X"]
+                            [(datalith.core/valid-intervals $ ?i :issue/assignee) [[?a ?from ?to]]]
+                            [(< ?from ?end)] [(< ?start ?to)]
+                            [?a :person/name ?who]]
+                          db (inst start) (inst end)))]
+        (are [start end who] (= who (set (map first (during start end))))
+          "2030-01-01" "2030-04-01" #{"ada" "bob"}
+          "2030-02-01" "2030-04-01" #{"bob"}
+          "2030-04-01" "2031-01-01" #{"bob" "cy"}
+          "2029-01-01" "2029-06-01" #{})
+        (is (= [[ada (inst "2029-12-01") (inst "2030-02-01")]
+                [bob (inst "2030-02-01") (inst "2030-05-01")]
+                [cy (inst "2030-05-01") (java.util.Date. Long/MAX_VALUE)]]
+               (map #(subvec % 0 3) (d/valid-intervals db x :issue/assignee))))
+        (testing "a plain fact's interval runs from its txInstant until its retraction"
+          (tx! conn "2030-01-05" [[:db/add ada :person/city "Oslo"]])
+          (tx! conn "2030-01-06" [[:db/retract ada :person/city "Oslo"]])
+          (is (= [[ada "Oslo" (inst "2030-01-05") (inst "2030-01-06")]]
+                 (map #(subvec % 0 4) (d/valid-intervals (d/db conn) :person/city)))))
+        (testing "as of an earlier point, only what was known then"
+          (is (= [] (d/valid-intervals (d/as-of db (d/basis-t db0)) x :issue/assignee)))
+          (is (= [ada] (map first (d/valid-intervals (d/as-of db (inc (d/basis-t db0))) x :issue/assignee)))))))))
+
+(deftest one-transaction-writes-a-history
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada"}])
+    (let [e (ada (d/db conn))]
+      (tx! conn "2030-01-02" [[:db/add e :person/city "Oslo" (valid "2020-01-01" "2022-01-01")]
+                              [:db/add e :person/city "Lima" (valid "2024-01-01" nil)]
+                              [:db/add e :person/city "Rome" (valid "2022-01-01" "2024-01-01")]])
+      (let [db (d/db conn)]
+        (is (= [nil "Oslo" "Rome" "Lima"]
+               (mapv #(city-at db e %) ["2019-01-01" "2021-01-01" "2023-01-01" "2031-01-01"])))
+        (is (= "Lima" (:person/city (d/entity db e)))
+            "the plain value is the one with the latest valid-from")
+        (is (= [["Oslo" (inst "2020-01-01") (inst "2022-01-01")]
+                ["Rome" (inst "2022-01-01") (inst "2024-01-01")]
+                ["Lima" (inst "2024-01-01") (java.util.Date. Long/MAX_VALUE)]]
+               (map #(subvec % 0 3) (d/valid-intervals db e :person/city))))
+        (is (= :tx/conflict
+               (try (d/transact! conn [[:db/add e :person/city "A"] [:db/add e :person/city "B"]])
+                    (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))
+            "plain values still conflict")))))
+
+(deftest export-import-and-verify-carry-valid-time
+  (doseq [from tu/stores, into tu/stores]
+    (testing (str from " -> " into)
+      (tu/with-conn [src from {:schema schema}]
+        (let [[e] (address-history src)
+              _ (tx! src "2030-04-01" [[:db/add e :person/tag "t" (valid "2030-01-01" "2030-02-01")]
+                                       [:db/add e :person/city "Oslo" (valid "2029-01-01" "2029-06-01")]
+                                       [:db/add e :person/city "Pisa" (valid "2029-06-01" "2029-09-01")]])
+              views (fn [db]
+                      (vec (for [t (range 1 (inc (d/basis-t db)))
+                                 at (conj valid-points "2029-03-01" "2029-07-01")]
+                             (d/pull (d/valid-at (d/as-of db t) (inst at)) '[*] e))))]
+          (is (true? (:ok? (d/verify src))))
+          (tu/with-conn [dst into]
+            (d/import! dst (d/export src))
+            (is (= (vec (d/datoms (d/db src) :eavt)) (vec (d/datoms (d/db dst) :eavt))))
+            (is (= (views (d/db src)) (views (d/db dst))))))))))
+
+(deftest an-address-history-with-a-correction
+  ;; the README's worked example
+  (each-store [conn {:schema {:person/name {:db/valueType :db.type/string
+                                            :db/unique :db.unique/identity}
+                              :person/address {:db/valueType :db.type/string}}}]
+    (let [r1 (d/transact! conn [{:db/id "ada" :person/name "Ada"}
+                                [:db/add "ada" :person/address "Oslo"
+                                 {:db/valid-from #inst "2024-03-01"}]])
+          ada (get-in r1 [:tempids "ada"])
+          ;; a correction: before Oslo, from 2022, she lived in Bergen
+          r2 (d/transact! conn [[:db/add ada :person/address "Bergen"
+                                 {:db/valid-from #inst "2022-01-01" :db/valid-to #inst "2024-03-01"}]])
+          ;; a correction of the correction: she moved two months later than we thought
+          r3 (d/transact! conn [[:db/add ada :person/address "Bergen"
+                                 {:db/valid-from #inst "2024-03-01" :db/valid-to #inst "2024-05-01"}]])
+          db (d/db conn)
+          address (fn [r at] (:person/address (d/pull (d/valid-at (d/as-of db (d/basis-t (:db-after r))) at)
+                                                      [:person/address] ada)))]
+      (are [at after-1 after-2 after-3] (= [after-1 after-2 after-3] (mapv #(address % at) [r1 r2 r3]))
+        #inst "2021-06-01" nil nil nil
+        #inst "2023-06-01" nil "Bergen" "Bergen"
+        #inst "2024-04-01" "Oslo" "Oslo" "Bergen"
+        (java.util.Date.) "Oslo" "Oslo" "Oslo")
+      (is (= "Bergen" (:person/address (d/pull db [:person/address] ada)))
+          "without valid-at: transaction time, the last thing said")
+      (is (= [["Bergen" #inst "2022-01-01" #inst "2024-03-01"]
+              ["Bergen" #inst "2024-03-01" #inst "2024-05-01"]
+              ["Oslo" #inst "2024-05-01" (java.util.Date. Long/MAX_VALUE)]]
+             (map #(subvec % 0 3) (d/valid-intervals db ada :person/address)))))))
