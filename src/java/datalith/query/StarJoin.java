@@ -9,6 +9,7 @@ import datalith.index.KeyBuilder;
 import datalith.query.parser.Clause;
 import datalith.query.parser.Pattern;
 import datalith.query.parser.Variable;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -25,6 +26,9 @@ import java.util.Set;
  * would be a sparse index-lookup join in EAVT by itself ({@link Evaluator}'s choice).
  */
 final class StarJoin {
+  /** How many entities' seeks are warmed at once (see {@link IndexScan#warm}). */
+  private static final int WARM = 32;
+
   private final Evaluator ev;
   private final Db db;
   private final Snapshot snap;
@@ -115,9 +119,16 @@ final class StarJoin {
     Deadline deadline = ev.deadline();
     List<Object[]> out = new ArrayList<>(keys.length);
     KeyBuilder kb = new KeyBuilder(true);
+    // the next WARM entities' keys, whose pages the store reads side by side before their seeks
+    ByteBuffer warmKeys = ByteBuffer.allocateDirect(WARM * Long.BYTES);
+    ByteBuffer[] warm = new ByteBuffer[WARM];
+    for (int i = 0; i < WARM; i++) {
+      warm[i] = warmKeys.slice(i * Long.BYTES, Long.BYTES);
+    }
     IndexScan scan = null;
     try {
-      for (long key : keys) {
+      for (int j = 0; j < keys.length; j++) {
+        long key = keys[j];
         deadline.tick(out.size());
         kb.reset().putLong(key);
         if (scan == null) {
@@ -125,6 +136,13 @@ final class StarJoin {
           scan.seekOnRestart(); // the entities are few among the attributes' datoms: pages apart
         } else {
           scan.restart(kb.sharedView());
+        }
+        if (j % WARM == 0 && keys.length - j > 1) {
+          int m = Math.min(WARM, keys.length - j - 1);
+          for (int i = 0; i < m; i++) {
+            warm[i].putLong(0, keys[j + 1 + i]);
+          }
+          scan.warm(warm, m);
         }
         for (List<Object> f : found) {
           f.clear();
