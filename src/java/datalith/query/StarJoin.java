@@ -52,8 +52,10 @@ final class StarJoin {
       Set<Clause> implied, long sparse) {
     List<Clause> clauses = plan.clauses();
     if (!(clauses.get(from) instanceof Pattern first) || !(first.e() instanceof Variable e)
-        || !ctx.bound(e) || !(scope.sources.get(first.src().name()) instanceof Db db)) {
-      return null;
+        || from + 1 == clauses.size() || !(clauses.get(from + 1) instanceof Pattern second)
+        || second.e() != e || !ctx.bound(e)
+        || !(scope.sources.get(first.src().name()) instanceof Db db)) {
+      return null; // not two patterns on a bound entity: nothing made (most steps end here)
     }
     List<DbPattern> members = new ArrayList<>();
     List<Variable> values = new ArrayList<>();
