@@ -66,10 +66,11 @@
 
           '[:find ?s ?g :where [?f :item/group ?g] [?e :item/score ?s] [?e :item/id 42] [?f :item/id 43]]
           '[?e :item/id 42]))
-      (testing "the rest joins on what is bound, by entity id (one entity: in EAVT)"
+      (testing "the rest joins on what is bound, by entity id (one entity: in EAVT, both
+                patterns from one position, a star join)"
         (is (= [['[?e :item/id 42] :scan-avet]
-                ['[?e :item/score ?s] :lookup-join-eavt]
-                ['[?e :item/group ?g] :lookup-join-eavt]]
+                ['[?e :item/score ?s] :star-join-eavt]
+                ['[?e :item/group ?g] :star-join-eavt]]
                (plan '[:find ?s ?g :where [?e :item/score ?s] [?e :item/group ?g] [?e :item/id 42]] db))))
       (testing "a predicate runs as soon as its variables are bound"
         (let [clauses (mapv first (plan '[:find ?g :where [(even? ?s)] [?e :item/group ?g] [?e :item/name ?x]
@@ -311,6 +312,6 @@
                           [?i :item/tags :c] [?i :item/name ?name]]]
       (are [q owner method] (and (= (naive/q q oracle owner) (d/q q db owner))
                                  (= method (method-of q '[?i :item/name ?name] db owner)))
-        query "few" :lookup-join-eavt
+        query "few" :star-join-eavt
         valued "few" :lookup-join-eavt
         query "many" :hash-join-aevt))))

@@ -201,6 +201,17 @@ public final class IndexScan {
     fromPrefix = true;
   }
 
+  /**
+   * A hint that restarts at {@code prefixes[0 .. n)} (direct buffers, position 0) follow: the
+   * store may read their index pages now, side by side ({@link Cursor#warm}). Moves nothing.
+   */
+  public void warm(ByteBuffer[] prefixes, int n) {
+    cur.warm(prefixes, n);
+    if (hist != null) {
+      hist.warm(prefixes, n);
+    }
+  }
+
   private static final int MAX_STEPS = 16;
   private int stepHits; // restarts that found their first key by a few steps forward
   private int stepMisses; // restarts that stepped and still had to seek

@@ -222,6 +222,20 @@ final class DbPattern {
         && varAt[ADDED] < 0;
   }
 
+  /**
+   * Whether the pattern is {@code [?e attr ?v]}: a known attribute, distinct entity and value
+   * variables ({@link #vars} in that order), no transaction or added term.
+   */
+  boolean isEntityValue() {
+    return constAttr != null && !impossible && vars.length == 2 && varAt[E] == 0 && varAt[V] == 1
+        && varAt[TX] < 0 && varAt[ADDED] < 0 && constAt[TX] == null && constAt[ADDED] == null;
+  }
+
+  /** Records that a join reading the pattern's datoms itself used {@code index}, for explain. */
+  void ranOn(Index index) {
+    lastIndex = index;
+  }
+
   /** The pattern's attribute when it is a constant, else null. */
   Attr constAttr() {
     return constAttr;

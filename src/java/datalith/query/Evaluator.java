@@ -153,6 +153,20 @@ final class Evaluator implements AutoCloseable {
       }
       long before = explain == null ? 0 : System.nanoTime();
       int mark = explain == null ? 0 : explain.size();
+      List<DbPattern> star = StarJoin.run(this, ctx, plan, i, scope, implied, SPARSE);
+      if (star != null) {
+        // one step for the patterns it answered, its last one's projection after it
+        i += star.size() - 1;
+        ctx.retain(plan.live(i), plan.later().get(i));
+        if (explain != null) {
+          for (DbPattern dp : star) {
+            explainStep(dp.pattern, new Outcome("star-join-eavt", dp, null), ctx, before, mark);
+            before = System.nanoTime();
+            mark = explain.size();
+          }
+        }
+        continue;
+      }
       Outcome out;
       Set<Variable> live = plan.live(i);
       if (implied != null && implied.contains(c)) {

@@ -34,6 +34,14 @@ public interface Cursor extends AutoCloseable {
     return 0;
   }
 
+  /**
+   * A hint that seeks of {@code keys[0 .. n)} follow: a store that reads pages in Java reads
+   * what they will read now, the keys' reads side by side so that they wait on memory together;
+   * others do nothing. Moves nothing: the cursor stays where it is.
+   */
+  default void warm(ByteBuffer[] keys, int n) {
+  }
+
   /** The current key: read-only, big-endian, position 0. */
   ByteBuffer key();
 

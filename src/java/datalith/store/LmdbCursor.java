@@ -130,6 +130,11 @@ final class LmdbCursor implements Cursor {
   }
 
   @Override
+  public void warm(ByteBuffer[] keys, int n) {
+    tree().warm(keys, n);
+  }
+
+  @Override
   public boolean seek(ByteBuffer probe) {
     LmdbTree t = tree();
     if (page != 0) {

@@ -54,6 +54,14 @@ final class LmdbTree {
   private final long[] path = new long[CURSOR_DEPTH];
   private final int[] index = new int[CURSOR_DEPTH];
   private final ByteBuffer view = ReadOnlyBufferProxy.newView(); // a key, to compare heap probes
+  // the descents of the last warm(), which seeks of the same probes take over: per probe, its
+  // bytes, its pages from the root and the children taken; entries warmNext .. warmCount - 1
+  // are not used yet
+  private byte[][] warmKeys = new byte[0][];
+  private long[][] warmPath = new long[0][];
+  private int[][] warmIndex = new int[0][];
+  private int warmCount;
+  private int warmNext;
 
   /** Opens the tree of {@code db} in snapshot {@code s}. */
   void open(LmdbSnapshot s, SubDb db) {
@@ -71,11 +79,13 @@ final class LmdbTree {
     this.db = db;
     this.root = root;
     this.depth = depth;
+    warmCount = 0;
   }
 
   /** Forgets the snapshot: the tree reads nothing until opened again. */
   void detach() {
     snap = null;
+    warmCount = 0;
   }
 
   /** The tree's levels, 0 when it is empty. */
@@ -114,7 +124,30 @@ final class LmdbTree {
    * {@link #lowerBound}.
    */
   int seek(ByteBuffer probe) {
+    for (int k = warmNext; k < warmCount; k++) {
+      if (sameBytes(probe, warmKeys[k])) {
+        // warm() made this very descent: its path, checked as it was read
+        warmNext = k + 1;
+        System.arraycopy(warmPath[k], 0, path, 0, depth);
+        System.arraycopy(warmIndex[k], 0, index, 0, depth - 1);
+        return keys(path[depth - 1], P_LEAF);
+      }
+    }
     return start(PROBE, probe);
+  }
+
+  private static boolean sameBytes(ByteBuffer probe, byte[] k) {
+    int n = probe.remaining();
+    if (n != k.length) {
+      return false;
+    }
+    int at = probe.position();
+    for (int i = 0; i < n; i++) {
+      if (probe.get(at + i) != k[i]) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private int start(int mode, ByteBuffer probe) {
@@ -136,6 +169,90 @@ final class LmdbTree {
       path[l + 1] = child(n, i);
     }
     return keys(path[leaf], P_LEAF);
+  }
+
+  /**
+   * Makes the descents of seeks of {@code probes[0 .. n)} (each probe's bytes from its position
+   * to its limit) now, side by side: one binary-search step of each probe in turn, level by
+   * level, so that the cache misses of the probes overlap where a seek's follow one another.
+   * A later {@link #seek} of one of those probes takes its descent over, and finds the leaf
+   * page's lines in the cache. It reads what the seeks would, checked as they check it, leaves
+   * the path as it was, and stops at the first damage (keeping no descent), which the seeks
+   * then meet and report.
+   */
+  void warm(ByteBuffer[] probes, int n) {
+    warmCount = 0;
+    warmNext = 0;
+    if (depth == 0 || n <= 0) {
+      return;
+    }
+    if (warmKeys.length < n) {
+      warmKeys = new byte[n][];
+      warmPath = new long[n][CURSOR_DEPTH];
+      warmIndex = new int[n][CURSOR_DEPTH];
+    }
+    long[] page = new long[n];
+    int[] lo = new int[n];
+    int[] hi = new int[n];
+    java.util.Arrays.fill(page, root);
+    try {
+      for (int l = 0; l < depth; l++) {
+        boolean leaf = l == depth - 1;
+        for (int k = 0; k < n; k++) {
+          warmPath[k][l] = page[k];
+          lo[k] = leaf ? -1 : 0; // as lowerBound and route start
+          hi[k] = keys(page[k], leaf ? P_LEAF : P_BRANCH);
+        }
+        for (boolean more = true; more; ) {
+          more = false;
+          for (int k = 0; k < n; k++) {
+            if (hi[k] - lo[k] > 1) {
+              more = true;
+              int mid = (lo[k] + hi[k]) >>> 1;
+              if (leaf ? warmLeafStep(page[k], mid, probes[k]) : warmBranchStep(page[k], mid,
+                  probes[k])) {
+                lo[k] = mid;
+              } else {
+                hi[k] = mid;
+              }
+            }
+          }
+        }
+        if (!leaf) {
+          for (int k = 0; k < n; k++) {
+            warmIndex[k][l] = lo[k];
+            page[k] = child(page[k], lo[k]);
+          }
+        }
+      }
+    } catch (RuntimeException damage) {
+      return; // the seeks meet it again and report it
+    }
+    for (int k = 0; k < n; k++) {
+      ByteBuffer b = probes[k];
+      byte[] bytes = new byte[b.remaining()];
+      b.get(b.position(), bytes);
+      warmKeys[k] = bytes;
+    }
+    warmCount = n;
+  }
+
+  /** Whether key {@code mid} of checked branch page {@code n} is at most the probe (route's step). */
+  private boolean warmBranchStep(long n, int mid, ByteBuffer probe) {
+    long p = address(n);
+    int node = branchNode(n, p, mid);
+    int size = LmdbLayout.keySize(p + node);
+    if (size == 0 || size > PAGE_SIZE - NODE_HEADER - node) {
+      throw corrupt(n, "A key (of node " + mid + ") lies outside its branch page");
+    }
+    return compare(probe, p + node + NODE_HEADER, size) >= 0;
+  }
+
+  /** Whether key {@code mid} of checked leaf page {@code n} is below the probe (lowerBound's step). */
+  private boolean warmLeafStep(long n, int mid, ByteBuffer probe) {
+    long p = address(n);
+    int node = checkedLeafNode(n, p, mid, mid + 1);
+    return compare(probe, p + offset(node) + NODE_HEADER, keySize(node)) > 0;
   }
 
   /**

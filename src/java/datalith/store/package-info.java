@@ -29,7 +29,9 @@
  * reads a page as it finds it, so a read transaction's pages are read in Java, by LMDB 0.9's
  * layout ({@link datalith.store.LmdbLayout}): a cursor's seeks, first and last keys descend the
  * tree from its root, its steps within a leaf page read that page, and its crossings to the next
- * or previous leaf follow the branch pages it descended; point gets descend the same way; the
+ * or previous leaf follow the branch pages it descended; a cursor warmed for a few seeks
+ * ({@code Cursor.warm}) descends for all of them at once, side by side so that their cache misses
+ * overlap, and each of those seeks takes its descent over; point gets descend the same way; the
  * sub-databases' roots are read from the main database's pages (see
  * {@link datalith.store.LmdbTree}, {@link datalith.store.LmdbSnapshot},
  * {@link datalith.store.LmdbCursor}). LMDB's code reads no page of a read transaction: it only
