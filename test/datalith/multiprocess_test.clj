@@ -206,3 +206,22 @@
             (is (= (:t (peek acks)) (.getLong (.get r SubDb/META t-key) 0))
                 "once it is closed, the map grows and reads see the other process's data"))))
       (finally (tu/delete-tree dir)))))
+
+(deftest opening-while-another-process-commits
+  ;; opening checks the data file's meta pages and size before LMDB maps it: a commit of
+  ;; another process between those reads is not damage
+  (let [dir (tu/temp-dir)
+        path (.getPath dir)]
+    (try
+      (let [writer (start dir "writer" "writer" path 1 1 4000)
+            opened (atom 0)]
+        (let [give-up (+ (System/currentTimeMillis) 30000)]
+          (while (and (not (.exists (File. dir "ready-1"))) (< (System/currentTimeMillis) give-up))
+            (Thread/sleep 5)))
+        (while (.isAlive ^Process (:process writer))
+          (with-open [conn (d/connect path)]
+            (is (<= 0 (d/basis-t (d/db conn))))
+            (swap! opened inc)))
+        (is (< 1 @opened) "opened again and again while the writer committed")
+        (is (< 20 (count (finish writer))) "the writer committed meanwhile"))
+      (finally (tu/delete-tree dir)))))

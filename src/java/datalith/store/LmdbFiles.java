@@ -1,5 +1,6 @@
 package datalith.store;
 
+import clojure.lang.ExceptionInfo;
 import clojure.lang.Keyword;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -10,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.zip.CRC32C;
 
 /**
  * Checks of an LMDB environment's two files, made before LMDB opens them. LMDB maps both files
@@ -40,6 +42,8 @@ final class LmdbFiles {
    */
   private static final int LOCK_HEADER = 1024;
   private static final long NO_ROOT = -1; // P_INVALID: a tree with no pages
+  /** How often {@link #checkData(Path, String)} reads a data file that changes as it reads. */
+  private static final int CHECK_ATTEMPTS = 50;
 
   private LmdbFiles() {}
 
@@ -55,49 +59,86 @@ final class LmdbFiles {
   static boolean checkData(Path dir, String where) {
     Path file = dir.resolve(DATA);
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-      long size = ch.size();
-      if (size == 0) {
-        throw corrupt(where, file, "The data file " + DATA + " is empty (0 bytes), so it holds no"
-            + " database: a copy cut short, or a database whose creation failed. LMDB would start"
-            + " a new empty one over it; move the file away to do that", size);
-      }
-      Meta m0 = Meta.read(ch, 0, where, file, size);
-      Meta m1 = Meta.read(ch, m0.pageSize, where, file, size);
-      if (m1.pageSize != m0.pageSize) {
-        throw corrupt(where, file, "The meta pages of " + DATA + " disagree on the page size ("
-            + m0.pageSize + " and " + m1.pageSize + ")", size);
-      }
-      Meta last = m1.txnid > m0.txnid ? m1 : m0; // LMDB's choice
-      Meta older = last == m1 ? m0 : m1;
-      // each commit writes the older meta page, so they are one transaction apart (both 0 in a
-      // database never committed to; LMDB's copies write them so too)
-      if (older.txnid != last.txnid - 1 && (older.txnid != 0 || last.txnid != 0)) {
-        throw corrupt(where, file, "The meta pages of " + DATA + " record transactions "
-            + m0.txnid + " and " + m1.txnid + ", not one apart as LMDB writes them: one of them"
-            + " is damaged, and the last commit cannot be told. Restore the whole file", size);
-      }
-      long pages = size / last.pageSize; // whole pages in the file
-      boolean missing = last.lastPage >= pages && (last.freeRoot == NO_ROOT
-          || !LmdbFreeList.coversTail(ch, last.pageSize, last.freeRoot, pages, last.lastPage));
-      if (last.lastPage < LmdbLayout.NUM_METAS - 1 || missing) {
-        throw corrupt(where, file, "The data file " + DATA + " is shorter than its last commit"
-            + " (transaction " + last.txnid + ", meta page " + last.number + ") says: it has "
-            + size + " bytes, and that commit ends with page " + last.lastPage + " of "
-            + last.pageSize + " bytes. A truncated copy? Restore the whole file", size);
-      }
-      for (long root : new long[] {last.freeRoot, last.mainRoot}) {
-        long end = Math.min(pages - 1, last.lastPage);
-        if (root != NO_ROOT && (root < LmdbLayout.NUM_METAS || root > end)) {
-          throw corrupt(where, file, "The last commit of " + DATA + " (transaction " + last.txnid
-              + ", meta page " + last.number + ") has a root page " + root + " outside pages "
-              + LmdbLayout.NUM_METAS + " to " + end, size);
+      // Another process may be committing while this reads: a finding counts only when the
+      // file's size and meta pages are the same when it is read again (a damaged file stays as
+      // it is; a live one moves on), or when it persists through every attempt.
+      long seen = -1;
+      for (int attempt = 1; ; attempt++) {
+        try {
+          checkData(ch, file, where);
+          return true;
+        } catch (ExceptionInfo e) {
+          long now = fingerprint(ch);
+          if (now == seen || attempt == CHECK_ATTEMPTS) {
+            throw e;
+          }
+          seen = now;
+          Thread.onSpinWait();
         }
       }
-      return true;
     } catch (NoSuchFileException e) {
       return false;
     } catch (IOException e) {
       throw Errors.error(Errors.IO, where, "Cannot read the data file " + DATA + ": " + e, e);
+    }
+  }
+
+  /**
+   * The data file's size and the bytes of the space its meta pages can occupy, hashed: what a
+   * commit of another process changes.
+   */
+  private static long fingerprint(FileChannel ch) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate(2 * MAX_PAGE_SIZE);
+    while (b.hasRemaining() && ch.read(b, b.position()) > 0) {
+      // reads both meta pages' room, or up to the end of the file
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(b.flip());
+    return crc.getValue() ^ (ch.size() << 32);
+  }
+
+  /** One reading of {@link #checkData(Path, String)}'s checks. */
+  private static void checkData(FileChannel ch, Path file, String where) throws IOException {
+    long size = ch.size();
+    if (size == 0) {
+      throw corrupt(where, file, "The data file " + DATA + " is empty (0 bytes), so it holds no"
+          + " database: a copy cut short, or a database whose creation failed. LMDB would start"
+          + " a new empty one over it; move the file away to do that", size);
+    }
+    Meta m0 = Meta.read(ch, 0, where, file, size);
+    Meta m1 = Meta.read(ch, m0.pageSize, where, file, size);
+    if (m1.pageSize != m0.pageSize) {
+      throw corrupt(where, file, "The meta pages of " + DATA + " disagree on the page size ("
+          + m0.pageSize + " and " + m1.pageSize + ")", size);
+    }
+    Meta last = m1.txnid > m0.txnid ? m1 : m0; // LMDB's choice
+    Meta older = last == m1 ? m0 : m1;
+    // each commit writes the older meta page, so they are one transaction apart (both 0 in a
+    // database never committed to; LMDB's copies write them so too)
+    if (older.txnid != last.txnid - 1 && (older.txnid != 0 || last.txnid != 0)) {
+      throw corrupt(where, file, "The meta pages of " + DATA + " record transactions "
+          + m0.txnid + " and " + m1.txnid + ", not one apart as LMDB writes them: one of them"
+          + " is damaged, and the last commit cannot be told. Restore the whole file", size);
+    }
+    // the size again, after the meta pages: a commit writes its pages before its meta, so a
+    // commit another process made since the first reading is within it
+    size = ch.size();
+    long pages = size / last.pageSize; // whole pages in the file
+    boolean missing = last.lastPage >= pages && (last.freeRoot == NO_ROOT
+        || !LmdbFreeList.coversTail(ch, last.pageSize, last.freeRoot, pages, last.lastPage));
+    if (last.lastPage < LmdbLayout.NUM_METAS - 1 || missing) {
+      throw corrupt(where, file, "The data file " + DATA + " is shorter than its last commit"
+          + " (transaction " + last.txnid + ", meta page " + last.number + ") says: it has "
+          + size + " bytes, and that commit ends with page " + last.lastPage + " of "
+          + last.pageSize + " bytes. A truncated copy? Restore the whole file", size);
+    }
+    for (long root : new long[] {last.freeRoot, last.mainRoot}) {
+      long end = Math.min(pages - 1, last.lastPage);
+      if (root != NO_ROOT && (root < LmdbLayout.NUM_METAS || root > end)) {
+        throw corrupt(where, file, "The last commit of " + DATA + " (transaction " + last.txnid
+            + ", meta page " + last.number + ") has a root page " + root + " outside pages "
+            + LmdbLayout.NUM_METAS + " to " + end, size);
+      }
     }
   }
 
