@@ -35,7 +35,7 @@ public final class PreparedQuery {
   public QueryResult run(Database db, Object... inputs) {
     try {
       Args.required(db, "db");
-      return new QueryResult(query, Engine.run(prepared, db.inputs(inputs)));
+      return new QueryResult(query, Engine.runPrepared(prepared, db.inputs(inputs)));
     } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
@@ -59,7 +59,8 @@ public final class PreparedQuery {
         Object v = e.getValue() instanceof Database d ? d.unwrap() : e.getValue();
         named.put(clojure.lang.Keyword.intern(e.getKey()), v);
       }
-      return new QueryResult(query, Engine.run(prepared, Engine.namedInputs(query, named)));
+      return new QueryResult(query,
+          Engine.runPrepared(prepared, Engine.namedInputs(query, named)));
     } catch (Exception ex) {
       throw DatalithException.of(ex);
     }

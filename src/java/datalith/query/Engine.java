@@ -142,7 +142,7 @@ public final class Engine {
    * the databases and the inputs is done again, the plan reused while the databases stay in the
    * size classes it was made for ({@link Prepared}).
    */
-  public static Object run(Prepared prepared, Object[] inputs) {
+  public static Object runPrepared(Prepared prepared, Object[] inputs) {
     Query q = prepared.query();
     return new Engine(q, prepared, 0, 0, false).run(inputs);
   }

@@ -14,7 +14,7 @@ import java.util.Set;
  * A parsed query with what every run of it shares, made once: the variables its find reads, that
  * the functions it names resolve, and the plan of its last run, reused while the databases it
  * reads stay in the same size classes and the rules form is the same one. A run then does only
- * what depends on the database and the inputs ({@link Engine#run(Prepared, Object[])}). Thread-safe:
+ * what depends on the database and the inputs ({@link Engine#runPrepared}). Thread-safe:
  * the plan is swapped whole, the function check is idempotent.
  */
 public final class Prepared {
