@@ -119,11 +119,12 @@ public final class Engine {
   /**
    * Runs {@code form} on {@code inputs} (one per {@code :in} element).
    *
-   * @param opts may hold {@code :timeout} (ms) and {@code :max-rows} (the most rows any relation
-   *     of the query, final or intermediate, may have); null for none
+   * @param opts may hold {@code :timeout} (ms), {@code :max-rows} (the most rows any relation
+   *     of the query, final or intermediate, may have), {@code :offset} and {@code :limit} (cut
+   *     the answer further, {@link Slices#withOptions}); null for none
    */
   public static Object q(Object form, Object[] inputs, IPersistentMap opts) {
-    Engine e = new Engine(parse(form), positiveOption(opts, K_TIMEOUT,
+    Engine e = new Engine(Slices.withOptions(parse(form), opts), positiveOption(opts, K_TIMEOUT,
         ":timeout is a positive number of milliseconds"), positiveOption(opts, K_MAX_ROWS,
         ":max-rows is a positive number of rows"), false);
     return e.run(inputs);
@@ -152,7 +153,7 @@ public final class Engine {
    * made as it is read (Datomic's {@code qseq}).
    */
   public static Object qseq(Object form, Object[] inputs, IPersistentMap opts) {
-    Engine e = new Engine(parse(form), positiveOption(opts, K_TIMEOUT,
+    Engine e = new Engine(Slices.withOptions(parse(form), opts), positiveOption(opts, K_TIMEOUT,
         ":timeout is a positive number of milliseconds"), positiveOption(opts, K_MAX_ROWS,
         ":max-rows is a positive number of rows"), false);
     e.lazy = true;

@@ -208,6 +208,18 @@ public final class Query {
     return h;
   }
 
+  /**
+   * This query with its slice replaced (a query map's {@code :offset} and {@code :limit} cut its
+   * answer further).
+   *
+   * @param slice the new slice
+   * @return the query with {@code slice}
+   */
+  public Query withSlice(Slice slice) {
+    return slice.equals(this.slice) ? this
+        : new Query(find, returnMap, with, in, where, timeout, slice, form, forms);
+  }
+
   /** The query in map form, EDN; parses back to an equal query. */
   @Override
   public String toString() {
