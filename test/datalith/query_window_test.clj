@@ -139,3 +139,12 @@
         (is (= [[1 1 1] [1 2.5 3.5] [1 3 6.5] [2 4 4]]
                (ranked '(sum ?x :over {:partition-by [?g] :order-by [?x]})
                        [[1 3] [2 4] [1 2.5] [1 1]])))))))
+
+(deftest windows-order-integers-of-any-width-by-value
+  (each-store [conn]
+    (let [db (sales! conn)]
+      (is (= [[1 -3 1] [1 2 2] [1 5 3] [1 7 4] [1 40 5]]
+             (d/q '[:find ?g ?x (rank :over {:partition-by [?g] :order-by [?x]})
+                    :in $ [[?g ?x]] :order-by ?g ?x]
+                  db [[(int 1) (int 40)] [1 5] [(short 1) (short 2)] [(byte 1) (byte 7)]
+                      [1 (int -3)]]))))))

@@ -4,16 +4,17 @@ import java.util.List;
 
 /**
  * An order of a relation's rows by some of their columns, each ascending or descending, in
- * {@link Compare}'s order, for sorting row indexes. A column whose every value is a
- * {@code Long} is read once into a {@code long[]} and compared as longs (what {@link Compare}
- * does for two longs), so that sorting many rows of ids and numbers neither unboxes nor
- * dispatches on types per comparison; other columns compare their values. Immutable once made.
+ * {@link Compare}'s order, for sorting row indexes. A column whose every value is an integer
+ * of at most 64 bits ({@code Long}, {@code Integer}, {@code Short}, {@code Byte}) is read once
+ * into a {@code long[]} and compared as longs (as {@link Compare} orders such numbers: by
+ * value), so that sorting many rows of ids and numbers neither unboxes nor dispatches on types
+ * per comparison; other columns compare their values. Immutable once made.
  */
 final class RowOrder {
   private final List<Object[]> rows;
   private final int[] cols;
   private final boolean[] desc;
-  /** Per key, the column as longs, or null when some value is not a Long. */
+  /** Per key, the column as longs, or null when some value is not such an integer. */
   private final long[][] longs;
 
   /**
@@ -31,11 +32,13 @@ final class RowOrder {
       int c = cols[k];
       int i = 0;
       for (Object[] row : rows) {
-        if (!(row[c] instanceof Long x)) {
+        Object v = row[c];
+        if (!(v instanceof Long || v instanceof Integer || v instanceof Short
+            || v instanceof Byte)) {
           column = null;
           break;
         }
-        column[i++] = x;
+        column[i++] = ((Number) v).longValue();
       }
       longs[k] = column;
     }

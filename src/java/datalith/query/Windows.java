@@ -16,8 +16,8 @@ import java.util.Set;
  * Each window sorts the rows' indexes once, by partition, then by its order's keys, then by the
  * row's values of those variables in turn (the :find element's, then the windows', then
  * {@code :with}'s; all in {@link Compare}'s order, so that partitions and peers are values the
- * order holds equal; columns of longs compared as longs, {@link RowOrder}), and walks them: one
- * sort per window, no per-row allocation but the result.
+ * order holds equal; columns of integers compared as longs, {@link RowOrder}), and walks them:
+ * one sort per window, no per-row allocation but the result.
  * Stateless.
  */
 final class Windows {
