@@ -388,7 +388,13 @@
        "| op | query |\n|---|---|\n"
        (str/join "\n" (for [{:keys [op what query inputs]} ops]
                         (str "| " op " | " what ": `" (pr-str query) "`"
-                             (when (seq inputs)
+                             (cond
+                               (empty? inputs) nil
+                               ;; the window ops' rows: a relation input, too long to print
+                               (and (vector? (first inputs)) (< 20 (count (first inputs))))
+                               (format " with its %,d rows as the relation input"
+                                       (count (first inputs)))
+                               :else
                                (str " with " (if (vector? (first inputs)) "rules " "inputs ") "`"
                                     (pr-str (if (vector? (first inputs)) (first inputs) inputs))
                                     "`"))

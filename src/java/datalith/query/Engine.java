@@ -298,18 +298,18 @@ public final class Engine {
   }
 
   /**
-   * The size classes of the database sources, in {@code :in} order, six bits each (a class is at
-   * most 32); -1 when there are more than ten.
+   * The size classes of the sources, in {@code :in} order, six bits each (a database's class is
+   * at most 32, a collection is 63); -1 when there are more than ten.
    */
   private long sizeKey() {
     long key = 0;
     int n = 0;
     for (InBinding b : query.in()) {
-      if (b instanceof SrcVar s && sources.get(s.name()) instanceof Db db) {
+      if (b instanceof SrcVar s) {
         if (++n > 10) {
           return -1;
         }
-        key = key << 6 | sizeClass(db);
+        key = key << 6 | (sources.get(s.name()) instanceof Db db ? sizeClass(db) : 63);
       }
     }
     return key;
