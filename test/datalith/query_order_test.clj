@@ -176,3 +176,45 @@
       (is (= [["Flo" 52]] (vec (.rows (.query db "{:find [?n ?a] :where [[?e :p/name ?n]
                                                     [?e :p/age ?a]] :order-by [[?a :desc]]
                                                     :limit 1}" (object-array 0)))))))))
+
+;; h-prep: a query map's :offset and :limit (Datomic's arg-map keys) cut the answer the query
+;; gives, after its own :offset and :limit
+
+(deftest query-map-offset-and-limit
+  (each-store [conn]
+    (d/transact! conn schema)
+    (d/transact! conn (for [i (range 10)] {:p/age i}))
+    (let [db (d/db conn)
+          ages '[:find ?a :where [_ :p/age ?a] :order-by ?a]
+          paged '[:find ?a :where [_ :p/age ?a] :order-by ?a :offset 1 :limit 5]
+          rows #(mapv first %)]
+      (testing "on an ordered query, through q and qseq"
+        (are [query opts expected] (= expected
+                                      (rows (d/q (merge {:query query :args [db]} opts)))
+                                      (rows (d/qseq (merge {:query query :args [db]} opts))))
+          ages {:limit 3} [0 1 2]
+          ages {:offset 2 :limit 3} [2 3 4]
+          ages {:offset 8} [8 9]
+          ages {:limit -1} (vec (range 10))
+          ages {:limit -1 :offset 9} [9]
+          ages {:limit 0} []
+          ages {:offset 20} []
+          paged {} [1 2 3 4 5]
+          paged {:offset 2 :limit 2} [3 4]
+          paged {:offset 4 :limit 10} [5]
+          paged {:limit 10} [1 2 3 4 5]
+          paged {:offset 7} []))
+      (testing "on an unordered relation: that many of its rows"
+        (let [four (d/q {:query '[:find ?a :where [_ :p/age ?a]] :args [db] :limit 4})]
+          (is (= 4 (count four)))
+          (is (every? #(<= 0 (first %) 9) four)))
+        (is (= 10 (count (d/q {:query '[:find ?a :where [_ :p/age ?a]] :args [db] :offset 0})))))
+      (testing "bad values are :query/invalid-option"
+        (are [opts] (= :query/invalid-option
+                       (:error (failure #(d/q (merge {:query ages :args [db]} opts)))))
+          {:limit -2}
+          {:limit "3"}
+          {:limit 1.5}
+          {:offset -1}
+          {:offset 2.0}
+          {:offset :two})))))

@@ -7,7 +7,7 @@
             [datalith.core :as d]
             [datalith.query-fixtures :refer [failure]]
             [datalith.test-util :refer [each-store]])
-  (:import (datalith.api Database PreparedQuery QueryResult)))
+  (:import (datalith.api Database Datalith PreparedQuery QueryResult)))
 
 (def schema
   [{:db/ident :p/email :db/valueType :db.type/string :db/unique :db.unique/identity}
@@ -81,3 +81,67 @@
       (d/transact! conn (for [i (range 1500)] {:plan/y i}))
       (is (= '[?e :plan/x 1] (first-clause (d/db conn)))
           "a size class up: planned again, :plan/x 1 first"))))
+
+;; h-prep: the Java API's PreparedQuery holds its plan (datalith.query.Prepared), reused while
+;; the rules form (the same object) and each database's size class stay
+
+(defn- java-run [^PreparedQuery pq db & inputs]
+  (.value ^QueryResult (.run pq (Database/of db) (object-array inputs))))
+
+(deftest java-prepared-query-across-size-classes
+  (each-store [conn]
+    (let [small (people! conn 10)
+          _ (d/transact! conn (for [i (range 10 2000)] {:p/email (str "p" i "@x") :p/age (mod i 7)}))
+          large (d/db conn)
+          pq (Datalith/prepare "[:find ?a . :in $ ?email :where [?e :p/email ?email] [?e :p/age ?a]]")
+          ages (Datalith/prepare "[:find (count ?e) . :in $ ?a :where [?e :p/age ?a] [?e :p/email _]]")]
+      (testing "the held plan of one size class is not the other's: each answer is the string query's"
+        (are [db email] (= (d/q '[:find ?a . :in $ ?email :where [?e :p/email ?email] [?e :p/age ?a]]
+                                db email)
+                           (java-run pq db email))
+          small "p3@x"
+          large "p3@x"
+          large "p1500@x"
+          small "p1500@x"
+          small "p4@x"
+          large "p1999@x"))
+      (are [db a n] (= n (java-run ages db a))
+        small 3 1
+        large 3 (count (filter #(= 3 (mod % 7)) (range 2000)))
+        small 0 2
+        large 6 (count (filter #(= 6 (mod % 7)) (range 2000)))))))
+
+(deftest java-prepared-query-plans-per-rules-form
+  ;; the plan depends on the rules: with `free` the call binds ?m itself and, costed below a
+  ;; scan of 6,000 emails, runs first; `needs-m` must have ?m bound, so the scan runs first. A
+  ;; plan held for one rules form is not used for another.
+  (each-store [conn]
+    (let [db (people! conn 6000)
+          q '[:find (count ?m) . :in $ % :where (r ?m ?a) [_ :p/email ?m] [(< ?a 2)]]
+          pq (Datalith/prepare (pr-str q))
+          free '[[(r ?m ?a) [?e :p/email ?m] [?e :p/age ?a]]]
+          needs-m '[[(r [?m] ?a) [?e :p/email ?m] [?e :p/age ?a]]]
+          expected (count (filter #(< (mod % 7) 2) (range 6000)))]
+      (is (= :rule (:method (first (:clauses (d/explain q db free)))))
+          "with `free`, the rule call runs first")
+      (are [rules] (= expected (java-run pq db rules))
+        free
+        needs-m
+        free
+        (vec needs-m)
+        needs-m))))
+
+(deftest java-prepared-query-resolves-functions-until-they-resolve
+  (each-store [conn]
+    (let [db (people! conn 5)
+          fname (symbol (str (ns-name *ns*)) "prepared-later-fn")
+          pq (Datalith/prepare (str "[:find ?e . :in $ ?email :where [?e :p/email ?email]"
+                                    " [(" fname " ?email)]]"))]
+      (ns-unmap *ns* 'prepared-later-fn)
+      (is (= "query/unknown-fn" (try (java-run pq db "p1@x") nil
+                                     (catch datalith.api.DatalithException e (.category e)))))
+      (intern *ns* 'prepared-later-fn (fn [email] (= email "p1@x")))
+      (try
+        (is (some? (java-run pq db "p1@x")))
+        (is (nil? (java-run pq db "p2@x")))
+        (finally (ns-unmap *ns* 'prepared-later-fn))))))

@@ -109,3 +109,42 @@
     '{:find [?a (row-number :over {:partition-by [?a]})] :in [[?a ...]] :offset 2})
   (is (not (s/valid? ::ds/query '[:find (median ?a :over {:order-by [?a]}) :in [?a ...]])))
   (is (not (s/valid? ::ds/query '[:find ?a :in [?a ...] :limit -1]))))
+
+;; h-prep: windows sort row indexes comparing columns of longs as longs, other columns (a value
+;; not a Long anywhere in them) in the query order of values
+
+(deftest windows-order-longs-and-mixed-columns-alike
+  (each-store [conn]
+    (let [db (sales! conn)
+          ranked (fn [window rows]
+                   (d/q (vec (concat '[:find ?g ?x] [window]
+                                     '[:in $ [[?g ?x]] :order-by ?g ?x]))
+                        db rows))]
+      (testing "longs at the ends of their range, descending and ascending"
+        (is (= [[1 Long/MIN_VALUE 3] [1 -1 2] [1 Long/MAX_VALUE 1] [2 0 1]]
+               (ranked '(rank :over {:partition-by [?g] :order-by [[?x :desc]]})
+                       [[1 Long/MIN_VALUE] [1 Long/MAX_VALUE] [1 -1] [2 0]])))
+        (is (= [[1 Long/MIN_VALUE 1] [1 -1 2] [1 Long/MAX_VALUE 3] [2 0 1]]
+               (ranked '(row-number :over {:partition-by [?g] :order-by [?x]})
+                       [[1 Long/MIN_VALUE] [1 Long/MAX_VALUE] [1 -1] [2 0]]))))
+      (testing "numbers of several types in one column order by value, as comparisons do"
+        (is (= [[1 1 1] [1 1.5 2] [1 2N 3] [1 5/2 4] [1 3 5]]
+               (ranked '(rank :over {:partition-by [?g] :order-by [?x]})
+                       [[1 3] [1 5/2] [1 1] [1 2N] [1 1.5]]))))
+      (testing "partitions of keywords and strings, a long order within each"
+        (is (= [[:a 1 1] [:a 9 2] ["a" 4 1] ["a" 5 2]]
+               (ranked '(row-number :over {:partition-by [?g] :order-by [?x]})
+                       [["a" 5] [:a 9] ["a" 4] [:a 1]]))))
+      (testing "running sums over a column of longs and doubles"
+        (is (= [[1 1 1] [1 2.5 3.5] [1 3 6.5] [2 4 4]]
+               (ranked '(sum ?x :over {:partition-by [?g] :order-by [?x]})
+                       [[1 3] [2 4] [1 2.5] [1 1]])))))))
+
+(deftest windows-order-integers-of-any-width-by-value
+  (each-store [conn]
+    (let [db (sales! conn)]
+      (is (= [[1 -3 1] [1 2 2] [1 5 3] [1 7 4] [1 40 5]]
+             (d/q '[:find ?g ?x (rank :over {:partition-by [?g] :order-by [?x]})
+                    :in $ [[?g ?x]] :order-by ?g ?x]
+                  db [[(int 1) (int 40)] [1 5] [(short 1) (short 2)] [(byte 1) (byte 7)]
+                      [1 (int -3)]]))))))

@@ -537,6 +537,9 @@
                answer and every intermediate one (a join, a scan, a rule's
                table); one larger throws :query/too-many-rows before it can
                exhaust memory
+    :offset    results to skip, and :limit the most to return (-1: all), as
+               Datomic's query map has them: they cut the answer the query
+               gives, after its own :offset and :limit
   A relation :find gives a set of tuples; with :with and no aggregate, a
   vector of them that keeps the repeats :with makes (Datomic's bag).
 
@@ -562,7 +565,8 @@
       (when-not (or (nil? args) (sequential? args) (instance? List args))
         (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
       (explaining ::specs/query (:query query) query-shape?
-        (Engine/q (:query query) (object-array args) (select-keys query [:timeout :max-rows]))))
+        (Engine/q (:query query) (object-array args)
+                  (select-keys query [:timeout :max-rows :limit :offset]))))
     (explaining ::specs/query query query-shape?
       (Engine/q query (object-array inputs) nil))))
 
@@ -896,7 +900,8 @@
     (let [args (:args query)]
       (when-not (or (nil? args) (sequential? args) (instance? List args))
         (throw (error :query/args "A query map's :args is a vector of inputs" {:args args})))
-      (Engine/qseq (:query query) (object-array args) (select-keys query [:timeout :max-rows])))
+      (Engine/qseq (:query query) (object-array args)
+                   (select-keys query [:timeout :max-rows :limit :offset])))
     (Engine/qseq query (object-array inputs) nil)))
 
 ;; ---------------------------------------------------------------- valid time (h-valid, #19)

@@ -31,6 +31,7 @@
   --reps N         timed repetitions per query (default 100)
   --warmup-ms N    untimed calls of each query per system first (default 1000)
   --max-ms N       a query stops after N ms of timed repetitions (at least 10; default 20000)
+  --ops REGEX      only the ops whose name REGEX finds (e.g. 'sort|rank|running'; default: all)
   --out DIR        output directory for synthetic.md and synthetic.csv (default bench/out)")
 
 (def ^:private defaults
@@ -59,7 +60,8 @@
    "--reps" #(assoc %1 :reps (parse-long %2))
    "--warmup-ms" #(assoc %1 :warmup-ms (parse-long %2))
    "--max-ms" #(assoc %1 :max-ms (parse-long %2))
-   "--out" #(assoc %1 :out %2)})
+   "--out" #(assoc %1 :out %2)
+   "--ops" #(assoc %1 :ops (re-pattern %2))})
 
 (defn- parse-args [argv] (harness/parse-args defaults setters usage argv))
 
@@ -386,7 +388,13 @@
        "| op | query |\n|---|---|\n"
        (str/join "\n" (for [{:keys [op what query inputs]} ops]
                         (str "| " op " | " what ": `" (pr-str query) "`"
-                             (when (seq inputs)
+                             (cond
+                               (empty? inputs) nil
+                               ;; the window ops' rows: a relation input, too long to print
+                               (and (vector? (first inputs)) (< 20 (count (first inputs))))
+                               (format " with its %,d rows as the relation input"
+                                       (count (first inputs)))
+                               :else
                                (str " with " (if (vector? (first inputs)) "rules " "inputs ") "`"
                                     (pr-str (if (vector? (first inputs)) (first inputs) inputs))
                                     "`"))
@@ -439,7 +447,8 @@
           _ (log "=== synthetic data (seed" seed ")")
           data (generate)
           datoms (datom-count data)
-          ops (operations data)
+          ops (cond->> (operations data)
+                (:ops opts) (filterv #(re-find (:ops opts) (:op %))))
           rows (run-all! opts data ops)
           md (report-md {:command (str/join " " (cons (launcher) argv))
                          :machine (harness/machine) :date (str (Instant/now))

@@ -1,11 +1,14 @@
 package datalith.api;
 
 import datalith.query.Engine;
+import datalith.query.Prepared;
 import datalith.query.parser.Query;
 
 /**
  * A query parsed once ({@link Datalith#prepare}), run on any database without
- * reading or parsing it again. Immutable; may be shared between threads.
+ * reading or parsing it again: it holds its plan, made on the first run and
+ * reused while the databases it runs on stay about the same size. May be shared
+ * between threads.
  *
  * <pre>{@code
  * PreparedQuery byEmail = Datalith.prepare("[:find ?e . :in $ ?email :where [?e :user/email ?email]]");
@@ -14,9 +17,11 @@ import datalith.query.parser.Query;
  */
 public final class PreparedQuery {
   private final Query query;
+  private final Prepared prepared;
 
   PreparedQuery(Query query) {
     this.query = query;
+    this.prepared = Prepared.of(query);
   }
 
   /**
@@ -30,7 +35,7 @@ public final class PreparedQuery {
   public QueryResult run(Database db, Object... inputs) {
     try {
       Args.required(db, "db");
-      return new QueryResult(query, Engine.run(query, db.inputs(inputs)));
+      return new QueryResult(query, Engine.runPrepared(prepared, db.inputs(inputs)));
     } catch (Exception ex) {
       throw DatalithException.of(ex);
     }
@@ -54,7 +59,8 @@ public final class PreparedQuery {
         Object v = e.getValue() instanceof Database d ? d.unwrap() : e.getValue();
         named.put(clojure.lang.Keyword.intern(e.getKey()), v);
       }
-      return new QueryResult(query, Engine.run(query, Engine.namedInputs(query, named)));
+      return new QueryResult(query,
+          Engine.runPrepared(prepared, Engine.namedInputs(query, named)));
     } catch (Exception ex) {
       throw DatalithException.of(ex);
     }

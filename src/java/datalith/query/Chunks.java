@@ -53,7 +53,8 @@ final class Chunks {
     this.first = first;
     this.plan = plan;
     int n = plan.clauses().size();
-    this.rest = new Plan(plan.clauses().subList(1, n), plan.later().subList(1, n), plan.wanted());
+    this.rest = new Plan(plan.clauses().subList(1, n), plan.later().subList(1, n), plan.wanted(),
+        plan.lives().subList(1, n));
     this.inputs = inputs;
     this.scope = scope;
     this.results = results;

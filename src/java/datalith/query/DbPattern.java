@@ -278,8 +278,16 @@ final class DbPattern {
    * scans and moved on to each next prefix; close it when the join is done.
    */
   static final class Reuse implements AutoCloseable {
+    /**
+     * A direct key builder per thread that no open Reuse holds: making direct memory costs more
+     * than the few lookups of a point query's join. A Reuse takes it (or makes one when a Reuse
+     * of the same thread holds it) and puts its own back when closed.
+     */
+    private static final ThreadLocal<KeyBuilder[]> SPARE =
+        ThreadLocal.withInitial(() -> new KeyBuilder[1]);
+
     private final java.util.EnumMap<Index, IndexScan> scans = new java.util.EnumMap<>(Index.class);
-    private final KeyBuilder kb = new KeyBuilder(true);
+    private final KeyBuilder kb;
     private Object[] known; // scan()'s arrays, made once for all the join's scans
     private Object[] out;
     /**
@@ -296,14 +304,20 @@ final class DbPattern {
 
     Reuse(boolean entityFirst) {
       this.entityFirst = entityFirst;
+      KeyBuilder[] spare = SPARE.get();
+      KeyBuilder k = spare[0];
+      spare[0] = null;
+      this.kb = k != null ? k : new KeyBuilder(true);
     }
 
+    /** Closes the scans and gives the key builder back to the thread; call once. */
     @Override
     public void close() {
       for (IndexScan scan : scans.values()) {
         scan.close();
       }
       scans.clear();
+      SPARE.get()[0] = kb;
     }
   }
 

@@ -57,9 +57,12 @@ public final class Engine {
   private static final Keyword K_MAX_ROWS = Keyword.intern("max-rows");
 
   private final Query query;
-  private final Map<String, Object> sources = new HashMap<>();
-  private final Map<Symbol, List<Rule>> rules = new HashMap<>();
-  private final Map<String, Object> pullPatterns = new HashMap<>();
+  /** The query's shared parts when it runs prepared (its plan held there), else null. */
+  private final Prepared prepared;
+  private final Map<String, Object> sources = new HashMap<>(4);
+  /** The rules by name and the pull patterns given as inputs; empty until an input gives one. */
+  private Map<Symbol, List<Rule>> rules = java.util.Collections.emptyMap();
+  private Map<String, Object> pullPatterns = java.util.Collections.emptyMap();
   private final Deadline deadline;
   private Object rulesForm;
   private final List<Object> explain;
@@ -68,7 +71,12 @@ public final class Engine {
   private boolean lazy; // qseq: the answer a lazy sequence
 
   private Engine(Query query, long timeoutMs, long maxRows, boolean explain) {
+    this(query, null, timeoutMs, maxRows, explain);
+  }
+
+  private Engine(Query query, Prepared prepared, long timeoutMs, long maxRows, boolean explain) {
     this.query = query;
+    this.prepared = prepared;
     this.deadline = Deadline.of(timeoutMs > 0 ? timeoutMs : query.timeout().orElse(0), maxRows);
     this.explain = explain ? new ArrayList<>() : null;
   }
@@ -111,11 +119,12 @@ public final class Engine {
   /**
    * Runs {@code form} on {@code inputs} (one per {@code :in} element).
    *
-   * @param opts may hold {@code :timeout} (ms) and {@code :max-rows} (the most rows any relation
-   *     of the query, final or intermediate, may have); null for none
+   * @param opts may hold {@code :timeout} (ms), {@code :max-rows} (the most rows any relation
+   *     of the query, final or intermediate, may have), {@code :offset} and {@code :limit} (cut
+   *     the answer further, {@link Slices#withOptions}); null for none
    */
   public static Object q(Object form, Object[] inputs, IPersistentMap opts) {
-    Engine e = new Engine(parse(form), positiveOption(opts, K_TIMEOUT,
+    Engine e = new Engine(Slices.withOptions(parse(form), opts), positiveOption(opts, K_TIMEOUT,
         ":timeout is a positive number of milliseconds"), positiveOption(opts, K_MAX_ROWS,
         ":max-rows is a positive number of rows"), false);
     return e.run(inputs);
@@ -130,11 +139,21 @@ public final class Engine {
   }
 
   /**
+   * Runs a prepared query on {@code inputs} (one per {@code :in} element): only what depends on
+   * the databases and the inputs is done again, the plan reused while the databases stay in the
+   * size classes it was made for ({@link Prepared}).
+   */
+  public static Object runPrepared(Prepared prepared, Object[] inputs) {
+    Query q = prepared.query();
+    return new Engine(q, prepared, 0, 0, false).run(inputs);
+  }
+
+  /**
    * Like {@link #q}, but a relation or collection answer is a lazy sequence whose pulls are
    * made as it is read (Datomic's {@code qseq}).
    */
   public static Object qseq(Object form, Object[] inputs, IPersistentMap opts) {
-    Engine e = new Engine(parse(form), positiveOption(opts, K_TIMEOUT,
+    Engine e = new Engine(Slices.withOptions(parse(form), opts), positiveOption(opts, K_TIMEOUT,
         ":timeout is a positive number of milliseconds"), positiveOption(opts, K_MAX_ROWS,
         ":max-rows is a positive number of rows"), false);
     e.lazy = true;
@@ -190,25 +209,24 @@ public final class Engine {
       Ctx ctx = new Ctx();
       bindInputs(ctx, inputs);
       evaluator = new Evaluator(sources, rules, deadline, explain, query::formOf);
-      resolveFunctions(query.where());
+      if (prepared == null || !prepared.functionsResolved()) {
+        resolveFunctions(query.where());
+        for (FindElement el : query.findElements()) {
+          if (el instanceof Aggregate a && !a.isBuiltin()) {
+            Functions.resolve(a.fn());
+          }
+        }
+        if (prepared != null) {
+          prepared.functionsResolved(true);
+        }
+      }
       for (List<Rule> bodies : rules.values()) {
         for (Rule body : bodies) {
           resolveFunctions(body.clauses());
         }
       }
-      for (FindElement el : query.findElements()) {
-        if (el instanceof Aggregate a && !a.isBuiltin()) {
-          Functions.resolve(a.fn());
-        }
-      }
       Scope scope = new Scope(sources);
-      // a plan fits the sizes it was made for: a source four times larger plans again
-      List<Object> planKey = java.util.Arrays.asList(query, rulesForm, sizeClasses());
-      Plan plan = PLANS.get(planKey);
-      if (plan == null) {
-        plan = evaluator.plan(query.where(), ctx.boundVars(), findVars(), scope);
-        PLANS.put(planKey, plan);
-      }
+      Plan plan = plan(ctx, scope);
       Results results = new Results(query, scope::source, pullPatterns, this::snapshot,
           deadline, lazy);
       List<Object[]> streamed = streamAggregate(ctx, plan.clauses(), scope, results);
@@ -221,7 +239,9 @@ public final class Engine {
         if (walked != null) {
           return results.shape(walked);
         }
-        Chunks chunks = Chunks.of(query, plan, ctx, scope, evaluator, results);
+        // chunks serve a lazy answer or a limit only
+        Chunks chunks = lazy || query.slice().limit().isPresent()
+            ? Chunks.of(query, plan, ctx, scope, evaluator, results) : null;
         if (chunks != null && results.streams()) {
           // qseq: each chunk read when the last is used up, through an evaluator (and
           // snapshots) of its own, closed at once, with the query's limits anew
@@ -252,23 +272,56 @@ public final class Engine {
     }
   }
 
-  /** The variables the find reads at the end: find elements, :with, aggregates' variable arguments. */
-  private Set<Variable> findVars() {
-    Set<Variable> out = new java.util.HashSet<>(query.with());
-    for (FindElement el : query.findElements()) {
-      out.add(el.var());
-      if (el instanceof datalith.query.parser.Window w) {
-        out.addAll(w.vars());
-      }
-      if (el instanceof Aggregate a) {
-        for (Term t : a.args()) {
-          if (t instanceof Variable v) {
-            out.add(v);
-          }
-        }
+  /**
+   * The plan of the query's clauses for this run. A plan fits the sizes it was made for: a
+   * source four times larger plans again. A prepared query holds its last plan; other runs (and
+   * a prepared one whose rules form or sizes changed) look in the cache by query and rules form.
+   */
+  private Plan plan(Ctx ctx, Scope scope) {
+    long sizeKey = prepared == null ? -1 : sizeKey();
+    if (sizeKey >= 0) {
+      Plan held = prepared.plan(rulesForm, sizeKey);
+      if (held != null) {
+        return held;
       }
     }
-    return out;
+    List<Object> planKey = java.util.Arrays.asList(query, rulesForm, sizeClasses());
+    Plan plan = PLANS.get(planKey);
+    if (plan == null) {
+      plan = evaluator.plan(query.where(), ctx.boundVars(), findVars(), scope);
+      PLANS.put(planKey, plan);
+    }
+    if (sizeKey >= 0) {
+      prepared.hold(rulesForm, sizeKey, plan);
+    }
+    return plan;
+  }
+
+  /**
+   * The size classes of the sources, in {@code :in} order, six bits each (a database's class is
+   * at most 32, a collection is 63); -1 when there are more than ten.
+   */
+  private long sizeKey() {
+    long key = 0;
+    int n = 0;
+    for (InBinding b : query.in()) {
+      if (b instanceof SrcVar s) {
+        if (++n > 10) {
+          return -1;
+        }
+        key = key << 6 | (sources.get(s.name()) instanceof Db db ? sizeClass(db) : 63);
+      }
+    }
+    return key;
+  }
+
+  private static long sizeClass(Db db) {
+    return (64 - Long.numberOfLeadingZeros(db.stats().total())) / 2;
+  }
+
+  /** The variables the find reads at the end ({@link Prepared#findVarsOf}). */
+  private Set<Variable> findVars() {
+    return prepared != null ? prepared.findVars() : Prepared.findVarsOf(query);
   }
 
   private Snapshot snapshot(Db db) {
@@ -286,7 +339,7 @@ public final class Engine {
     for (Map.Entry<String, Object> e : sources.entrySet()) {
       if (e.getValue() instanceof Db db) {
         out.add(e.getKey());
-        out.add((64 - Long.numberOfLeadingZeros(db.stats().total())) / 2);
+        out.add(sizeClass(db));
       }
     }
     return out;
@@ -336,18 +389,36 @@ public final class Engine {
         }
         rulesForm = x;
         query.validateRules(rs);
+        rules = new HashMap<>();
         for (Rule r : rs) {
           rules.computeIfAbsent(r.name(), k -> new ArrayList<>()).add(r);
         }
       } else if (b instanceof PatternName p) {
-        pullPatterns.put(p.toString(), x);
+        pullPattern(p.toString(), x);
       } else {
-        if (b instanceof BindScalar scalar) { // a pull pattern, for (pull ?e ?pattern)
-          pullPatterns.put(scalar.var().toString(), x);
+        if (b instanceof BindScalar scalar && pullsByName()) { // for (pull ?e ?pattern)
+          pullPattern(scalar.var().toString(), x);
         }
         ctx.add(Bindings.rel((Binding) b, x));
       }
     }
+  }
+
+  /** Whether a find element pulls with a pattern given as an input. */
+  private boolean pullsByName() {
+    for (FindElement el : query.findElements()) {
+      if (el instanceof Pull p && p.patternName() != null) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private void pullPattern(String name, Object pattern) {
+    if (pullPatterns.isEmpty()) {
+      pullPatterns = new HashMap<>();
+    }
+    pullPatterns.put(name, pattern);
   }
 
   // ---------------------------------------------------------------- results

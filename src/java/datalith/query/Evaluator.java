@@ -61,10 +61,14 @@ final class Evaluator implements AutoCloseable {
   /** The steps run so far, when explaining (else null). */
   private final List<Object> explain;
   private final Function<Object, Object> formOf;
-  private final Planner planner;
-  private final Rules rules;
-  private final IdentityHashMap<Db, Snapshot> snapshots = new IdentityHashMap<>();
-  private final Map<Pattern, Map<Db, DbPattern>> patterns = new IdentityHashMap<>();
+  private final Map<Symbol, List<Rule>> ruleDefs;
+  private final Map<String, Object> sources;
+  /** Made on first use: a run of a cached plan without rules needs neither. */
+  private Planner planner;
+  private Rules rules;
+  // a query reads a database or two and has a few patterns: small tables
+  private final IdentityHashMap<Db, Snapshot> snapshots = new IdentityHashMap<>(2);
+  private final Map<Pattern, Map<Db, DbPattern>> patterns = new IdentityHashMap<>(8);
 
   /**
    * An evaluator for one run of a query: {@code sources} by name, {@code ruleDefs} by name,
@@ -76,12 +80,22 @@ final class Evaluator implements AutoCloseable {
     this.deadline = deadline;
     this.explain = explain;
     this.formOf = formOf;
-    this.planner = new Planner(ruleDefs, formOf);
-    this.rules = new Rules(this, ruleDefs, sources);
+    this.ruleDefs = ruleDefs;
+    this.sources = sources;
   }
 
   Planner planner() {
+    if (planner == null) {
+      planner = new Planner(ruleDefs, formOf);
+    }
     return planner;
+  }
+
+  private Rules rules() {
+    if (rules == null) {
+      rules = new Rules(this, ruleDefs, sources);
+    }
+    return rules;
   }
 
   Deadline deadline() {
@@ -94,12 +108,12 @@ final class Evaluator implements AutoCloseable {
 
   /** The plan of {@code clauses} in {@code scope} (see {@link Planner#plan}). */
   Plan plan(List<Clause> clauses, Set<Variable> bound, Set<Variable> wanted, Scope scope) {
-    return planner.plan(clauses, bound, wanted, (p, siblings) -> unjoined(p, siblings, scope));
+    return planner().plan(clauses, bound, wanted, (p, siblings) -> unjoined(p, siblings, scope));
   }
 
   /** Like {@link #plan}, null when no order runs every clause. */
   Plan tryPlan(List<Clause> clauses, Set<Variable> bound, Set<Variable> wanted, Scope scope) {
-    return planner.tryPlan(clauses, bound, wanted, (p, siblings) -> unjoined(p, siblings, scope));
+    return planner().tryPlan(clauses, bound, wanted, (p, siblings) -> unjoined(p, siblings, scope));
   }
 
   private double unjoined(Pattern p, List<Clause> siblings, Scope scope) {
@@ -118,7 +132,7 @@ final class Evaluator implements AutoCloseable {
 
   /** {@code p} bound to {@code db}, made once per query. */
   DbPattern dbPattern(Pattern p, Db db) {
-    return patterns.computeIfAbsent(p, k -> new IdentityHashMap<>())
+    return patterns.computeIfAbsent(p, k -> new IdentityHashMap<>(2))
         .computeIfAbsent(db, d -> new DbPattern(p, d, snapshot(d)));
   }
 
@@ -225,7 +239,7 @@ final class Evaluator implements AutoCloseable {
       evalOr(ctx, o, scope);
       return Outcome.of("union");
     } else {
-      rules.evalRuleCall(ctx, (RuleCall) c, scope);
+      rules().evalRuleCall(ctx, (RuleCall) c, scope);
       return Outcome.of("rule");
     }
   }

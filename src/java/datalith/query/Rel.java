@@ -134,8 +134,15 @@ final class Rel {
       }
       return new Rel(outVars, out, true);
     }
-    Set<Object> seen = new HashSet<>(Math.max(16, rows.size() * 4 / 3 + 1));
     List<Object[]> out = new ArrayList<>(rows.size());
+    if (rows.size() <= 1) {
+      // one row is distinct (an input's scalar, a point query's answer): no set to build
+      for (Object[] row : rows) {
+        out.add(values(row, cols));
+      }
+      return new Rel(outVars, out, true);
+    }
+    Set<Object> seen = new HashSet<>(Math.max(16, rows.size() * 4 / 3 + 1));
     for (Object[] row : rows) {
       if (seen.add(Tuple.key(row, cols))) {
         out.add(values(row, cols));

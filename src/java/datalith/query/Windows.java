@@ -6,7 +6,6 @@ import datalith.query.parser.FindElement;
 import datalith.query.parser.Window;
 import datalith.query.parser.Variable;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -17,7 +16,8 @@ import java.util.Set;
  * Each window sorts the rows' indexes once, by partition, then by its order's keys, then by the
  * row's values of those variables in turn (the :find element's, then the windows', then
  * {@code :with}'s; all in {@link Compare}'s order, so that partitions and peers are values the
- * order holds equal), and walks them: one sort per window, no per-row allocation but the result.
+ * order holds equal; columns of integers compared as longs, {@link RowOrder}), and walks them:
+ * one sort per window, no per-row allocation but the result.
  * Stateless.
  */
 final class Windows {
@@ -86,19 +86,9 @@ final class Windows {
     for (int i = 0; i < desc.length; i++) {
       desc[i] = w.orderBy().get(i).desc();
     }
-    Integer[] idx = new Integer[n];
-    for (int i = 0; i < n; i++) {
-      idx[i] = i;
-    }
-    Arrays.sort(idx, (a, b) -> {
-      Object[] x = rows.get(a);
-      Object[] y = rows.get(b);
-      int c = compareAt(x, y, part, null);
-      if (c == 0) {
-        c = compareAt(x, y, order, desc);
-      }
-      return c != 0 ? c : compareAt(x, y, tieBreak, null);
-    });
+    RowOrder byPart = new RowOrder(rows, part, null);
+    RowOrder byOrder = new RowOrder(rows, order, desc);
+    int[] idx = RowOrder.sort(n, byPart, byOrder, new RowOrder(rows, tieBreak, null));
     Object[] out = new Object[n];
     int argCol = w.arg() == null ? -1 : rel.col(w.arg());
     String fn = w.fn().getName();
@@ -106,18 +96,18 @@ final class Windows {
     while (start < n) {
       deadline.tick(0);
       int end = start + 1;
-      while (end < n && compareAt(rows.get(idx[start]), rows.get(idx[end]), part, null) == 0) {
+      while (end < n && byPart.compare(idx[start], idx[end]) == 0) {
         end++;
       }
-      partition(fn, w, rows, idx, start, end, order, argCol, out);
+      partition(fn, w, rows, idx, start, end, byOrder, argCol, out);
       start = end;
     }
     return out;
   }
 
   /** Fills {@code out} for the rows {@code idx[start..end)}, one partition in window order. */
-  private static void partition(String fn, Window w, List<Object[]> rows, Integer[] idx,
-      int start, int end, int[] order, int argCol, Object[] out) {
+  private static void partition(String fn, Window w, List<Object[]> rows, int[] idx,
+      int start, int end, RowOrder order, int argCol, Object[] out) {
     if (fn.equals("lag") || fn.equals("lead")) {
       long shift = fn.equals("lag") ? -w.offset() : w.offset();
       for (int i = start; i < end; i++) {
@@ -133,8 +123,7 @@ final class Windows {
     while (g < end) {
       // the peers of the row at g: equal on the order's keys (all the partition without an order)
       int h = g + 1;
-      while (h < end && (order.length == 0
-          || compareAt(rows.get(idx[g]), rows.get(idx[h]), order, null) == 0)) {
+      while (h < end && order.compare(idx[g], idx[h]) == 0) {
         h++;
       }
       dense++;
@@ -180,16 +169,6 @@ final class Windows {
       default:
         return acc; // count counts apart
     }
-  }
-
-  private static int compareAt(Object[] x, Object[] y, int[] cols, boolean[] desc) {
-    for (int i = 0; i < cols.length; i++) {
-      int c = Compare.compare(x[cols[i]], y[cols[i]]);
-      if (c != 0) {
-        return desc != null && desc[i] ? -c : c;
-      }
-    }
-    return 0;
   }
 
   private static int[] cols(Rel rel, List<Variable> vs) {

@@ -18,13 +18,17 @@
  * order on a long or instant attribute by walking its AVET index in that order, chunk by chunk;
  * {@code Chunks} reads a first-step scan a chunk at a time (short reads resumed after the last
  * key), so a limit without an order stops early and {@code qseq} reads chunks as its sequence is
- * consumed; {@code Windows} computes window columns over the answer's rows; {@code Inputs} puts
- * inputs given by name in {@code :in} order.
+ * consumed; {@code Windows} computes window columns over the answer's rows, sorting row indexes
+ * by {@code RowOrder} (columns of integers compared as longs); {@code Inputs} puts
+ * inputs given by name in {@code :in} order. {@code Prepared} is a query made ready to run many
+ * times ({@code Engine.runPrepared}): it holds its find's variables and the plan of its last run,
+ * reused while the rules form and the databases' size classes stay.
  *
  * <p>Threading: {@code Engine.q} and {@code Engine.qseq} may be called from any thread (the
  * lazy sequence of qseq too: each row pulls through a read of its own, each chunk is read
  * through an evaluator and snapshots of its own); each call has its own
  * {@code Engine}, {@code Results}, {@code Evaluator}, {@code Planner}, {@code Rules} and {@code Deadline}, none of
- * them shared. Parsed queries and top-level plans are cached in concurrent maps, and are immutable.
+ * them shared. Parsed queries and top-level plans are cached in concurrent maps, and are immutable;
+ * a {@code Prepared} swaps its held plan whole (a volatile field).
  */
 package datalith.query;

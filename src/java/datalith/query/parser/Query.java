@@ -28,6 +28,7 @@ import java.util.Set;
  */
 public final class Query {
   private final FindSpec find;
+  private final List<FindElement> findElements;
   private final Optional<ReturnMap> returnMap;
   private final List<Variable> with;
   private final List<InBinding> in;
@@ -36,11 +37,14 @@ public final class Query {
   private final Slice slice;
   private final Object form;
   private final Map<Object, Object> forms; // identity: AST node -> source form; never mutated
+  /** The hash of the parts, computed once (0 until then): plans are cached by query. */
+  private int hash;
 
   Query(FindSpec find, Optional<ReturnMap> returnMap, List<Variable> with, List<InBinding> in,
       List<Clause> where, OptionalLong timeout, Slice slice, Object form,
       Map<Object, Object> forms) {
     this.find = find;
+    this.findElements = find.elements();
     this.returnMap = returnMap;
     this.with = List.copyOf(with);
     this.in = List.copyOf(in);
@@ -58,7 +62,7 @@ public final class Query {
 
   /** The find elements in order (shortcut for {@code find().elements()}). */
   public List<FindElement> findElements() {
-    return find.elements();
+    return findElements;
   }
 
   /** {@code :keys}/{@code :strs}/{@code :syms}, when given; its keys match the find elements. */
@@ -188,14 +192,32 @@ public final class Query {
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof Query q && find.equals(q.find) && returnMap.equals(q.returnMap)
+    return o == this || o instanceof Query q && hashCode() == q.hashCode() && find.equals(q.find) && returnMap.equals(q.returnMap)
         && with.equals(q.with) && in.equals(q.in) && where.equals(q.where)
         && timeout.equals(q.timeout) && slice.equals(q.slice);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(find, returnMap, with, in, where, timeout, slice);
+    int h = hash;
+    if (h == 0) {
+      // racing threads compute the same value
+      h = Objects.hash(find, returnMap, with, in, where, timeout, slice);
+      hash = h;
+    }
+    return h;
+  }
+
+  /**
+   * This query with its slice replaced (a query map's {@code :offset} and {@code :limit} cut its
+   * answer further).
+   *
+   * @param slice the new slice
+   * @return the query with {@code slice}
+   */
+  public Query withSlice(Slice slice) {
+    return slice.equals(this.slice) ? this
+        : new Query(find, returnMap, with, in, where, timeout, slice, form, forms);
   }
 
   /** The query in map form, EDN; parses back to an equal query. */
