@@ -712,22 +712,27 @@
   [_db datom]
   (or (not= "p" (namespace (:a datom))) (pos? (mod (:e datom) 3))))
 
+(defn- check-views
+  "Loads `data` through `conn`, then checks query spec `qspec` (made from `spec`)
+  with `check` (check-view or check-sliced-view) on the current database, as of an
+  earlier t and filtered. nil when all agree."
+  [check conn schema data spec qspec]
+  (let [{:keys [eids ts]} (load-data! conn schema data)
+        db (d/db conn)
+        t (pick ts (:as-of spec))
+        history (map (fn [dm] [(:e dm) (:a dm) (:v dm) (:tx dm) (:added dm)])
+                     (d/datoms (d/history db) :eavt))]
+    (or (check :current db (nq/db (d/datoms db :eavt)) eids qspec)
+        (check [:as-of t] (d/as-of db t) (nq/db (nq/as-of-datoms history (d/t->tx t))) eids qspec)
+        (check :filtered (d/filter db filter-pred)
+               (nq/db (filter #(filter-pred db %) (d/datoms db :eavt))) eids qspec))))
+
 (defn run-case
   "Loads `data` into a fresh `store`, then checks `spec` on the current
   database, as of an earlier t and filtered. nil when all agree."
   [store schema data spec]
   (tu/with-conn [conn store {:schema (engine-schema schema) :sync false}]
-    (let [{:keys [eids ts]} (load-data! conn schema data)
-          db (d/db conn)
-          t (pick ts (:as-of spec))
-          history (map (fn [dm] [(:e dm) (:a dm) (:v dm) (:tx dm) (:added dm)])
-                       (d/datoms (d/history db) :eavt))
-          qspec (interpret-query schema spec)]
-      (or (check-view :current db (nq/db (d/datoms db :eavt)) eids qspec)
-          (check-view [:as-of t] (d/as-of db t) (nq/db (nq/as-of-datoms history (d/t->tx t))) eids
-                      qspec)
-          (check-view :filtered (d/filter db filter-pred) (nq/db (filter #(filter-pred db %) (d/datoms db :eavt)))
-                      eids qspec)))))
+    (check-views check-view conn schema data spec (interpret-query schema spec))))
 
 (defn- outcome [failure]
   (reify results/Result
@@ -827,18 +832,8 @@
   (let [qspec (cond-> (interpret-query schema spec) extend (update :query extend))]
     (when (sliceable? (:query qspec))
       (tu/with-conn [conn store {:schema (engine-schema schema) :sync false}]
-        (let [{:keys [eids ts]} (load-data! conn schema data)
-              db (d/db conn)
-              t (pick ts (:as-of spec))
-              history (map (fn [dm] [(:e dm) (:a dm) (:v dm) (:tx dm) (:added dm)])
-                           (d/datoms (d/history db) :eavt))
-              qspec (update qspec :query sliced-query slice)]
-          (or (check-sliced-view :current db (nq/db (d/datoms db :eavt)) eids qspec)
-              (check-sliced-view [:as-of t] (d/as-of db t)
-                                 (nq/db (nq/as-of-datoms history (d/t->tx t))) eids qspec)
-              (check-sliced-view :filtered (d/filter db filter-pred)
-                                 (nq/db (filter #(filter-pred db %) (d/datoms db :eavt)))
-                                 eids qspec)))))))
+        (check-views check-sliced-view conn schema data spec
+                     (update qspec :query sliced-query slice))))))
 
 (defspec sliced-queries-agree-with-the-naive-evaluator trials
   (prop/for-all [schema gen-schema
