@@ -56,7 +56,7 @@ public final class Snapshot implements AutoCloseable {
     if (ov != null) {
       c = new OverlayCursor(c, ov);
     }
-    TreeMap<ByteBuffer, long[]> vk = valid == null ? null : valid.keys().get(db);
+    ValidKeys vk = valid == null ? null : valid.keys().get(db);
     return vk == null ? c : new ValidCursor(c, vk, at);
   }
 

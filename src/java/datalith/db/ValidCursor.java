@@ -2,28 +2,25 @@ package datalith.db;
 
 import datalith.store.Cursor;
 import java.nio.ByteBuffer;
-import java.util.Map;
-import java.util.TreeMap;
 
 /**
- * A cursor over another with the keys of a value's valid-time lines ({@link ValidTime.Lines})
- * laid on top: a key shows when one of its intervals holds the view's instant. The keys are
- * shared by every valid-at view of the value, so a view costs nothing to make and a scan meets
- * only the keys in its range. A base key equal to a shown one is stepped over (the scan hides
- * the tracked pairs' stored datoms anyway, see {@link IndexScan}).
+ * A cursor over another with the keys of a value's valid-time lines ({@link ValidKeys}) laid on
+ * top: a key shows when one of its intervals holds the view's instant. The keys are shared by
+ * every valid-at view of the value, so a view costs nothing to make and a scan meets only the
+ * keys in its range. A base key equal to a shown one is stepped over (the scan hides the
+ * tracked pairs' stored datoms anyway, see {@link IndexScan}).
  */
 final class ValidCursor implements Cursor {
   private final Cursor base;
-  /** Key -> intervals {@code [from0, to0, from1, to1, ...]} (ms, to exclusive). */
-  private final TreeMap<ByteBuffer, long[]> keys;
+  private final ValidKeys keys;
   private final long at;
   private boolean baseValid;
-  private Map.Entry<ByteBuffer, long[]> entry; // a key shown at the instant, or null
+  private int pos = -1; // a key shown at the instant, or -1
   private boolean onValid;
   private boolean valid;
   private boolean forward = true; // direction of the last move
 
-  ValidCursor(Cursor base, TreeMap<ByteBuffer, long[]> keys, long at) {
+  ValidCursor(Cursor base, ValidKeys keys, long at) {
     this.base = base;
     this.keys = keys;
     this.at = at;
@@ -39,33 +36,27 @@ final class ValidCursor implements Cursor {
     return onValid || base instanceof OverlayCursor oc && oc.fromOverlay();
   }
 
-  private boolean shown(long[] intervals) {
-    for (int i = 0; i < intervals.length; i += 2) {
-      if (intervals[i] <= at && at < intervals[i + 1]) {
-        return true;
-      }
+  /** The first position from {@code i} up whose key is shown, or -1. */
+  private int shownUp(int i) {
+    int n = keys.size();
+    while (i < n && !keys.shown(i, at)) {
+      i++;
     }
-    return false;
+    return i < n ? i : -1;
   }
 
-  private Map.Entry<ByteBuffer, long[]> shownUp(Map.Entry<ByteBuffer, long[]> e) {
-    while (e != null && !shown(e.getValue())) {
-      e = keys.higherEntry(e.getKey());
+  /** The first position from {@code i} down whose key is shown, or -1. */
+  private int shownDown(int i) {
+    while (i >= 0 && !keys.shown(i, at)) {
+      i--;
     }
-    return e;
-  }
-
-  private Map.Entry<ByteBuffer, long[]> shownDown(Map.Entry<ByteBuffer, long[]> e) {
-    while (e != null && !shown(e.getValue())) {
-      e = keys.lowerEntry(e.getKey());
-    }
-    return e;
+    return i;
   }
 
   private boolean choose(boolean forward) {
-    onValid = entry != null;
-    while (baseValid && entry != null) {
-      int c = Overlay.compare(entry.getKey(), base.key());
+    onValid = pos >= 0;
+    while (baseValid && pos >= 0) {
+      int c = ValidKeys.compare(keys.keys[pos], base.key());
       if (c == 0) {
         baseValid = forward ? base.next() : base.prev();
         continue;
@@ -73,7 +64,7 @@ final class ValidCursor implements Cursor {
       onValid = forward ? c < 0 : c > 0;
       break;
     }
-    valid = baseValid || entry != null;
+    valid = baseValid || pos >= 0;
     this.forward = forward;
     return valid;
   }
@@ -81,21 +72,21 @@ final class ValidCursor implements Cursor {
   @Override
   public boolean seek(ByteBuffer key) {
     baseValid = base.seek(key);
-    entry = shownUp(keys.ceilingEntry(key));
+    pos = shownUp(keys.ceiling(key));
     return choose(true);
   }
 
   @Override
   public boolean first() {
     baseValid = base.first();
-    entry = shownUp(keys.firstEntry());
+    pos = shownUp(0);
     return choose(true);
   }
 
   @Override
   public boolean last() {
     baseValid = base.last();
-    entry = shownDown(keys.lastEntry());
+    pos = shownDown(keys.size() - 1);
     return choose(false);
   }
 
@@ -110,7 +101,7 @@ final class ValidCursor implements Cursor {
       return valid && Overlay.compare(key(), at) == 0 ? next() : valid;
     }
     if (onValid) {
-      entry = shownUp(keys.higherEntry(entry.getKey()));
+      pos = shownUp(pos + 1);
     } else {
       baseValid = base.next();
     }
@@ -125,11 +116,11 @@ final class ValidCursor implements Cursor {
     if (forward) {
       ByteBuffer at = copyKey(key());
       baseValid = base.seek(at) ? base.prev() : base.last();
-      entry = shownDown(keys.lowerEntry(at));
+      pos = shownDown(keys.ceiling(at) - 1);
       return choose(false);
     }
     if (onValid) {
-      entry = shownDown(keys.lowerEntry(entry.getKey()));
+      pos = shownDown(pos - 1);
     } else {
       baseValid = base.prev();
     }
@@ -144,7 +135,7 @@ final class ValidCursor implements Cursor {
 
   @Override
   public ByteBuffer key() {
-    return onValid ? entry.getKey().duplicate() : base.key();
+    return onValid ? keys.views[pos].duplicate() : base.key();
   }
 
   @Override

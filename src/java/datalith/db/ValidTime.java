@@ -71,7 +71,7 @@ public final class ValidTime {
    * view's scans hide. A view's scans merge the keys in their range that hold at its instant
    * ({@link ValidCursor}).
    */
-  record Lines(LongMap<long[]> hidden, Map<SubDb, TreeMap<ByteBuffer, long[]>> keys,
+  record Lines(LongMap<long[]> hidden, Map<SubDb, ValidKeys> keys,
       TreeMap<ByteBuffer, ByteBuffer> blobs) {
     boolean isEmpty() {
       return hidden.size() == 0;
@@ -104,7 +104,9 @@ public final class ValidTime {
         hidden.put(e, more);
       }
     }
-    return new Lines(hidden, keys, blobs);
+    Map<SubDb, ValidKeys> sorted = new EnumMap<>(SubDb.class);
+    keys.forEach((db, m) -> sorted.put(db, new ValidKeys(m)));
+    return new Lines(hidden, sorted, blobs);
   }
 
   /** {@code base} (no valid-at view itself) as the values valid at {@code inst} show it. */
