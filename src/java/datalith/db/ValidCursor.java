@@ -56,7 +56,7 @@ final class ValidCursor implements Cursor {
   private boolean choose(boolean forward) {
     onValid = pos >= 0;
     while (baseValid && pos >= 0) {
-      int c = ValidKeys.compare(keys.keys[pos], base.key());
+      int c = keys.compareTo(pos, base.key());
       if (c == 0) {
         baseValid = forward ? base.next() : base.prev();
         continue;
