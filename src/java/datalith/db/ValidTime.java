@@ -38,18 +38,19 @@ import java.util.TreeMap;
  * that replaces it, which is none.
  *
  * <p>{@link #view} is the as-of view at that last transaction, whose scans hide every datom of
- * the tracked pairs, with an {@link Overlay} that adds the values valid at the instant, each
- * under the transaction that asserted it. Those added keys carry {@link #MARK} as their value:
- * {@link IndexScan} shows them whatever their transaction, and only they escape the view's
- * as-of point and the hiding. The pairs' lines are replayed once per database value
- * ({@link Db#validLines}); a view costs a walk of them. A value without valid-at reads no
- * event and no overlay.
+ * the tracked pairs, and whose cursors ({@link ValidCursor}) merge in the keys of the values
+ * valid at the instant, each under the transaction that asserted it: {@link IndexScan} shows
+ * those keys whatever their transaction, and only they escape the view's as-of point and the
+ * hiding. The pairs' lines are replayed once per point ({@link Db#validLines}, shared through
+ * the connection's {@link ValidCache}) into sorted keys with the intervals they hold over
+ * ({@link ValidKeys}); a view costs nothing more, and a scan meets only the keys in its range.
+ * A value without valid-at reads no event.
  */
 public final class ValidTime {
   /** The entity id of {@code :db.valid/event}: fixed, below the user ids, installed on first use. */
   public static final long EVENT = 13;
   public static final Keyword K_EVENT = Keyword.intern("db.valid", "event");
-  /** The value of an overlay key this view adds. */
+  /** The value of a key of a view's lines (what {@link ValidCursor#val} gives). */
   static final ByteBuffer MARK = ByteBuffer.wrap(new byte[] {1}).asReadOnlyBuffer();
   private static final long OPEN = Long.MAX_VALUE;
 
