@@ -97,3 +97,48 @@
 (defspec valid-at-matches-the-naive-model trials
   (prop/for-all [history gen-history]
     (every? #(check % history) tu/checked-stores)))
+
+;; Valid-at views of values that share their lines (#19, h-valid2): the value a
+;; transaction made (basis t) and the as-of view of the latest value at that t
+;; replay the same lines once per connection and point, and must agree with the
+;; model; a query on the view (its own scans of each attribute) and a backward
+;; read of its AEVT index must too.
+
+(defn- check-shared [store history]
+  (tu/with-conn [conn store {:schema schema}]
+    (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
+                                     {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
+          eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
+          [model values] (reduce (fn [[model values instant] tx]
+                                   (let [instant (+ instant (* day (:step tx)))
+                                         r (d/transact! conn (tx-data eids tx instant))
+                                         after (:db-after r)]
+                                     [(conj model {:t (d/basis-t after) :instant instant
+                                                   :ops (mapv (partial model-op eids) (:ops tx))})
+                                      (conj values after)
+                                      instant]))
+                                 [[] [] (ms 0)] history)
+          db (d/db conn)
+          points (map ms (range -5 150 11))]
+      (every? true?
+              (for [value values
+                    :let [t (d/basis-t value)]
+                    at points
+                    :let [inst (java.util.Date. (long at))
+                          expected (naive/valid-facts card model t at)
+                          q (fn [v] (set (map (fn [[e a x]] [e a x])
+                                              (d/q '[:find ?e ?a ?v :in $ [?a ...]
+                                                     :where [?e ?a ?v]]
+                                                   v attrs))))]]
+                (and (= expected (engine-eavt (d/valid-at value inst) eids))
+                     (= expected (engine-facts (d/valid-at (d/as-of db t) inst) :aevt))
+                     (= expected (engine-facts (d/valid-at (d/as-of db t) inst) :avet))
+                     (= expected (q (d/valid-at value inst)))
+                     ;; backwards: the chunks' bounds come from the view's cursors moving back
+                     (= expected (set (for [dt (d/rseek-datoms (d/valid-at value inst) :aevt)
+                                            :when ((set attrs) (:a dt))]
+                                        [(:e dt) (:a dt) (:v dt)])))))))))
+
+(defspec valid-at-views-of-one-point-agree trials
+  (prop/for-all [history gen-history]
+    (every? #(check-shared % history) tu/checked-stores)))

@@ -31,7 +31,8 @@
 
   (prepare! [_ {:keys [as-of-t since-t]}]
     (let [db (d/db (:conn @state))]
-      (swap! state assoc :db db :as-of (d/as-of db as-of-t) :since (d/since db since-t))))
+      (swap! state assoc :db db :as-of (d/as-of db as-of-t) :since (d/since db since-t)
+             :valid-instant (java.util.Date.))))
 
   (session [_] nil)
   (end-session [_ _])
@@ -48,6 +49,7 @@
         :pull-nested (d/pull db queries/pull-nested (eid ids arg))
         :in-bindings (d/q queries/in-bindings db arg)
         :as-of-q2 (d/q queries/q2 (:as-of @state) arg)
+        :valid-at-q2 (d/q queries/q2 (d/valid-at db (:valid-instant @state)) arg)
         :since (d/q queries/since (:since @state))
         :top20-open-recent (d/q queries/top20-open-recent db))))
 

@@ -228,6 +228,16 @@
           (do (settled! 5000 (str sname " " (name op)))
               (row! s (name op)
                     (harness/measure #(system/run-op s nil op %) (args op) opts)))))
+      ;; valid-at-q2 (#19): Q2 on a valid-at view made in the call; datalith only
+      (doseq [s systems :when (datalith/bulk? s)
+              :let [sname (system/system-name s)]]
+        (if-let [problem (check s (@revs sname) expect :valid-at-q2 (args :valid-at-q2))]
+          (do (log "  MISMATCH" problem)
+              (swap! mismatches conj problem))
+          (do (settled! 5000 (str sname " valid-at-q2"))
+              (row! s "valid-at-q2"
+                    (harness/measure #(system/run-op s nil :valid-at-q2 %) (args :valid-at-q2)
+                                     opts)))))
       (doseq [kind [:point :mix]
               threads (:threads opts)
               s systems]

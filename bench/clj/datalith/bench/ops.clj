@@ -51,6 +51,7 @@
      :pull-nested (issues 100)
      :in-bindings (vec (repeatedly 4 distinct-emails))
      :as-of-q2 (emails 20)
+     :valid-at-q2 (emails 20)
      :since [nil]
      :top20-open-recent [nil]}))
 
@@ -105,6 +106,7 @@
                                          :user/name (:name (users assignee))}})
         :in-bindings (users-of arg)
         :as-of-q2 (q2 arg as-of-issues (fn [i] (:state (issues i))))
+        :valid-at-q2 (q2 arg (count issues) states) ; no valid-time events: the plain answer
         :since (set (for [i changed] [(w/issue-tempid i) (states i)]))
         :top20-open-recent (->> (range (count issues))
                                 (filter #(= :state/open (states %)))

@@ -26,7 +26,7 @@
   "Report order of the operations."
   [op]
   (let [fixed ["load" "q1-point" "q1-param" "q2-ref" "q3-aggregate" "q4-predicate" "pull-star"
-               "pull-nested" "in-bindings" "as-of-q2" "since" "top20-open-recent" "tx-single"
+               "pull-nested" "in-bindings" "as-of-q2" "valid-at-q2" "since" "top20-open-recent" "tx-single"
                "tx-single-nosync" "import" "export"]
         i (order-of fixed op)]
     (if (< i 1000)

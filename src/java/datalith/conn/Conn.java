@@ -5,6 +5,7 @@ import datalith.db.Errors;
 import datalith.db.Latest;
 import datalith.db.Snapshot;
 import datalith.db.Source;
+import datalith.db.ValidCache;
 import datalith.store.Store;
 import datalith.store.WriteTxn;
 import datalith.tx.Transactor;
@@ -51,6 +52,7 @@ public final class Conn implements Source, AutoCloseable {
   private final TxQueue queue = new TxQueue();
   private ExecutorService async; // leads groups no caller waits for; made on first use
   private final boolean strict;
+  private final ValidCache validCache = new ValidCache();
 
   private Conn(Store store, boolean strict) {
     this.store = store;
@@ -370,6 +372,12 @@ public final class Conn implements Source, AutoCloseable {
   @Override
   public boolean strict() {
     return strict;
+  }
+
+  /** The valid-time lines this connection's values replayed last, shared by values at one point. */
+  @Override
+  public ValidCache validCache() {
+    return validCache;
   }
 
   /**

@@ -44,6 +44,8 @@ public final class Db {
   final Db validBase;
   /** The tracked pairs a valid-at view's scans hide ({@code e -> aids}), or null. */
   final LongMap<long[]> validHidden;
+  /** The lines whose keys a valid-at view's scans show at its instant, or null. */
+  final ValidTime.Lines validShown;
   /** This value's replayed valid-time lines, made on first use (a memo of immutable data). */
   private volatile ValidTime.Lines validLines;
 
@@ -60,10 +62,11 @@ public final class Db {
 
   private Db(Source source, Schema schema, long basisT, long storeT, long asOfT, long sinceT,
       boolean history, Overlay overlay, long nextEid, Stats stats, Filter filter, Date validAt,
-      Db validBase, LongMap<long[]> validHidden) {
+      Db validBase, ValidTime.Lines validShown) {
     this.validAt = validAt;
     this.validBase = validBase;
-    this.validHidden = validHidden;
+    this.validShown = validShown;
+    this.validHidden = validShown == null ? null : validShown.hidden();
     this.source = source;
     this.schema = schema;
     this.basisT = basisT;
@@ -212,19 +215,32 @@ public final class Db {
   }
 
   /**
-   * The valid-at view of this value at {@code tv} (its as-of point) with overlay {@code ov},
-   * hiding the pairs {@code hidden} (null: none).
+   * The valid-at view of this value at {@code tv} (its as-of point) at instant {@code inst},
+   * its scans hiding the pairs of {@code lines} and showing their keys that hold at {@code inst}
+   * (null: no tracked pair).
    */
-  Db validView(long tv, Overlay ov, Date inst, LongMap<long[]> hidden) {
-    return new Db(source, schema, basisT, storeT, Math.min(asOfT, tv), sinceT, history, ov,
-        nextEid, stats, filter, inst, this, hidden);
+  Db validView(long tv, Date inst, ValidTime.Lines lines) {
+    return new Db(source, schema, basisT, storeT, Math.min(asOfT, tv), sinceT, history, overlay,
+        nextEid, stats, filter, inst, this, lines);
   }
 
-  /** This value's valid-time lines ({@link ValidTime#lines}), replayed on the first call. */
+  /**
+   * This value's valid-time lines ({@link ValidTime#lines}), replayed on the first call, or
+   * taken from its source's {@link ValidCache} when another value with the same store state and
+   * as-of point (no overlay, no filter, same schema) replayed them already.
+   */
   ValidTime.Lines validLines() {
     ValidTime.Lines l = validLines;
     if (l == null) {
-      l = ValidTime.lines(this);
+      ValidCache cache = overlay == null && filter == null ? source.validCache() : null;
+      long point = Math.min(basisT, asOfT);
+      l = cache == null ? null : cache.get(point, schema);
+      if (l == null) {
+        l = ValidTime.lines(this);
+        if (cache != null) {
+          cache.put(point, schema, l);
+        }
+      }
       validLines = l;
     }
     return l;
@@ -291,7 +307,8 @@ public final class Db {
 
   /** Opens a short read; close it before returning to the caller. */
   public Snapshot snapshot() {
-    return new Snapshot(source.store().beginRead(), overlay);
+    return new Snapshot(source.store().beginRead(), overlay, validShown,
+        validAt == null ? 0 : validAt.getTime());
   }
 
   /**

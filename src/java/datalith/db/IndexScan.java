@@ -470,7 +470,7 @@ public final class IndexScan {
       long at = Db.txToT(atx);
       long rt = takeCur ? NONE : Db.txToT(rtx);
       boolean visible = true;
-      if (storeFilter && !(src instanceof OverlayCursor oc && oc.fromOverlay())) {
+      if (storeFilter && !Snapshot.inMemory(src)) {
         if (at > db.storeT) {
           visible = false;
         } else if (rt != NONE && rt > db.storeT) {

@@ -15,6 +15,9 @@ import java.util.TreeMap;
 public final class Snapshot implements AutoCloseable {
   final ReadTxn rt;
   final Overlay overlay;
+  /** The valid-time lines a valid-at view lays on top (null: none), shown at instant {@link #at}. */
+  private final ValidTime.Lines valid;
+  private final long at;
   /** The basis t the store had committed when this read began. */
   final long storeLatestT;
 
@@ -23,8 +26,15 @@ public final class Snapshot implements AutoCloseable {
    * cannot be read (a damaged store).
    */
   Snapshot(ReadTxn rt, Overlay overlay) {
+    this(rt, overlay, null, 0);
+  }
+
+  /** A snapshot whose cursors also show the keys of {@code valid}'s lines at instant {@code at}. */
+  Snapshot(ReadTxn rt, Overlay overlay, ValidTime.Lines valid, long at) {
     this.rt = rt;
     this.overlay = overlay;
+    this.valid = valid;
+    this.at = at;
     try {
       ByteBuffer t = rt.get(SubDb.META, Meta.T.duplicate());
       this.storeLatestT = t == null ? -1 : Meta.longOf(t, "t");
@@ -43,11 +53,27 @@ public final class Snapshot implements AutoCloseable {
   public Cursor cursor(SubDb db) {
     Cursor c = rt.cursor(db);
     TreeMap<ByteBuffer, ByteBuffer> ov = overlay == null ? null : overlay.map(db);
-    return ov == null ? c : new OverlayCursor(c, ov);
+    if (ov != null) {
+      c = new OverlayCursor(c, ov);
+    }
+    ValidKeys vk = valid == null ? null : valid.keys().get(db);
+    return vk == null ? c : new ValidCursor(c, vk, at);
+  }
+
+  /** Whether the key {@code src} is on comes from memory (a with overlay or valid-time lines). */
+  static boolean inMemory(Cursor src) {
+    return src instanceof OverlayCursor oc ? oc.fromOverlay()
+        : src instanceof ValidCursor vc && vc.inMemory();
   }
 
   /** The value under {@code key}, overlay first; null when absent. */
   public ByteBuffer get(SubDb db, ByteBuffer key) {
+    if (valid != null && db == SubDb.BLOBS) {
+      ByteBuffer v = valid.blobs().get(key);
+      if (v != null) {
+        return v.duplicate();
+      }
+    }
     TreeMap<ByteBuffer, ByteBuffer> ov = overlay == null ? null : overlay.map(db);
     if (ov != null) {
       ByteBuffer v = ov.get(key);

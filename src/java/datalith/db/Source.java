@@ -24,4 +24,12 @@ public interface Source {
   default boolean strict() {
     return false;
   }
+
+  /**
+   * Where this source's values keep their replayed valid-time lines for the values after them
+   * with the same state ({@link ValidCache}); null: each value replays its own. Default: null.
+   */
+  default ValidCache validCache() {
+    return null;
+  }
 }

@@ -13,9 +13,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Date;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Valid time: the values each (entity, attribute) pair has on a valid-time line, as known at a
@@ -36,18 +38,19 @@ import java.util.Map;
  * that replaces it, which is none.
  *
  * <p>{@link #view} is the as-of view at that last transaction, whose scans hide every datom of
- * the tracked pairs, with an {@link Overlay} that adds the values valid at the instant, each
- * under the transaction that asserted it. Those added keys carry {@link #MARK} as their value:
- * {@link IndexScan} shows them whatever their transaction, and only they escape the view's
- * as-of point and the hiding. The pairs' lines are replayed once per database value
- * ({@link Db#validLines}); a view costs a walk of them. A value without valid-at reads no
- * event and no overlay.
+ * the tracked pairs, and whose cursors ({@link ValidCursor}) merge in the keys of the values
+ * valid at the instant, each under the transaction that asserted it: {@link IndexScan} shows
+ * those keys whatever their transaction, and only they escape the view's as-of point and the
+ * hiding. The pairs' lines are replayed once per point ({@link Db#validLines}, shared through
+ * the connection's {@link ValidCache}) into sorted keys with the intervals they hold over
+ * ({@link ValidKeys}); a view costs nothing more, and a scan meets only the keys in its range.
+ * A value without valid-at reads no event.
  */
 public final class ValidTime {
   /** The entity id of {@code :db.valid/event}: fixed, below the user ids, installed on first use. */
   public static final long EVENT = 13;
   public static final Keyword K_EVENT = Keyword.intern("db.valid", "event");
-  /** The value of an overlay key this view adds. */
+  /** The value of a key of a view's lines (what {@link ValidCursor#val} gives). */
   static final ByteBuffer MARK = ByteBuffer.wrap(new byte[] {1}).asReadOnlyBuffer();
   private static final long OPEN = Long.MAX_VALUE;
 
@@ -62,18 +65,26 @@ public final class ValidTime {
 
   /**
    * The replayed valid-time lines of every tracked pair of a value (they do not depend on the
-   * instant: a value computes them once, see {@link Db#validLines}), and the tracked pairs by
-   * entity ({@code e -> aids}), which a valid-at view's scans hide.
+   * instant: a value computes them once, see {@link Db#validLines}), as the index keys of every
+   * piece's value by sub-database, each with the intervals over which it holds
+   * ({@code [from0, to0, from1, ...]}: a value cut in two keeps one key), the overflow values of
+   * those keys by hash, and the tracked pairs by entity ({@code e -> aids}), which a valid-at
+   * view's scans hide. A view's scans merge the keys in their range that hold at its instant
+   * ({@link ValidCursor}).
    */
-  record Lines(List<PairLine> pairs, LongMap<long[]> hidden) {}
-
-  /** The line of the pair {@code (e, aid)}. */
-  record PairLine(long e, long aid, List<Seg> line) {}
+  record Lines(LongMap<long[]> hidden, Map<SubDb, ValidKeys> keys,
+      TreeMap<ByteBuffer, ByteBuffer> blobs) {
+    boolean isEmpty() {
+      return hidden.size() == 0;
+    }
+  }
 
   /** The lines of {@code base}: its tracked pairs' events, replayed. */
   static Lines lines(Db base) {
-    List<PairLine> pairs = new ArrayList<>();
     LongMap<long[]> hidden = new LongMap<>(16);
+    Map<SubDb, TreeMap<ByteBuffer, long[]>> keys = new EnumMap<>(SubDb.class);
+    TreeMap<ByteBuffer, ByteBuffer> blobs = new TreeMap<>(Overlay::compare);
+    KeyBuilder kb = new KeyBuilder();
     try (Snapshot s = base.snapshot()) {
       Map<List<Long>, List<Event>> tracked = events(base, s);
       Map<Long, Long> instants = new HashMap<>();
@@ -85,14 +96,18 @@ public final class ValidTime {
         }
         List<Event> evs = en.getValue();
         evs.addAll(plainEvents(base, s, e, a, instants));
-        pairs.add(new PairLine(e, a.id, replay(evs, a)));
+        for (Seg g : replay(evs, a)) {
+          add(keys, blobs, kb, e, a.id, g);
+        }
         long[] aids = hidden.get(e);
         long[] more = aids == null ? new long[1] : Arrays.copyOf(aids, aids.length + 1);
         more[more.length - 1] = a.id;
         hidden.put(e, more);
       }
     }
-    return new Lines(pairs, hidden);
+    Map<SubDb, ValidKeys> sorted = new EnumMap<>(SubDb.class);
+    keys.forEach((db, m) -> sorted.put(db, new ValidKeys(m)));
+    return new Lines(hidden, sorted, blobs);
   }
 
   /** {@code base} (no valid-at view itself) as the values valid at {@code inst} show it. */
@@ -100,20 +115,7 @@ public final class ValidTime {
     long limit = Math.min(base.basisT, base.asOfT);
     long tv = Math.min(limit, base.toT(inst));
     Lines lines = base.validLines();
-    if (lines.pairs.isEmpty()) {
-      return base.validView(tv, base.overlay, inst, null);
-    }
-    Overlay ov = Overlay.copyOf(base.overlay);
-    long at = inst.getTime();
-    KeyBuilder kb = new KeyBuilder();
-    for (PairLine pl : lines.pairs) {
-      for (Seg g : pl.line) {
-        if (g.from <= at && at < g.to) {
-          add(ov, kb, pl.e, pl.aid, g);
-        }
-      }
-    }
-    return base.validView(tv, ov, inst, lines.hidden);
+    return base.validView(tv, inst, lines.isEmpty() ? null : lines);
   }
 
   /** Whether {@code hidden} (e -> aids) holds the pair {@code (e, aid)}. */
@@ -286,22 +288,39 @@ public final class ValidTime {
     }
   }
 
-  /** Adds the keys of the value of piece {@code g} of the pair {@code (e, aid)}, marked. */
-  private static void add(Overlay ov, KeyBuilder kb, long e, long aid, Seg g) {
+  /** Adds the keys of the value of piece {@code g} of the pair {@code (e, aid)}, over its interval. */
+  private static void add(Map<SubDb, TreeMap<ByteBuffer, long[]>> keys,
+      TreeMap<ByteBuffer, ByteBuffer> blobs, KeyBuilder kb, long e, long aid, Seg g) {
     if (g.key != g.enc) { // keyPart returns its argument when the value fits inline
-      ov.put(SubDb.BLOBS, Db.direct(Codec.overflowHash(g.enc)), Db.direct(g.enc));
+      blobs.put(copy(Db.direct(Codec.overflowHash(g.enc))), copy(Db.direct(g.enc)));
     }
-    ov.put(SubDb.EAVT, kb.reset().putLong(e).putLong(aid).put(g.key).putLong(g.tx).view(), MARK);
-    ov.put(SubDb.AEVT, kb.reset().putLong(aid).putLong(e).put(g.key).putLong(g.tx).view(), MARK);
-    ov.put(SubDb.AVET, kb.reset().putLong(aid).put(g.key).putLong(e).putLong(g.tx).view(), MARK);
+    put(keys, SubDb.EAVT, kb.reset().putLong(e).putLong(aid).put(g.key).putLong(g.tx).view(), g);
+    put(keys, SubDb.AEVT, kb.reset().putLong(aid).putLong(e).put(g.key).putLong(g.tx).view(), g);
+    put(keys, SubDb.AVET, kb.reset().putLong(aid).put(g.key).putLong(e).putLong(g.tx).view(), g);
     if (g.enc[0] == Codec.T_REF) {
-      ov.put(SubDb.VAET, kb.reset().putLong(Bytes.longAt(g.enc, 1)).putLong(aid).putLong(e)
-          .putLong(g.tx).view(), MARK);
+      put(keys, SubDb.VAET, kb.reset().putLong(Bytes.longAt(g.enc, 1)).putLong(aid).putLong(e)
+          .putLong(g.tx).view(), g);
     }
   }
 
-  /** Whether the key {@code src} is on is one a valid-at view added. */
+  private static void put(Map<SubDb, TreeMap<ByteBuffer, long[]>> keys, SubDb db, ByteBuffer key,
+      Seg g) {
+    keys.computeIfAbsent(db, k -> new TreeMap<>(Overlay::compare)).merge(copy(key),
+        new long[] {g.from, g.to}, (x, y) -> {
+          long[] both = Arrays.copyOf(x, x.length + y.length);
+          System.arraycopy(y, 0, both, x.length, y.length);
+          return both;
+        });
+  }
+
+  private static ByteBuffer copy(ByteBuffer b) {
+    ByteBuffer c = ByteBuffer.allocate(b.remaining());
+    c.put(b.duplicate()).flip();
+    return c.asReadOnlyBuffer();
+  }
+
+  /** Whether the key {@code src} is on is one of a valid-at view's lines. */
   static boolean added(Cursor src) {
-    return src instanceof OverlayCursor oc && oc.fromOverlay() && oc.val().limit() == 1;
+    return src instanceof ValidCursor vc && vc.onValid();
   }
 }

@@ -12,9 +12,11 @@
  * and {@link datalith.db.Attr} are the schema, itself data; {@link datalith.db.Entity} is the
  * lazy entity view; {@link datalith.db.Stats} the per-attribute counts the planner uses.
  * {@link datalith.db.ValidTime} is valid time: a value's valid-at views (the as-of view at the
- * instant, whose scans hide the pairs that have valid-time events and read their values valid
- * at the instant from an overlay) and its valid-time versions, from the {@code :db.valid/event}
- * datoms transactions carry.
+ * instant, whose scans hide the pairs that have valid-time events and merge in their values
+ * valid at the instant: {@link datalith.db.ValidCursor} over the sorted keys of the replayed
+ * lines, {@link datalith.db.ValidKeys}, which a connection's {@link datalith.db.ValidCache}
+ * shares between the values of one point) and its valid-time versions, from the
+ * {@code :db.valid/event} datoms transactions carry.
  *
  * <p>Writing: a transaction's {@link datalith.db.TxChange}s (the transactor's output) become
  * index, history, log and META writes in {@code Writes}: into a store write transaction,

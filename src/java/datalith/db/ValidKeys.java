@@ -1,0 +1,134 @@
+package datalith.db;
+
+import datalith.codec.Bytes;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The index keys of one sub-database that a value's valid-time lines add, sorted (unsigned
+ * byte order, the store's), each with the intervals over which it holds: {@code
+ * [from0, to0, from1, to1, ...]}, ms, to exclusive. Immutable, shared by every valid-at view of
+ * the value; {@link ValidCursor} walks it by position.
+ */
+final class ValidKeys {
+  final byte[][] keys;
+  /** The keys as read-only buffers, what a cursor hands out. */
+  final ByteBuffer[] views;
+  final long[][] intervals;
+  // each key's first two 8-byte words, sign-flipped so that signed order is unsigned byte
+  // order (every index key has at least 24 bytes): most comparisons end on them
+  private final long[] w0;
+  private final long[] w1;
+
+  /** The entries of {@code sorted} (ordered by {@link Overlay#compare}), in that order. */
+  ValidKeys(TreeMap<ByteBuffer, long[]> sorted) {
+    int n = sorted.size();
+    keys = new byte[n][];
+    views = new ByteBuffer[n];
+    intervals = new long[n][];
+    w0 = new long[n];
+    w1 = new long[n];
+    int i = 0;
+    for (Map.Entry<ByteBuffer, long[]> en : sorted.entrySet()) {
+      ByteBuffer k = en.getKey();
+      keys[i] = new byte[k.remaining()];
+      k.duplicate().get(keys[i]);
+      views[i] = ByteBuffer.wrap(keys[i]).asReadOnlyBuffer();
+      intervals[i] = en.getValue();
+      w0[i] = Bytes.longAt(keys[i], 0) ^ Long.MIN_VALUE;
+      w1[i] = Bytes.longAt(keys[i], 8) ^ Long.MIN_VALUE;
+      i++;
+    }
+  }
+
+  int size() {
+    return keys.length;
+  }
+
+  /** Whether key {@code i} holds at instant {@code at}. */
+  boolean shown(int i, long at) {
+    long[] iv = intervals[i];
+    for (int j = 0; j < iv.length; j += 2) {
+      if (iv[j] <= at && at < iv[j + 1]) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The position of the first key {@code >= k} (bytes 0 to limit), or {@link #size()}. */
+  int ceiling(ByteBuffer k) {
+    // k's first two words, zero-padded: a key that ties with them is compared in full
+    long p0 = word(k, 0);
+    long p1 = word(k, 8);
+    int lo = 0;
+    int hi = keys.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      int c = Long.compare(w0[mid], p0);
+      if (c == 0) {
+        c = Long.compare(w1[mid], p1);
+        if (c == 0) {
+          c = compare(keys[mid], k);
+        }
+      }
+      if (c < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
+  /** The sign of comparing key {@code i} with {@code k}, a store key of 16 bytes or more. */
+  int compareTo(int i, ByteBuffer k) {
+    if (k.limit() >= 16) {
+      long x = Bytes.longAt(k, 0) ^ Long.MIN_VALUE;
+      if (w0[i] != x) {
+        return Long.compare(w0[i], x);
+      }
+      long y = Bytes.longAt(k, 8) ^ Long.MIN_VALUE;
+      if (w1[i] != y) {
+        return Long.compare(w1[i], y);
+      }
+    }
+    return compare(keys[i], k);
+  }
+
+  /** The 8 bytes of {@code k} from {@code off}, zero-padded past its limit, sign-flipped. */
+  private static long word(ByteBuffer k, int off) {
+    int n = k.limit() - off;
+    if (n >= 8) {
+      return Bytes.longAt(k, off) ^ Long.MIN_VALUE;
+    }
+    long w = 0;
+    for (int i = 0; i < 8; i++) {
+      w = w << 8 | (i < n ? k.get(off + i) & 0xFF : 0);
+    }
+    return w ^ Long.MIN_VALUE;
+  }
+
+  /** The sign of comparing {@code a} with bytes 0 to limit of {@code b}, unsigned. */
+  static int compare(byte[] a, ByteBuffer b) {
+    int bl = b.limit();
+    int n = Math.min(a.length, bl);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+      long x = Bytes.longAt(a, i);
+      long y = Bytes.longAt(b, i);
+      if (x != y) {
+        return Long.compareUnsigned(x, y);
+      }
+    }
+    for (; i < n; i++) {
+      int x = a[i] & 0xFF;
+      int y = b.get(i) & 0xFF;
+      if (x != y) {
+        return x - y;
+      }
+    }
+    return a.length - bl;
+  }
+}
