@@ -1,0 +1,121 @@
+(ns datalith.kafka-test
+  "The transaction log on Apache Kafka (issue #20), against a real KRaft broker in a child
+  JVM (datalith.kafka-broker): nodes connected with `:log {:kafka ...}` write through one
+  topic, and every node holds the same datoms, ids and ts. Selector: lein test :kafka."
+  (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [datalith.core :as d]
+            [datalith.kafka-broker :as broker]
+            [datalith.test-util :as tu])
+  (:import (clojure.lang ExceptionInfo)
+           (datalith.index Datom)
+           (java.io File)
+           (java.util Random)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:dynamic *broker* nil)
+
+(use-fixtures :once
+  (fn [run]
+    (let [b (broker/start)]
+      (try (binding [*broker* b] (run))
+           (finally (broker/delete b))))))
+
+(def schema
+  {:user/email {:db/valueType :db.type/string :db/cardinality :db.cardinality/one
+                :db/unique :db.unique/identity}
+   :user/name {:db/valueType :db.type/string :db/cardinality :db.cardinality/one}
+   :user/n {:db/valueType :db.type/long :db/cardinality :db.cardinality/one}
+   :user/score {:db/valueType :db.type/float :db/cardinality :db.cardinality/one}
+   :user/friend {:db/valueType :db.type/ref :db/cardinality :db.cardinality/many}})
+
+(def ^:private topics (atom 0))
+
+(defn- log-opts
+  "The :log option of a new topic (each test its own)."
+  []
+  {:kafka {:bootstrap-servers (:bootstrap *broker*) :topic (str "t" (swap! topics inc))}})
+
+(defn- node ^datalith.conn.Conn [^File dir log]
+  (d/connect (str dir) {:log log}))
+
+(defn- rows
+  "Every datom of index `index` in `db` as vectors."
+  [db index]
+  (mapv (fn [^Datom x] [(.e x) (.aid x) (.v x) (.tx x) (.added x)]) (d/datoms db index)))
+
+(defn- same-everywhere
+  "Asserts that every index of every value derived from db-a and db-b holds the same datoms:
+  the latest, as-of a few random t, and the history."
+  [db-a db-b]
+  (is (= (d/basis-t db-a) (d/basis-t db-b)))
+  (doseq [index [:eavt :aevt :avet :vaet]]
+    (is (= (rows db-a index) (rows db-b index)) (str index)))
+  (is (= (rows (d/history db-a) :eavt) (rows (d/history db-b) :eavt)) "history")
+  (let [r (Random. 20)]
+    (dotimes [_ 5]
+      (let [t (inc (.nextInt r (int (d/basis-t db-a))))]
+        (is (= (rows (d/as-of db-a t) :eavt) (rows (d/as-of db-b t) :eavt)) (str "as-of " t))))))
+
+(defn- ex-error [f]
+  (try (f) nil (catch ExceptionInfo e (:error (ex-data e)))))
+
+(deftest ^:kafka two-nodes-hold-the-same-database
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log) b (node dir-b log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (testing "writes on both nodes, concurrently: each gets its own report"
+          (let [writes (for [[conn i] (for [i (range 20) c [a b]] [c i])]
+                         (future (d/transact! conn [{:db/id "u" :user/name (str "n" i) :user/n i
+                                                     :user/score (float (/ i 2))}])))
+                reports (mapv deref (doall writes))]
+            (is (= 40 (count (set (map #(get-in % [:tempids "u"]) reports)))))))
+        (testing "upserts of one identity from both nodes make one entity"
+          (let [ups (doall (for [[conn i] [[a 1] [b 2] [a 3] [b 4]]]
+                             (future (d/transact! conn [{:user/email "ada@x" :user/n i}]))))
+                ids (set (map #(-> @% :tx-data first :e) ups))]
+            (is (= 1 (count ids)))
+            (d/sync a)
+            (d/sync b)
+            (is (= 1 (count (d/q '[:find ?e :where [?e :user/email "ada@x"]] (d/db a)))))
+            (is (= (d/q '[:find ?e ?n :where [?e :user/email "ada@x"] [?e :user/n ?n]] (d/db a))
+                   (d/q '[:find ?e ?n :where [?e :user/email "ada@x"] [?e :user/n ?n]] (d/db b))))))
+        (testing "a failing transaction fails on the node that wrote it, with the embedded error,
+                  and writes nothing on either node"
+          (let [bad [{:db/id "x" :user/email "ada@x"} {:db/id "y" :user/email "ada@x"}
+                     [:db/add "x" :user/n "not a long"]]
+                embedded (with-open [m (d/connect :mem {:schema schema})]
+                           (ex-error #(d/transact! m bad)))
+                before (d/basis-t (d/sync a))]
+            (is (some? embedded))
+            (is (= embedded (ex-error #(d/transact! b bad))))
+            (d/sync a)
+            (d/sync b)
+            (is (= before (d/basis-t (d/db a)) (d/basis-t (d/db b))))))
+        (testing "tx-data holding a function value is refused before the log"
+          (is (= :log/unserializable
+                 (ex-error #(d/transact! a [[:db.fn/call (fn [_] []) ]])))))
+        (testing "sync, then every index, as-of and history identical on both nodes"
+          (same-everywhere (d/sync a) (d/sync b))
+          (is (= (d/basis-t (d/db a)) (d/basis-t (d/db b))))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(deftest ^:kafka a-restarted-node-catches-up-from-its-offset
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (with-open [b (node dir-b log)]
+          (d/transact! b [{:user/email "b@x" :user/n 1}])
+          (d/sync b))
+        (dotimes [i 5]
+          (d/transact! a [{:user/email (str "a" i "@x") :user/n i}]))
+        (with-open [b (node dir-b log)]
+          (testing "it applies only what it had not: nothing twice"
+            (same-everywhere (d/sync a) (d/sync b))
+            (is (= 6 (count (d/q '[:find ?e :where [?e :user/email]] (d/db b))))))
+          (testing "and writes on after catching up"
+            (d/transact! b [{:user/email "b@x" :user/n 2}])
+            (same-everywhere (d/sync a) (d/sync b)))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
