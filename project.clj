@@ -21,6 +21,9 @@
   ;; on reflection whatever the namespace says.
   :jvm-opts ["--add-opens=java.base/java.nio=ALL-UNNAMED"
              "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"]
+  ;; lein test :kafka runs only the tests against a real Kafka broker (the whole suite runs them too)
+  :test-selectors {:default (constantly true)
+                   :kafka :kafka}
   ;; lein bench --scale 100k --systems datalith-lmdb,datomic,sqlite --reps 200   (see bench/README.md)
   ;; lein jmh [REGEX]                                                          (JMH, see bench/README.md)
   ;; lein bench-synthetic --reps 100 --systems datalith-mem,datalith-lmdb        (see bench/README.md)
