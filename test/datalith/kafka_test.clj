@@ -2,7 +2,8 @@
   "The transaction log on Apache Kafka (issue #20), against a real KRaft broker in a child
   JVM (datalith.kafka-broker): nodes connected with `:log {:kafka ...}` write through one
   topic, and every node holds the same datoms, ids and ts. Selector: lein test :kafka."
-  (:require [clojure.test :refer [deftest is testing use-fixtures]]
+  (:require [clojure.string]
+            [clojure.test :refer [deftest is testing use-fixtures]]
             [datalith.core :as d]
             [datalith.kafka-broker :as broker]
             [datalith.test-util :as tu])
@@ -119,3 +120,56 @@
             (d/transact! b [{:user/email "b@x" :user/n 2}])
             (same-everywhere (d/sync a) (d/sync b)))))
       (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(defn- start-child
+  "A child JVM running datalith.kafka-child with `args`; its stderr to a file in `dir`."
+  ^Process [^File dir & args]
+  (let [cmd (concat [(str (System/getProperty "java.home") "/bin/java")
+                     "-cp" (System/getProperty "java.class.path")
+                     "--add-opens=java.base/java.nio=ALL-UNNAMED"
+                     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"
+                     "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1" "-Xmx256m"
+                     "clojure.main" "-m" "datalith.kafka-child"]
+                    (map str args))]
+    (-> (ProcessBuilder. ^java.util.List (vec cmd))
+        (.redirectError (java.io.File. dir "child.err"))
+        (.start))))
+
+(defn- child-result
+  "What the child printed (read as EDN), once it exited 0 (at most 5 minutes)."
+  [^Process p ^File dir]
+  (let [out (future (slurp (.getInputStream p)))]
+    (is (.waitFor p 300 java.util.concurrent.TimeUnit/SECONDS) "the child ends")
+    (.destroyForcibly p)
+    (is (zero? (.exitValue p)) (slurp (java.io.File. dir "child.err")))
+    (read-string (last (clojure.string/split-lines @out)))))
+
+(deftest ^:kafka nodes-in-their-own-jvms-hold-the-same-database
+  (let [dirs (repeatedly 3 tu/temp-dir) log (log-opts) n 10]
+    (try
+      (with-open [a (node (first dirs) log)]
+        (let [t0 (d/basis-t (:db-after (d/transact! a (vec (for [[k v] schema]
+                                                              (assoc v :db/ident k))))))
+              expected (+ t0 (* 3 n))
+              kids (for [[dir name] [[(nth dirs 1) "b"] [(nth dirs 2) "c"]]]
+                     [(start-child dir dir (get-in log [:kafka :bootstrap-servers])
+                                   (get-in log [:kafka :topic]) name n expected)
+                      dir])
+              kids (doall kids)]
+          (testing "writers on three nodes at once, two of them child JVMs"
+            (dotimes [i n]
+              (d/transact! a [{:db/id "u" :user/name (str "a" i) :user/n i}
+                              {:user/email "shared@x" :user/name (str "a" i)}])))
+          (let [results (mapv (fn [[p dir]] (child-result p dir)) kids)
+                db (d/sync a)
+                mine {:basis-t (d/basis-t db) :eavt (rows db :eavt)
+                      :history (rows (d/history db) :eavt)}]
+            (testing "every node holds the same datoms, ids, ts and history"
+              (is (= expected (:basis-t mine)))
+              (is (= mine (first results)))
+              (is (= mine (second results))))
+            (testing "the shared identity is one entity"
+              (is (= 1 (count (d/q '[:find ?e :where [?e :user/email "shared@x"]] db)))))
+            (testing "every writer's entities are there, once"
+              (is (= (* 3 n) (count (d/q '[:find ?e :where [?e :user/n]] db))))))))
+      (finally (run! tu/delete-tree dirs)))))
