@@ -9,6 +9,7 @@
             [datalith.test-util :as tu])
   (:import (clojure.lang ExceptionInfo)
            (datalith.index Datom)
+           (datalith.log KafkaLog)
            (java.io File)
            (java.util Random)))
 
@@ -102,6 +103,26 @@
           (is (= (d/basis-t (d/db a)) (d/basis-t (d/db b))))))
       (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
 
+(deftest ^:kafka an-unreadable-record-stops-the-node
+  (let [dir (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir log)]
+        (d/transact! a [{:db/ident :user/n :db/valueType :db.type/long
+                         :db/cardinality :db.cardinality/one}])
+        (with-open [raw (KafkaLog/open (get-in log [:kafka :bootstrap-servers])
+                                       (get-in log [:kafka :topic]))]
+          (.append raw (.getBytes "someone/1") (byte-array [1 2 3 4])))
+        (testing "the node stops at the record rather than skip it: sync and transact! say why"
+          (is (= :log/corrupt-record (ex-error #(d/sync a))))
+          (is (= :log/corrupt-record (ex-error #(d/transact! a [{:user/n 1}])))))
+        (testing "and nothing after the schema was applied"
+          (is (= 1 (count (d/q '[:find ?a :where [?a :db/ident :user/n]] (d/db a)))))
+          (is (empty? (d/q '[:find ?e :where [?e :user/n]] (d/db a))))))
+      (with-open [a (node dir log)]
+        (testing "after a restart it stops at the same record"
+          (is (= :log/corrupt-record (ex-error #(d/sync a))))))
+      (finally (tu/delete-tree dir)))))
+
 (deftest ^:kafka a-restarted-node-catches-up-from-its-offset
   (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
     (try
@@ -109,6 +130,10 @@
         (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
         (with-open [b (node dir-b log)]
           (d/transact! b [{:user/email "b@x" :user/n 1}])
+          (testing "a failed record, the last one b applied before it closed: b runs it again
+                    after the restart, and it fails again (nothing written)"
+            (is (= :tx/value-type
+                   (ex-error #(d/transact! b [{:user/email "b@x" :user/n "not a long"}])))))
           (d/sync b))
         (dotimes [i 5]
           (d/transact! a [{:user/email (str "a" i "@x") :user/n i}]))
@@ -139,8 +164,9 @@
   "What the child printed (read as EDN), once it exited 0 (at most 5 minutes)."
   [^Process p ^File dir]
   (let [out (future (slurp (.getInputStream p)))]
-    (is (.waitFor p 300 java.util.concurrent.TimeUnit/SECONDS) "the child ends")
-    (.destroyForcibly p)
+    (when-not (is (.waitFor p 300 java.util.concurrent.TimeUnit/SECONDS) "the child ends")
+      (.destroyForcibly p)
+      (.waitFor p))
     (is (zero? (.exitValue p)) (slurp (java.io.File. dir "child.err")))
     (read-string (last (clojure.string/split-lines @out)))))
 
