@@ -2,7 +2,9 @@
   "A node of a replicated database in a child JVM, for datalith.kafka-test: connects to DIR
   following TOPIC on BOOTSTRAP, writes N transactions tagged NAME (new entities, and upserts of
   one shared identity), waits until the node applied T-EXPECTED transactions, then prints its
-  basis t and every datom of EAVT and of the history, as EDN on one line."
+  basis t and every datom of EAVT and of the history, as EDN on one line. With N \"forever\",
+  writes until killed, printing `ack i eid` once transaction i is acknowledged (the kill -9
+  test)."
   (:require [datalith.core :as d]
             [datalith.child-jvm :as child])
   (:import (datalith.index Datom)))
@@ -12,8 +14,16 @@
 (defn- rows [db]
   (mapv (fn [^Datom x] [(.e x) (.aid x) (.v x) (.tx x) (.added x)]) (d/datoms db :eavt)))
 
+(defn- forever [conn name]
+  (doseq [i (range)]
+    (let [r (d/transact! conn [{:db/id "u" :user/name (str name i) :user/n i}])]
+      (println "ack" i (get-in r [:tempids "u"]))
+      (flush))))
+
 (defn -main [dir bootstrap topic name n t-expected]
   (child/exit-with-parent!)
+  (when (= n "forever")
+    (forever (d/connect dir {:log {:kafka {:bootstrap-servers bootstrap :topic topic}}}) name))
   (with-open [conn (d/connect dir {:log {:kafka {:bootstrap-servers bootstrap :topic topic}}})]
     (dotimes [i (parse-long n)]
       (d/transact! conn [{:db/id "u" :user/name (str name i) :user/n i}

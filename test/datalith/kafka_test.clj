@@ -199,3 +199,26 @@
             (testing "every writer's entities are there, once"
               (is (= (* 3 n) (count (d/q '[:find ?e :where [?e :user/n]] db))))))))
       (finally (run! tu/delete-tree dirs)))))
+
+(deftest ^:kafka a-node-killed-during-writes-loses-nothing-acknowledged
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (let [p (start-child dir-b dir-b (get-in log [:kafka :bootstrap-servers])
+                             (get-in log [:kafka :topic]) "k" "forever" 0)
+              lines (line-seq (clojure.java.io/reader (.getInputStream p)))
+              acked (into {} (for [l (take 20 lines)
+                                   :let [[_ i e] (re-matches #"ack (\d+) (\d+)" l)]]
+                               [(parse-long i) (parse-long e)]))]
+          (.destroyForcibly p) ; kill -9, in the middle of its writes
+          (.waitFor p)
+          (is (= 20 (count acked)) (slurp (File. dir-b "child.err")))
+          (with-open [b (node dir-b log)]
+            (testing "restarted, it catches up: every acknowledged transaction is there, once"
+              (let [db (d/sync b)]
+                (doseq [[i e] acked]
+                  (is (= #{[e]} (d/q '[:find ?e :in $ ?n :where [?e :user/n ?n]] db i)) (str i)))))
+            (testing "and it holds what the node that never stopped holds"
+              (same-everywhere (d/sync a) (d/sync b))))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
