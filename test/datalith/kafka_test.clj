@@ -9,6 +9,7 @@
             [datalith.test-util :as tu])
   (:import (clojure.lang ExceptionInfo)
            (datalith.index Datom)
+           (datalith.api Datalith DatalithException)
            (datalith.log KafkaLog)
            (java.io File)
            (java.util Random)))
@@ -221,4 +222,21 @@
                   (is (= #{[e]} (d/q '[:find ?e :in $ ?n :where [?e :user/n ?n]] db i)) (str i)))))
             (testing "and it holds what the node that never stopped holds"
               (same-everywhere (d/sync a) (d/sync b))))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(deftest ^:kafka the-java-api-opens-a-node
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)
+        opts {"kafka.bootstrap-servers" (get-in log [:kafka :bootstrap-servers])
+              "kafka.topic" (get-in log [:kafka :topic])}]
+    (try
+      (with-open [a (Datalith/open (.toPath dir-a) opts)
+                  b (Datalith/open (.toPath dir-b) opts)]
+        (.transact a "[{:db/ident :user/n :db/valueType :db.type/long :db/cardinality :db.cardinality/one}]")
+        (.transact b "[{:user/n 1}]")
+        (is (= (d/basis-t (.unwrap (.sync a))) (d/basis-t (.unwrap (.sync b)))))
+        (is (= #{[1]} (d/q '[:find ?n :where [_ :user/n ?n]] (.unwrap (.sync a))))))
+      (testing "a bad option is refused"
+        (is (= "db/invalid-options"
+               (try (Datalith/open (.toPath dir-a) {"kafka.topic" "t"}) nil
+                    (catch DatalithException e (.category e))))))
       (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
