@@ -240,3 +240,14 @@
                (try (Datalith/open (.toPath dir-a) {"kafka.topic" "t"}) nil
                     (catch DatalithException e (.category e))))))
       (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(deftest ^:kafka a-listener-may-close-the-node
+  (let [dir (tu/temp-dir) log (log-opts)]
+    (try
+      (let [conn (node dir log)]
+        (d/listen! conn :closer (fn [_] (d/close conn)))
+        (testing "the transaction's report comes back, then the connection is closed"
+          (is (map? (d/transact! conn [{:db/ident :user/n}])))
+          (is (= :db/closed (ex-error #(d/db conn))))
+          (is (= :db/closed (ex-error #(d/transact! conn [{:db/ident :user/m}]))))))
+      (finally (tu/delete-tree dir)))))

@@ -45,6 +45,7 @@ public final class Node implements Replicated {
   private volatile long next;
   private volatile RuntimeException failure; // why the applier stopped; null while it runs
   private volatile boolean stopping;
+  private boolean closeOnExit; // applier thread only: stop was called on it, it closes the log
   private final Thread applier;
 
   private Node(Conn conn, TxLog log) {
@@ -156,6 +157,9 @@ public final class Node implements Replicated {
             "The node stopped following the log: " + e);
       }
     } finally {
+      if (closeOnExit) {
+        log.close();
+      }
       RuntimeException why = stopped();
       waiting.forEach((s, f) -> f.completeExceptionally(why));
       synchronized (progress) {
@@ -191,6 +195,10 @@ public final class Node implements Replicated {
     }
     stopping = true;
     log.wakeup();
+    if (Thread.currentThread() == applier) { // a listener of the connection closed it
+      closeOnExit = true;
+      return;
+    }
     try {
       applier.join();
     } catch (InterruptedException e) {
