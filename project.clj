@@ -3,7 +3,9 @@
   :license {:name "Apache License 2.0" :url "https://www.apache.org/licenses/LICENSE-2.0"}
   :dependencies [[org.clojure/clojure "1.12.3"]
                  [org.lmdbjava/lmdbjava "0.9.1"]
-                 [com.taoensso/nippy "3.1.3" :exclusions [org.clojure/clojure]]]
+                 [com.taoensso/nippy "3.1.3" :exclusions [org.clojure/clojure]]
+                 ;; the replicated transaction log (datalith.log.KafkaLog)
+                 [org.apache.kafka/kafka-clients "4.1.0"]]
   :java-source-paths ["src/java"]
   :source-paths ["src/clj"]
   :test-paths ["test"]
@@ -19,6 +21,9 @@
   ;; on reflection whatever the namespace says.
   :jvm-opts ["--add-opens=java.base/java.nio=ALL-UNNAMED"
              "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"]
+  ;; lein test :kafka runs only the tests against a real Kafka broker (the whole suite runs them too)
+  :test-selectors {:default (constantly true)
+                   :kafka :kafka}
   ;; lein bench --scale 100k --systems datalith-lmdb,datomic,sqlite --reps 200   (see bench/README.md)
   ;; lein jmh [REGEX]                                                          (JMH, see bench/README.md)
   ;; lein bench-synthetic --reps 100 --systems datalith-mem,datalith-lmdb        (see bench/README.md)
@@ -29,7 +34,11 @@
             "jmh" ["with-profile" "+jmh" "run" "-m" "datalith.bench.jmh"]}
   ;; Keep :bench and :jmh in step with the deps.edn aliases of the same name (bin/check-deps);
   ;; deps.edn's :bench-synthetic alias only swaps :bench's main for datalith.bench.synthetic.
-  :profiles {:dev {:dependencies [[org.clojure/test.check "1.1.1"]]
+  :profiles {:dev {:dependencies [[org.clojure/test.check "1.1.1"]
+                                  ;; the KRaft broker the ^:kafka tests start (test/datalith/kafka_broker.clj)
+                                  [org.apache.kafka/kafka_2.13 "4.1.0"]
+                                  ;; kafka-clients logs through slf4j: silent in tests
+                                  [org.slf4j/slf4j-nop "1.7.36"]]
                    ;; The pinned Clojure's jar, first on the classpath of lein run/test/repl
                    ;; (never in the jar: :dev is not packaged). Debian's jars (nippy, nrepl,
                    ;; ... from /usr/share/maven-repo, when Clojars is unreachable) name

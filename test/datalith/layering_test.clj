@@ -17,6 +17,7 @@
    #{"tx" "pull" "query.parser"} ; the transactor, pull, the query parser
    #{"query"}                    ; the query engine (its find specs pull)
    #{"conn"}                     ; connections: transact, with, the latest value
+   #{"log"}                      ; a node following a replicated transaction log (Kafka)
    #{"api"}])                    ; the Java API
 
 (def rank

@@ -19,6 +19,7 @@
             [datalith.dirs :refer [->path delete-contents empty-target with-store]]
             [datalith.printing]
             [datalith.readers]
+            [datalith.replica :as replica]
             [datalith.specs :as specs])
   (:import (datalith.conn Conn TxFuture TxReport With)
            (datalith.db Db Entity IndexScan Rebuild Reverse Schema Verify)
@@ -86,6 +87,12 @@
                   reads are: an unknown attribute matches nothing in a query or
                   pull, and tx-data installs it on first use (cardinality one,
                   any type).
+    :log          {:kafka {:bootstrap-servers \"host:port\" :topic \"t\"}}: a node of a
+                  replicated database (datalith.replica): transact! appends the tx-data to
+                  the Kafka topic (one partition, created when missing) and returns once
+                  this node applied it; every node applies every record in order into its
+                  own store, which keeps the offset it reached. tx-data is data only (a fn
+                  value: :log/unserializable). transact-async and import are refused.
 
   Before LMDB maps an existing data file, its meta pages are checked: an
   empty, foreign or truncated data file is a :store/corrupt ex-info at
@@ -114,7 +121,8 @@
    (let [^Store store (if (= :mem target)
                         (MemStore/open)
                         (LmdbStore/open (->path target) (store-options opts)))
-         ^Conn conn (try (Conn/open store (boolean (:strict? opts)))
+         ^Conn conn (try (cond-> (Conn/open store (boolean (:strict? opts)))
+                           (:log opts) (replica/follow! (:log opts)))
                    (catch Throwable t (.close store) (throw t)))]
      (when-let [s (:schema opts)]
        (try (let [tx (schema-tx s (.toMap (.schema (.db conn))))]

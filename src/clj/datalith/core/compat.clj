@@ -92,16 +92,17 @@
 
 (defn sync
   "The latest database value of `conn`: every transaction committed, by any
-  process, when it is called (embedded, there is nothing to wait for). With `t`,
+  process, when it is called (embedded, there is nothing to wait for; a node of a
+  replicated database first applies every record the log held then). With `t`,
   the same, checked to include t (:db/invalid-t when no transaction t was
   committed yet).
 
     (d/basis-t (d/sync conn))
     ; => 12"
-  (^Db [conn] (db conn))
+  (^Db [conn] (replica/sync! (conn-arg conn)) (db conn))
   (^Db [conn t]
    (let [t (long-arg t :t)
-         d (db conn)]
+         d (sync conn)]
      (when (> t (.basisT d))
        (throw (error :db/invalid-t "No transaction with this t was committed yet"
                      {:t t :basis-t (.basisT d)})))

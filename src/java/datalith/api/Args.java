@@ -13,4 +13,16 @@ final class Args {
     }
     return x;
   }
+
+  /**
+   * {@code x} as a non-empty string, or an {@code :db/invalid-options} error naming option
+   * {@code what}.
+   */
+  static String string(Object x, String what) {
+    if (!(x instanceof String s) || s.isEmpty()) {
+      throw Errors.error("db/invalid-options", "The option " + what + " is a non-empty string",
+          "option", what, "value", x);
+    }
+    return s;
+  }
 }

@@ -1,6 +1,7 @@
 package datalith.api;
 
 import datalith.conn.Conn;
+import datalith.log.Node;
 
 /**
  * An open database: transactions and the latest value. Thread-safe; close it
@@ -39,6 +40,25 @@ public final class Connection implements AutoCloseable {
   public TxResult transact(Object txData) {
     try {
       return new TxResult(conn.transact(Edn.read(Args.required(txData, "tx-data"), "tx-data")));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
+   * The latest database value once this connection applied every transaction committed
+   * anywhere when it is called: on a node of a replicated database, every record its log held
+   * then; embedded, the same as {@link #db}.
+   *
+   * @return the database value
+   * @throws DatalithException when the connection is closed or the log fails
+   */
+  public Database sync() {
+    try {
+      if (conn.replicated() instanceof Node n) {
+        n.sync();
+      }
+      return new Database(conn.db());
     } catch (Exception ex) {
       throw DatalithException.of(ex);
     }

@@ -3,6 +3,8 @@ package datalith.api;
 import clojure.lang.Keyword;
 import datalith.conn.Conn;
 import datalith.db.Errors;
+import datalith.log.KafkaLog;
+import datalith.log.Node;
 import datalith.query.Engine;
 import datalith.store.LmdbStore;
 import datalith.store.MemStore;
@@ -39,7 +41,10 @@ public final class Datalith {
    * A durable database in {@code dir} (created if needed). Options: {@code "map-size"} (initial
    * LMDB map size in bytes; it grows by itself), {@code "sync"} (false skips
    * fsync on commit: faster bulk loads, but an OS crash may lose the last
-   * commits), {@code "schema"} (EDN text or data, as {@code transact} takes it).
+   * commits), {@code "schema"} (EDN text or data, as {@code transact} takes it),
+   * {@code "kafka.bootstrap-servers"} and {@code "kafka.topic"} (both strings: a node of a
+   * replicated database whose transactions go through that Kafka topic, as the Clojure API's
+   * {@code :log {:kafka {...}}}; see {@link Connection#sync}).
    *
    * @param dir the database's directory
    * @param options the options by name
@@ -77,6 +82,17 @@ public final class Datalith {
     } catch (Exception ex) {
       store.close();
       throw ex;
+    }
+    Object servers = options.get("kafka.bootstrap-servers");
+    Object topic = options.get("kafka.topic");
+    if (servers != null || topic != null) {
+      try {
+        Node.start(conn, KafkaLog.open(Args.string(servers, "kafka.bootstrap-servers"),
+            Args.string(topic, "kafka.topic")));
+      } catch (Exception ex) {
+        conn.close();
+        throw ex;
+      }
     }
     Connection c = new Connection(conn);
     Object schema = options.get("schema");

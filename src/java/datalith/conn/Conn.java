@@ -53,6 +53,7 @@ public final class Conn implements Source, AutoCloseable {
   private ExecutorService async; // leads groups no caller waits for; made on first use
   private final boolean strict;
   private final ValidCache validCache = new ValidCache();
+  private volatile Replicated replicated; // null: embedded; else the log node writing for it
 
   private Conn(Store store, boolean strict) {
     this.store = store;
@@ -147,6 +148,10 @@ public final class Conn implements Source, AutoCloseable {
           + " transactions (a transaction function, or code it calls): return the tx-data from"
           + " the function instead", "tx-data", txData);
     }
+    Replicated r = replicated;
+    if (r != null) {
+      return r.transact(txData);
+    }
     TxFuture f = new TxFuture(txData, true);
     for (boolean leads = queue.add(f); !f.isDone(); leads = false) {
       if (leads || f.awaitTurn()) {
@@ -165,10 +170,19 @@ public final class Conn implements Source, AutoCloseable {
    * @throws clojure.lang.ExceptionInfo {@code :tx/reentrant} from a transaction function
    */
   void lockForImport() {
+    if (replicated != null) {
+      throw Errors.error("db/unsupported", "Cannot import into a connection that follows a"
+          + " replicated log: transact through the log instead");
+    }
     if (txLock.isHeldByCurrentThread()) {
       throw Errors.error("tx/reentrant", "Cannot import into a connection from inside one of its"
           + " transactions (a transaction function, or code it calls)");
     }
+    txLock.lock();
+  }
+
+  /** Takes the transaction lock for {@link Logged#apply}, which releases it as an import does. */
+  void lockForLog() {
     txLock.lock();
   }
 
@@ -198,6 +212,10 @@ public final class Conn implements Source, AutoCloseable {
    * @throws clojure.lang.ExceptionInfo {@code :db/closed} once the connection is closed
    */
   public TxFuture transactAsync(Object txData) {
+    if (replicated != null) {
+      throw Errors.error("db/unsupported", "transact-async is not available on a connection"
+          + " that follows a replicated log: use transact", "tx-data", txData);
+    }
     synchronized (this) { // close shuts the executor down holding this monitor
       store(); // a closed connection refuses here, not in the future
       if (async == null) {
@@ -391,6 +409,20 @@ public final class Conn implements Source, AutoCloseable {
         + ", :basis-t " + latest.db().basisT() + ", :open? " + !closed + "}";
   }
 
+  /**
+   * Makes this connection a node of a replicated log: from now on {@link #transact} hands its
+   * tx-data to {@code r}, which returns once this node applied it, and {@link #close} stops
+   * {@code r} first. Set once, before the connection is shared.
+   */
+  public void replicate(Replicated r) {
+    replicated = r;
+  }
+
+  /** The log node this connection writes through; null when it is embedded. */
+  public Replicated replicated() {
+    return replicated;
+  }
+
   /** Whether {@link #close} has closed the connection. */
   public boolean isClosed() {
     return closed;
@@ -410,6 +442,10 @@ public final class Conn implements Source, AutoCloseable {
     if (txLock.isHeldByCurrentThread()) {
       throw Errors.error("db/close-in-tx", "Cannot close a connection from inside one of its"
           + " transactions (a transaction function, or code it calls)");
+    }
+    Replicated r = replicated;
+    if (r != null) {
+      r.stop(); // its applier ends before the store closes
     }
     txLock.lock();
     try {

@@ -10,6 +10,9 @@
  * store's fsync paused until it ends. {@code Listeners} hands each committed
  * report to the connection's listeners and report queue; {@link datalith.conn.TxFuture} is one
  * waiting transaction and its result (the pending report of {@code Conn.transactAsync}).
+ * A connection that follows a replicated log ({@code datalith.log}) hands its transactions to
+ * its {@link datalith.conn.Replicated} writer instead, and {@link datalith.conn.Logged} applies
+ * the log's records to it one at a time, each committed with the log offset after it.
  *
  * <p>Layering: this package sits above the transactor, pull and the query engine, and only the
  * APIs ({@code datalith.api}, {@code datalith.core}) sit above it. A database value reaches its

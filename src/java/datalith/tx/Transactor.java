@@ -76,12 +76,22 @@ public final class Transactor {
    */
   public static Result run(Db db, Snapshot snap, Object txData, long previousInstant,
       LookupCache lookups) {
+    return run(db, snap, txData, previousInstant, lookups, System.currentTimeMillis());
+  }
+
+  /**
+   * As {@link #run(Db, Snapshot, Object, long, LookupCache)}, dating the transaction at
+   * {@code clock} (epoch milliseconds; the previous transaction's instant when that is later)
+   * unless tx-data gives its instant: a replicated log's record time, the same on every node.
+   */
+  public static Result run(Db db, Snapshot snap, Object txData, long previousInstant,
+      LookupCache lookups, long clock) {
     if (!(txData instanceof Collection) && !(txData instanceof ISeq) && txData != null) {
       throw Errors.error("tx/invalid-data", "tx-data must be a collection of maps and lists",
           "tx-data", txData);
     }
     try {
-      return transact(db, snap, txData, previousInstant, lookups);
+      return transact(db, snap, txData, previousInstant, lookups, clock);
     } catch (ExceptionInfo ex) {
       if (isDatalithError(ex)) {
         throw ex;
@@ -104,7 +114,7 @@ public final class Transactor {
   }
 
   private static Result transact(Db db, Snapshot snap, Object txData, long previousInstant,
-      LookupCache lookups) {
+      LookupCache lookups, long clock) {
     Schema schema = db.schema();
     long t = db.basisT() + 1;
     long tx = Db.tToTx(t);
@@ -121,7 +131,7 @@ public final class Transactor {
     Slots slots = new Slots(db, snap, tx, pending::get, resolved.size() + 1);
     Applier.applyAll(ValidEvents.plainOps(valid, resolved, tx), slots, db, snap);
     Composites.derive(pending, slots);
-    TxInstant.stamp(db, snap, tx, slots, previousInstant);
+    TxInstant.stamp(db, snap, tx, slots, previousInstant, clock);
     List<TxChange> plain = slots.changes();
     // the install of :db.valid/event is datalith's own, not checked as a schema change
     List<TxChange> changes = ValidEvents.add(valid, resolved, plain, schema, tx);

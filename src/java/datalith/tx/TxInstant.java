@@ -28,17 +28,19 @@ final class TxInstant {
    * tx-data gave one, which it checks instead; {@code db} is the database
    * before the transaction, read through {@code snap}, and {@code previous}
    * its basis transaction's instant in epoch milliseconds when the caller
-   * knows it, else {@link Latest#UNKNOWN_INSTANT} (read from EAVT then).
+   * knows it, else {@link Latest#UNKNOWN_INSTANT} (read from EAVT then), and
+   * {@code now} the clock's reading in epoch milliseconds (the record's time
+   * on a replicated log, so that every node dates it alike).
    *
    * @throws clojure.lang.ExceptionInfo {@code :tx/past-instant} for a given
    *     instant older than the previous transaction's
    */
-  static void stamp(Db db, Snapshot snap, long tx, Slots slots, long previous) {
+  static void stamp(Db db, Snapshot snap, long tx, Slots slots, long previous, long clock) {
     Attr inst = db.schema().attr(Schema.TX_INSTANT);
     Date prev = previous != Latest.UNKNOWN_INSTANT ? new Date(previous) : read(db, snap, inst);
     Collection<Slots.Val> given = slots.touched(tx, inst.id);
     if (given == null) {
-      Date now = new Date();
+      Date now = new Date(clock);
       slots.add(tx, inst, prev != null && prev.after(now) ? prev : now, null);
       return;
     }

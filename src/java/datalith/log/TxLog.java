@@ -1,0 +1,45 @@
+package datalith.log;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * A totally ordered, durable log of transaction records that every node of a replicated
+ * database follows ({@link Node}): an Apache Kafka topic of one partition ({@link KafkaLog}),
+ * or another existing log behind the same few calls. Offsets start at 0 and grow by one a
+ * record. {@link #append} may be called from any thread; {@link #read} from one thread only.
+ */
+public interface TxLog extends AutoCloseable {
+  /** One record of the log: its offset, its key and value bytes, and its time (epoch ms). */
+  record Entry(long offset, byte[] key, byte[] value, long timestamp) {}
+
+  /**
+   * Appends one record, durably (acknowledged by the log's replicas), and returns its offset.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :log/unavailable} when the log did not take it;
+   *     it may still have been appended (a timeout after the write)
+   */
+  long append(byte[] key, byte[] value);
+
+  /**
+   * The records from offset {@code from} on, in order, waiting at most {@code wait} for the
+   * first; none when none came. Reader thread only.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :log/unavailable}
+   */
+  List<Entry> read(long from, Duration wait);
+
+  /** Makes a {@link #read} waiting on the reader thread return at once (any thread). */
+  void wakeup();
+
+  /**
+   * The offset the next appended record will get: every record the log holds now is below it.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :log/unavailable}
+   */
+  long endOffset();
+
+  /** Closes the log's clients. */
+  @Override
+  void close();
+}

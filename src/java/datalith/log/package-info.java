@@ -1,0 +1,20 @@
+/**
+ * Replication: a node of a database whose transactions go through a totally ordered log that
+ * every node follows, each keeping its own full copy of the indexes (issue #20).
+ * {@link datalith.log.TxLog} is the log (append, read from an offset, end offset);
+ * {@link datalith.log.KafkaLog} puts it on an Apache Kafka topic of one partition (idempotent
+ * producer, {@code acks=all}; a consumer with no group, assigned and seeking). {@link
+ * datalith.log.Node} is the connection's writer ({@code datalith.conn.Replicated}): its
+ * {@code transact} appends the tx-data ({@code Records}: nippy, data only) and waits for its own
+ * applier thread, which applies every record in log order through {@code datalith.conn.Logged}
+ * (the transaction and the next offset commit in one store write) and completes the waiting
+ * transaction of the node that wrote it.
+ *
+ * <p>Determinism: a record is applied on the value after every record before it, dated by its
+ * log time (never before the previous transaction), so every node gets the same datoms, entity
+ * ids and ts, and the same failures. A record the node cannot read, or a store that fails, stops
+ * the applier with that error; a record is never skipped.
+ *
+ * <p>Layering: above {@code datalith.conn}, below the APIs.
+ */
+package datalith.log;

@@ -1,0 +1,38 @@
+(ns datalith.kafka-child
+  "A node of a replicated database in a child JVM, for datalith.kafka-test: connects to DIR
+  following TOPIC on BOOTSTRAP, writes N transactions tagged NAME (new entities, and upserts of
+  one shared identity), waits until the node applied T-EXPECTED transactions, then prints its
+  basis t and every datom of EAVT and of the history, as EDN on one line. With N \"forever\",
+  writes until killed, printing `ack i eid` once transaction i is acknowledged (the kill -9
+  test)."
+  (:require [datalith.core :as d]
+            [datalith.child-jvm :as child])
+  (:import (datalith.index Datom)))
+
+(set! *warn-on-reflection* true)
+
+(defn- rows [db]
+  (mapv (fn [^Datom x] [(.e x) (.aid x) (.v x) (.tx x) (.added x)]) (d/datoms db :eavt)))
+
+(defn- forever [conn name]
+  (doseq [i (range)]
+    (let [r (d/transact! conn [{:db/id "u" :user/name (str name i) :user/n i}])]
+      (println "ack" i (get-in r [:tempids "u"]))
+      (flush))))
+
+(defn -main [dir bootstrap topic name n t-expected]
+  (child/exit-with-parent!)
+  (when (= n "forever")
+    (forever (d/connect dir {:log {:kafka {:bootstrap-servers bootstrap :topic topic}}}) name))
+  (with-open [conn (d/connect dir {:log {:kafka {:bootstrap-servers bootstrap :topic topic}}})]
+    (dotimes [i (parse-long n)]
+      (d/transact! conn [{:db/id "u" :user/name (str name i) :user/n i}
+                         {:user/email "shared@x" :user/name (str name i)}]))
+    (loop []
+      (when (< (d/basis-t (d/sync conn)) (parse-long t-expected))
+        (Thread/sleep 50)
+        (recur)))
+    (let [db (d/db conn)]
+      (prn {:basis-t (d/basis-t db) :eavt (rows db) :history (rows (d/history db))})))
+  (shutdown-agents)
+  (System/exit 0))
