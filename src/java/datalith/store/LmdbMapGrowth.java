@@ -240,7 +240,7 @@ final class LmdbMapGrowth {
    * After a commit that leaves {@code usedPages} pages in the file's data (its last page number
    * plus one): once the map is half used, asks for a growth, done now if the open read
    * transactions finish soon (the writer holding none), otherwise by whoever ends the last of
-   * them.
+   * them. Costs a comparison while the map is less than half used.
    */
   void growAheadOfNeed(long usedPages) throws InterruptedException {
     long size = mapSize;

@@ -404,7 +404,8 @@ public final class LmdbStore implements Store {
     }
     FileLock lock = writer.lockDirectory();
     log.clear();
-    return new LmdbWrite(env, dbis, log, map, writer, lock, pageSize, javaPages, where);
+    return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
+        where);
   }
 
   /**

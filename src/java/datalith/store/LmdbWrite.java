@@ -25,6 +25,7 @@ final class LmdbWrite implements WriteTxn {
   private final LmdbMapGrowth map;
   private final LmdbWriterLock writer;
   private final FileLock lock; // the directory's, held until close
+  private final long envAddress; // of LMDB's MDB_env, 0 when unknown
   private final int pageSize;
   private final boolean javaPages;
   private final String where;
@@ -33,13 +34,15 @@ final class LmdbWrite implements WriteTxn {
   private boolean committed;
 
   LmdbWrite(Env<ByteBuffer> env, List<Dbi<ByteBuffer>> dbis, WriteLog log, LmdbMapGrowth map,
-      LmdbWriterLock writer, FileLock lock, int pageSize, boolean javaPages, String where) {
+      LmdbWriterLock writer, FileLock lock, long envAddress, int pageSize, boolean javaPages,
+      String where) {
     this.env = env;
     this.dbis = dbis;
     this.log = log;
     this.map = map;
     this.writer = writer;
     this.lock = lock;
+    this.envAddress = envAddress;
     this.pageSize = pageSize;
     this.javaPages = javaPages;
     this.where = where;
@@ -114,8 +117,9 @@ final class LmdbWrite implements WriteTxn {
         try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
           log.replay(replay);
         } // its cursors closed before the commit, or before the abort
+        long usedPages = nextPage(txn);
         txn.commit();
-        return map.dataSize() / pageSize;
+        return usedPages > 0 ? usedPages : map.dataSize() / pageSize;
       } catch (Env.MapFullException e) {
         return -1;
       } finally {
@@ -124,6 +128,19 @@ final class LmdbWrite implements WriteTxn {
     } catch (LmdbException e) {
       throw Errors.lmdb(where, "Cannot commit", e);
     }
+  }
+
+  /**
+   * The first page number past the pages that the open write transaction {@code txn} uses
+   * (LMDB's mt_next_pgno, which its commit writes to the meta page as the last page plus one),
+   * or 0 when its MDB_txn does not read as {@link LmdbLayout} says (its mt_env is not the
+   * store's environment). Read before the commit, it leaves out the few pages that the commit
+   * takes to save the free list: well within the half of the map that growth keeps ahead.
+   */
+  private long nextPage(Txn<ByteBuffer> txn) {
+    long address = LmdbPointers.txn(txn);
+    return address != 0 && envAddress != 0 && LmdbLayout.txnEnv(address) == envAddress
+        ? LmdbLayout.txnNextPage(address) : 0;
   }
 
   @Override
