@@ -533,6 +533,28 @@
   (doseq [i (range from (+ from n))]
     (.put w SubDb/EAVT (buf (format "k%07d" i)) (ByteBuffer/wrap (value-of i 1000)))))
 
+(defn- map-size-of
+  "The LMDB store's map size in bytes (package-private, read by reflection)."
+  [^LmdbStore s]
+  (let [m (.getDeclaredMethod LmdbStore "mapSize" (make-array Class 0))]
+    (.setAccessible m true)
+    (.invoke m s (object-array 0))))
+
+(deftest map-grows-ahead-of-need-once-half-used
+  ;; 1000-byte values go three to a 4 KiB page: 100 take ~34 pages of the map's 256, 450 ~150
+  (doseq [kind [:lmdb :lmdb-plain]]
+    (testing (name kind)
+      (call-with-store
+       kind {"map-size" (* 1024 1024) "sync" false}
+       (fn [^Store s]
+         (are [from n size] (= size (do (with-open [w (.beginWrite s)]
+                                          (put-values! w from n)
+                                          (.commit w))
+                                        (map-size-of s)))
+           0   100 (* 1024 1024)       ; a quarter used: as it was
+           100 350 (* 2 1024 1024)     ; more than half used: doubled by the commit
+           450 10  (* 2 1024 1024))))))) ; a quarter of the grown map: as it was
+
 (deftest map-growth-closes-reads-that-would-wait-for-it
   (testing "a read open on the committing thread"
     (call-with-store

@@ -3,31 +3,23 @@ package datalith.store;
 import clojure.lang.Keyword;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
-import java.nio.channels.FileLockInterruptionException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.concurrent.locks.StampedLock;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.Dbi.MapResizedException;
 import org.lmdbjava.DbiFlags;
 import org.lmdbjava.Env;
 import org.lmdbjava.EnvFlags;
-import org.lmdbjava.EnvInfo;
 import org.lmdbjava.LmdbException;
-import org.lmdbjava.Txn;
 
 /**
  * The durable {@link Store}: one LMDB environment per directory, one named sub-database per
@@ -38,10 +30,10 @@ import org.lmdbjava.Txn;
  * transactions are pooled (reset, then renewed) together with their cursors, so opening one,
  * reading and closing it allocates two small handles.
  *
- * <p>A write transaction buffers its writes (copying the caller's buffers) and applies them in one
- * LMDB write transaction at {@link WriteTxn#commit()}. When LMDB reports its map full, the
- * commit aborts, grows the map and replays the writes; the map also grows ahead of need, once it
- * is half used, whenever no read transaction is open.
+ * <p>A write transaction ({@link LmdbWrite}) buffers its writes (copying the caller's buffers)
+ * and applies them in one LMDB write transaction at {@link WriteTxn#commit()}. When LMDB reports
+ * its map full, the commit aborts, grows the map and replays the writes; the map also grows ahead
+ * of need, once it is half used, whenever no read transaction is open ({@link LmdbMapGrowth}).
  *
  * <p>Resizing the map needs a moment with no read transaction open in this process: new read
  * transactions wait for it (briefly; a thread that already holds one never waits) while the open
@@ -60,7 +52,8 @@ import org.lmdbjava.Txn;
  * map, a new read transaction grows this process's map to take it in (LMDB's
  * {@code MDB_MAP_RESIZED}), waiting like any growth for this process's read transactions to
  * finish; a thread that holds a read transaction already cannot wait for that, and gets
- * {@code :store/map-resized}.
+ * {@code :store/map-resized}. The writer lock is {@link LmdbWriterLock}; read transactions are
+ * pooled in {@link LmdbReaderPool}.
  *
  * <p>Thread-safe. Each transaction is used by one thread at a time.
  */
@@ -82,14 +75,10 @@ public final class LmdbStore implements Store {
   public static final String PAGE_READER_PROPERTY = "datalith.page-reader";
 
   private static final long MAP_SIZE_UNIT = 64 << 10; // map sizes are multiples of this
-  private static final int POOL_SIZE = 64; // pooled read transactions
-  private static final long GATE_WAIT_MS = 100; // longest wait of a new reader for a resize
-  private static final long GROW_WAIT_S = 30; // longest wait of a commit for readers to finish
+  private static final long GROW_WAIT_S = 30; // longest wait of a reader for another's growth
   private static final int OPEN = 0;
   private static final int CLOSING = 1;
   private static final int CLOSED = 2;
-  /** The file in the store's directory that the open write transaction of any process locks. */
-  static final String WRITER_LOCK = "writer.lock";
 
   // LMDB forbids opening one environment twice in a process: closing either breaks its locks.
   private static final Set<Path> OPEN_DIRS = ConcurrentHashMap.newKeySet(); // real paths
@@ -106,21 +95,14 @@ public final class LmdbStore implements Store {
   private final Path dataFile;
   private volatile long filePages; // whole pages in the data file, as last seen
 
-  // Shared while a read transaction is open; exclusive while the map is resized or closed.
-  private final StampedLock mapLock = new StampedLock();
-  private final Semaphore writer = new Semaphore(1, true); // held by the open write transaction
-  private final AtomicReferenceArray<LmdbReader> pool = new AtomicReferenceArray<>(POOL_SIZE);
   private final ThreadLocal<LmdbReadTxn.Opened> openReads =
       ThreadLocal.withInitial(() -> new LmdbReadTxn.Opened(Thread.currentThread()));
   private final Set<LmdbReadTxn.Opened> parked = ConcurrentHashMap.newKeySet(); // in beginWrite
-  private final Object gate = new Object(); // notified when a pending growth is done
+  private final LmdbWriterLock writer;
+  private final LmdbMapGrowth map;
+  private final LmdbReaderPool readers;
   private final WriteLog log = new WriteLog(); // the open write transaction's writes
-  private FileChannel writerLockFile; // opened by the first write; used under the writer permit
   private volatile int state = OPEN;
-  private volatile long growTo; // the map size wanted, 0 when no growth is pending
-  private volatile long mapSize;
-  private volatile long mapAddress; // where the map starts in this process, 0 until read again
-  private volatile Thread writerThread; // the thread that began the open write transaction
 
   private LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
       List<Dbi<ByteBuffer>> dbis, boolean javaPages) {
@@ -130,25 +112,18 @@ public final class LmdbStore implements Store {
     this.env = env;
     this.dbis = dbis;
     this.pageSize = env.stat().pageSize;
-    this.mapSize = env.info().mapSize;
     this.envAddress = LmdbPointers.env(env);
     this.javaPages = javaPages;
     this.dataFile = dir.resolve(LmdbFiles.DATA);
     this.filePages = refreshFilePages();
+    this.writer = new LmdbWriterLock(dir, where);
+    this.map = new LmdbMapGrowth(env, pageSize, envAddress, where, writer, openReads, parked);
+    this.readers = new LmdbReaderPool(this, env, dbis);
   }
 
-  /**
-   * The map's address, read from LMDB's MDB_env (lmdbjava's EnvInfo does not give it), or 0
-   * when that does not read as {@link LmdbLayout} says; stable while a read transaction is open,
-   * as it holds the map lock.
-   */
+  /** The map's address, or 0 (see {@link LmdbMapGrowth#mapAddress()}). */
   long mapAddress() {
-    long m = mapAddress;
-    if (m == 0) {
-      m = LmdbLayout.mapOf(envAddress, pageSize, SubDb.values().length, mapSize);
-      mapAddress = m;
-    }
-    return m;
+    return map.mapAddress();
   }
 
   long envAddress() {
@@ -172,7 +147,7 @@ public final class LmdbStore implements Store {
   }
 
   long mapSize() {
-    return mapSize;
+    return map.mapSize();
   }
 
   int pageSize() {
@@ -339,24 +314,24 @@ public final class LmdbStore implements Store {
     LmdbReadTxn.Opened opened = openReads.get();
     long deadline = 0;
     while (true) {
-      long stamp = lockShared(opened.count() > 0);
+      long stamp = map.lockShared(opened.count() > 0);
       try {
         checkOpen();
-        LmdbReadTxn txn = new LmdbReadTxn(this, takeReader(), stamp, opened);
+        LmdbReadTxn txn = new LmdbReadTxn(this, readers.take(), stamp, opened);
         opened.add(txn);
         return txn;
       } catch (MapResizedException e) {
-        long needed = dataSize(); // the shared map lock keeps the map in place
-        mapLock.unlockRead(stamp);
+        long needed = map.dataSize(); // the shared map lock keeps the map in place
+        map.unlockShared(stamp);
         if (deadline == 0) {
           deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(GROW_WAIT_S);
         }
         adoptGrownMap(opened, needed, deadline);
       } catch (LmdbException e) {
-        mapLock.unlockRead(stamp);
+        map.unlockShared(stamp);
         throw failure("Cannot begin a read transaction", e);
       } catch (RuntimeException e) {
-        mapLock.unlockRead(stamp);
+        map.unlockShared(stamp);
         throw e;
       }
     }
@@ -364,119 +339,36 @@ public final class LmdbStore implements Store {
 
   /**
    * Another process filled the file to {@code needed} bytes, past this process's map: asks for
-   * the growth that takes it in, which the caller's next {@link #lockShared} helps along.
+   * the growth that takes it in, which the caller's next {@link LmdbMapGrowth#lockShared} helps
+   * along.
    */
   private void adoptGrownMap(LmdbReadTxn.Opened opened, long needed, long deadline) {
     if (opened.count() > 0) {
       throw Errors.error(Errors.MAP_RESIZED, where, "Another process filled the store past this"
-          + " process's map (" + mapSize + " bytes), which cannot grow while this thread holds a"
-          + " read transaction: close it and read again", null,
-          Keyword.intern("map-size"), mapSize, Keyword.intern("needed"), needed);
+          + " process's map (" + map.mapSize() + " bytes), which cannot grow while this thread"
+          + " holds a read transaction: close it and read again", null,
+          Keyword.intern("map-size"), map.mapSize(), Keyword.intern("needed"), needed);
     }
     if (System.nanoTime() - deadline > 0) {
       throw Errors.error(Errors.MAP_RESIZED, where, "Another process filled the store past this"
-          + " process's map (" + mapSize + " bytes), which cannot grow while read transactions"
-          + " stay open (waited " + GROW_WAIT_S + " s)", null,
-          Keyword.intern("map-size"), mapSize, Keyword.intern("needed"), needed);
+          + " process's map (" + map.mapSize() + " bytes), which cannot grow while read"
+          + " transactions stay open (waited " + GROW_WAIT_S + " s)", null,
+          Keyword.intern("map-size"), map.mapSize(), Keyword.intern("needed"), needed);
     }
-    requestGrowth(grownSize(needed));
-  }
-
-  /** The bytes the last commit of any process uses (from the newest meta page). */
-  private long dataSize() {
-    return (env.info().lastPageNumber + 1) * pageSize;
-  }
-
-  /** The map size after growth for {@code needed} bytes: the current one doubled until they fit. */
-  private long grownSize(long needed) {
-    long size = 2 * mapSize;
-    while (size < needed) {
-      size *= 2;
-    }
-    return size;
-  }
-
-  private long lockShared(boolean nested) {
-    long stamp = mapLock.tryReadLock(); // fails only while a resize or close runs
-    if (stamp != 0 && (growTo == 0 || nested)) {
-      return stamp;
-    }
-    if (stamp != 0) {
-      mapLock.unlockRead(stamp); // let the open readers drain so that the map can grow
-    }
-    maybeGrow();
-    awaitGrowth();
-    return mapLock.readLock();
-  }
-
-  private void awaitGrowth() {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(GATE_WAIT_MS);
-    synchronized (gate) {
-      long left;
-      while (growTo != 0 && state == OPEN && (left = deadline - System.nanoTime()) > 0) {
-        try {
-          TimeUnit.NANOSECONDS.timedWait(gate, left);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
-        }
-      }
-    }
-  }
-
-  private int home() {
-    return Thread.currentThread().hashCode() & (POOL_SIZE - 1);
-  }
-
-  private LmdbReader takeReader() {
-    int home = home();
-    for (int i = 0; i < POOL_SIZE; i++) {
-      int at = (home + i) & (POOL_SIZE - 1);
-      LmdbReader reader = pool.get(at);
-      if (reader != null && pool.compareAndSet(at, reader, null)) {
-        try {
-          reader.renew();
-        } catch (MapResizedException e) {
-          reader.txn.reset(); // LMDB has ended it; lmdbjava wants it reset before a renew
-          if (!giveBack(reader)) {
-            reader.txn.close();
-          }
-          throw e;
-        } catch (RuntimeException e) {
-          reader.txn.close();
-          throw e;
-        }
-        return reader;
-      }
-    }
-    return new LmdbReader(this, env.txnRead(), dbis);
+    map.request(map.grownSize(needed));
   }
 
   /** Ends a read transaction: called once by its handle. */
   void release(LmdbReadTxn txn, LmdbReader reader, long stamp, LmdbReadTxn.Opened opened) {
     try {
-      reader.reset();
-      if (!giveBack(reader)) {
-        reader.dispose();
-      }
+      readers.end(reader);
     } catch (LmdbException e) {
       throw failure("Cannot end a read transaction", e);
     } finally {
       opened.remove(txn);
-      mapLock.unlockRead(stamp);
+      map.unlockShared(stamp);
     }
-    maybeGrow();
-  }
-
-  private boolean giveBack(LmdbReader reader) {
-    int home = home();
-    for (int i = 0; i < POOL_SIZE; i++) {
-      int at = (home + i) & (POOL_SIZE - 1);
-      if (pool.get(at) == null && pool.compareAndSet(at, null, reader)) {
-        return true;
-      }
-    }
-    return false;
+    map.maybeGrow();
   }
 
   /**
@@ -493,7 +385,7 @@ public final class LmdbStore implements Store {
   @Override
   public WriteTxn beginWrite() {
     checkOpen();
-    if (writerThread == Thread.currentThread()) {
+    if (writer.heldByCurrentThread()) {
       throw new IllegalStateException(
           "This thread already holds the write transaction (" + where + ")");
     }
@@ -502,7 +394,7 @@ public final class LmdbStore implements Store {
       parked.add(opened); // its reads may be closed by a commit that must grow the map
     }
     try {
-      writer.acquireUninterruptibly();
+      writer.acquire();
     } finally {
       parked.remove(opened);
     }
@@ -510,45 +402,10 @@ public final class LmdbStore implements Store {
       writer.release();
       throw Errors.closed(where, "The store");
     }
-    FileLock lock;
-    try {
-      lock = lockWriters();
-    } catch (RuntimeException e) {
-      writer.release();
-      throw e;
-    }
-    writerThread = Thread.currentThread();
+    FileLock lock = writer.lockDirectory();
     log.clear();
-    return new Write(lock);
-  }
-
-  /**
-   * Takes the directory's writer lock, waiting for another process's write transaction to end.
-   * Caller holds the writer permit. Not interruptible: an interrupt closes a channel blocked in
-   * {@link FileChannel#lock()}, so one that comes meanwhile reopens it, and is kept for later.
-   */
-  private FileLock lockWriters() {
-    boolean interrupted = Thread.interrupted(); // with the flag set, lock() would close the channel
-    try {
-      while (true) {
-        try {
-          if (writerLockFile == null || !writerLockFile.isOpen()) {
-            writerLockFile = FileChannel.open(dir.resolve(WRITER_LOCK),
-                StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-          }
-          return writerLockFile.lock();
-        } catch (FileLockInterruptionException | ClosedByInterruptException e) {
-          interrupted |= Thread.interrupted(); // the channel is closed: reopen it
-        } catch (IOException e) {
-          throw Errors.error(Errors.LMDB, where,
-              "Cannot lock " + dir.resolve(WRITER_LOCK) + ": " + e.getMessage(), e);
-        }
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
+    return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
+        where);
   }
 
   /**
@@ -591,7 +448,7 @@ public final class LmdbStore implements Store {
   @Override
   public void close() {
     int held = openReads.get().count();
-    if (held > 0 || writerThread == Thread.currentThread()) {
+    if (held > 0 || writer.heldByCurrentThread()) {
       throw new IllegalStateException("Cannot close the store while this thread holds "
           + (held > 0 ? held + " open read transaction(s)" : "the write transaction")
           + " (" + where + ")");
@@ -602,20 +459,11 @@ public final class LmdbStore implements Store {
       }
       state = CLOSING;
     }
-    synchronized (gate) {
-      gate.notifyAll();
-    }
-    writer.acquireUninterruptibly(); // the open write transaction is done
-    FileChannel lockFile = writerLockFile; // no write uses it now or later
-    writer.release(); // beginWrite callers queued behind us now see CLOSING
-    long stamp = mapLock.writeLock(); // every read transaction is closed
+    map.close();
+    FileChannel lockFile = writer.drain();
+    long stamp = map.lockForClose(); // every read transaction is closed
     try {
-      for (int i = 0; i < POOL_SIZE; i++) {
-        LmdbReader reader = pool.getAndSet(i, null);
-        if (reader != null) {
-          reader.dispose();
-        }
-      }
+      readers.disposeAll();
       env.close();
       if (lockFile != null) {
         lockFile.close();
@@ -623,251 +471,11 @@ public final class LmdbStore implements Store {
     } catch (LmdbException e) {
       throw failure("Cannot close the LMDB store", e);
     } catch (IOException e) {
-      throw Errors.error(Errors.LMDB, where, "Cannot close " + WRITER_LOCK, e);
+      throw Errors.error(Errors.LMDB, where, "Cannot close " + LmdbWriterLock.FILE, e);
     } finally {
       OPEN_DIRS.remove(dir);
       state = CLOSED;
-      mapLock.unlockWrite(stamp);
-    }
-  }
-
-  // ---- map growth ----
-
-  private void requestGrowth(long size) {
-    synchronized (gate) {
-      if (size > mapSize && size > growTo) {
-        growTo = size;
-      }
-    }
-  }
-
-  /**
-   * Grows the map if a growth is pending and nothing is in the way now; never waits. The thread
-   * of the open write transaction may grow it too (outside {@link Write#commit()}: the LMDB
-   * write transaction is open only there).
-   */
-  private void maybeGrow() {
-    if (growTo == 0 || state != OPEN) {
-      return;
-    }
-    boolean mine = writerThread == Thread.currentThread();
-    if (!mine && !writer.tryAcquire()) {
-      return;
-    }
-    try {
-      long stamp = mapLock.tryWriteLock();
-      if (stamp != 0) {
-        try {
-          resize(growTo);
-        } catch (LmdbException e) {
-          // Leave it to the next commit that needs the room: it reports the failure.
-          synchronized (gate) {
-            growTo = 0;
-            gate.notifyAll();
-          }
-        } finally {
-          mapLock.unlockWrite(stamp);
-        }
-      }
-    } finally {
-      if (!mine) {
-        writer.release();
-      }
-    }
-  }
-
-  /**
-   * Grows the map for the writer: closes the read transactions that would wait for this commit
-   * (see the class comment), then waits for the others to finish.
-   */
-  private void growForCommit(long size) {
-    closeForGrowth(openReads.get());
-    for (LmdbReadTxn.Opened waiting : parked) {
-      closeForGrowth(waiting);
-    }
-    requestGrowth(size);
-    long stamp;
-    try {
-      stamp = mapLock.tryWriteLock(GROW_WAIT_S, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      stamp = 0;
-    }
-    if (stamp == 0) {
-      throw Errors.error(Errors.MAP_FULL, where, "The LMDB map (" + mapSize
-          + " bytes) is full and cannot grow while read transactions stay open (waited "
-          + GROW_WAIT_S + " s)", null, Keyword.intern("map-size"), mapSize);
-    }
-    try {
-      resize(Math.max(size, growTo));
-    } catch (LmdbException e) {
-      throw failure("Cannot grow the map to " + size + " bytes", e);
-    } finally {
-      mapLock.unlockWrite(stamp);
-    }
-  }
-
-  private static void closeForGrowth(LmdbReadTxn.Opened opened) {
-    for (LmdbReadTxn txn : opened.snapshot()) {
-      txn.closeForGrowth();
-    }
-  }
-
-  /**
-   * Caller holds the writer permit and the exclusive map lock. LMDB makes the map at least as
-   * big as the data any process committed.
-   */
-  private void resize(long size) {
-    if (size > mapSize) {
-      env.setMapSize(size);
-      mapSize = env.info().mapSize;
-      mapAddress = 0; // a resize may move the map
-    }
-    synchronized (gate) {
-      if (growTo <= mapSize) {
-        growTo = 0;
-      }
-      gate.notifyAll();
-    }
-  }
-
-  /**
-   * Once the map is half used, asks for a growth, done now if the open read transactions finish
-   * soon (the writer holding none), otherwise by whoever ends the last of them.
-   */
-  private void growAheadOfNeed() throws InterruptedException {
-    EnvInfo info = env.info();
-    if ((info.lastPageNumber + 1) * pageSize <= info.mapSize / 2) {
-      return;
-    }
-    requestGrowth(2 * info.mapSize);
-    if (openReads.get().count() == 0) {
-      long stamp = mapLock.tryWriteLock(GATE_WAIT_MS, TimeUnit.MILLISECONDS);
-      if (stamp != 0) {
-        try {
-          resize(growTo);
-        } finally {
-          mapLock.unlockWrite(stamp);
-        }
-      }
-    }
-  }
-
-  /**
-   * The write transaction: buffers writes, applies them all in one LMDB txn on commit. Holds the
-   * writer permit and the directory's writer lock until closed.
-   */
-  private final class Write implements WriteTxn {
-    private final FileLock lock;
-    private final List<Expected> expected = new ArrayList<>();
-    private boolean open = true;
-    private boolean committed;
-
-    Write(FileLock lock) {
-      this.lock = lock;
-    }
-
-    private void checkWritable() {
-      if (!open) {
-        throw Errors.closed(where, "The write transaction");
-      }
-      if (committed) {
-        throw new IllegalStateException("The write transaction is committed (" + where + ")");
-      }
-    }
-
-    @Override
-    public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
-      checkWritable();
-      Errors.checkKey(where, key);
-      log.put(db, key, val);
-    }
-
-    @Override
-    public void delete(SubDb db, ByteBuffer key) {
-      checkWritable();
-      Errors.checkKey(where, key);
-      log.delete(db, key);
-    }
-
-    @Override
-    public void expect(SubDb db, ByteBuffer key, ByteBuffer val) {
-      checkWritable();
-      expected.add(new Expected(where, db, key, val));
-    }
-
-    @Override
-    public void commit() {
-      checkWritable();
-      while (!apply()) {
-        // the map is full, or another process filled the file past it
-        growForCommit(grownSize(Math.max(mapSize, dataSize()) + 4 * log.bytes()));
-      }
-      committed = true;
-      try {
-        growAheadOfNeed();
-      } catch (LmdbException e) {
-        // The commit stands; a growth put off now happens when a commit needs the room.
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-
-    /**
-     * Applies the log in one LMDB write transaction; false when the map must grow first.
-     *
-     * @throws clojure.lang.ExceptionInfo {@code :store/conflict} when an {@link #expect} fails
-     */
-    private boolean apply() {
-      try {
-        Txn<ByteBuffer> txn;
-        try {
-          txn = env.txnWrite();
-        } catch (MapResizedException e) {
-          return false;
-        }
-        try {
-          for (Expected x : expected) {
-            x.check(where, dbis.get(x.db.ordinal()).get(txn, x.directKey()));
-          }
-          try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
-            log.replay(replay);
-          } // its cursors closed before the commit, or before the abort
-          txn.commit();
-          return true;
-        } catch (Env.MapFullException e) {
-          return false;
-        } finally {
-          txn.close(); // aborts unless committed
-        }
-      } catch (LmdbException e) {
-        throw failure("Cannot commit", e);
-      }
-    }
-
-    @Override
-    public void close() {
-      if (open) {
-        open = false;
-        log.clear();
-        try {
-          lock.release();
-        } catch (IOException e) {
-          closeLockFile(); // which releases the lock; the next write opens the file again
-        } finally {
-          writerThread = null;
-          writer.release();
-        }
-        maybeGrow();
-      }
-    }
-
-    private void closeLockFile() {
-      try {
-        writerLockFile.close();
-      } catch (IOException e) {
-        // closing releases the lock whatever else failed
-      }
+      map.unlockAfterClose(stamp);
     }
   }
 }

@@ -56,7 +56,9 @@
  * are LMDB's own: a commit reads and writes the pages it changes in C, unchecked.
 
  * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
- * transaction in key order; runs of keys that land in the middle of a tree (new entities' datoms
+ * transaction in key order ({@link datalith.store.LmdbWrite}, holding the
+ * {@link datalith.store.LmdbWriterLock}; the map grows by {@link datalith.store.LmdbMapGrowth},
+ * and read transactions are pooled by {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new entities' datoms
  * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
  * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}). A bulk
  * load may pause the fsync of commits ({@code Store.pauseSync}; on LMDB, MDB_NOSYNC set and

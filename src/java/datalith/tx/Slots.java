@@ -137,7 +137,10 @@ final class Slots {
     slot = new Slot(a);
     slots.put(k, slot);
     LinkedHashMap<Bytes, Val> s = slot.vals;
-    if (e < db.nextEid() || e >= Db.TX0) {
+    // Only entities below nextEid and transactions before this one hold values: every id a
+    // committed transaction used is below the nextEid it stored, this transaction's own id is
+    // new, and later ones are refused (EntityIds.named). So new entities read nothing.
+    if (e < db.nextEid() || (e >= Db.TX0 && e < tx)) {
       // stored values are encoded as the attribute was when they were written
       Attr stored = schema.attr(a.id);
       KeyBuilder kb = new KeyBuilder().putLong(e).putLong(a.id);

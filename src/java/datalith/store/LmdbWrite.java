@@ -1,0 +1,155 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+import java.nio.channels.FileLock;
+import java.util.ArrayList;
+import java.util.List;
+import org.lmdbjava.Dbi;
+import org.lmdbjava.Dbi.MapResizedException;
+import org.lmdbjava.Env;
+import org.lmdbjava.LmdbException;
+import org.lmdbjava.Txn;
+
+/**
+ * The write transaction of an {@link LmdbStore}: buffers its writes in the store's
+ * {@link WriteLog} (copying the caller's buffers) and applies them all in one LMDB write
+ * transaction at {@link #commit()}. When LMDB reports its map full, or another process filled
+ * the file past it, the commit aborts, grows the map and replays the writes; after a commit the
+ * map grows ahead of need once it is half used. Holds the writer permit and the directory's
+ * writer lock until closed. Used by the thread that began it.
+ */
+final class LmdbWrite implements WriteTxn {
+  private final Env<ByteBuffer> env;
+  private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
+  private final WriteLog log; // the store's, cleared when this began
+  private final LmdbMapGrowth map;
+  private final LmdbWriterLock writer;
+  private final FileLock lock; // the directory's, held until close
+  private final long envAddress; // of LMDB's MDB_env, 0 when unknown
+  private final int pageSize;
+  private final boolean javaPages;
+  private final String where;
+  private final List<Expected> expected = new ArrayList<>();
+  private boolean open = true;
+  private boolean committed;
+
+  LmdbWrite(Env<ByteBuffer> env, List<Dbi<ByteBuffer>> dbis, WriteLog log, LmdbMapGrowth map,
+      LmdbWriterLock writer, FileLock lock, long envAddress, int pageSize, boolean javaPages,
+      String where) {
+    this.env = env;
+    this.dbis = dbis;
+    this.log = log;
+    this.map = map;
+    this.writer = writer;
+    this.lock = lock;
+    this.envAddress = envAddress;
+    this.pageSize = pageSize;
+    this.javaPages = javaPages;
+    this.where = where;
+  }
+
+  private void checkWritable() {
+    if (!open) {
+      throw Errors.closed(where, "The write transaction");
+    }
+    if (committed) {
+      throw new IllegalStateException("The write transaction is committed (" + where + ")");
+    }
+  }
+
+  @Override
+  public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
+    checkWritable();
+    Errors.checkKey(where, key);
+    log.put(db, key, val);
+  }
+
+  @Override
+  public void delete(SubDb db, ByteBuffer key) {
+    checkWritable();
+    Errors.checkKey(where, key);
+    log.delete(db, key);
+  }
+
+  @Override
+  public void expect(SubDb db, ByteBuffer key, ByteBuffer val) {
+    checkWritable();
+    expected.add(new Expected(where, db, key, val));
+  }
+
+  @Override
+  public void commit() {
+    checkWritable();
+    long usedPages;
+    while ((usedPages = apply()) < 0) {
+      // the map is full, or another process filled the file past it
+      map.growForCommit(map.grownSize(Math.max(map.mapSize(), map.dataSize())
+          + 4 * log.bytes()));
+    }
+    committed = true;
+    try {
+      map.growAheadOfNeed(usedPages);
+    } catch (LmdbException e) {
+      // The commit stands; a growth put off now happens when a commit needs the room.
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * Applies the log in one LMDB write transaction; returns the pages the data uses once it is
+   * committed (its last page number plus one), or -1 when the map must grow first.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/conflict} when an {@link #expect} fails
+   */
+  private long apply() {
+    try {
+      Txn<ByteBuffer> txn;
+      try {
+        txn = env.txnWrite();
+      } catch (MapResizedException e) {
+        return -1;
+      }
+      try {
+        for (Expected x : expected) {
+          x.check(where, dbis.get(x.db.ordinal()).get(txn, x.directKey()));
+        }
+        try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
+          log.replay(replay);
+        } // its cursors closed before the commit, or before the abort
+        long usedPages = nextPage(txn);
+        txn.commit();
+        return usedPages > 0 ? usedPages : map.dataSize() / pageSize;
+      } catch (Env.MapFullException e) {
+        return -1;
+      } finally {
+        txn.close(); // aborts unless committed
+      }
+    } catch (LmdbException e) {
+      throw Errors.lmdb(where, "Cannot commit", e);
+    }
+  }
+
+  /**
+   * The first page number past the pages that the open write transaction {@code txn} uses
+   * (LMDB's mt_next_pgno, which its commit writes to the meta page as the last page plus one),
+   * or 0 when its MDB_txn does not read as {@link LmdbLayout} says (its mt_env is not the
+   * store's environment). Read before the commit, it leaves out the few pages that the commit
+   * takes to save the free list: well within the half of the map that growth keeps ahead.
+   */
+  private long nextPage(Txn<ByteBuffer> txn) {
+    long address = LmdbPointers.txn(txn);
+    return address != 0 && envAddress != 0 && LmdbLayout.txnEnv(address) == envAddress
+        ? LmdbLayout.txnNextPage(address) : 0;
+  }
+
+  @Override
+  public void close() {
+    if (open) {
+      open = false;
+      log.clear();
+      writer.unlock(lock);
+      map.maybeGrow();
+    }
+  }
+}
