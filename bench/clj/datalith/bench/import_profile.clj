@@ -15,17 +15,13 @@
       --dir DIR       the LMDB directory (default target/import-profile; deleted first)
       --progress true pass a progress function (which makes every chunk its own commit)"
   (:require [clojure.string :as str]
+            [datalith.bench.system :refer [delete-tree]]
             [datalith.core :as d]
             [datalith.workload :as w])
   (:import (java.io File)
            (java.lang.management ManagementFactory)))
 
 (set! *warn-on-reflection* true)
-
-(defn- delete-tree [^File f]
-  (when (.isDirectory f)
-    (run! delete-tree (.listFiles f)))
-  (.delete f))
 
 (defn- cpu-ns ^long []
   (.getCurrentThreadCpuTime (ManagementFactory/getThreadMXBean)))

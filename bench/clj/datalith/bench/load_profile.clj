@@ -15,17 +15,13 @@
       --tx-only true  no load: time the single-datom transactions on the LMDB
                       database a run with --keep left in --dir"
   (:require [clojure.string :as str]
+            [datalith.bench.system :refer [delete-tree]]
             [datalith.core :as d]
             [datalith.workload :as w])
   (:import (java.io File)
            (java.lang.management ManagementFactory)))
 
 (set! *warn-on-reflection* true)
-
-(defn- delete-tree [^File f]
-  (when (.isDirectory f)
-    (run! delete-tree (.listFiles f)))
-  (.delete f))
 
 (defn- transact-fn [conn]
   (fn [tx-data]
