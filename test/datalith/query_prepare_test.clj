@@ -145,3 +145,37 @@
         (is (some? (java-run pq db "p1@x")))
         (is (nil? (java-run pq db "p2@x")))
         (finally (ns-unmap *ns* 'prepared-later-fn))))))
+
+(deftest clojure-prepared-query-holds-its-plan
+  ;; d/prepare gives the Java API's prepared query (datalith.query.Prepared): its plan is held
+  ;; across runs, and each answer is still the string query's, across size classes, rules forms,
+  ;; q, qseq, run and a query map's :offset/:limit
+  (each-store [conn]
+    (let [small (people! conn 10)
+          _ (d/transact! conn (for [i (range 10 2000)] {:p/email (str "p" i "@x") :p/age (mod i 7)}))
+          large (d/db conn)
+          form '[:find ?a . :in $ ?email :where [?e :p/email ?email] [?e :p/age ?a]]
+          by-email (d/prepare form)
+          rules-form '[:find (count ?m) . :in $ % :where (r ?m ?a) [_ :p/email ?m] [(< ?a 2)]]
+          by-rules (d/prepare rules-form)
+          free '[[(r ?m ?a) [?e :p/email ?m] [?e :p/age ?a]]]
+          needs-m '[[(r [?m] ?a) [?e :p/email ?m] [?e :p/age ?a]]]
+          ages (d/prepare '[:find ?a :in $ :where [_ :p/age ?a] :order-by ?a])]
+      (is (instance? datalith.query.Prepared by-email) "the Java API's prepared query")
+      (is (identical? by-email (d/prepare by-email)) "preparing a prepared query gives it back")
+      (are [db email] (= (d/q form db email) (d/q by-email db email)
+                         (d/run by-email [db email]) (d/run by-email {:$ db :email email}))
+        small "p3@x"
+        large "p3@x"
+        large "p1500@x"
+        small "p1500@x"
+        large "p1999@x")
+      (are [db rules] (= (d/q rules-form db rules) (d/q by-rules db rules))
+        large free
+        large needs-m
+        small free
+        large (vec needs-m))
+      (is (= (range 7) (map first (d/qseq ages large))))
+      (is (= [[2] [3]] (d/q {:query ages :args [large] :offset 2 :limit 2}))
+          ":offset and :limit apply to a prepared query")
+      (is (= (range 7) (map first (d/q ages large))) "and do not stay with it"))))

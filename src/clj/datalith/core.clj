@@ -404,15 +404,17 @@
 (defn prepare
   "Parses and validates `query` once, for `q`, `qseq` and `run` to take in its
   place: they neither read nor look it up again. A prepared query runs on any
-  database; its plan is made per query, rules and size class of each database
-  (the base-4 magnitude of its datom count), so a database four times larger or
-  smaller than the last one plans again, and one of the same class reuses the plan.
+  database and holds the plan of its last run, which the next run reuses while
+  the rules are the same form and each database is in the same size class (the
+  base-4 magnitude of its datom count): a database four times larger or smaller
+  plans again. `:offset` and `:limit` in a query map make another query, which
+  plans as an unprepared one does.
 
     (def by-email (d/prepare '[:find ?e . :in $ ?email :where [?e :user/email ?email]]))
     (d/q by-email db \"ada@example.com\")
     (d/run by-email {:$ db :email \"ada@example.com\"})"
   [query]
-  (explaining ::specs/query query query-shape? (Engine/parse query)))
+  (explaining ::specs/query query query-shape? (Engine/prepare query)))
 
 (defn run
   "Runs `query` (prepared, or any query `q` takes) with `inputs` by position (a
@@ -425,7 +427,7 @@
     ; => 17592186045418"
   [query inputs]
   (let [parsed (prepare query)]
-    (cond (map? inputs) (Engine/run parsed (Engine/namedInputs parsed inputs))
+    (cond (map? inputs) (Engine/run parsed (Engine/namedInputs (Engine/parse parsed) inputs))
           (or (nil? inputs) (sequential? inputs)) (Engine/run parsed (object-array inputs))
           :else (throw (error :query/inputs "run's inputs are a vector or a map by name"
                               {:inputs inputs})))))

@@ -81,10 +81,16 @@ public final class Engine {
     this.explain = explain ? new ArrayList<>() : null;
   }
 
-  /** The parsed form of a query, cached by form; a query already parsed is itself. */
+  /**
+   * The parsed form of a query, cached by form; a query already parsed is itself, a prepared
+   * one its parsed query.
+   */
   public static Query parse(Object form) {
     if (form instanceof Query parsed) {
       return parsed;
+    }
+    if (form instanceof Prepared prepared) {
+      return prepared.query();
     }
     if (form == null) {
       return QueryParser.parse(null); // throws :parser/query
@@ -124,18 +130,38 @@ public final class Engine {
    *     the answer further, {@link Slices#withOptions}); null for none
    */
   public static Object q(Object form, Object[] inputs, IPersistentMap opts) {
-    Engine e = new Engine(Slices.withOptions(parse(form), opts), positiveOption(opts, K_TIMEOUT,
-        ":timeout is a positive number of milliseconds"), positiveOption(opts, K_MAX_ROWS,
-        ":max-rows is a positive number of rows"), false);
-    return e.run(inputs);
+    return withOptions(form, opts).run(inputs);
   }
 
   /**
-   * Runs a query already parsed by {@link #parse} on {@code inputs} (one per {@code :in}
-   * element): a prepared query, neither read nor looked up by form again.
+   * The engine that runs {@code form} with {@code opts} ({@link #q}): a prepared query keeps its
+   * held plan unless {@code :offset} or {@code :limit} make it another query.
    */
-  public static Object run(Query parsed, Object[] inputs) {
-    return new Engine(parsed, 0, 0, false).run(inputs);
+  private static Engine withOptions(Object form, IPersistentMap opts) {
+    Query q = parse(form);
+    Query sliced = Slices.withOptions(q, opts);
+    return new Engine(sliced, sliced == q && form instanceof Prepared p ? p : null,
+        positiveOption(opts, K_TIMEOUT, ":timeout is a positive number of milliseconds"),
+        positiveOption(opts, K_MAX_ROWS, ":max-rows is a positive number of rows"), false);
+  }
+
+  /**
+   * {@code form} prepared to run many times ({@link Prepared}); a prepared query is itself.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :parser/...} when the query does not parse
+   */
+  public static Prepared prepare(Object form) {
+    return form instanceof Prepared p ? p : Prepared.of(parse(form));
+  }
+
+  /**
+   * Runs a query on {@code inputs} (one per {@code :in} element): a prepared one
+   * ({@link #prepare}) with its held plan, one already parsed neither read nor looked up by
+   * form again.
+   */
+  public static Object run(Object form, Object[] inputs) {
+    return form instanceof Prepared p ? runPrepared(p, inputs)
+        : new Engine(parse(form), 0, 0, false).run(inputs);
   }
 
   /**
@@ -153,9 +179,7 @@ public final class Engine {
    * made as it is read (Datomic's {@code qseq}).
    */
   public static Object qseq(Object form, Object[] inputs, IPersistentMap opts) {
-    Engine e = new Engine(Slices.withOptions(parse(form), opts), positiveOption(opts, K_TIMEOUT,
-        ":timeout is a positive number of milliseconds"), positiveOption(opts, K_MAX_ROWS,
-        ":max-rows is a positive number of rows"), false);
+    Engine e = withOptions(form, opts);
     e.lazy = true;
     return e.run(inputs);
   }
