@@ -193,11 +193,11 @@ public final class Node implements Replicated {
         check();
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-          throw Errors.errorWithCause(transientError, "log/timeout", "The node did not reach "
-              + what + " within " + timeout.toMillis() + " ms (it applied up to offset "
-              + (next - 1) + ")" + (transientError == null ? ""
-              : ": the log is unavailable, " + transientError.getMessage()), k, v,
-              "next-offset", next, "timeout-ms", timeout.toMillis());
+          ExceptionInfo why = transientError;
+          throw Errors.errorWithCause(why, "log/timeout", "The node did not reach " + what
+              + " within " + timeout.toMillis() + " ms (it applied up to offset " + (next - 1)
+              + ")" + (why == null ? "" : ": the log is unavailable, " + why.getMessage()),
+              k, v, "next-offset", next, "timeout-ms", timeout.toMillis());
         }
         try {
           TimeUnit.NANOSECONDS.timedWait(progress, left);
