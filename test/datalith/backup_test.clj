@@ -8,7 +8,8 @@
             [datalith.core :as d]
             [datalith.damage :as dmg]
             [datalith.test-util :as tu])
-  (:import (datalith.index Datom)
+  (:import (datalith.conn Logged)
+           (datalith.index Datom)
            (java.io File)))
 
 (set! *warn-on-reflection* true)
@@ -102,3 +103,21 @@
       (with-target [target]
         (.mkdirs target)
         (is (= 1 (:t (d/backup conn target))))))))
+
+(deftest a-copy-keeps-a-nodes-offset-in-its-replicated-log
+  ;; a node's offset commits with its datoms (datalith.conn.Logged); a copy opened as a node
+  ;; continues from it, so every kind of copy keeps it: LMDB's, and a rebuild from the log
+  (tu/each-store [conn]
+    (Logged/apply conn [{:db/ident :x/n :db/valueType :db.type/long
+                         :db/cardinality :db.cardinality/one}] 40 0)
+    (Logged/apply conn [{:x/n 1}] 41 0)
+    (is (= 42 (Logged/offset conn)))
+    (let [dir (tu/temp-dir) target (io/file dir "copy") rebuilt (io/file dir "rebuilt")]
+      (try
+        (d/backup conn target)
+        (with-open [copy (d/connect (str target))]
+          (is (= 42 (Logged/offset copy)) "backup"))
+        (d/rebuild-indexes (str target) rebuilt)
+        (with-open [copy (d/connect (str rebuilt))]
+          (is (= 42 (Logged/offset copy)) "rebuild-indexes"))
+        (finally (tu/delete-tree dir))))))

@@ -10,7 +10,7 @@
   (:import (clojure.lang ExceptionInfo)
            (datalith.index Datom)
            (datalith.api Datalith DatalithException)
-           (datalith.log KafkaLog)
+           (datalith.log KafkaLog Node TxLog)
            (java.io File)
            (java.util Random)))
 
@@ -18,11 +18,15 @@
 
 (def ^:dynamic *broker* nil)
 
+(def ^:private live
+  "The running broker's map (its process changes when a test restarts it)."
+  (atom nil))
+
 (use-fixtures :once
   (fn [run]
-    (let [b (broker/start)]
+    (let [b (reset! live (broker/start))]
       (try (binding [*broker* b] (run))
-           (finally (broker/delete b))))))
+           (finally (broker/delete @live))))))
 
 (def schema
   {:user/email {:db/valueType :db.type/string :db/cardinality :db.cardinality/one
@@ -232,7 +236,12 @@
       (with-open [a (Datalith/open (.toPath dir-a) opts)
                   b (Datalith/open (.toPath dir-b) opts)]
         (.transact a "[{:db/ident :user/n :db/valueType :db.type/long :db/cardinality :db.cardinality/one}]")
-        (.transact b "[{:user/n 1}]")
+        (let [t (.basisT (.dbAfter (.transact b "[{:user/n 1}]")))]
+          (testing "sync to a t written on the other node"
+            (is (<= t (.basisT (.sync a t))))
+            (is (= "log/timeout"
+                   (try (.sync a (+ t 100) (java.time.Duration/ofMillis 100)) nil
+                        (catch DatalithException e (.category e)))))))
         (is (= (d/basis-t (.unwrap (.sync a))) (d/basis-t (.unwrap (.sync b)))))
         (is (= #{[1]} (d/q '[:find ?n :where [_ :user/n ?n]] (.unwrap (.sync a))))))
       (testing "a bad option is refused"
@@ -251,3 +260,234 @@
           (is (= :db/closed (ex-error #(d/db conn))))
           (is (= :db/closed (ex-error #(d/transact! conn [{:db/ident :user/m}]))))))
       (finally (tu/delete-tree dir)))))
+
+;; ---------------------------------------------------------------- h-kafka3: features and faults
+
+(deftest ^:kafka sync-waits-for-a-t
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log) b (node dir-b log)]
+        (let [t (d/basis-t (:db-after (d/transact! a [{:db/ident :user/n :db/valueType :db.type/long
+                                                        :db/cardinality :db.cardinality/one}])))
+              t2 (d/basis-t (:db-after (d/transact! a [{:user/n 1}])))]
+          (testing "a t written on one node, read on the other: its value includes it"
+            (is (<= t2 (d/basis-t (d/sync b t2))))
+            (is (= #{[1]} (d/q '[:find ?n :where [_ :user/n ?n]] (d/sync b t2))))
+            (is (<= t (d/basis-t (d/sync b t 1000)))))
+          (testing "a t no node wrote yet: :log/timeout once the timeout passes"
+            (let [e (try (d/sync b (+ t2 1000) 200) nil (catch ExceptionInfo e e))]
+              (is (= :log/timeout (:error (ex-data e))))
+              (is (= (+ t2 1000) (:t (ex-data e))))))
+          (testing "a bad t or timeout"
+            (is (= :db/invalid-t (ex-error #(d/sync b "x"))))
+            (is (= :db/invalid-t (ex-error #(d/sync b 1 -5)))))
+          (testing "a t written later: sync waits for it"
+            (let [waiting (future (d/basis-t (d/sync b (inc t2) 30000)))]
+              (d/transact! a [{:user/n 2}])
+              (is (= (inc t2) @waiting))))))
+      (testing "embedded, a t not committed yet is refused at once, as before"
+        (with-open [m (d/connect :mem {})]
+          (is (= :db/invalid-t (ex-error #(d/sync m 5))))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(defn inc-n
+  "A transaction function for the node tests: sets `email`'s :user/n to one more than it is."
+  [db email]
+  (let [n (ffirst (d/q '[:find ?n :in $ ?m :where [?e :user/email ?m] [?e :user/n ?n]] db email))]
+    [{:user/email email :user/n (inc (or n 0))}]))
+
+(deftest ^:kafka transaction-functions-run-on-every-node
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log) b (node dir-b log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (testing "a function named by its symbol runs at apply time, on the value before its
+                  record: increments from both nodes at once are serialized, none lost"
+          (run! deref (doall (for [c (take 20 (cycle [a b]))]
+                               (future (d/transact! c [['datalith.kafka-test/inc-n "c@x"]])))))
+          (is (= #{[20]} (d/q '[:find ?n :where [?e :user/email "c@x"] [?e :user/n ?n]]
+                              (d/sync a))))
+          (same-everywhere (d/sync a) (d/sync b)))
+        (testing "a symbol no node can resolve fails on the writer, and writes nothing anywhere"
+          (let [before (d/basis-t (d/sync a))]
+            (is (= :tx/unknown-fn (ex-error #(d/transact! b [['datalith.kafka-test/no-such-fn]]))))
+            (is (= before (d/basis-t (d/sync a)) (d/basis-t (d/sync b)))))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(deftest ^:kafka transact-async-and-import-on-a-node
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log) b (node dir-b log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (testing "transact-async: futures of reports, applied in the order of the calls"
+          (let [fs (mapv #(d/transact-async a [{:user/email (str "async" % "@x") :user/n %}])
+                         (range 10))
+                ts (mapv #(d/basis-t (:db-after (deref % 30000 nil))) fs)]
+            (is (every? some? ts))
+            (is (= ts (sort ts)))
+            (is (= (count (set ts)) 10))
+            (is (= 10 (count (d/q '[:find ?e :where [?e :user/n]] (d/sync b)))))))
+        (testing "a failing transact-async fails its future with the transaction's error"
+          (let [f (d/transact-async b [{:user/email "async0@x" :user/n "not a long"}])]
+            (is (= :tx/value-type (ex-error #(deref f))))
+            (is (realized? f))))
+        (testing "a record larger than Kafka's default 1 MB goes through; one over 16 MB is
+                  refused, not written (:log/refused)"
+          (let [big (apply str (repeat (* 2 1024 1024) "x"))]
+            (is (= big (:user/name (d/entity (:db-after (d/transact! a [{:user/email "big@x"
+                                                                         :user/name big}]))
+                                             [:user/email "big@x"])))))
+          (let [before (d/basis-t (d/sync a))]
+            (is (= :log/refused (ex-error #(d/transact! a [{:user/name (apply str (repeat (* 17 1024 1024) "y"))}]))))
+            (is (= before (d/basis-t (d/sync a)) (d/basis-t (d/sync b))))))
+        (testing "a function value in transact-async: its future says :log/unserializable"
+          (is (= :log/unserializable (ex-error #(deref (d/transact-async a [[:db.fn/call (fn [_] [])]]))))))
+        (testing "import!: each chunk one transaction through the log, on every node"
+          (let [chunks (for [i (range 5)]
+                         (vec (for [j (range 100)] {:user/name (str "imp" i "-" j) :user/n j})))
+                seen (atom [])
+                r (d/import! b chunks {:progress #(swap! seen conj (:chunk %))})]
+            (is (= 5 (:transactions r)))
+            (is (= [0 1 2 3 4] @seen))
+            (is (= (- (:t-last r) (:t-first r)) 4))
+            (is (= 500 (count (d/q '[:find ?e :where [?e :user/name ?m]
+                                     [(clojure.string/starts-with? ?m "imp")]] (d/sync a)))))))
+        (testing "import! with :skip and a :progress that stops it"
+          (let [r (d/import! a (for [i (range 6)] [{:user/name (str "stop" i)}])
+                             {:skip 2 :progress #(when (= 3 (:chunk %)) :stop)})]
+            (is (= {:transactions 2 :skipped 2 :stopped-at 4}
+                   (select-keys r [:transactions :skipped :stopped-at])))))
+        (testing "a chunk that fails stops the import, with the chunk and what came before"
+          (let [e (try (d/import! a [[{:user/name "ok"}] [{:user/n "bad"}] [{:user/name "never"}]])
+                       nil (catch ExceptionInfo e e))]
+            (is (= :tx/value-type (:error (ex-data e))))
+            (is (= 1 (:import/chunk (ex-data e))))
+            (is (= 1 (:transactions (:import/report (ex-data e)))))
+            (is (empty? (d/q '[:find ?e :where [?e :user/name "never"]] (d/sync b))))))
+        (testing "export records are refused on a node"
+          (with-open [m (d/connect :mem {:schema {:x/k {:db/valueType :db.type/long}}})]
+            (is (= :import/record-t (ex-error #(d/import! a (d/export m)))))))
+        (same-everywhere (d/sync a) (d/sync b)))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(deftest ^:kafka a-node-seeded-from-a-backup-continues-from-its-offset
+  (let [dir-a (tu/temp-dir) seed (File. (tu/temp-dir) "seed") seed-mem (File. (tu/temp-dir) "seed")
+        log (log-opts)]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (dotimes [i 10] (d/transact! a [{:user/email (str "s" i "@x") :user/n i}]))
+        (testing "a backup of the running node holds its datoms and its offset, together"
+          (let [r (d/backup a seed)]
+            (is (= (d/basis-t (d/db a)) (:t r)))))
+        (dotimes [i 5] (d/transact! a [{:user/email (str "after" i "@x") :user/n i}]))
+        (with-open [c (node seed log)]
+          (testing "a node opened on the copy applies only the records after it: it ends identical"
+            (same-everywhere (d/sync a) (d/sync c))
+            (is (= 15 (count (d/q '[:find ?e :where [?e :user/email]] (d/db c))))))
+          (testing "and writes on"
+            (d/transact! c [{:user/email "c@x" :user/n 1}])
+            (same-everywhere (d/sync a) (d/sync c))))
+        (testing "a backup of an in-memory node (rebuilt from its log) keeps its offset too"
+          (with-open [m (d/connect :mem {:log log})]
+            (d/sync m)
+            (d/backup m seed-mem))
+          (d/transact! a [{:user/email "after-mem@x" :user/n 1}])
+          (with-open [c (node seed-mem log)]
+            (same-everywhere (d/sync a) (d/sync c)))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree (.getParentFile seed))
+               (tu/delete-tree (.getParentFile seed-mem))))))
+
+(defn- flaky-log
+  "The real KafkaLog of `log` behind reads that fail while `fails` is not negative (each failed
+  read counts it down), as Kafka's retriable errors come out of KafkaLog (`retriable` true), or
+  as any other read error (false): the faults a broker gives rarely and at no chosen time."
+  ^TxLog [log fails retriable]
+  (let [^KafkaLog k (KafkaLog/open (get-in log [:kafka :bootstrap-servers])
+                                   (get-in log [:kafka :topic]))]
+    (reify TxLog
+      (append [_ key value] (.append k key value))
+      (appendAsync [_ key value] (.appendAsync k key value))
+      (read [_ from wait]
+        (if (<= 0 (long (swap! fails dec)))
+          (throw (ex-info "Kafka could not read the log: injected"
+                          {:error :log/unavailable :retriable retriable}))
+          (.read k from wait)))
+      (wakeup [_] (.wakeup k))
+      (endOffset [_] (.endOffset k))
+      (close [_] (.close k)))))
+
+(deftest ^:kafka transient-read-errors-are-retried
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (testing "a retriable read error: the node pauses, reads again, and misses nothing"
+          (let [fails (atom 3)]
+            (with-open [b (d/connect (str dir-b))]
+              (Node/start b (flaky-log log fails true))
+              (dotimes [i 5] (d/transact! a [{:user/email (str "r" i "@x") :user/n i}]))
+              (same-everywhere (d/sync a) (d/sync b))
+              (is (neg? (long @fails)) "every injected error was met")
+              (testing "and the node writes on"
+                (is (map? (d/transact! b [{:user/email "b@x" :user/n 9}])))))))
+        (testing "any other read error stops the node: sync and transact! say why"
+          (with-open [b (d/connect (str dir-b))]
+            (Node/start b (flaky-log log (atom 1) false))
+            (d/transact! a [{:user/email "a@x" :user/n 1}])
+            (is (= :log/unavailable (ex-error #(d/sync b))))
+            (is (= :log/unavailable (ex-error #(d/transact! b [{:user/n 1}]))))
+            (is (= 1 (count (d/q '[:find ?e :where [?e :user/email "b@x"]] (d/db b))))))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(defn- writer
+  "A thread transacting one entity an id of `ids` on `conn` until `stop?`, recording each
+  outcome in `outcomes` ({id :ok} or {id error}, the ex-info's :error)."
+  [conn ids stop? outcomes]
+  (future
+    (doseq [i ids :while (not @stop?)]
+      (let [r (try (d/transact! conn [{:user/n i}]) :ok
+                   (catch ExceptionInfo e (:error (ex-data e))))]
+        (swap! outcomes assoc i r)))))
+
+(defn- await-oks
+  "Waits (at most `secs`) until `outcomes` holds at least `n` acknowledged ids."
+  [outcomes n secs]
+  (let [deadline (+ (System/nanoTime) (* secs 1000000000))]
+    (while (and (< (count (filter #{:ok} (vals @outcomes))) n) (< (System/nanoTime) deadline))
+      (Thread/sleep 100))))
+
+(deftest ^:kafka a-broker-restart-during-writes-applies-nothing-twice
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)
+        ;; b gives up on an append after 2 s: its writes during the outage have unknown outcomes
+        log-b (assoc-in log [:kafka :timeout-ms] 2000)]
+    (try
+      (with-open [a (node dir-a log) b (node dir-b log-b)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (let [stop? (atom false) outcomes (atom {}) outcomes-b (atom {})
+              writers (doall (for [[conn k out] [[a 1 outcomes] [a 2 outcomes]
+                                                 [b 3 outcomes-b] [b 4 outcomes-b]]]
+                               (writer conn (range (* k 100000) (* (inc k) 100000)) stop? out)))]
+          (await-oks outcomes 10 60)
+          (reset! live (broker/stop @live))
+          (Thread/sleep 3000)
+          (reset! live (broker/restart @live))
+          (let [before (count (filter #{:ok} (vals (merge @outcomes @outcomes-b))))]
+            (await-oks outcomes (+ before 10) 120))
+          (reset! stop? true)
+          (run! deref writers)
+          (let [all (merge @outcomes @outcomes-b)]
+            (testing "each transact! returned a report or said the log failed"
+              (is (every? #{:ok :log/unavailable :log/unknown-outcome} (vals all))
+                  (pr-str (frequencies (vals all)))))
+            (testing "the outage was met: b's appends in it failed, their outcome unknown"
+              (is (some #{:log/unknown-outcome} (vals @outcomes-b))))
+            (testing "on every node: every acknowledged transaction once, none twice"
+              (doseq [conn [a b]]
+                (let [counts (frequencies (map first (d/q '[:find ?n ?e :where [?e :user/n ?n]]
+                                                          (d/sync conn))))]
+                  (is (every? #(<= (long %) 1) (vals counts)) "at most once")
+                  (is (every? #(= 1 (counts %)) (for [[i r] all :when (= :ok r)] i))
+                      "every acknowledged one exactly once"))))
+            (same-everywhere (d/sync a) (d/sync b)))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))

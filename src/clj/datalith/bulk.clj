@@ -7,6 +7,7 @@
             [clojure.string :as str]
             [datalith.args :refer [error]]
             [datalith.readers :as readers]
+            [datalith.replica :as replica]
             [datalith.valid :as valid])
   (:import (datalith.conn Conn ExportLines Import)
            (datalith.db Db Schema)
@@ -208,8 +209,10 @@
       (seq attrs) (cons (vec (vals attrs))))))
 
 (defn- run [^Conn conn chunks {:keys [progress skip resume?]}]
-  (Import/run conn ^Iterator (.iterator ^Iterable chunks) progress (long (or skip 0))
-              (boolean resume?)))
+  (if (.replicated conn) ; a node: the chunks go through the log (datalith.replica)
+    (replica/import-chunks! conn chunks progress skip)
+    (Import/run conn ^Iterator (.iterator ^Iterable chunks) progress (long (or skip 0))
+                (boolean resume?))))
 
 (defn import!
   "See datalith.core/import!."

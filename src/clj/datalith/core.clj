@@ -92,7 +92,11 @@
                   the Kafka topic (one partition, created when missing) and returns once
                   this node applied it; every node applies every record in order into its
                   own store, which keeps the offset it reached. tx-data is data only (a fn
-                  value: :log/unserializable). transact-async and import are refused.
+                  value: :log/unserializable; a transaction function is named by its
+                  symbol, and must be pure and on every node's classpath). transact-async
+                  and import! go through the log too. :timeout-ms (default 30000): an
+                  append Kafka did not acknowledge by then throws :log/unknown-outcome (it
+                  may still commit, on every node: look before retrying).
 
   Before LMDB maps an existing data file, its meta pages are checked: an
   empty, foreign or truncated data file is a :store/corrupt ex-info at

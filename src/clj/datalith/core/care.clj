@@ -179,6 +179,11 @@
   :import/report (what was committed before it) added; the chunks before it
   stay committed.
 
+  On a node of a replicated database each chunk is one record of the log,
+  transacted as `transact!` does, one after another (:resume? plays no part);
+  export records are refused there (:import/record-t): import an export into an
+  embedded database, then seed every node from its backup, on a new topic.
+
     (d/import! conn \"/tmp/shop.edn\")
     ; => {:transactions 1200, :datoms 120228, :t-first 1, :t-last 1200, ..}"
   ([conn source] (import! conn source {}))

@@ -93,20 +93,28 @@
 (defn sync
   "The latest database value of `conn`: every transaction committed, by any
   process, when it is called (embedded, there is nothing to wait for; a node of a
-  replicated database first applies every record the log held then). With `t`,
-  the same, checked to include t (:db/invalid-t when no transaction t was
-  committed yet).
+  replicated database first applies every record the log held then, waiting at
+  most 60 s: :log/timeout). With `t`: embedded, the same, checked to include t
+  (:db/invalid-t when no transaction t was committed yet); on a node, waits until
+  the node's value includes transaction t, from any node, at most `timeout-ms`
+  (default 60000), else :log/timeout (the log's last read error, if any, as its
+  cause). A writer's t read on another node: (d/sync other-conn t).
 
     (d/basis-t (d/sync conn))
     ; => 12"
   (^Db [conn] (replica/sync! (conn-arg conn)) (db conn))
-  (^Db [conn t]
-   (let [t (long-arg t :t)
-         d (sync conn)]
-     (when (> t (.basisT d))
-       (throw (error :db/invalid-t "No transaction with this t was committed yet"
-                     {:t t :basis-t (.basisT d)})))
-     d)))
+  (^Db [conn t] (sync conn t replica/default-timeout-ms))
+  (^Db [conn t timeout-ms]
+   (let [conn (conn-arg conn)
+         t (long-arg t :t)
+         ms (long-arg timeout-ms :timeout-ms)]
+     (if (replica/await-t! conn t ms)
+       (db conn)
+       (let [d (sync conn)]
+         (when (> t (.basisT d))
+           (throw (error :db/invalid-t "No transaction with this t was committed yet"
+                         {:t t :basis-t (.basisT d)})))
+         d)))))
 
 (defn transact-async
   "Gives the transaction to the connection, as `transact!` does, and returns at
@@ -115,7 +123,9 @@
   `(deref f ms timeout-value)` and `realized?` work too. Transactions given to
   transact-async run one after another, in the order of the calls; pipelined,
   they commit in groups sharing one sync with each other and with other threads'
-  `transact!` calls.
+  `transact!` calls. On a node of a replicated database the tx-data is appended
+  to the log at once, in the order of the calls, and the future is realized once
+  this node applied it.
 
     (:tempids @(d/transact-async conn [{:db/id \"a\" :user/name \"Ada\"}]))
     ; => {\"a\" 1000, :db/current-tx 13194139533313}"

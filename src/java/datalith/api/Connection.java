@@ -1,7 +1,9 @@
 package datalith.api;
 
 import datalith.conn.Conn;
+import datalith.db.Errors;
 import datalith.log.Node;
+import java.time.Duration;
 
 /**
  * An open database: transactions and the latest value. Thread-safe; close it
@@ -59,6 +61,45 @@ public final class Connection implements AutoCloseable {
         n.sync();
       }
       return new Database(conn.db());
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
+   * The latest database value once it includes transaction {@code t}: on a node of a
+   * replicated database, waits until the node applied it (from whichever node wrote it), at
+   * most {@link Node#SYNC_TIMEOUT}; embedded, {@link #sync()} checked to include it.
+   *
+   * @param t a basis t, as {@link Database#basisT} gives it
+   * @return the database value
+   * @throws DatalithException {@code log/timeout} when the node did not reach t in time;
+   *     {@code db/invalid-t} when an embedded database has no transaction t yet
+   */
+  public Database sync(long t) {
+    return sync(t, Node.SYNC_TIMEOUT);
+  }
+
+  /**
+   * As {@link #sync(long)}, waiting at most {@code timeout} on a node.
+   *
+   * @param t a basis t
+   * @param timeout how long a node waits at most
+   * @return the database value
+   * @throws DatalithException as {@link #sync(long)}
+   */
+  public Database sync(long t, Duration timeout) {
+    try {
+      if (conn.replicated() instanceof Node n) {
+        n.awaitT(t, Args.required(timeout, "timeout"));
+        return new Database(conn.db());
+      }
+      Database d = sync();
+      if (d.basisT() < t) {
+        throw Errors.error("db/invalid-t", "No transaction with this t was committed yet", "t", t,
+            "basis-t", d.basisT());
+      }
+      return d;
     } catch (Exception ex) {
       throw DatalithException.of(ex);
     }

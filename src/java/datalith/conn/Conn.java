@@ -13,6 +13,7 @@ import clojure.lang.IFn;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -207,14 +208,23 @@ public final class Conn implements Source, AutoCloseable {
    * Gives {@link #transact} the transaction and returns at once: the transactions given to it
    * commit one after another, in the order of the calls, in the same groups as every other
    * transaction of this connection. The future completes with the report (after the listeners
-   * got it), or with the transaction's error.
+   * got it), or with the transaction's error. On a node of a replicated log the transaction is
+   * appended to the log at once ({@link Replicated#transactAsync}), and the future completes
+   * once this node applied it.
    *
    * @throws clojure.lang.ExceptionInfo {@code :db/closed} once the connection is closed
    */
   public TxFuture transactAsync(Object txData) {
-    if (replicated != null) {
-      throw Errors.error("db/unsupported", "transact-async is not available on a connection"
-          + " that follows a replicated log: use transact", "tx-data", txData);
+    Replicated node = replicated;
+    if (node != null) {
+      store(); // a closed connection refuses here, not in the future
+      TxFuture f = new TxFuture(txData, false);
+      node.transactAsync(txData).whenComplete((report, e) -> {
+        f.settle(report, e instanceof CompletionException && e.getCause() != null
+            ? e.getCause() : e);
+        f.signal();
+      });
+      return f;
     }
     synchronized (this) { // close shuts the executor down holding this monitor
       store(); // a closed connection refuses here, not in the future

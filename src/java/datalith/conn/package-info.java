@@ -11,7 +11,9 @@
  * report to the connection's listeners and report queue; {@link datalith.conn.TxFuture} is one
  * waiting transaction and its result (the pending report of {@code Conn.transactAsync}).
  * A connection that follows a replicated log ({@code datalith.log}) hands its transactions to
- * its {@link datalith.conn.Replicated} writer instead, and {@link datalith.conn.Logged} applies
+ * its {@link datalith.conn.Replicated} writer instead (its {@code transactAsync} too, whose
+ * future settles the {@code TxFuture}; an import goes chunk by chunk through the writer, in
+ * {@code datalith.replica}), and {@link datalith.conn.Logged} applies
  * the log's records to it one at a time, each committed with the log offset after it.
  *
  * <p>Layering: this package sits above the transactor, pull and the query engine, and only the

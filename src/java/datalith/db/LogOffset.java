@@ -1,5 +1,6 @@
 package datalith.db;
 
+import datalith.store.ReadTxn;
 import datalith.store.SubDb;
 import datalith.store.WriteTxn;
 import java.nio.ByteBuffer;
@@ -31,6 +32,12 @@ public final class LogOffset {
   public static long read(Snapshot s) {
     ByteBuffer b = s.rt.get(SubDb.META, KEY.duplicate());
     return b == null ? 0 : Meta.longOf(b, "log-offset");
+  }
+
+  /** The next offset to apply as {@code rt} reads it: -1 when the store never followed a log. */
+  static long read(ReadTxn rt) {
+    ByteBuffer b = rt.get(SubDb.META, KEY.duplicate());
+    return b == null ? -1 : Meta.longOf(b, "log-offset");
   }
 
   /** Writes {@code next}, the offset after the record that {@code wt} commits, into it. */

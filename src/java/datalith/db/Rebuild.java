@@ -21,8 +21,10 @@ import java.util.Map;
  * framing, no gap in its t); then each record is replayed in t order, its datoms written to
  * every index as a transaction writes them and the record itself in the current format. META
  * is derived from the log: t its last t, the statistics its datoms' counts, next-eid above every
- * entity id it uses (and not below the source's, when that one is plausible). The source is
- * only read, in one read transaction.
+ * entity id it uses (and not below the source's, when that one is plausible); a node's offset
+ * in its replicated log ({@link LogOffset}) is kept when the source's META t is its log's last
+ * (the datoms and the offset committed together). The source is only read, in one read
+ * transaction.
  *
  * <p>Memory stays bounded: the replay finds the tx that asserted each retracted datom in the
  * target itself, keeping only the datoms of the write transaction not yet committed.
@@ -59,7 +61,9 @@ public final class Rebuild {
       }
       checkEmpty(target);
       Long sourceNext = metaLong(src, Meta.NEXT_EID);
-      return new Rebuild().replay(src, format, target, lastT, sourceNext);
+      // a node's position in its replicated log holds for the copy when its datoms are all there
+      long logOffset = metaT != null && metaT == lastT ? LogOffset.read(src) : -1;
+      return new Rebuild().replay(src, format, target, lastT, sourceNext, logOffset);
     }
   }
 
@@ -127,7 +131,7 @@ public final class Rebuild {
   private long datoms;
 
   private IPersistentMap replay(ReadTxn src, long format, Store target, long lastT,
-      Long sourceNext) {
+      Long sourceNext, long logOffset) {
     long records = 0;
     WriteTxn wt = target.beginWrite();
     try {
@@ -157,6 +161,9 @@ public final class Rebuild {
       }
       Writes.meta(wt, lastT, next, Stats.of(counts), lastT); // the schema may have changed up to lastT
       wt.put(SubDb.META, Meta.FORMAT.duplicate(), Meta.longVal(Meta.FORMAT_VERSION));
+      if (logOffset >= 0) {
+        LogOffset.stage(wt, logOffset);
+      }
       wt.commit();
       return Verify.map("t", lastT, "records", records, "datoms", datoms, "next-eid", next,
           "source-format", format,

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -23,7 +24,11 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.InvalidRecordException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RecordBatchTooLargeException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -35,19 +40,32 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * transaction waits for its record, so batching would only delay it); the producer's retries
  * never duplicate a record. Reads go through a consumer with no group: it is assigned the
  * partition and seeks to the node's own offset (each node keeps its position in its own store,
- * with the datoms). The topic is created when missing, with one partition, retention forever and
- * the broker's append time as each record's timestamp (the transaction's instant).
+ * with the datoms). The topic is created when missing, with one partition, retention forever,
+ * records up to 16 MB and the broker's append time as each record's timestamp (the
+ * transaction's instant).
+ *
+ * <p>An append that Kafka does not acknowledge within the timeout (the broker down, a lost
+ * connection) has an unknown outcome, as a timed-out transaction in Datomic: the record may be
+ * in the log, and then every node applies it. It fails with {@code :log/unknown-outcome}; the
+ * caller learns the outcome by reading (after {@code sync}) for something the transaction
+ * wrote, such as a unique id, before it retries. {@code :log/unavailable} and
+ * {@code :log/refused} mean the record was not appended.
  */
 public final class KafkaLog implements TxLog {
-  private static final long TIMEOUT_MS = 30_000;
+  /** How long a call to Kafka may take by default (append, end offset, opening the topic). */
+  public static final long TIMEOUT_MS = 30_000;
+  /** The largest record (a transaction, an import chunk): Kafka's default is 1 MB. */
+  static final int MAX_RECORD_BYTES = 16 << 20;
 
+  private final long timeoutMs;
   private final TopicPartition partition;
   private final Admin admin;
   private final KafkaProducer<byte[], byte[]> producer;
   private final KafkaConsumer<byte[], byte[]> consumer;
   private long position = -1; // reader thread only: the consumer's next offset, -1 before a seek
 
-  private KafkaLog(String bootstrap, String topic) {
+  private KafkaLog(String bootstrap, String topic, long timeoutMs) {
+    this.timeoutMs = timeoutMs;
     this.partition = new TopicPartition(topic, 0);
     Properties a = new Properties();
     a.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -57,9 +75,10 @@ public final class KafkaLog implements TxLog {
     p.put(ProducerConfig.ACKS_CONFIG, "all");
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
     p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
-    p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
-    p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(TIMEOUT_MS));
-    p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS / 2));
+    p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(timeoutMs));
+    p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(timeoutMs));
+    p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(timeoutMs / 2));
+    p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, String.valueOf(MAX_RECORD_BYTES));
     this.producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     Properties c = new Properties();
     c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -78,7 +97,22 @@ public final class KafkaLog implements TxLog {
    *     {@code :log/topic} for a topic of more than one partition
    */
   public static KafkaLog open(String bootstrap, String topic) {
-    KafkaLog log = new KafkaLog(bootstrap, topic);
+    return open(bootstrap, topic, TIMEOUT_MS);
+  }
+
+  /**
+   * As {@link #open(String, String)}, with calls to Kafka taking at most {@code timeoutMs}
+   * (an append that is not acknowledged by then fails with {@code :log/unknown-outcome}).
+   *
+   * @throws ExceptionInfo as {@link #open(String, String)}; {@code :db/invalid-options} for a
+   *     timeout under 1000 ms
+   */
+  public static KafkaLog open(String bootstrap, String topic, long timeoutMs) {
+    if (timeoutMs < 1000) {
+      throw Errors.error("db/invalid-options", "The log's :timeout-ms is at least 1000",
+          "timeout-ms", timeoutMs);
+    }
+    KafkaLog log = new KafkaLog(bootstrap, topic, timeoutMs);
     try {
       log.ensureTopic();
       return log;
@@ -93,16 +127,16 @@ public final class KafkaLog implements TxLog {
     try {
       NewTopic t = new NewTopic(topic, Optional.of(1), Optional.empty()).configs(Map.of(
           "message.timestamp.type", "LogAppendTime", "retention.ms", "-1",
-          "retention.bytes", "-1"));
+          "retention.bytes", "-1", "max.message.bytes", String.valueOf(MAX_RECORD_BYTES)));
       try {
-        admin.createTopics(List.of(t)).all().get(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        admin.createTopics(List.of(t)).all().get(timeoutMs, TimeUnit.MILLISECONDS);
       } catch (ExecutionException e) {
         if (!(e.getCause() instanceof TopicExistsException)) {
           throw e;
         }
       }
       TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames()
-          .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).get(topic);
+          .get(timeoutMs, TimeUnit.MILLISECONDS).get(topic);
       if (d.partitions().size() != 1) {
         throw Errors.error("log/topic", "The log's topic " + topic + " has "
             + d.partitions().size() + " partitions: it must have one (one total order)",
@@ -125,15 +159,50 @@ public final class KafkaLog implements TxLog {
   @Override
   public long append(byte[] key, byte[] value) {
     try {
-      return producer.send(new ProducerRecord<>(partition.topic(), 0, key, value)).get().offset();
+      return appendAsync(key, value).get();
     } catch (ExecutionException e) {
-      throw unavailable(e, "append the record");
+      throw (RuntimeException) e.getCause(); // appendAsync fails with an ex-info only
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw unavailable(e, "append the record");
-    } catch (RuntimeException e) {
-      throw unavailable(e, "append the record");
+      throw Errors.errorWithCause(e, "log/unknown-outcome", "Interrupted while the log took the"
+          + " record: it may still be appended", "topic", partition.topic());
     }
+  }
+
+  @Override
+  public CompletableFuture<Long> appendAsync(byte[] key, byte[] value) {
+    CompletableFuture<Long> f = new CompletableFuture<>();
+    try {
+      producer.send(new ProducerRecord<>(partition.topic(), 0, key, value), (m, e) -> {
+        if (e == null) {
+          f.complete(m.offset());
+        } else {
+          f.completeExceptionally(sendFailure(e, value.length));
+        }
+      });
+    } catch (RuntimeException e) { // the producer did not take the record (closed, interrupted)
+      f.completeExceptionally(unavailable(e, "append the record"));
+    }
+    return f;
+  }
+
+  /**
+   * The ex-info of a send the producer took and then failed: {@code :log/refused} when the
+   * broker refused the record for what it is (never written); else {@code :log/unknown-outcome}
+   * (a timeout, a lost connection: the record may have been written, and then every node
+   * applies it).
+   */
+  private ExceptionInfo sendFailure(Exception e, int bytes) {
+    if (e instanceof RecordTooLargeException || e instanceof RecordBatchTooLargeException
+        || e instanceof InvalidRecordException) {
+      return Errors.errorWithCause(e, "log/refused", "Kafka refused the record (" + bytes
+          + " bytes): " + e.getMessage() + "; it was not written", "topic", partition.topic(),
+          "bytes", bytes);
+    }
+    return Errors.errorWithCause(e, "log/unknown-outcome", "Kafka did not acknowledge the"
+        + " record: " + e + ". The outcome is unknown: the transaction may still be in the log,"
+        + " and then it commits on every node (look for it after d/sync before retrying)",
+        "topic", partition.topic());
   }
 
   @Override
@@ -152,9 +221,20 @@ public final class KafkaLog implements TxLog {
       return out;
     } catch (RuntimeException e) {
       position = -1;
-      throw unavailable(e, "read the log");
+      throw readFailure(e);
     }
     return out;
+  }
+
+  /**
+   * The ex-info of a failed poll: {@code :log/unavailable}, marked {@code :retriable} when Kafka
+   * classifies the error (or its cause) as retriable ({@link TxLog#isTransient}).
+   */
+  private ExceptionInfo readFailure(RuntimeException e) {
+    boolean retriable = e instanceof RetriableException
+        || e.getCause() instanceof RetriableException;
+    return Errors.errorWithCause(e, "log/unavailable", "Kafka could not read the log: " + e,
+        "topic", partition.topic(), "retriable", retriable);
   }
 
   @Override
@@ -166,7 +246,7 @@ public final class KafkaLog implements TxLog {
   public long endOffset() {
     try {
       return admin.listOffsets(Map.of(partition, OffsetSpec.latest())).partitionResult(partition)
-          .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).offset();
+          .get(timeoutMs, TimeUnit.MILLISECONDS).offset();
     } catch (ExecutionException | TimeoutException e) {
       throw unavailable(e, "read the log's end offset");
     } catch (InterruptedException e) {

@@ -7,11 +7,15 @@ import datalith.conn.Replicated;
 import datalith.conn.TxReport;
 import datalith.db.Errors;
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 /**
  * A node of a replicated database: a connection whose store holds the indexes of every
@@ -23,16 +27,35 @@ import java.util.concurrent.atomic.AtomicLong;
  * the same datoms, entity ids and ts: tempids, upserts, uniqueness and cas are decided at apply
  * time, on the value after the records before it, and the transaction is dated by the record's
  * time (never before the previous transaction's). A record that fails writes nothing, on every
- * node.
+ * node. {@link #transactAsync} appends at once and completes a future instead of waiting.
+ *
+ * <p>Outcomes: when the log does not acknowledge the append in time, the transaction fails with
+ * {@code :log/unknown-outcome}: its record may still be in the log, and then every node applies
+ * it (once: the producer is idempotent and the record is applied at its one offset); the caller
+ * looks for what it wrote before writing it again. Any other error but the transaction's own,
+ * after the append, is an unknown outcome too (the applier stopped, the connection closed).
+ * Transaction functions are named by their symbols, resolved and run on every node at apply
+ * time: they must be pure (a function of the database value and their arguments) and the same
+ * on every node's classpath, or the nodes diverge.
+ *
+ * <p>Waiting: {@link #sync} (the log's end offset) and {@link #awaitT} (a basis t) wait for the
+ * applier, with a timeout ({@code :log/timeout}). A read error the log marks transient
+ * ({@link TxLog#isTransient}: the broker down or moving) is retried after a pause doubling from
+ * 100 ms to 5 s; waiting calls time out meanwhile, with the error as cause.
  *
  * <p>Invariants: {@code next} is the offset of the next record to apply; the store's META holds
  * the same offset once the last committed record is the last applied one (a failed record moves
  * {@code next} but writes nothing: after a restart it runs again, on the same value, and fails
- * alike). The applier stops for good on a record it cannot read or a store that fails: such a
- * record is never skipped; every waiting and later call then throws that error.
+ * alike). The applier stops for good on a record it cannot read, a read error that is not
+ * transient or a store that fails: such a record is never skipped; every waiting and later call
+ * then throws that error.
  */
 public final class Node implements Replicated {
   private static final Duration POLL = Duration.ofMillis(200);
+  /** How long {@link #sync()} waits for the applier at most. */
+  public static final Duration SYNC_TIMEOUT = Duration.ofSeconds(60);
+  private static final long BACKOFF_MIN_MS = 100;
+  private static final long BACKOFF_MAX_MS = 5_000;
 
   private final Conn conn;
   private final TxLog log;
@@ -44,6 +67,7 @@ public final class Node implements Replicated {
   private final Object progress = new Object(); // notified when next grows or the applier ends
   private volatile long next;
   private volatile RuntimeException failure; // why the applier stopped; null while it runs
+  private volatile ExceptionInfo transientError; // the applier's last read error it retries
   private volatile boolean stopping;
   private boolean closeOnExit; // applier thread only: stop was called on it, it closes the log
   private final Thread applier;
@@ -105,22 +129,78 @@ public final class Node implements Replicated {
   }
 
   /**
-   * Waits until this node applied every record the log held when it was called.
+   * Appends {@code txData} to the log and returns at once a future of its report: the
+   * transactions given one after another are appended, and applied, in that order. The future
+   * fails as {@link #transact} throws.
    *
-   * @throws ExceptionInfo {@code :log/unavailable}, or the applier's error when it stopped
+   * @throws ExceptionInfo {@code :db/closed}, or the applier's error when it stopped
+   */
+  public CompletableFuture<TxReport> transactAsync(Object txData) {
+    check();
+    byte[] value;
+    try {
+      value = Records.encode(txData);
+    } catch (ExceptionInfo e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    long s = seq.incrementAndGet();
+    CompletableFuture<Logged.Outcome> f = new CompletableFuture<>();
+    waiting.put(s, f);
+    log.appendAsync(Records.key(id, s), value).whenComplete((offset, e) -> {
+      if (e != null) {
+        waiting.remove(s);
+        f.completeExceptionally(e);
+      }
+    });
+    if (failure != null || stopping) {
+      f.completeExceptionally(stopped());
+    }
+    return f.thenCompose(o -> o.error != null ? CompletableFuture.failedFuture(o.error)
+        : CompletableFuture.completedFuture(o.report));
+  }
+
+  /**
+   * Waits until this node applied every record the log held when it was called, at most
+   * {@link #SYNC_TIMEOUT}.
+   *
+   * @throws ExceptionInfo {@code :log/unavailable}, {@code :log/timeout}, or the applier's error
+   *     when it stopped
    */
   public void sync() {
     check();
-    awaitOffset(log.endOffset());
+    long end = log.endOffset();
+    await(() -> next >= end, SYNC_TIMEOUT, "the log's end offset " + end, "offset", end);
   }
 
-  /** Waits until this node's next offset is at least {@code offset}. */
-  private void awaitOffset(long offset) {
+  /**
+   * Waits until this node's database includes transaction {@code t} (its basis t is at least
+   * {@code t}), however it got there: its own writes or any other node's.
+   *
+   * @throws ExceptionInfo {@code :log/timeout} when it did not within {@code timeout} (the
+   *     applier's last transient read error, if any, as its cause), or the applier's error
+   *     when it stopped
+   */
+  public void awaitT(long t, Duration timeout) {
+    check();
+    await(() -> conn.db().basisT() >= t, timeout, "t " + t, "t", t);
+  }
+
+  /** Waits until {@code reached}, checked after each record the applier applies. */
+  private void await(BooleanSupplier reached, Duration timeout, String what, String k, long v) {
+    long deadline = System.nanoTime() + timeout.toNanos();
     synchronized (progress) {
-      while (next < offset) {
+      while (!reached.getAsBoolean()) {
         check();
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          ExceptionInfo why = transientError;
+          throw Errors.errorWithCause(why, "log/timeout", "The node did not reach " + what
+              + " within " + timeout.toMillis() + " ms (it applied up to offset " + (next - 1)
+              + ")" + (why == null ? "" : ": the log is unavailable, " + why.getMessage()),
+              k, v, "next-offset", next, "timeout-ms", timeout.toMillis());
+        }
         try {
-          progress.wait();
+          TimeUnit.NANOSECONDS.timedWait(progress, left);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           throw Errors.errorWithCause(e, "log/interrupted", "Interrupted in sync");
@@ -144,7 +224,7 @@ public final class Node implements Replicated {
   private void run() {
     try {
       while (!stopping) {
-        for (TxLog.Entry e : log.read(next, POLL)) {
+        for (TxLog.Entry e : readRetrying()) {
           if (stopping) {
             return;
           }
@@ -164,6 +244,33 @@ public final class Node implements Replicated {
       waiting.forEach((s, f) -> f.completeExceptionally(why));
       synchronized (progress) {
         progress.notifyAll();
+      }
+    }
+  }
+
+  /**
+   * The next records from the log, retrying a transient read error ({@link TxLog#isTransient})
+   * after a pause that doubles from 100 ms to 5 s; none when the node stops meanwhile. Any
+   * other read error is thrown (it stops the applier). Applier thread only.
+   */
+  private List<TxLog.Entry> readRetrying() {
+    for (long pause = BACKOFF_MIN_MS; ; pause = Math.min(2 * pause, BACKOFF_MAX_MS)) {
+      try {
+        List<TxLog.Entry> entries = log.read(next, POLL);
+        transientError = null;
+        return entries;
+      } catch (ExceptionInfo e) {
+        if (stopping || !TxLog.isTransient(e)) {
+          throw e;
+        }
+        transientError = e;
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause);
+        while (!stopping && System.nanoTime() < until) {
+          LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+        }
+        if (stopping) {
+          return List.of();
+        }
       }
     }
   }

@@ -1,7 +1,10 @@
 package datalith.log;
 
+import clojure.lang.ExceptionInfo;
+import clojure.lang.Keyword;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * A totally ordered, durable log of transaction records that every node of a replicated
@@ -16,16 +19,25 @@ public interface TxLog extends AutoCloseable {
   /**
    * Appends one record, durably (acknowledged by the log's replicas), and returns its offset.
    *
-   * @throws clojure.lang.ExceptionInfo {@code :log/unavailable} when the log did not take it;
-   *     it may still have been appended (a timeout after the write)
+   * @throws clojure.lang.ExceptionInfo {@code :log/unavailable} or {@code :log/refused} when the
+   *     record was not appended; {@code :log/unknown-outcome} when it may have been (a timeout,
+   *     a lost connection after the send): then every node applies it if it was
    */
   long append(byte[] key, byte[] value);
+
+  /**
+   * Starts appending one record: records given by calls one after another are appended in that
+   * order. The future completes with the record's offset, or fails with an ex-info as
+   * {@link #append} throws.
+   */
+  CompletableFuture<Long> appendAsync(byte[] key, byte[] value);
 
   /**
    * The records from offset {@code from} on, in order, waiting at most {@code wait} for the
    * first; none when none came. Reader thread only.
    *
-   * @throws clojure.lang.ExceptionInfo {@code :log/unavailable}
+   * @throws clojure.lang.ExceptionInfo {@code :log/unavailable}, with {@code :retriable} true
+   *     when the error is transient ({@link #isTransient}): the reader may call again later
    */
   List<Entry> read(long from, Duration wait);
 
@@ -38,6 +50,12 @@ public interface TxLog extends AutoCloseable {
    * @throws clojure.lang.ExceptionInfo {@code :log/unavailable}
    */
   long endOffset();
+
+  /** Whether {@code e}, thrown by {@link #read}, is transient: a later read may succeed. */
+  static boolean isTransient(ExceptionInfo e) {
+    return e.getData() != null
+        && Boolean.TRUE.equals(e.getData().valAt(Keyword.intern("retriable")));
+  }
 
   /** Closes the log's clients. */
   @Override

@@ -13,7 +13,17 @@
  * <p>Determinism: a record is applied on the value after every record before it, dated by its
  * log time (never before the previous transaction), so every node gets the same datoms, entity
  * ids and ts, and the same failures. A record the node cannot read, or a store that fails, stops
- * the applier with that error; a record is never skipped.
+ * the applier with that error; a record is never skipped. A transient read error (Kafka's
+ * retriable ones) is retried with a backoff instead.
+ *
+ * <p>Outcomes: an append Kafka does not acknowledge in time fails with
+ * {@code :log/unknown-outcome} (the record may be in the log, and then applies on every node);
+ * {@code :log/unavailable} and {@code :log/refused} mean it was not appended. The producer is
+ * idempotent, so its own retries never write a record twice.
+ *
+ * <p>Seeding: a node's position is in its store (META {@code log-offset}, committed with the
+ * datoms), so a backup of a node ({@code d/backup}) opened as a new node continues from the
+ * backup's offset.
  *
  * <p>Layering: above {@code datalith.conn}, below the APIs.
  */
