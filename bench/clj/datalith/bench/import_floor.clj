@@ -26,21 +26,27 @@
 
 (defn- key-of
   "The key of datom i in index `db`, as bytes: e = i/8, a = 10 + i%8, v an
-  inline long (9 bytes, tag first), tx the chunk's."
+  inline long (9 bytes, tag first), tx the chunk's. In :eavt, :aevt, :avet and
+  :vaet every key goes past the index's end (v grows with i); in :avet-rand and
+  :vaet-rand v is one of 2,000 (as the tracker's refs to its users), so that
+  each chunk's keys land all over the index."
   ^bytes [db ^long i ^long tx]
   (let [e (+ 1000 (quot i 8))
         a (+ 10 (rem i 8))
-        v (* 7919 i)
+        v (if (#{:avet-rand :vaet-rand} db)
+            (+ 1000 (Math/floorMod (unchecked-multiply i -7046029254386353131) 2000))
+            (* 7919 i))
         b (ByteBuffer/allocate 33)
         v! (fn [^ByteBuffer b] (.put b (byte 3)) (.putLong b v))]
     (case db
       :eavt (do (.putLong b e) (.putLong b a) (v! b) (.putLong b tx))
       :aevt (do (.putLong b a) (.putLong b e) (v! b) (.putLong b tx))
-      :avet (do (.putLong b a) (v! b) (.putLong b e) (.putLong b tx))
-      :vaet (do (.putLong b v) (.putLong b a) (.putLong b e) (.putLong b tx)))
+      (:avet :avet-rand) (do (.putLong b a) (v! b) (.putLong b e) (.putLong b tx))
+      (:vaet :vaet-rand) (do (.putLong b v) (.putLong b a) (.putLong b e) (.putLong b tx)))
     (.array b)))
 
-(def ^:private subdbs {:eavt SubDb/EAVT :aevt SubDb/AEVT :avet SubDb/AVET :vaet SubDb/VAET})
+(def ^:private subdbs {:eavt SubDb/EAVT :aevt SubDb/AEVT :avet SubDb/AVET :vaet SubDb/VAET
+                       :avet-rand SubDb/HAVET :vaet-rand SubDb/HVAET})
 
 (defn- run-one
   "Writes the keys of `n` datoms into the indexes `idx` of a fresh store, `chunk`
@@ -135,11 +141,12 @@
         chunk (parse-long (opts "--chunk"))
         dir (File. ^String (opts "--dir"))]
     (doseq [[label f] (concat
-                       (for [idx [[:eavt] [:aevt] [:avet] [:vaet] [:eavt :aevt :avet :vaet]]]
+                       (for [idx [[:eavt] [:aevt] [:avet] [:vaet] [:eavt :aevt :avet :vaet] [:avet-rand]
+                                  [:vaet-rand] [:eavt :aevt :avet-rand :vaet-rand]]]
                          [(str "store " (pr-str idx)) #(run-one dir idx n chunk)])
                        (for [[label append? writemap?] [["raw" false false] ["raw append" true false]
                                                         ["raw writemap" false true]]
-                             idx [[:eavt] [:eavt :aevt :avet :vaet]]
+                             idx [[:eavt] [:eavt :aevt :avet :vaet] [:eavt :aevt :avet-rand :vaet-rand]]
                              :when (or (not append?) (= idx [:eavt]))]
                          [(str label " " (pr-str idx)) #(run-raw dir idx n chunk append? writemap?)]))]
       (let [w0 (written)
