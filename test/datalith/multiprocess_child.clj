@@ -4,7 +4,8 @@
     java -cp <classpath> <jvm opts> clojure.main -m datalith.multiprocess-child MODE DIR ARG...
 
   MODE writer (DIR ID PEERS MILLIS): connects to DIR, waits until PEERS
-  writers have connected, then transacts for MILLIS ms (new entities with a
+  writers have connected, then transacts for MILLIS ms and at least
+  `min-transactions` times, however loaded the machine (new entities with a
   unique identity, upserts of keys every writer shares, tempids naming each
   other, schema additions) and prints one EDN map per acknowledged
   transaction: {:t :tx-data [[e a v added] ...] :new-eids [...]}, the ids
@@ -72,12 +73,14 @@
         (throw (ex-info "The other writers did not connect" {:peers peers})))
       (Thread/sleep 5))))
 
+(def min-transactions 30)
+
 (defn- writer [dir id peers millis]
   (with-open [conn (d/connect dir {:schema schema :sync false})]
     (await-peers (File. ^String dir) id peers)
     (let [end (+ (System/currentTimeMillis) millis)]
       (loop [n 0]
-        (when (< (System/currentTimeMillis) end)
+        (when (or (< n min-transactions) (< (System/currentTimeMillis) end))
           (ack! (d/transact! conn (tx-of id n)))
           (recur (inc n)))))))
 
