@@ -287,3 +287,51 @@
               ["Bergen" #inst "2024-03-01" #inst "2024-05-01"]
               ["Oslo" #inst "2024-05-01" (java.util.Date. Long/MAX_VALUE)]]
              (map #(subvec % 0 3) (d/valid-intervals db ada :person/address)))))))
+
+;; ---------------------------------------------------------------- query-level valid-at (h-valid3)
+
+(deftest query-level-valid-at
+  (each-store [conn {:schema schema}]
+    (let [[e ts] (address-history conn)
+          db (d/db conn)
+          city '[:find ?c . :in $ ?e ?when :valid-at ?when :where [?e :person/city ?c]]]
+      (testing "the :valid-at section answers as the query on the valid-at view, at every point"
+        (are [i] (= (mapv #(city-at (d/as-of db (ts i)) e %) valid-points)
+                    (mapv #(d/q city (d/as-of db (ts i)) e (inst %)) valid-points))
+          0 1 2 3 4 5))
+      (are [query args answer] (= answer (apply d/q query args))
+        ;; a literal instant, for $
+        '[:find ?c . :in $ ?e :valid-at #inst "2030-01-16" :where [?e :person/city ?c]]
+        [db e] "Bergen"
+        ;; the map form, one item or a source and its instant
+        '{:find [?c .] :in [$ ?e ?t] :valid-at ?t :where [[?e :person/city ?c]]}
+        [db e (inst "2030-07-01")] "Rome"
+        '{:find [?c .] :in [$ ?e ?t] :valid-at [$ ?t] :where [[?e :person/city ?c]]}
+        [db e (inst "2030-01-05")] "Oslo"
+        ;; one source of two: $then at an instant, $ plain (transaction time)
+        '[:find ?then ?now :in $ $then ?e ?t :valid-at $then ?t
+          :where [$then ?e :person/city ?then] [?e :person/city ?now]]
+        [db db e (inst "2030-01-16")] #{["Bergen" "Oslo"]}
+        ;; two sources, each at its own instant
+        '[:find ?a ?b :in $a $b ?e ?t ?u :valid-at $a ?t $b ?u
+          :where [$a ?e :person/city ?a] [$b ?e :person/city ?b]]
+        [db db e (inst "2030-01-05") (inst "2030-07-01")] #{["Oslo" "Rome"]}
+        ;; the instant replaces the one of a valid-at view given as the source
+        city [(d/valid-at db (inst "2030-07-01")) e (inst "2030-01-16")] "Bergen")
+      (testing "prepared, with named inputs"
+        (let [p (d/prepare city)]
+          (is (= "Rome" (d/run p {:$ db :e e :when (inst "2030-07-01")})))
+          (is (= "Bergen" (d/run p {:$ db :e e :when (inst "2030-01-16")})))))
+      (testing "bad :valid-at sections and inputs"
+        (are [query args error] (= error (try (apply d/q query args) nil
+                                              (catch clojure.lang.ExceptionInfo x (:error (ex-data x)))))
+          '[:find ?c :in $ ?e :valid-at ?t :where [?e :person/city ?c]] [db e] :parser/valid-at
+          '[:find ?c :in $ ?e :valid-at "2030" :where [?e :person/city ?c]] [db e] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at $x ?t :where [_ :person/city ?c]] [db (inst "2030-01-01")] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at $ ?t $ ?t :where [_ :person/city ?c]] [db (inst "2030-01-01")] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at ?t $ :where [_ :person/city ?c]] [db (inst "2030-01-01")] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at :where [_ :person/city ?c]] [db (inst "2030-01-01")] :parser/valid-at
+          '[:find ?c :in $ [?t ...] :valid-at ?t :where [_ :person/city ?c]] [db [(inst "2030-01-01")]] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [db "2030-01-01"] :db/invalid-valid-time
+          '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [[[1 :person/city "x"]] (inst "2030-01-01")] :query/valid-at
+          '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [(d/history db) (inst "2030-01-01")] :db/valid-at-view)))))

@@ -485,7 +485,18 @@
   A missing :db/valid-from is the txInstant, a missing :db/valid-to open-ended.
 
     (:user/city (d/entity (d/valid-at db #inst \"2026-02-01\") e))
-    ; => \"Oslo\""
+    ; => \"Oslo\"
+
+  In a query, a :valid-at section reads one source (or several) this way: an
+  instant for $, or pairs of a source and its instant, each an #inst or a
+  scalar :in variable (Minigraf's :valid-at; XTDB's per-table FOR VALID_TIME
+  AS OF). The answer is the same query's on (valid-at db inst); other sources
+  stay transaction time:
+
+    (d/q '[:find ?then ?now :in $ $then ?e ?when :valid-at $then ?when
+           :where [$then ?e :user/city ?then] [?e :user/city ?now]]
+         db db e #inst \"2026-02-01\")
+    {:find [?c .] :in [$ ?e] :valid-at #inst \"2026-02-01\" :where [[?e :user/city ?c]]}"
   ^Db [db inst]
   (.validAt (db-arg db) inst))
 

@@ -12,6 +12,7 @@ import datalith.query.parser.Aggregate;
 import datalith.query.parser.BindScalar;
 import datalith.query.parser.Binding;
 import datalith.query.parser.Clause;
+import datalith.query.parser.Constant;
 import datalith.query.parser.FindElement;
 import datalith.query.parser.FindVar;
 import datalith.query.parser.FnBinding;
@@ -28,6 +29,7 @@ import datalith.query.parser.Rule;
 import datalith.query.parser.RulesVar;
 import datalith.query.parser.SrcVar;
 import datalith.query.parser.Term;
+import datalith.query.parser.ValidAt;
 import datalith.query.parser.Variable;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -402,6 +404,35 @@ public final class Engine {
         ctx.add(Bindings.rel((Binding) b, x));
       }
     }
+    for (ValidAt v : query.validAt()) {
+      sources.put(v.src().name(), validAt(v, inputs));
+    }
+  }
+
+  /**
+   * The database of {@code v}'s source as the facts valid at its instant show it: the
+   * {@code :valid-at} section's view, the same value {@code (valid-at db instant)} gives.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :query/valid-at} when the source is not a database,
+   *     {@code :db/invalid-valid-time} when the instant is not a java.util.Date
+   */
+  private Object validAt(ValidAt v, Object[] inputs) {
+    Object instant = null;
+    if (v.instant() instanceof Constant c) {
+      instant = c.value();
+    } else {
+      List<InBinding> in = query.in();
+      for (int i = 0; i < in.size(); i++) {
+        if (in.get(i) instanceof BindScalar s && s.var().equals(v.instant())) {
+          instant = inputs[i];
+        }
+      }
+    }
+    if (!(sources.get(v.src().name()) instanceof Db db)) {
+      throw Errors.error("query/valid-at", ":valid-at reads a database, but source "
+          + v.src().name() + " is a collection", "source", v.src().name());
+    }
+    return db.validAt(instant);
   }
 
   /** Whether a find element pulls with a pattern given as an input. */
