@@ -492,7 +492,13 @@
                       "{:find [?c] :in [$ ?t] :valid-at [$ ?t] :where [[?e :c ?c]]}"]
                      ['[:find ?c :in $ $b ?t :valid-at $b #inst "2030-01-01" :where [$b ?e :c ?c]]
                       '{:find [?c] :in [$ $b ?t] :valid-at [$b #inst "2030-01-01"] :where [[$b ?e :c ?c]]}
-                      "[:find ?c :in $ $b ?t :valid-at $b #inst \"2030-01-01\" :where [$b ?e :c ?c]]"]]]
+                      "[:find ?c :in $ $b ?t :valid-at $b #inst \"2030-01-01\" :where [$b ?e :c ?c]]"]
+                     ['[:find ?c :in $ $b :valid-at $b :any-valid-time :where [$b ?e :c ?c ?from ?to]]
+                      '{:find [?c] :in [$ $b] :valid-at [$b :any-valid-time] :where [[$b ?e :c ?c ?from ?to]]}
+                      "[:find ?c :in $ $b :valid-at $b :any-valid-time :where [$b ?e :c ?c ?from ?to]]"]
+                     ['[:find ?c :valid-at :any-valid-time :where [?e :c ?c]]
+                      '{:find [?c] :valid-at :any-valid-time :where [[?e :c ?c]]}
+                      "{:find [?c] :valid-at [$ :any-valid-time] :where [[?e :c ?c]]}"]]]
       (is (= (parse v) (parse m) (parse s)) (str v))
       (is (= (parse v) (parse (str (parse v)))))))
   (testing "the instant is part of the query's identity (plans and caches are by query)"

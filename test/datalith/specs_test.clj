@@ -242,6 +242,9 @@
     '{:find [?c] :in [$ ?t] :valid-at ?t :where [[?e :c ?c]]} true
     '{:find [?c] :valid-at #inst "2030-01-01" :where [[?e :c ?c]]} true
     '{:find [?c] :in [$ ?t] :valid-at [$ ?t] :where [[?e :c ?c]]} true
+    '[:find ?c :valid-at :any-valid-time :where [?e :c ?c ?from ?to]] true
+    '[:find ?c :in $ $b :valid-at $b :any-valid-time :where [$b ?e :c ?c ?from]] true
+    '{:find [?c] :valid-at :any-valid-time :where [[?e :c ?c]]} true
     '[:find ?c :valid-at "2030" :where [?e :c ?c]] false
     '[:find ?c :in $ ?t :valid-at ?t $ :where [?e :c ?c]] false
     '{:find [?c] :valid-at [] :where [[?e :c ?c]]} false))

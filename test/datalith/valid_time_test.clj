@@ -335,3 +335,72 @@
           '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [db "2030-01-01"] :db/invalid-valid-time
           '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [[[1 :person/city "x"]] (inst "2030-01-01")] :query/valid-at
           '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [(d/history db) (inst "2030-01-01")] :db/valid-at-view)))))
+
+;; ---------------------------------------------------------------- any valid time (h-valid3)
+
+(deftest any-valid-time-binds-intervals-in-a-query
+  (each-store [conn {:schema (assoc schema :issue/assignee {:db/valueType :db.type/ref}
+                                    :issue/key {:db/unique :db.unique/identity})}]
+    (tx! conn "2030-01-01" [{:person/name "ada"} {:person/name "bob"} {:person/name "cy"}
+                            {:issue/key "X"} {:issue/key "Y"}])
+    (let [db0 (d/db conn)
+          id #(:db/id (d/entity db0 %))
+          [ada bob cy x y] (map id [[:person/name "ada"] [:person/name "bob"] [:person/name "cy"]
+                                    [:issue/key "X"] [:issue/key "Y"]])]
+      (tx! conn "2030-01-02" [[:db/add x :issue/assignee ada (valid "2029-12-01" "2030-02-01")]
+                              [:db/add y :issue/assignee cy (valid "2029-12-01" nil)]])
+      (tx! conn "2030-01-03" [[:db/add x :issue/assignee bob (valid "2030-02-01" "2030-05-01")]])
+      (tx! conn "2030-01-04" [[:db/add x :issue/assignee cy (valid "2030-05-01" nil)]])
+      (let [db (d/db conn)
+            one-query '[:find ?who :in $ ?k ?start ?end :valid-at :any-valid-time
+                        :where [?i :issue/key ?k] [?i :issue/assignee ?a ?from ?to]
+                        [(< ?from ?end)] [(< ?start ?to)] [?a :person/name ?who]]
+            two-sources '[:find ?who :in $ $vt ?k ?start ?end :valid-at $vt :any-valid-time
+                          :where [?i :issue/key ?k] [$vt ?i :issue/assignee ?a ?from ?to]
+                          [(< ?from ?end)] [(< ?start ?to)] [?a :person/name ?who]]
+            by-fn '[:find ?who :in $ ?k ?start ?end
+                    :where [?i :issue/key ?k]
+                    [(datalith.core/valid-intervals $ ?i :issue/assignee) [[?a ?from ?to]]]
+                    [(< ?from ?end)] [(< ?start ?to)] [?a :person/name ?who]]]
+        (are [k start end who]
+             (let [args [k (inst start) (inst end)]]
+               (= who
+                  (set (map first (apply d/q one-query db args)))
+                  (set (map first (apply d/q two-sources db db args)))
+                  (set (map first (apply d/q two-sources db (d/any-valid-time db) args)))
+                  (set (map first (apply d/q by-fn db args)))))
+          "X" "2030-01-01" "2030-04-01" #{"ada" "bob"}
+          "X" "2030-02-01" "2030-04-01" #{"bob"}
+          "X" "2030-04-01" "2031-01-01" #{"bob" "cy"}
+          "X" "2029-01-01" "2029-06-01" #{}
+          "Y" "2029-01-01" "2031-01-01" #{"cy"})
+        (testing "the versions as tuples [e a v from to], an attribute variable binding idents"
+          (is (= #{[x :issue/assignee ada (inst "2029-12-01") (inst "2030-02-01")]
+                   [x :issue/assignee bob (inst "2030-02-01") (inst "2030-05-01")]
+                   [x :issue/assignee cy (inst "2030-05-01") (java.util.Date. Long/MAX_VALUE)]}
+                 (d/q '[:find ?e ?a ?v ?from ?to :in $ ?e :valid-at :any-valid-time
+                        :where [?e ?a ?v ?from ?to] [(= ?a :issue/assignee)]]
+                      db x)
+                 (d/q '[:find ?e ?a ?v ?from ?to :in $ ?e
+                        :where [?e ?a ?v ?from ?to] [(= ?a :issue/assignee)]]
+                      (d/any-valid-time db) x)))
+          (is (= #{[:issue/key "X"] [:issue/assignee ada] [:issue/assignee bob] [:issue/assignee cy]}
+                 (d/q '[:find ?a ?v :in $ :valid-at :any-valid-time :where [[:issue/key "X"] ?a ?v]]
+                      db))
+              "a lookup ref as the entity, every attribute (one without a value type too)"))
+        (testing "as of an earlier point, what was known then; valid-at views give their base"
+          (is (= #{["ada"]} (d/q one-query (d/as-of db (inc (d/basis-t db0))) "X"
+                                 (inst "2029-01-01") (inst "2031-01-01"))))
+          (is (= #{["ada"] ["bob"] ["cy"]}
+                 (d/q one-query (d/valid-at db (inst "2030-03-01")) "X"
+                      (inst "2029-01-01") (inst "2031-01-01")))))
+        (testing "an :in variable may hold :any-valid-time"
+          (is (= #{[ada] [bob] [cy]}
+                 (d/q '[:find ?a :in $ ?i ?when :valid-at ?when :where [?i :issue/assignee ?a]]
+                      db x :any-valid-time))))
+        (testing "errors"
+          (are [f error] (= error (try (f) nil (catch clojure.lang.ExceptionInfo e (:error (ex-data e)))))
+            #(d/any-valid-time (d/history db)) :db/valid-at-view
+            #(d/q one-query (d/since db 0) "X" (inst "2029-01-01") (inst "2031-01-01")) :db/valid-at-view
+            #(d/q '[:find (pull ?i [*]) :in $ :where [?i :issue/key "X"]] (d/any-valid-time db)) :query/pull-source
+            #(d/q '{:find [?v] :in [$] :valid-at :any :where [[_ :issue/key ?v]]} db) :parser/valid-at))))))

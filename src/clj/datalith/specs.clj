@@ -144,9 +144,9 @@
 
 (defn- order-ref? [x] (or (variable? x) (seq? x)))
 
-;; :valid-at (#19): an instant (a #inst or an :in variable) for $, or pairs of a
-;; source and its instant
-(defn- valid-instant? [x] (or (inst? x) (variable? x)))
+;; :valid-at (#19): an instant (a #inst, an :in variable or :any-valid-time) for
+;; $, or pairs of a source and its instant
+(defn- valid-instant? [x] (or (inst? x) (variable? x) (= :any-valid-time x)))
 
 (s/def ::valid-at
   (s/or :one valid-instant?
@@ -260,7 +260,8 @@
   [q]
   (if (and (sequential? q) (keyword? (first q)))
     (reduce (fn [[m k] x]
-              (cond (not (keyword? x)) [(update m k conj x) k]
+              (cond (or (not (keyword? x)) (and (= k :valid-at) (= x :any-valid-time)))
+                    [(update m k conj x) k]
                     (contains? m x) (reduced ::s/invalid)
                     :else [(assoc m x []) x]))
             [{} nil] q)

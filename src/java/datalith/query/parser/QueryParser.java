@@ -215,7 +215,8 @@ public final class QueryParser {
     Map<String, List<Object>> sections = new LinkedHashMap<>();
     List<Object> current = null;
     for (Object item : Syntax.items(data)) {
-      if (item instanceof Keyword k) {
+      if (item instanceof Keyword k && !(ValidAtParser.isAnyValidTime(k)
+          && current != null && current == sections.get("valid-at"))) { // :valid-at $ :any-valid-time: an item
         String name = sectionName(k, data);
         if (name.equals("timeout")) {
           throw Syntax.error("parser/query", ":timeout is accepted in the map form of a query"

@@ -1,5 +1,6 @@
 package datalith.query.parser;
 
+import clojure.lang.Keyword;
 import java.util.ArrayList;
 import java.util.Date;
 import java.util.HashSet;
@@ -8,12 +9,19 @@ import java.util.Set;
 
 /**
  * Parses a query's {@code :valid-at} section ({@link ValidAt}): one instant, for {@code $}, or
- * pairs of a source and its instant. An instant is an {@code #inst} literal or a variable bound by
- * an {@code :in} scalar binding. Stateless; errors as {@link QueryParser}'s, under
+ * pairs of a source and its instant. An instant is an {@code #inst} literal, a variable bound by
+ * an {@code :in} scalar binding, or {@code :any-valid-time} (every version, with its interval). Stateless; errors as {@link QueryParser}'s, under
  * {@code :parser/valid-at}.
  */
 final class ValidAtParser {
+  private static final Keyword ANY_VALID_TIME = Keyword.intern("any-valid-time");
+
   private ValidAtParser() {}
+
+  /** Whether {@code k} is {@code :any-valid-time}, an item of a {@code :valid-at} section. */
+  static boolean isAnyValidTime(Object k) {
+    return ANY_VALID_TIME.equals(k);
+  }
 
   // valid-at = ':valid-at' (instant | (src-var instant)+)
   static List<ValidAt> parse(List<Object> items, Set<SrcVar> sources, List<InBinding> in,
@@ -51,8 +59,8 @@ final class ValidAtParser {
       throw Syntax.error("parser/valid-at", ":valid-at reads source " + src + ", which :in does"
           + " not declare", Syntax.vector(items), "source", src.symbol());
     }
-    if (instant instanceof Date d) {
-      return new ValidAt(src, new Constant(d));
+    if (instant instanceof Date || ANY_VALID_TIME.equals(instant)) {
+      return new ValidAt(src, new Constant(instant));
     }
     if (Syntax.isVariable(instant)) {
       Variable v = Variable.of((clojure.lang.Symbol) instant);
@@ -65,8 +73,8 @@ final class ValidAtParser {
           + " binds no scalar " + instant + "; add it to :in", Syntax.vector(items), "var",
           instant);
     }
-    throw Syntax.error("parser/valid-at", ":valid-at takes an instant (#inst \"...\") or a"
-        + " ?variable of :in, got " + Syntax.show(instant), Syntax.vector(items), "instant",
+    throw Syntax.error("parser/valid-at", ":valid-at takes an instant (#inst \"...\"), a"
+        + " ?variable of :in or :any-valid-time, got " + Syntax.show(instant), Syntax.vector(items), "instant",
         instant);
   }
 }
