@@ -404,3 +404,42 @@
             #(d/q one-query (d/since db 0) "X" (inst "2029-01-01") (inst "2031-01-01")) :db/valid-at-view
             #(d/q '[:find (pull ?i [*]) :in $ :where [?i :issue/key "X"]] (d/any-valid-time db)) :query/pull-source
             #(d/q '{:find [?v] :in [$] :valid-at :any :where [[_ :issue/key ?v]]} db) :parser/valid-at))))))
+
+;; ---------------------------------------------------------------- instants to t (h-valid3)
+
+(deftest instants-find-their-transaction
+  ;; an instant names the last transaction at or before it: found among the
+  ;; last txInstant keys below it, whole instants kept together, and by a full
+  ;; read when those are past the value's basis
+  (each-store [conn {:schema schema}]
+    (let [day (* 24 3600 1000)
+          base (.getTime (inst "2030-01-01"))
+          ;; 150 transactions, three of them to an instant
+          ts (vec (for [i (range 150)]
+                    (d/basis-t (:db-after (d/transact! conn [{:person/name (str "p" i)}
+                                                             {:db/id "datomic.tx"
+                                                              :db/txInstant (java.util.Date. (long (+ base (* day (quot i 3)))))}])))))
+          early (d/db conn)
+          _ (dotimes [i 100]
+              (d/transact! conn [{:person/name (str "q" i)}
+                                 {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (+ base (* day 60) i)))}]))
+          db (d/db conn)
+          at #(java.util.Date. (long (+ base (* day %))))
+          t-at (fn [v instant] (d/as-of-t (d/as-of v instant)))]
+      (are [v day-n t] (= t (t-at v (at day-n)))
+        db 0 (ts 2)
+        db 0.5 (ts 2)
+        db 17 (ts 53)
+        db 49 (ts 149)
+        db -1 (dec (ts 0))
+        early 49 (ts 149)
+        early 70 (ts 149)
+        early 60.0001 (ts 149))
+      (is (= (d/basis-t db) (t-at db (at 70))))
+      (testing "an uncommitted value's transaction (d/with)"
+        (let [w (:db-after (d/with db [{:person/name "w"} {:db/id "datomic.tx" :db/txInstant (at 80)}]))]
+          (is (= (d/basis-t w) (t-at w (at 81))))
+          (is (= (d/basis-t db) (t-at w (at 79))))))
+      (testing "valid-at of a plain fact at its transaction's instant"
+        (is (= "p53" (:person/name (d/entity (d/valid-at db (at 17)) [:person/name "p53"]))))
+        (is (nil? (d/entity (d/valid-at db (at 16)) [:person/name "p53"])))))))
