@@ -443,3 +443,30 @@
       (testing "valid-at of a plain fact at its transaction's instant"
         (is (= "p53" (:person/name (d/entity (d/valid-at db (at 17)) [:person/name "p53"]))))
         (is (nil? (d/entity (d/valid-at db (at 16)) [:person/name "p53"])))))))
+
+;; ---------------------------------------------------------------- tx-level intervals on cas and retractEntity (h-valid3)
+
+(deftest tx-level-interval-on-cas-and-retract-entity
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada" :person/city "Oslo"} {:person/name "bob" :person/city "Rome"}])
+    (let [db0 (d/db conn)
+          ada (ada db0)
+          bob (:db/id (d/entity db0 [:person/name "bob"]))
+          during {:db/id "datomic.tx" :db/valid-from (inst "2030-03-01") :db/valid-to (inst "2030-04-01")}]
+      (testing "cas is an assertion: it takes the transaction's interval, as :db/add does"
+        (tx! conn "2030-01-02" [[:db/cas ada :person/city "Oslo" "Bergen"] during])
+        (let [db (d/db conn)]
+          (are [at city] (= city (city-at db ada at))
+            "2030-01-01T12:00:00Z" "Oslo"
+            "2030-03-15" "Bergen"
+            "2030-04-15" "Oslo")
+          (is (= "Bergen" (:person/city (d/entity db ada))) "and an ordinary assertion")
+          (is (= 1 (count (d/q '[:find ?v :where [_ :db.valid/event ?v]] db))))))
+      (testing "retractEntity stays a plain retraction, at its transaction's instant"
+        (tx! conn "2030-01-03" [[:db/retractEntity bob] during])
+        (let [db (d/db conn)]
+          (is (nil? (d/entity db [:person/name "bob"])))
+          (is (= "Rome" (city-at db bob "2030-01-02T12:00:00Z")))
+          (is (nil? (city-at db bob "2030-03-15")))
+          (is (nil? (city-at db bob "2030-05-01")))
+          (is (= 1 (count (d/q '[:find ?v :where [_ :db.valid/event ?v]] db))) "no event"))))))
