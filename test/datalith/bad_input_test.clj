@@ -309,7 +309,9 @@
       ;; valid time (h-valid, #19)
       (gen/tuple (gen/return 'valid-at) (gen/tuple db point))
       (gen/tuple (gen/return 'valid-intervals) (gen/one-of [(gen/tuple db attr)
-                                                            (gen/tuple db eid attr)]))])))
+                                                            (gen/tuple db eid attr)]))
+      ;; any valid time (h-valid3, #19)
+      (gen/tuple (gen/return 'any-valid-time) (gen/tuple db))])))
 
 (def public-fns
   "The entry points the generator calls, by name: every public function of datalith.core."
@@ -319,7 +321,7 @@
      entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
      tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?
      export import! prepare run
-     valid-at valid-intervals})
+     valid-at valid-intervals any-valid-time})
 
 ;; ---------------------------------------------------------------- the fixture
 

@@ -294,3 +294,43 @@
       (is (nil? (name-at (.validAt (.asOf db (.basisT before)) #inst "2020-06-01")))
           "as of before the correction, nothing was known of 2020")
       (is (= "db/invalid-valid-time" (.category (failure #(.validAt db "2020"))))))))
+
+;; ---------------------------------------------------------------- valid time in queries (h-valid3, #19)
+
+(deftest valid-time-intervals-and-query-forms
+  (each-java-store [conn]
+    (let [ada (.q (.db conn) "[:find ?e . :where [?e :user/email \"ada@example.com\"]]" (object-array 0))
+          _ (.transact conn "[[:db/add [:user/email \"ada@example.com\"] :user/name \"Ada Lovelace\"
+                              {:db/valid-from #inst \"2020-01-01\" :db/valid-to #inst \"2021-01-01\"}]]")
+          db (.db conn)
+          open-end (java.util.Date. Long/MAX_VALUE)]
+      (testing "validIntervals, of every entity and of one (by id or lookup ref)"
+        (let [versions (.validIntervals db "user/name")
+              of-ada (filter #(= ada (first %)) versions)]
+          (is (= [["Ada Lovelace" #inst "2020-01-01" #inst "2021-01-01"]]
+                 (map #(subvec (vec %) 1 4) (filter #(= "Ada Lovelace" (second %)) of-ada))))
+          (is (= (map #(subvec (vec %) 1) of-ada)
+                 (map vec (.validIntervals db ada "user/name"))
+                 (map vec (.validIntervals db ["user/email" "ada@example.com"] (Datalith/kw "user/name")))))
+          (is (some #(= open-end (nth % 2)) (.validIntervals db ada "user/name")) "an open end")
+          (is (= [] (.validIntervals db "no/such") (.validIntervals db 123456789 "user/name")))
+          (are [f category] (= category (.category (failure f)))
+            #(.validIntervals db 42) "db/invalid-attribute"
+            #(.validIntervals (.validAt db #inst "2020-06-01") "user/name") "db/valid-at-view"
+            #(.validIntervals db nil "user/name") "api/null-argument")))
+      (testing "the :valid-at query section, an instant or :any-valid-time, the same as validAt"
+        (let [name-q "[:find ?n . :in $ ?e ?t :valid-at ?t :where [?e :user/name ?n]]"]
+          (is (= "Ada Lovelace" (.q db name-q (object-array [ada #inst "2020-06-01"]))
+                 (.q (.validAt db #inst "2020-06-01") "[:find ?n . :in $ ?e :where [?e :user/name ?n]]"
+                     (object-array [ada]))))
+          (is (= "Ada" (.scalar (.query db name-q (object-array [ada (java.util.Date.)])))))
+          (is (= #{["Ada Lovelace"] ["Ada"]}
+                 (set (.q db "[:find ?n :in $ ?e :valid-at :any-valid-time :where [?e :user/name ?n]]"
+                          (object-array [ada])))))
+          (is (= #{["Ada Lovelace" #inst "2020-01-01"]}
+                 (set (.q db "[:find ?n ?from :in $ $vt ?e :valid-at $vt :any-valid-time
+                              :where [$vt ?e :user/name ?n ?from ?to] [(< ?from #inst \"2022-01-01\")]]"
+                          (object-array [db ada]))))
+              "a second source given as a Database, read at any valid time")
+          (is (= "parser/valid-at" (.category (failure #(.q db "[:find ?n :in $ :valid-at \"x\" :where [_ :user/name ?n]]"
+                                                           (object-array 0)))))))))))

@@ -482,3 +482,27 @@
            (and (contains? #{"parser" "query"} (namespace (:error (ex-data e))))
                 (contains? (ex-data e) :form)))
          (catch Throwable _ false))))
+
+;; ---------------------------------------------------------------- :valid-at (h-valid3, #19)
+
+(deftest valid-at-section
+  (testing "the vector, map and string forms are one query, which prints back"
+    (doseq [[v m s] [['[:find ?c :in $ ?t :valid-at ?t :where [?e :c ?c]]
+                      '{:find [?c] :in [$ ?t] :valid-at ?t :where [[?e :c ?c]]}
+                      "{:find [?c] :in [$ ?t] :valid-at [$ ?t] :where [[?e :c ?c]]}"]
+                     ['[:find ?c :in $ $b ?t :valid-at $b #inst "2030-01-01" :where [$b ?e :c ?c]]
+                      '{:find [?c] :in [$ $b ?t] :valid-at [$b #inst "2030-01-01"] :where [[$b ?e :c ?c]]}
+                      "[:find ?c :in $ $b ?t :valid-at $b #inst \"2030-01-01\" :where [$b ?e :c ?c]]"]
+                     ['[:find ?c :in $ $b :valid-at $b :any-valid-time :where [$b ?e :c ?c ?from ?to]]
+                      '{:find [?c] :in [$ $b] :valid-at [$b :any-valid-time] :where [[$b ?e :c ?c ?from ?to]]}
+                      "[:find ?c :in $ $b :valid-at $b :any-valid-time :where [$b ?e :c ?c ?from ?to]]"]
+                     ['[:find ?c :valid-at :any-valid-time :where [?e :c ?c]]
+                      '{:find [?c] :valid-at :any-valid-time :where [[?e :c ?c]]}
+                      "{:find [?c] :valid-at [$ :any-valid-time] :where [[?e :c ?c]]}"]]]
+      (is (= (parse v) (parse m) (parse s)) (str v))
+      (is (= (parse v) (parse (str (parse v)))))))
+  (testing "the instant is part of the query's identity (plans and caches are by query)"
+    (is (not= (parse '[:find ?c :in $ ?t :valid-at ?t :where [?e :c ?c]])
+              (parse '[:find ?c :in $ ?t :where [?e :c ?c]])))
+    (is (not= (parse '[:find ?c :valid-at #inst "2030-01-01" :where [?e :c ?c]])
+              (parse '[:find ?c :valid-at #inst "2031-01-01" :where [?e :c ?c]])))))

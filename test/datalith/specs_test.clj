@@ -54,7 +54,7 @@
 (def ^:private query-test-files
   ["query_basic_test.clj" "query_not_test.clj" "query_or_test.clj" "query_rules_test.clj"
    "query_aggregates_test.clj" "query_predicates_test.clj" "query_limits_test.clj"
-   "pull_test.clj" "time_travel_test.clj" "readme_test.clj"])
+   "pull_test.clj" "time_travel_test.clj" "readme_test.clj" "valid_time_test.clj"])
 
 (defn- quoted-queries
   "Every quoted vector starting with :find in the test file `f`."
@@ -231,3 +231,20 @@
       (is (not (contains? (error-data #(d/transact! conn [[:db/add 1 :no/such 1]])) :explain)))
       ;; a string query is read by the engine, not by the spec
       (is (not (contains? (error-data #(d/q "[:find ?e :where (not)]" db)) :explain))))))
+
+;; ---------------------------------------------------------------- :valid-at (h-valid3, #19)
+
+(deftest valid-at-sections-conform
+  (are [q ok] (= ok (s/valid? ::ds/query q))
+    '[:find ?c :in $ ?t :valid-at ?t :where [?e :c ?c]] true
+    '[:find ?c :in $ $b ?t :valid-at $b ?t :where [$b ?e :c ?c]] true
+    '[:find ?c :in $ $b ?t :valid-at $ ?t $b #inst "2030-01-01" :where [$b ?e :c ?c]] true
+    '{:find [?c] :in [$ ?t] :valid-at ?t :where [[?e :c ?c]]} true
+    '{:find [?c] :valid-at #inst "2030-01-01" :where [[?e :c ?c]]} true
+    '{:find [?c] :in [$ ?t] :valid-at [$ ?t] :where [[?e :c ?c]]} true
+    '[:find ?c :valid-at :any-valid-time :where [?e :c ?c ?from ?to]] true
+    '[:find ?c :in $ $b :valid-at $b :any-valid-time :where [$b ?e :c ?c ?from]] true
+    '{:find [?c] :valid-at :any-valid-time :where [[?e :c ?c]]} true
+    '[:find ?c :valid-at "2030" :where [?e :c ?c]] false
+    '[:find ?c :in $ ?t :valid-at ?t $ :where [?e :c ?c]] false
+    '{:find [?c] :valid-at [] :where [[?e :c ?c]]} false))

@@ -142,3 +142,96 @@
 (defspec valid-at-views-of-one-point-agree trials
   (prop/for-all [history gen-history]
     (every? #(check-shared % history) tu/checked-stores)))
+
+;; The query-level form (#19, h-valid3): a query with a :valid-at section, on
+;; the as-of value at each t and with the instant as an input or a literal, must
+;; answer as the same query on the valid-at view and as the naive model; one
+;; source of two at an instant leaves the other plain.
+
+(defn- check-query-form [store history]
+  (tu/with-conn [conn store {:schema schema}]
+    (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
+                                     {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
+          eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
+          [model] (reduce (fn [[model instant] tx]
+                            (let [instant (+ instant (* day (:step tx)))
+                                  r (d/transact! conn (tx-data eids tx instant))]
+                              [(conj model {:t (d/basis-t (:db-after r)) :instant instant
+                                            :ops (mapv (partial model-op eids) (:ops tx))})
+                               instant]))
+                          [[] (ms 0)] history)
+          db (d/db conn)
+          points (map ms (range -5 150 13))
+          facts (fn [rows] (set (map (fn [[e a x]] [e a x]) rows)))]
+      (every? true?
+              (for [t (range (d/basis-t (:db-after r0)) (inc (d/basis-t db)))
+                    :let [as-of (d/as-of db t)]
+                    at points
+                    :let [inst (java.util.Date. (long at))
+                          expected (naive/valid-facts card model t at)
+                          by-input (facts (d/q '[:find ?e ?a ?v :in $ [?a ...] ?when :valid-at ?when
+                                                 :where [?e ?a ?v]]
+                                               as-of attrs inst))
+                          literal (facts (d/q {:find '[?e ?a ?v] :in '[$ [?a ...]] :valid-at inst
+                                               :where '[[?e ?a ?v]]}
+                                              as-of attrs))
+                          two (d/q '[:find ?e ?a ?v ?w :in $ $p [?a ...] ?when :valid-at $ ?when
+                                     :where [?e ?a ?v] [$p ?e ?a ?w]]
+                                   as-of as-of attrs inst)]]
+                (and (= expected by-input literal
+                        (facts (d/q '[:find ?e ?a ?v :in $ [?a ...] :where [?e ?a ?v]]
+                                    (d/valid-at as-of inst) attrs)))
+                     ;; $p stays transaction time: the join of the valid and the plain facts
+                     (= (set (for [[e a v] expected
+                                   [e2 a2 w] (naive/plain-facts card model t)
+                                   :when (and (= e e2) (= a a2))]
+                               [e a v w]))
+                        two)))))))
+
+(defspec query-level-valid-at-matches-the-view trials
+  (prop/for-all [history gen-history]
+    (every? #(check-query-form % history) tu/checked-stores)))
+
+;; Any valid time (#19, h-valid3): the versions a query binds with their
+;; intervals, [e a v from to], on the as-of value at each t, must hold at each
+;; instant exactly the facts the naive model says are valid there; a query
+;; that keeps the versions holding at an instant by comparing ?from and ?to
+;; must agree, and so must the same query on (d/any-valid-time db).
+
+(defn- check-any-valid-time [store history]
+  (tu/with-conn [conn store {:schema schema}]
+    (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
+                                     {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
+          eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
+          [model] (reduce (fn [[model instant] tx]
+                            (let [instant (+ instant (* day (:step tx)))
+                                  r (d/transact! conn (tx-data eids tx instant))]
+                              [(conj model {:t (d/basis-t (:db-after r)) :instant instant
+                                            :ops (mapv (partial model-op eids) (:ops tx))})
+                               instant]))
+                          [[] (ms 0)] history)
+          db (d/db conn)
+          points (map ms (range -5 150 7))
+          holding '[:find ?e ?a ?v :in $ [?a ...] ?at :valid-at :any-valid-time
+                    :where [?e ?a ?v ?from ?to] [(<= ?from ?at)] [(< ?at ?to)]]
+          on-source '[:find ?e ?a ?v :in $ [?a ...] ?at
+                      :where [?e ?a ?v ?from ?to] [(<= ?from ?at)] [(< ?at ?to)]]]
+      (every? true?
+              (for [t (range (d/basis-t (:db-after r0)) (inc (d/basis-t db)))
+                    :let [as-of (d/as-of db t)
+                          versions (d/q '[:find ?e ?a ?v ?from ?to :in $ [?a ...]
+                                          :valid-at :any-valid-time :where [?e ?a ?v ?from ?to]]
+                                        as-of attrs)]
+                    at points
+                    :let [inst (java.util.Date. (long at))
+                          expected (naive/valid-facts card model t at)]]
+                (and (= expected
+                        (set (for [[e a v ^java.util.Date from ^java.util.Date to] versions
+                                   :when (and (<= (.getTime from) at) (< at (.getTime to)))]
+                               [e a v])))
+                     (= expected (d/q holding as-of attrs inst))
+                     (= expected (d/q on-source (d/any-valid-time as-of) attrs inst))))))))
+
+(defspec any-valid-time-matches-the-naive-model trials
+  (prop/for-all [history gen-history]
+    (every? #(check-any-valid-time % history) tu/checked-stores)))

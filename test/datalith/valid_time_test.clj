@@ -287,3 +287,186 @@
               ["Bergen" #inst "2024-03-01" #inst "2024-05-01"]
               ["Oslo" #inst "2024-05-01" (java.util.Date. Long/MAX_VALUE)]]
              (map #(subvec % 0 3) (d/valid-intervals db ada :person/address)))))))
+
+;; ---------------------------------------------------------------- query-level valid-at (h-valid3)
+
+(deftest query-level-valid-at
+  (each-store [conn {:schema schema}]
+    (let [[e ts] (address-history conn)
+          db (d/db conn)
+          city '[:find ?c . :in $ ?e ?when :valid-at ?when :where [?e :person/city ?c]]]
+      (testing "the :valid-at section answers as the query on the valid-at view, at every point"
+        (are [i] (= (mapv #(city-at (d/as-of db (ts i)) e %) valid-points)
+                    (mapv #(d/q city (d/as-of db (ts i)) e (inst %)) valid-points))
+          0 1 2 3 4 5))
+      (are [query args answer] (= answer (apply d/q query args))
+        ;; a literal instant, for $
+        '[:find ?c . :in $ ?e :valid-at #inst "2030-01-16" :where [?e :person/city ?c]]
+        [db e] "Bergen"
+        ;; the map form, one item or a source and its instant
+        '{:find [?c .] :in [$ ?e ?t] :valid-at ?t :where [[?e :person/city ?c]]}
+        [db e (inst "2030-07-01")] "Rome"
+        '{:find [?c .] :in [$ ?e ?t] :valid-at [$ ?t] :where [[?e :person/city ?c]]}
+        [db e (inst "2030-01-05")] "Oslo"
+        ;; one source of two: $then at an instant, $ plain (transaction time)
+        '[:find ?then ?now :in $ $then ?e ?t :valid-at $then ?t
+          :where [$then ?e :person/city ?then] [?e :person/city ?now]]
+        [db db e (inst "2030-01-16")] #{["Bergen" "Oslo"]}
+        ;; two sources, each at its own instant
+        '[:find ?a ?b :in $a $b ?e ?t ?u :valid-at $a ?t $b ?u
+          :where [$a ?e :person/city ?a] [$b ?e :person/city ?b]]
+        [db db e (inst "2030-01-05") (inst "2030-07-01")] #{["Oslo" "Rome"]}
+        ;; the instant replaces the one of a valid-at view given as the source
+        city [(d/valid-at db (inst "2030-07-01")) e (inst "2030-01-16")] "Bergen")
+      (testing "prepared, with named inputs"
+        (let [p (d/prepare city)]
+          (is (= "Rome" (d/run p {:$ db :e e :when (inst "2030-07-01")})))
+          (is (= "Bergen" (d/run p {:$ db :e e :when (inst "2030-01-16")})))))
+      (testing "bad :valid-at sections and inputs"
+        (are [query args error] (= error (try (apply d/q query args) nil
+                                              (catch clojure.lang.ExceptionInfo x (:error (ex-data x)))))
+          '[:find ?c :in $ ?e :valid-at ?t :where [?e :person/city ?c]] [db e] :parser/valid-at
+          '[:find ?c :in $ ?e :valid-at "2030" :where [?e :person/city ?c]] [db e] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at $x ?t :where [_ :person/city ?c]] [db (inst "2030-01-01")] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at $ ?t $ ?t :where [_ :person/city ?c]] [db (inst "2030-01-01")] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at ?t $ :where [_ :person/city ?c]] [db (inst "2030-01-01")] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at :where [_ :person/city ?c]] [db (inst "2030-01-01")] :parser/valid-at
+          '[:find ?c :in $ [?t ...] :valid-at ?t :where [_ :person/city ?c]] [db [(inst "2030-01-01")]] :parser/valid-at
+          '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [db "2030-01-01"] :db/invalid-valid-time
+          '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [[[1 :person/city "x"]] (inst "2030-01-01")] :query/valid-at
+          '[:find ?c :in $ ?t :valid-at ?t :where [_ :person/city ?c]] [(d/history db) (inst "2030-01-01")] :db/valid-at-view)))))
+
+;; ---------------------------------------------------------------- any valid time (h-valid3)
+
+(deftest any-valid-time-binds-intervals-in-a-query
+  (each-store [conn {:schema (assoc schema :issue/assignee {:db/valueType :db.type/ref}
+                                    :issue/key {:db/unique :db.unique/identity})}]
+    (tx! conn "2030-01-01" [{:person/name "ada"} {:person/name "bob"} {:person/name "cy"}
+                            {:issue/key "X"} {:issue/key "Y"}])
+    (let [db0 (d/db conn)
+          id #(:db/id (d/entity db0 %))
+          [ada bob cy x y] (map id [[:person/name "ada"] [:person/name "bob"] [:person/name "cy"]
+                                    [:issue/key "X"] [:issue/key "Y"]])]
+      (tx! conn "2030-01-02" [[:db/add x :issue/assignee ada (valid "2029-12-01" "2030-02-01")]
+                              [:db/add y :issue/assignee cy (valid "2029-12-01" nil)]])
+      (tx! conn "2030-01-03" [[:db/add x :issue/assignee bob (valid "2030-02-01" "2030-05-01")]])
+      (tx! conn "2030-01-04" [[:db/add x :issue/assignee cy (valid "2030-05-01" nil)]])
+      (let [db (d/db conn)
+            one-query '[:find ?who :in $ ?k ?start ?end :valid-at :any-valid-time
+                        :where [?i :issue/key ?k] [?i :issue/assignee ?a ?from ?to]
+                        [(< ?from ?end)] [(< ?start ?to)] [?a :person/name ?who]]
+            two-sources '[:find ?who :in $ $vt ?k ?start ?end :valid-at $vt :any-valid-time
+                          :where [?i :issue/key ?k] [$vt ?i :issue/assignee ?a ?from ?to]
+                          [(< ?from ?end)] [(< ?start ?to)] [?a :person/name ?who]]
+            by-fn '[:find ?who :in $ ?k ?start ?end
+                    :where [?i :issue/key ?k]
+                    [(datalith.core/valid-intervals $ ?i :issue/assignee) [[?a ?from ?to]]]
+                    [(< ?from ?end)] [(< ?start ?to)] [?a :person/name ?who]]]
+        (are [k start end who]
+             (let [args [k (inst start) (inst end)]]
+               (= who
+                  (set (map first (apply d/q one-query db args)))
+                  (set (map first (apply d/q two-sources db db args)))
+                  (set (map first (apply d/q two-sources db (d/any-valid-time db) args)))
+                  (set (map first (apply d/q by-fn db args)))))
+          "X" "2030-01-01" "2030-04-01" #{"ada" "bob"}
+          "X" "2030-02-01" "2030-04-01" #{"bob"}
+          "X" "2030-04-01" "2031-01-01" #{"bob" "cy"}
+          "X" "2029-01-01" "2029-06-01" #{}
+          "Y" "2029-01-01" "2031-01-01" #{"cy"})
+        (testing "the versions as tuples [e a v from to], an attribute variable binding idents"
+          (is (= #{[x :issue/assignee ada (inst "2029-12-01") (inst "2030-02-01")]
+                   [x :issue/assignee bob (inst "2030-02-01") (inst "2030-05-01")]
+                   [x :issue/assignee cy (inst "2030-05-01") (java.util.Date. Long/MAX_VALUE)]}
+                 (d/q '[:find ?e ?a ?v ?from ?to :in $ ?e :valid-at :any-valid-time
+                        :where [?e ?a ?v ?from ?to] [(= ?a :issue/assignee)]]
+                      db x)
+                 (d/q '[:find ?e ?a ?v ?from ?to :in $ ?e
+                        :where [?e ?a ?v ?from ?to] [(= ?a :issue/assignee)]]
+                      (d/any-valid-time db) x)))
+          (is (= #{[:issue/key "X"] [:issue/assignee ada] [:issue/assignee bob] [:issue/assignee cy]}
+                 (d/q '[:find ?a ?v :in $ :valid-at :any-valid-time :where [[:issue/key "X"] ?a ?v]]
+                      db))
+              "a lookup ref as the entity, every attribute (one without a value type too)"))
+        (testing "as of an earlier point, what was known then; valid-at views give their base"
+          (is (= #{["ada"]} (d/q one-query (d/as-of db (inc (d/basis-t db0))) "X"
+                                 (inst "2029-01-01") (inst "2031-01-01"))))
+          (is (= #{["ada"] ["bob"] ["cy"]}
+                 (d/q one-query (d/valid-at db (inst "2030-03-01")) "X"
+                      (inst "2029-01-01") (inst "2031-01-01")))))
+        (testing "an :in variable may hold :any-valid-time"
+          (is (= #{[ada] [bob] [cy]}
+                 (d/q '[:find ?a :in $ ?i ?when :valid-at ?when :where [?i :issue/assignee ?a]]
+                      db x :any-valid-time))))
+        (testing "errors"
+          (are [f error] (= error (try (f) nil (catch clojure.lang.ExceptionInfo e (:error (ex-data e)))))
+            #(d/any-valid-time (d/history db)) :db/valid-at-view
+            #(d/q one-query (d/since db 0) "X" (inst "2029-01-01") (inst "2031-01-01")) :db/valid-at-view
+            #(d/q '[:find (pull ?i [*]) :in $ :where [?i :issue/key "X"]] (d/any-valid-time db)) :query/pull-source
+            #(d/q '{:find [?v] :in [$] :valid-at :any :where [[_ :issue/key ?v]]} db) :parser/valid-at))))))
+
+;; ---------------------------------------------------------------- instants to t (h-valid3)
+
+(deftest instants-find-their-transaction
+  ;; an instant names the last transaction at or before it: found among the
+  ;; last txInstant keys below it, whole instants kept together, and by a full
+  ;; read when those are past the value's basis
+  (each-store [conn {:schema schema}]
+    (let [day (* 24 3600 1000)
+          base (.getTime (inst "2030-01-01"))
+          ;; 150 transactions, three of them to an instant
+          ts (vec (for [i (range 150)]
+                    (d/basis-t (:db-after (d/transact! conn [{:person/name (str "p" i)}
+                                                             {:db/id "datomic.tx"
+                                                              :db/txInstant (java.util.Date. (long (+ base (* day (quot i 3)))))}])))))
+          early (d/db conn)
+          _ (dotimes [i 100]
+              (d/transact! conn [{:person/name (str "q" i)}
+                                 {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (+ base (* day 60) i)))}]))
+          db (d/db conn)
+          at #(java.util.Date. (long (+ base (* day %))))
+          t-at (fn [v instant] (d/as-of-t (d/as-of v instant)))]
+      (are [v day-n t] (= t (t-at v (at day-n)))
+        db 0 (ts 2)
+        db 0.5 (ts 2)
+        db 17 (ts 53)
+        db 49 (ts 149)
+        db -1 (dec (ts 0))
+        early 49 (ts 149)
+        early 70 (ts 149)
+        early 60.0001 (ts 149))
+      (is (= (d/basis-t db) (t-at db (at 70))))
+      (testing "an uncommitted value's transaction (d/with)"
+        (let [w (:db-after (d/with db [{:person/name "w"} {:db/id "datomic.tx" :db/txInstant (at 80)}]))]
+          (is (= (d/basis-t w) (t-at w (at 81))))
+          (is (= (d/basis-t db) (t-at w (at 79))))))
+      (testing "valid-at of a plain fact at its transaction's instant"
+        (is (= "p53" (:person/name (d/entity (d/valid-at db (at 17)) [:person/name "p53"]))))
+        (is (nil? (d/entity (d/valid-at db (at 16)) [:person/name "p53"])))))))
+
+;; ---------------------------------------------------------------- tx-level intervals on cas and retractEntity (h-valid3)
+
+(deftest tx-level-interval-on-cas-and-retract-entity
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada" :person/city "Oslo"} {:person/name "bob" :person/city "Rome"}])
+    (let [db0 (d/db conn)
+          ada (ada db0)
+          bob (:db/id (d/entity db0 [:person/name "bob"]))
+          during {:db/id "datomic.tx" :db/valid-from (inst "2030-03-01") :db/valid-to (inst "2030-04-01")}]
+      (testing "cas is an assertion: it takes the transaction's interval, as :db/add does"
+        (tx! conn "2030-01-02" [[:db/cas ada :person/city "Oslo" "Bergen"] during])
+        (let [db (d/db conn)]
+          (are [at city] (= city (city-at db ada at))
+            "2030-01-01T12:00:00Z" "Oslo"
+            "2030-03-15" "Bergen"
+            "2030-04-15" "Oslo")
+          (is (= "Bergen" (:person/city (d/entity db ada))) "and an ordinary assertion")
+          (is (= 1 (count (d/q '[:find ?v :where [_ :db.valid/event ?v]] db))))))
+      (testing "retractEntity stays a plain retraction, at its transaction's instant"
+        (tx! conn "2030-01-03" [[:db/retractEntity bob] during])
+        (let [db (d/db conn)]
+          (is (nil? (d/entity db [:person/name "bob"])))
+          (is (= "Rome" (city-at db bob "2030-01-02T12:00:00Z")))
+          (is (nil? (city-at db bob "2030-03-15")))
+          (is (nil? (city-at db bob "2030-05-01")))
+          (is (= 1 (count (d/q '[:find ?v :where [_ :db.valid/event ?v]] db))) "no event"))))))

@@ -491,7 +491,19 @@
   A missing :db/valid-from is the txInstant, a missing :db/valid-to open-ended.
 
     (:user/city (d/entity (d/valid-at db #inst \"2026-02-01\") e))
-    ; => \"Oslo\""
+    ; => \"Oslo\"
+
+  In a query, a :valid-at section reads one source (or several) this way: an
+  instant for $, or pairs of a source and its instant, each an #inst or a
+  scalar :in variable (Minigraf's :valid-at; XTDB's per-table FOR VALID_TIME
+  AS OF). The answer is the same query's on (valid-at db inst); other sources
+  stay transaction time. At :any-valid-time, a source is read as
+  (any-valid-time db), its patterns [e a v from to] binding intervals:
+
+    (d/q '[:find ?then ?now :in $ $then ?e ?when :valid-at $then ?when
+           :where [$then ?e :user/city ?then] [?e :user/city ?now]]
+         db db e #inst \"2026-02-01\")
+    {:find [?c .] :in [$ ?e] :valid-at #inst \"2026-02-01\" :where [[?e :user/city ?c]]}"
   ^Db [db inst]
   (.validAt (db-arg db) inst))
 
@@ -527,3 +539,25 @@
      (if (and a (not (neg? eid)))
        (mapv #(subvec (vec %) 1) (datalith.db.ValidTime/intervals db eid a))
        []))))
+
+;; valid time at any instant (h-valid3, #19)
+
+(defn any-valid-time
+  "`db` read at any valid time (Minigraf's :any-valid-time): a query source whose
+  facts are every valid-time version of its attributes, as known at `db`'s basis
+  or as-of point, each `[e a v from to]` over [from, to) (an open end is the
+  instant at Long/MAX_VALUE ms, so intervals compare as instants). A pattern on
+  it binds an assertion's interval where a database's has tx and added; an
+  attribute variable binds idents. The same as a query's `:valid-at $src
+  :any-valid-time`. \"Who was assigned to issue X during Q1\" in one query:
+
+    (d/q '[:find ?who :in $ ?start ?end :valid-at :any-valid-time
+           :where [?i :issue/key \"X\"] [?i :issue/assignee ?a ?from ?to]
+                  [(< ?from ?end)] [(< ?start ?to)] [?a :person/name ?who]]
+         db #inst \"2026-01-01\" #inst \"2026-04-01\")
+
+  A pattern's tuples are made when it runs, for its attribute and its entity
+  when constant (a variable attribute reads every attribute): name both where
+  the data is large."
+  ^datalith.db.AnyValidTime [db]
+  (datalith.db.AnyValidTime. (db-arg db)))

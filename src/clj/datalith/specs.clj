@@ -144,6 +144,16 @@
 
 (defn- order-ref? [x] (or (variable? x) (seq? x)))
 
+;; :valid-at (#19): an instant (a #inst, an :in variable or :any-valid-time) for
+;; $, or pairs of a source and its instant
+(defn- valid-instant? [x] (or (inst? x) (variable? x) (= :any-valid-time x)))
+
+(s/def ::valid-at
+  (s/or :one valid-instant?
+        :items (s/and sequential?
+                      (s/or :one (s/tuple valid-instant?)
+                            :pairs (s/+ (s/cat :src src-var? :instant valid-instant?))))))
+
 (s/def ::order-key (s/or :ref order-ref? :dir (s/tuple order-ref? #{:asc :desc})))
 
 (s/def ::order-by
@@ -231,7 +241,8 @@
 
 ;; ---------------------------------------------------------------- queries
 
-(def sections #{:find :keys :strs :syms :with :in :where :timeout :order-by :limit :offset})
+(def sections #{:find :keys :strs :syms :with :in :where :timeout :order-by :limit :offset
+                :valid-at})
 
 (defn- one-return-names? [q] (<= (count (filter #(contains? q %) [:keys :strs :syms])) 1))
 
@@ -241,7 +252,7 @@
          one-return-names?
          (s/keys :req-un [::find] :opt-un [::keys ::strs ::syms ::with ::in ::where ::timeout
                                           ::order-by :datalith.specs.query/limit
-                                          :datalith.specs.query/offset])))
+                                          :datalith.specs.query/offset ::valid-at])))
 
 (defn query-vector->map
   "A vector query [:find ... :where ...] as its map {:find [...] :where [...]},
@@ -249,7 +260,8 @@
   [q]
   (if (and (sequential? q) (keyword? (first q)))
     (reduce (fn [[m k] x]
-              (cond (not (keyword? x)) [(update m k conj x) k]
+              (cond (or (not (keyword? x)) (and (= k :valid-at) (= x :any-valid-time)))
+                    [(update m k conj x) k]
                     (contains? m x) (reduced ::s/invalid)
                     :else [(assoc m x []) x]))
             [{} nil] q)

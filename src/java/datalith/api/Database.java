@@ -2,16 +2,19 @@ package datalith.api;
 
 import clojure.lang.Keyword;
 import datalith.conn.With;
+import datalith.db.Attr;
 import datalith.db.Db;
 import datalith.db.Entity;
 import datalith.db.Errors;
 import datalith.db.Snapshot;
+import datalith.db.ValidTime;
 import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.pull.Puller;
 import datalith.query.Engine;
 import datalith.query.parser.Query;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Date;
 import java.util.List;
 import java.util.Locale;
@@ -311,6 +314,69 @@ public final class Database {
   public Database validAt(Object instant) {
     try {
       return new Database(db.validAt(instant));
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
+   * Every valid-time version of an attribute, as known at this value's basis or as-of point:
+   * one {@code [e v from to tx]} per interval [from, to) over which entity {@code e}'s attribute
+   * had value {@code v}, asserted by transaction {@code tx}; an open end is the {@link Date} of
+   * {@link Long#MAX_VALUE} ms, so that intervals compare as instants. A query binds the same
+   * versions with {@code :valid-at :any-valid-time}: its patterns {@code [e a v from to]}.
+   *
+   * @param attribute a {@code Keyword} or "ns/name" String
+   * @return the versions in entity order, each entity's by valid-from; empty for an unknown
+   *     attribute
+   * @throws DatalithException when {@code attribute} is neither, or this value is a valid-at,
+   *     since or history view
+   */
+  public List<List<Object>> validIntervals(Object attribute) {
+    return intervals(null, attribute);
+  }
+
+  /**
+   * The valid-time versions of one entity's attribute ({@link #validIntervals(Object)}), each
+   * {@code [v from to tx]}.
+   *
+   * @param entity an entity (see the class comment)
+   * @param attribute a {@code Keyword} or "ns/name" String
+   * @return the versions by valid-from; empty for an unknown entity or attribute
+   * @throws DatalithException when {@code attribute} is neither, or this value is a valid-at,
+   *     since or history view
+   */
+  public List<List<Object>> validIntervals(Object entity, Object attribute) {
+    try {
+      return intervals(Args.required(entity, "entity"), attribute);
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /** The versions of {@code attribute}, of {@code entity} or (null) of every entity. */
+  private List<List<Object>> intervals(Object entity, Object attribute) {
+    try {
+      Object ident = attribute instanceof String s ? Keyword.intern(s) : attribute;
+      if (!(ident instanceof Keyword k)) {
+        throw Errors.error("db/invalid-attribute", "Expected an attribute ident (a Keyword or an"
+            + " \"ns/name\" String)", "attribute", attribute);
+      }
+      long eid = -1;
+      if (entity != null) {
+        try (Snapshot s = db.snapshot()) {
+          eid = db.entid(s, Ids.eid(entity));
+        }
+      }
+      Attr a = db.schema().attr(k);
+      if (a == null || entity != null && eid < 0) {
+        return List.of();
+      }
+      List<List<Object>> out = new ArrayList<>();
+      for (Object[] v : ValidTime.intervals(db, eid, a)) {
+        out.add(List.of(entity == null ? v : Arrays.copyOfRange(v, 1, v.length)));
+      }
+      return out;
     } catch (Exception ex) {
       throw DatalithException.of(ex);
     }

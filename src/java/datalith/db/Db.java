@@ -9,6 +9,7 @@ import datalith.index.KeyBuilder;
 import datalith.store.SubDb;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Date;
 import java.util.List;
 
@@ -292,11 +293,24 @@ public final class Db {
     KeyBuilder lo = new KeyBuilder().putLong(Schema.TX_INSTANT);
     KeyBuilder hi = new KeyBuilder().putLong(Schema.TX_INSTANT)
         .put(Codec.keyPart(Codec.encode(new Date(d.getTime() + 1), Codec.T_INSTANT)));
+    // txInstants never go back (TxInstant refuses an older one), so the last transaction at or
+    // before d is among the last AVET keys below hi: read the chunk of about 64 keys there
+    // (whole instants: Reverse cuts at a value's boundary). When the chunk shows none (every
+    // key in it past this value's basis), read them all.
+    byte[] chunk = Reverse.chunkStart(this, Index.AVET, hi.toBytes(), 64);
+    byte[] prefix = lo.toBytes();
+    long t = chunk == null || Arrays.compare(chunk, prefix) <= 0 ? -1
+        : maxT(lo.view(), direct(chunk), hi.view());
+    return t >= 0 ? t : maxT(lo.view(), null, hi.view());
+  }
+
+  /** The largest t of the txInstant keys from {@code seek} (null: the first) up to {@code hi}. */
+  private long maxT(ByteBuffer prefix, ByteBuffer seek, ByteBuffer hi) {
     long t = -1;
     try (Snapshot s = snapshot()) {
-      IndexScan scan = current().scan(s, Index.AVET, lo.view(), null, hi.view(), null);
+      IndexScan scan = current().scan(s, Index.AVET, prefix, seek, hi, null);
       while (scan.next()) {
-        t = Math.max(t, txToT(scan.datom().e));
+        t = Math.max(t, txToT(scan.e()));
       }
       scan.close();
     }

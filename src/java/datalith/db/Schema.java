@@ -263,6 +263,15 @@ public final class Schema {
     return composites;
   }
 
+  /** Calls {@code f} with every ident's attribute of a user entity (enum idents too). */
+  void forEachUserAttr(java.util.function.Consumer<Attr> f) {
+    attrs.forEach((e, a) -> {
+      if (e >= FIRST_USER_ID) {
+        f.accept(a);
+      }
+    });
+  }
+
   /** The attribute with entity id {@code aid}, or null when that entity has no ident. */
   public Attr attr(long aid) {
     return attrs.get(aid);

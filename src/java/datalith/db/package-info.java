@@ -16,7 +16,8 @@
  * valid at the instant: {@link datalith.db.ValidCursor} over the sorted keys of the replayed
  * lines, {@link datalith.db.ValidKeys}, which a connection's {@link datalith.db.ValidCache}
  * shares between the values of one point) and its valid-time versions, from the
- * {@code :db.valid/event} datoms transactions carry.
+ * {@code :db.valid/event} datoms transactions carry; {@link datalith.db.AnyValidTime} is a
+ * value at any valid time, a query source of those versions as tuples {@code [e a v from to]}.
  *
  * <p>Writing: a transaction's {@link datalith.db.TxChange}s (the transactor's output) become
  * index, history, log and META writes in {@code Writes}: into a store write transaction,

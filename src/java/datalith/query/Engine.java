@@ -5,6 +5,7 @@ import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentVector;
 import clojure.lang.Symbol;
+import datalith.db.AnyValidTime;
 import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.Snapshot;
@@ -12,6 +13,7 @@ import datalith.query.parser.Aggregate;
 import datalith.query.parser.BindScalar;
 import datalith.query.parser.Binding;
 import datalith.query.parser.Clause;
+import datalith.query.parser.Constant;
 import datalith.query.parser.FindElement;
 import datalith.query.parser.FindVar;
 import datalith.query.parser.FnBinding;
@@ -28,6 +30,7 @@ import datalith.query.parser.Rule;
 import datalith.query.parser.RulesVar;
 import datalith.query.parser.SrcVar;
 import datalith.query.parser.Term;
+import datalith.query.parser.ValidAt;
 import datalith.query.parser.Variable;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -55,6 +58,8 @@ public final class Engine {
   private static final Map<Object, List<Rule>> RULES = new ConcurrentHashMap<>();
   private static final Keyword K_TIMEOUT = Keyword.intern("timeout");
   private static final Keyword K_MAX_ROWS = Keyword.intern("max-rows");
+  /** The instant of a {@code :valid-at} section that reads its source at any valid time. */
+  private static final Keyword ANY_VALID_TIME = Keyword.intern("any-valid-time");
 
   private final Query query;
   /** The query's shared parts when it runs prepared (its plan held there), else null. */
@@ -397,9 +402,11 @@ public final class Engine {
       InBinding b = in.get(i);
       Object x = inputs[i];
       if (b instanceof SrcVar s) {
-        if (!(x instanceof Db) && !(x instanceof Collection) && !(x instanceof Object[])) {
-          throw Errors.error("query/inputs", "Source " + s.name()
-              + " must be a database or a collection of tuples", "source", s.name(), "input", x);
+        if (!(x instanceof Db) && !(x instanceof Collection) && !(x instanceof Object[])
+            && !(x instanceof AnyValidTime)) {
+          throw Errors.error("query/inputs", "Source " + s.name() + " must be a database, a"
+              + " database at any valid time or a collection of tuples", "source", s.name(),
+              "input", x);
         }
         sources.put(s.name(), x instanceof Object[] arr ? List.of(arr) : x);
       } else if (b instanceof RulesVar) {
@@ -426,6 +433,38 @@ public final class Engine {
         ctx.add(Bindings.rel((Binding) b, x));
       }
     }
+    for (ValidAt v : query.validAt()) {
+      sources.put(v.src().name(), validAt(v, inputs));
+    }
+  }
+
+  /**
+   * The database of {@code v}'s source as the facts valid at its instant show it: the
+   * {@code :valid-at} section's view, the same value {@code (valid-at db instant)} gives; at
+   * {@code :any-valid-time}, the source read at any valid time ({@link AnyValidTime}).
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :query/valid-at} when the source is not a database,
+   *     {@code :db/invalid-valid-time} when the instant is not a java.util.Date
+   */
+  private Object validAt(ValidAt v, Object[] inputs) {
+    Object instant = null;
+    if (v.instant() instanceof Constant c) {
+      instant = c.value();
+    } else {
+      List<InBinding> in = query.in();
+      for (int i = 0; i < in.size(); i++) {
+        if (in.get(i) instanceof BindScalar s && s.var().equals(v.instant())) {
+          instant = inputs[i];
+        }
+      }
+    }
+    Object src = sources.get(v.src().name());
+    Db db = src instanceof AnyValidTime any ? any.db() : src instanceof Db d ? d : null;
+    if (db == null) {
+      throw Errors.error("query/valid-at", ":valid-at reads a database, but source "
+          + v.src().name() + " is a collection", "source", v.src().name());
+    }
+    return ANY_VALID_TIME.equals(instant) ? new AnyValidTime(db) : db.validAt(instant);
   }
 
   /** Whether a find element pulls with a pattern given as an input. */

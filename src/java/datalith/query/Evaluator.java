@@ -7,6 +7,7 @@ import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentVector;
 import clojure.lang.RT;
 import clojure.lang.Symbol;
+import datalith.db.AnyValidTime;
 import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.LongMap;
@@ -252,6 +253,12 @@ final class Evaluator implements AutoCloseable {
   private Outcome evalPattern(Ctx ctx, Pattern p, Scope scope, List<Clause> siblings,
       Set<Variable> live) {
     Object src = scope.source(p.src());
+    if (src instanceof AnyValidTime any) {
+      // the versions of the pattern's attribute (and entity, when constant), as tuples
+      ctx.joinIn(Rules.matchTerms(p.terms(), any.versions(constant(p, 0), constant(p, 1)),
+          deadline), deadline);
+      return Outcome.of("any-valid-time");
+    }
     if (!(src instanceof Db db)) {
       ctx.joinIn(Rules.matchTerms(p.terms(), (Collection<?>) src, deadline), deadline);
       return Outcome.of("collection");
@@ -278,6 +285,11 @@ final class Evaluator implements AutoCloseable {
       method = join(ctx, p, dp, boundVars, s, range);
     }
     return new Outcome(method, dp, range);
+  }
+
+  /** The value of {@code p}'s term at position {@code i} when it is a constant, else null. */
+  private static Object constant(Pattern p, int i) {
+    return i < p.terms().size() && p.terms().get(i) instanceof Constant c ? c.value() : null;
   }
 
   private String scan(Ctx ctx, DbPattern dp, Snapshot s, DbPattern.Range range) {

@@ -20,7 +20,8 @@
  * key), so a limit without an order stops early and {@code qseq} reads chunks as its sequence is
  * consumed; {@code Windows} computes window columns over the answer's rows, sorting row indexes
  * by {@code RowOrder} (columns of integers compared as longs); {@code Inputs} puts
- * inputs given by name in {@code :in} order. {@code Prepared} is a query made ready to run many
+ * inputs given by name in {@code :in} order; a {@code :valid-at} section binds its sources to
+ * their valid-at views ({@code Db.validAt}) before anything reads them. {@code Prepared} is a query made ready to run many
  * times ({@code Engine.runPrepared}): it holds its find's variables and the plan of its last run,
  * reused while the rules form and the databases' size classes stay.
  *

@@ -213,6 +213,15 @@ final class Forms {
       kvs.add(Keyword.intern("offset"));
       kvs.add(q.slice().offset());
     }
+    if (!q.validAt().isEmpty()) {
+      List<Object> items = new ArrayList<>();
+      for (ValidAt v : q.validAt()) {
+        items.add(of(v.src()));
+        items.add(of(v.instant()));
+      }
+      kvs.add(Keyword.intern("valid-at"));
+      kvs.add(PersistentVector.create(items));
+    }
     return PersistentArrayMap.createAsIfByAssoc(kvs.toArray());
   }
 

@@ -16,8 +16,8 @@ import java.util.Set;
 /**
  * A parsed, validated query: everything the planner and executor need. Immutable and safe to
  * share between threads. Two queries are equal when their find spec, return map, {@code :with},
- * {@code :in}, {@code :where}, timeout and slice ({@code :order-by}, {@code :limit},
- * {@code :offset}) are equal, whichever form (vector, map, string) they
+ * {@code :in}, {@code :where}, timeout, slice ({@code :order-by}, {@code :limit},
+ * {@code :offset}) and {@code :valid-at} are equal, whichever form (vector, map, string) they
  * were parsed from.
  *
  * <p>Validated at parse time: every variable of {@code :find}/{@code :with} is bound by
@@ -35,13 +35,14 @@ public final class Query {
   private final List<Clause> where;
   private final OptionalLong timeout;
   private final Slice slice;
+  private final List<ValidAt> validAt;
   private final Object form;
   private final Map<Object, Object> forms; // identity: AST node -> source form; never mutated
   /** The hash of the parts, computed once (0 until then): plans are cached by query. */
   private int hash;
 
   Query(FindSpec find, Optional<ReturnMap> returnMap, List<Variable> with, List<InBinding> in,
-      List<Clause> where, OptionalLong timeout, Slice slice, Object form,
+      List<Clause> where, OptionalLong timeout, Slice slice, List<ValidAt> validAt, Object form,
       Map<Object, Object> forms) {
     this.find = find;
     this.findElements = find.elements();
@@ -51,6 +52,7 @@ public final class Query {
     this.where = List.copyOf(where);
     this.timeout = timeout;
     this.slice = slice;
+    this.validAt = List.copyOf(validAt);
     this.form = form;
     this.forms = forms;
   }
@@ -124,6 +126,14 @@ public final class Query {
     return slice;
   }
 
+  /**
+   * The sources read as the facts valid at an instant show them ({@code :valid-at}), each
+   * source at most once, in written order; empty when absent.
+   */
+  public List<ValidAt> validAt() {
+    return validAt;
+  }
+
   /** The object {@link QueryParser#parse(Object)} was given: vector, map or string. */
   public Object form() {
     return form;
@@ -194,7 +204,7 @@ public final class Query {
   public boolean equals(Object o) {
     return o == this || o instanceof Query q && hashCode() == q.hashCode() && find.equals(q.find) && returnMap.equals(q.returnMap)
         && with.equals(q.with) && in.equals(q.in) && where.equals(q.where)
-        && timeout.equals(q.timeout) && slice.equals(q.slice);
+        && timeout.equals(q.timeout) && slice.equals(q.slice) && validAt.equals(q.validAt);
   }
 
   @Override
@@ -202,7 +212,7 @@ public final class Query {
     int h = hash;
     if (h == 0) {
       // racing threads compute the same value
-      h = Objects.hash(find, returnMap, with, in, where, timeout, slice);
+      h = Objects.hash(find, returnMap, with, in, where, timeout, slice, validAt);
       hash = h;
     }
     return h;
@@ -217,7 +227,7 @@ public final class Query {
    */
   public Query withSlice(Slice slice) {
     return slice.equals(this.slice) ? this
-        : new Query(find, returnMap, with, in, where, timeout, slice, form, forms);
+        : new Query(find, returnMap, with, in, where, timeout, slice, validAt, form, forms);
   }
 
   /** The query in map form, EDN; parses back to an equal query. */

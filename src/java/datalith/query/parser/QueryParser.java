@@ -29,7 +29,8 @@ import java.util.TreeSet;
  */
 public final class QueryParser {
   private static final Set<String> SECTIONS =
-      Set.of("find", "keys", "strs", "syms", "with", "in", "where", "order-by", "limit", "offset");
+      Set.of("find", "keys", "strs", "syms", "with", "in", "where", "order-by", "limit", "offset",
+          "valid-at");
   private static final Set<String> RESERVED_RULE_NAMES =
       Set.of("not", "not-join", "or", "or-join", "and");
   private static final Set<String> ONE_ARG_AGGREGATES =
@@ -127,8 +128,10 @@ public final class QueryParser {
         : OptionalLong.empty();
     long offset = sections.containsKey("offset")
         ? SliceParser.count(sections.get("offset"), "offset", data) : 0;
+    List<ValidAt> validAt = sections.containsKey("valid-at")
+        ? ValidAtParser.parse(sections.get("valid-at"), sources, in, data) : List.of();
     return new Query(find, returnMap, with, in, where, timeout,
-        new Query.Slice(order, limit, offset), q, forms);
+        new Query.Slice(order, limit, offset), validAt, q, forms);
   }
 
   /**
@@ -212,7 +215,8 @@ public final class QueryParser {
     Map<String, List<Object>> sections = new LinkedHashMap<>();
     List<Object> current = null;
     for (Object item : Syntax.items(data)) {
-      if (item instanceof Keyword k) {
+      if (item instanceof Keyword k && !(ValidAtParser.isAnyValidTime(k)
+          && current != null && current == sections.get("valid-at"))) { // :valid-at $ :any-valid-time: an item
         String name = sectionName(k, data);
         if (name.equals("timeout")) {
           throw Syntax.error("parser/query", ":timeout is accepted in the map form of a query"
@@ -247,8 +251,9 @@ public final class QueryParser {
       String name = sectionName(k, data);
       if (name.equals("timeout")) {
         timeout = OptionalLong.of(timeoutMillis(e.getValue(), data));
-      } else if (name.equals("limit") || name.equals("offset")) {
-        sections.put(name, List.of(e.getValue()));
+      } else if (name.equals("limit") || name.equals("offset")
+          || name.equals("valid-at") && !Syntax.isSequential(e.getValue())) {
+        sections.put(name, List.of(e.getValue())); // {:valid-at ?when}: one item
       } else if (!Syntax.isSequential(e.getValue())) {
         throw Syntax.error("parser/query", "The value of " + k + " in a query map is a vector,"
             + " got " + Syntax.show(e.getValue()), data);
@@ -264,7 +269,7 @@ public final class QueryParser {
     if (!SECTIONS.contains(name) && !name.equals("timeout")) {
       throw Syntax.error("parser/query", "Unknown query section " + k + " in "
           + Syntax.show(data) + "; expected :find, :keys, :strs, :syms, :with, :in, :where,"
-          + " :order-by, :limit, :offset or (map form) :timeout", data);
+          + " :order-by, :limit, :offset, :valid-at or (map form) :timeout", data);
     }
     return name;
   }
