@@ -42,6 +42,8 @@
     (contains? opts :map-size) (assoc "map-size" (:map-size opts))
     (contains? opts :sync) (assoc "sync" (:sync opts))
     (contains? opts :max-readers) (assoc "max-readers" (:max-readers opts))
+    (contains? opts :commit) (assoc "commit" (let [c (:commit opts)]
+                                               (if (keyword? c) (name c) c)))
     (contains? opts :page-reader) (assoc "page-reader" (let [r (:page-reader opts)]
                                                          (if (keyword? r) (name r) r)))))
 
