@@ -25,8 +25,8 @@ import org.lmdbjava.Txn;
  * an fdatasync writes data, not the file's size) and grown by doubling. Checkpoint number E
  * (its epoch, one more than the last valid one) starts at offset 0 of the segment that does not
  * hold the last valid checkpoint, so a torn checkpoint leaves the previous one intact. A record
- * is 8-byte aligned: {magic u32, kind u8, pad 3, length u32 (all of it, crc included), pad u32,
- * txnid u64, epoch u64, payload, crc32c u32 of everything before it}, big-endian. A checkpoint's
+ * is 8-byte aligned: {magic u32, kind u8, pad 3, length u32 (all of it, crc included), payload
+ * length u32, txnid u64, epoch u64, payload, zeros to align, crc32c u32 of everything before it}, big-endian. A checkpoint's
  * payload is {owner u64, the first {@link LmdbLayout#META_END} bytes of X's meta page}, its
  * txnid X; a commit's is its {@link WriteLog}'s entries, its txnid the one LMDB gives it; a pause
  * record (a bulk load's, {@code Store.pauseSync}) has none: after it, the log holds nothing and
@@ -268,7 +268,7 @@ final class LmdbWal {
       record = ByteBuffer.allocateDirect(Math.max(size, 2 * record.capacity()));
     }
     ByteBuffer r = record.clear();
-    r.putInt(MAGIC).put(kind).put((byte) 0).putShort((short) 0).putInt(size).putInt(0)
+    r.putInt(MAGIC).put(kind).put((byte) 0).putShort((short) 0).putInt(size).putInt(payload)
         .putLong(txnid).putLong(e);
     return r;
   }

@@ -222,8 +222,10 @@ final class LmdbWalRecovery {
       byte kind = b.get(at + 4);
       long txnid = b.getLong(at + 16);
       if (kind == LmdbWal.COMMIT && txnid == next) {
-        ByteBuffer payload = ByteBuffer.allocate(size - LmdbWal.HEADER - 4);
-        payload.put(b.duplicate().position(at + LmdbWal.HEADER).limit(at + size - 4)).flip();
+        int length = Math.min(Math.max(0, b.getInt(at + 12)), size - LmdbWal.HEADER - 4);
+        ByteBuffer payload = ByteBuffer.allocate(length);
+        payload.put(b.duplicate().position(at + LmdbWal.HEADER).limit(at + LmdbWal.HEADER + length))
+            .flip();
         commits.add(new Commit(txnid, payload));
         next++;
       } else if (kind == LmdbWal.PAUSE && txnid == next - 1) {
@@ -242,7 +244,6 @@ final class LmdbWalRecovery {
             Keyword.intern("file"), segmentName(c.segment), Keyword.intern("offset"), at);
       }
     }
-    // the meta page's padding in a commit's record is never read; payload sizes are padded
     return new Plan(c, commits, paused);
   }
 
