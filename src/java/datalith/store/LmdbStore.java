@@ -63,7 +63,7 @@ public final class LmdbStore implements Store {
   public static final long DEFAULT_MAP_SIZE = 64L << 20;
 
   /** The default of the option "commit". */
-  static final String DEFAULT_COMMIT = "lmdb-sync";
+  static final String DEFAULT_COMMIT = "wal";
 
   /** Default maximum number of read transactions open at once. */
   public static final int DEFAULT_MAX_READERS = 1024;
@@ -176,7 +176,14 @@ public final class LmdbStore implements Store {
    * {@value #MAX_MAX_READERS}, default 1024), {@code "page-reader"} ({@code "java"}, the
    * default, or {@code "lmdb"}: whether reads read LMDB's pages in Java, and commits fill pages,
    * or every read and write is LMDB's own; the system property
-   * {@value #PAGE_READER_PROPERTY} sets the default). Other keys are ignored.
+   * {@value #PAGE_READER_PROPERTY} sets the default), {@code "commit"} ({@code "wal"} or
+   * {@code "lmdb-sync"}: how a durable commit gets to disk, through the write-ahead log
+   * ({@link LmdbWal}: one fdatasync of one record) or by LMDB's own sync of its pages; the
+   * system property {@value #COMMIT_PROPERTY} sets the default, {@value #DEFAULT_COMMIT}
+   * otherwise; ignored when "sync" is false). Other keys are ignored.
+   *
+   * <p>An open that is the only one on the directory first recovers what the log holds (see
+   * {@link LmdbWalRecovery}), whichever "commit" it asks for.
    *
    * <p>Before LMDB maps the files, the data file's meta pages are read and checked against its
    * size, and the lock file is written to its full size (see {@link LmdbFiles}); the files are
@@ -231,6 +238,7 @@ public final class LmdbStore implements Store {
     boolean lockCreated;
     LmdbWalRecovery.OpenLock openLock = null;
     LmdbWalRecovery.Plan plan = null;
+    boolean openLockCreated = !Files.exists(real.resolve(LmdbWalRecovery.OPEN_LOCK));
     try {
       openLock = LmdbWalRecovery.OpenLock.enter(real, where);
       if (openLock.alone) {
@@ -248,6 +256,9 @@ public final class LmdbStore implements Store {
     } catch (RuntimeException e) {
       if (openLock != null) {
         openLock.close();
+      }
+      if (openLockCreated) {
+        deleteQuietly(real.resolve(LmdbWalRecovery.OPEN_LOCK)); // the directory as it was
       }
       OPEN_DIRS.remove(real);
       throw e;
@@ -283,11 +294,16 @@ public final class LmdbStore implements Store {
         env.close();
       }
       openLock.close();
+      if (openLockCreated) {
+        deleteQuietly(real.resolve(LmdbWalRecovery.OPEN_LOCK)); // the directory as it was
+      }
       if (!existed && !LmdbFiles.holdsDatabase(real)) {
         deleteQuietly(real.resolve(LmdbFiles.DATA)); // a database never made: as it was
         if (lockCreated) {
           deleteQuietly(real.resolve(LmdbFiles.LOCK));
         }
+        deleteQuietly(real.resolve(LmdbWal.FILE0)); // made by this open, for this database
+        deleteQuietly(real.resolve(LmdbWal.FILE1));
       }
       OPEN_DIRS.remove(real);
       throw e instanceof LmdbException

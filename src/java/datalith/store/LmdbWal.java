@@ -47,7 +47,7 @@ final class LmdbWal {
   static final byte PAUSE = 3;
   static final int HEADER = 32;
   static final int CHECKPOINT_SIZE = align(HEADER + 8 + LmdbLayout.META_END + 4);
-  private static final long INITIAL_SIZE = 1L << 20;
+  private static final long INITIAL_SIZE = 64L << 10;
   /** A checkpoint follows a commit once the segment holds this much, or this many commits. */
   private static final long CHECKPOINT_BYTES = 8L << 20;
   private static final int CHECKPOINT_COMMITS = 1024;
@@ -56,12 +56,14 @@ final class LmdbWal {
   private final String where;
   private final long owner = ThreadLocalRandom.current().nextLong() | 1; // never 0
   private final FileChannel[] files = new FileChannel[2];
-  private final FileChannel data; // data.mdb, read for meta pages
+  private final Path dir;
+  private FileChannel data; // data.mdb, read for meta pages
   private ByteBuffer record = ByteBuffer.allocateDirect(64 << 10); // reused by appends
   // the segment this process writes, valid while it owns the last checkpoint
   private long epoch = -1;
   private int segment;
   private long offset;
+  private long lastRecord; // offset of the last record written
   private int commits; // since the checkpoint
   private Txn<ByteBuffer> pin; // read transaction on the last checkpoint's commit, or null
   private boolean paused;
@@ -69,16 +71,45 @@ final class LmdbWal {
 
   LmdbWal(Env<ByteBuffer> env, Path dir, String where) {
     this.env = env;
+    this.dir = dir;
     this.where = where;
+    reopen();
+  }
+
+  /**
+   * Opens the files that are not open: at first, and after an interrupt closed them (a thread
+   * interrupted in a channel's I/O closes the channel).
+   */
+  private void reopen() {
     try {
       for (int i = 0; i < 2; i++) {
-        files[i] = FileChannel.open(dir.resolve(i == 0 ? FILE0 : FILE1),
-            StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        if (files[i] == null || !files[i].isOpen()) {
+          files[i] = FileChannel.open(dir.resolve(i == 0 ? FILE0 : FILE1),
+              StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        }
       }
-      data = FileChannel.open(dir.resolve(LmdbFiles.DATA), StandardOpenOption.READ);
+      if (data == null || !data.isOpen()) {
+        data = FileChannel.open(dir.resolve(LmdbFiles.DATA), StandardOpenOption.READ);
+      }
     } catch (IOException e) {
       closeFiles();
       throw io("Cannot open the write-ahead log", e);
+    }
+  }
+
+  /**
+   * Runs {@code job} with the thread's interrupt flag cleared (with it set, a channel's I/O
+   * would close the channel), and sets it again after.
+   */
+  private void uninterrupted(Runnable job) {
+    boolean interrupted = Thread.interrupted();
+    try {
+      reopen();
+      job.run();
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -95,6 +126,10 @@ final class LmdbWal {
    *     or an earlier failure left a record neither committed nor cancelled
    */
   void own() {
+    uninterrupted(this::ownNow);
+  }
+
+  private void ownNow() {
     checkUsable();
     LmdbWalRecovery.Checkpoint last = LmdbWalRecovery.lastCheckpoint(files, where);
     if (last != null && last.owner == owner && last.epoch == epoch) {
@@ -110,6 +145,10 @@ final class LmdbWal {
 
   /** Takes a checkpoint: under the writer lock. */
   void checkpoint() {
+    uninterrupted(this::checkpointNow);
+  }
+
+  private void checkpointNow() {
     checkUsable();
     checkpoint(LmdbWalRecovery.lastCheckpoint(files, where));
   }
@@ -167,6 +206,10 @@ final class LmdbWal {
    * writer lock, after {@link #own}.
    */
   void append(WriteLog log, long txnid) {
+    uninterrupted(() -> appendNow(log, txnid));
+  }
+
+  private void appendNow(WriteLog log, long txnid) {
     if (paused) {
       return;
     }
@@ -175,6 +218,8 @@ final class LmdbWal {
     try {
       append(r);
     } catch (IOException e) {
+      lastRecord = offset; // what reached the file of it must never read as a record
+      cancelNow(txnid);
       throw io("Cannot write to the write-ahead log", e);
     }
     commits++;
@@ -191,15 +236,20 @@ final class LmdbWal {
    * that recovery never replays it. When that fails too, the store takes no more writes.
    */
   void cancel(long txnid) {
+    uninterrupted(() -> cancelNow(txnid));
+  }
+
+  private void cancelNow(long txnid) {
     if (paused) {
       return;
     }
     try {
+      reopen(); // an interrupt may have closed the segment during the append
       long at = lastRecord;
       files[segment].write(ByteBuffer.allocate(4), at);
       files[segment].force(false);
       offset = at;
-      commits--;
+      commits = Math.max(0, commits - 1);
     } catch (IOException e) {
       broken = true;
       throw io("Commit " + txnid + " failed after its record reached the write-ahead log, and"
@@ -207,10 +257,12 @@ final class LmdbWal {
     }
   }
 
-  private long lastRecord; // offset of the last record written
-
   /** Begins a pause: a checkpoint, then a pause record; commits until {@link #resume} skip the log. */
   void pause() {
+    uninterrupted(this::pauseNow);
+  }
+
+  private void pauseNow() {
     checkUsable();
     paused = true;
     checkpoint();
@@ -218,6 +270,10 @@ final class LmdbWal {
 
   /** Ends a pause with a checkpoint (which syncs what the paused commits wrote). */
   void resume() {
+    uninterrupted(this::resumeNow);
+  }
+
+  private void resumeNow() {
     paused = false;
     checkpoint();
   }

@@ -340,6 +340,7 @@ final class LmdbWalRecovery {
       return;
     }
     FileChannel[] files = new FileChannel[2];
+    boolean interrupted = Thread.interrupted(); // with it set, the channels' I/O would fail
     try {
       files[0] = FileChannel.open(f0, StandardOpenOption.CREATE, StandardOpenOption.READ,
           StandardOpenOption.WRITE);
@@ -358,6 +359,9 @@ final class LmdbWalRecovery {
     } finally {
       for (FileChannel f : files) {
         closeQuietly(f);
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
       }
     }
   }

@@ -156,6 +156,9 @@ final class LmdbWrite implements WriteTxn {
       wal.cancel(txnid);
       throw e;
     }
+    if (env.info().lastTransactionId != txnid) {
+      wal.cancel(txnid); // LMDB wrote nothing (no page changed): the txnid is the next one's
+    }
   }
 
   /**
