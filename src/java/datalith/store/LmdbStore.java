@@ -55,6 +55,12 @@ import org.lmdbjava.LmdbException;
  * {@code :store/map-resized}. The writer lock is {@link LmdbWriterLock}; read transactions are
  * pooled in {@link LmdbReaderPool}.
  *
+ * <p>Durability: by default (option {@code "commit"} {@code "wal"}) LMDB runs with MDB_NOSYNC
+ * and a commit is durable once its record is fdatasynced in the write-ahead log
+ * ({@link LmdbWal}), before LMDB's commit makes it visible; checkpoints sync the map and pin the
+ * synced commit, and an open that is alone on the directory recovers from the log
+ * ({@link LmdbWalRecovery}). {@code "lmdb-sync"} leaves each commit's sync to LMDB.
+ *
  * <p>Thread-safe. Each transaction is used by one thread at a time.
  */
 public final class LmdbStore implements Store {
