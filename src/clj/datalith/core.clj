@@ -42,6 +42,8 @@
     (contains? opts :map-size) (assoc "map-size" (:map-size opts))
     (contains? opts :sync) (assoc "sync" (:sync opts))
     (contains? opts :max-readers) (assoc "max-readers" (:max-readers opts))
+    (contains? opts :commit) (assoc "commit" (let [c (:commit opts)]
+                                               (if (keyword? c) (name c) c)))
     (contains? opts :page-reader) (assoc "page-reader" (let [r (:page-reader opts)]
                                                          (if (keyword? r) (name r) r)))))
 
@@ -75,6 +77,11 @@
     :map-size     LMDB's initial map size in bytes (it grows by itself)
     :sync         false to skip fsync on commit: faster bulk loads, but an OS
                   crash may lose the last commits (default true: durable)
+    :commit       how a durable commit reaches the disk: :wal (default), one
+                  fdatasync of one record in a write-ahead log, LMDB's pages
+                  synced at checkpoints; :lmdb-sync, LMDB's own sync of the
+                  pages of each commit. The JVM property datalith.commit sets
+                  the default.
     :page-reader  :java (default) reads LMDB's pages in Java (every seek, scan
                   and get), checking every page and address first (a damaged
                   file is a :store/corrupt ex-info); :lmdb leaves every read and

@@ -13,7 +13,11 @@
       --dir DIR       the LMDB directory (default target/load-profile; deleted first)
       --keep true     keep the LMDB directory after the run
       --tx-only true  no load: time the single-datom transactions on the LMDB
-                      database a run with --keep left in --dir"
+                      database a run with --keep left in --dir
+      --threads N     writer threads of the single-datom transactions (default 1;
+                      each commits --tx / N of them, and the figure is all of theirs)
+      --commit C      the LMDB store's option \"commit\": wal or lmdb-sync (default:
+                      the store's default)"
   (:require [clojure.string :as str]
             [datalith.bench.system :refer [delete-tree]]
             [datalith.core :as d]
@@ -28,10 +32,14 @@
     (let [r (d/transact! conn tx-data)]
       {:t (d/basis-t (:db-after r)) :tempids (:tempids r)})))
 
+(def ^:private commit-opts
+  "The connection's :commit option, from --commit (set once by -main)."
+  (atom {}))
+
 (defn- connect [system ^File dir]
   (if (= system "lmdb")
     (do (delete-tree dir)
-        (d/connect (.getPath dir) {:schema w/schema}))
+        (d/connect (.getPath dir) (merge {:schema w/schema} @commit-opts)))
     (d/connect :mem {:schema w/schema})))
 
 (defn- cpu-ns
@@ -82,10 +90,38 @@
             (quot (- (allocated) bytes) n) n)
     (flush)))
 
+(defn- threaded-txs
+  "Times `n` single-datom transactions on `conn` from `threads` threads at once
+  (after n/10 untimed); prints tx/s of them all, and the CPU time of the
+  committing threads per transaction."
+  [conn n threads]
+  (let [bean (ManagementFactory/getThreadMXBean)
+        run (fn [label k]
+              (let [cpu (atom 0)
+                    start (System/nanoTime)
+                    fs (vec (for [t (range threads)]
+                              (future
+                                (let [c0 (.getCurrentThreadCpuTime bean)]
+                                  (dotimes [i (quot k threads)]
+                                    (d/transact! conn [[:db/add "t" :issue/title
+                                                        (str label " " t " " i)]]))
+                                  (swap! cpu + (- (.getCurrentThreadCpuTime bean) c0))))))]
+                (run! deref fs)
+                [(- (System/nanoTime) start) @cpu]))]
+    (run "warm" (quot n 10))
+    (let [[wall cpu] (run "bench" n)
+          done (* threads (quot n threads))]
+      (printf "lmdb single-datom durable tx, %d threads: %,.0f tx/s, %.0f us CPU of the writer threads each (%d timed)%n"
+              threads (/ done (/ (double wall) 1e9)) (/ (double cpu) 1e3 done) done)
+      (flush))))
+
+(defn- time-txs [conn n threads]
+  (if (= 1 threads) (single-txs conn n) (threaded-txs conn n threads)))
+
 (defn- run-loads
   "Loads the data set of `scale` into each system, `loads` times; after the
   last LMDB load, times `n-tx` single-datom transactions."
-  [systems scale loads n-tx batch-size dir]
+  [systems scale loads n-tx threads batch-size dir]
   (let [data (w/generate scale)
         datoms (:datoms data)]
     (println "scale" (name scale) "datoms" datoms "batch-size" batch-size)
@@ -96,7 +132,7 @@
                                   system i secs (/ datoms secs) cpu (quot bytes datoms))
                           (flush)
                           (when (and (= i (dec loads)) (= system "lmdb") (pos? n-tx))
-                            (single-txs conn n-tx))
+                            (time-txs conn n-tx threads))
                           (d/close conn)
                           secs)))]
         (printf "%s best load: %,.0f datoms/s%n" system (/ datoms (apply min runs)))
@@ -107,13 +143,17 @@
                      "--batch-size" "1000" "--dir" "target/load-profile"}
                     (apply hash-map argv))
         n-tx (parse-long (opts "--tx"))
+        threads (parse-long (opts "--threads" "1"))
         dir (File. ^String (opts "--dir"))]
+    (when-let [c (opts "--commit")]
+      (reset! commit-opts {:commit c}))
     (if (= "true" (opts "--tx-only"))
-      (let [conn (d/connect (.getPath dir))]
-        (single-txs conn n-tx)
+      (let [conn (d/connect (.getPath dir) @commit-opts)]
+        (time-txs conn n-tx threads)
         (d/close conn))
       (run-loads (str/split (opts "--systems") #",") (keyword (opts "--scale"))
-                 (parse-long (opts "--loads")) n-tx (parse-long (opts "--batch-size")) dir))
+                 (parse-long (opts "--loads")) n-tx threads (parse-long (opts "--batch-size"))
+                 dir))
     (when-not (= "true" (opts "--keep"))
       (delete-tree dir))
     (shutdown-agents)))

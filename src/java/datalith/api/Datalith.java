@@ -41,7 +41,9 @@ public final class Datalith {
    * A durable database in {@code dir} (created if needed). Options: {@code "map-size"} (initial
    * LMDB map size in bytes; it grows by itself), {@code "sync"} (false skips
    * fsync on commit: faster bulk loads, but an OS crash may lose the last
-   * commits), {@code "schema"} (EDN text or data, as {@code transact} takes it),
+   * commits), {@code "commit"} ({@code "wal"} or {@code "lmdb-sync"}: through a write-ahead
+   * log, or by LMDB's own sync of each commit; see {@code LmdbStore.open}),
+   * {@code "schema"} (EDN text or data, as {@code transact} takes it),
    * {@code "kafka.bootstrap-servers"} and {@code "kafka.topic"} (both strings: a node of a
    * replicated database whose transactions go through that Kafka topic, as the Clojure API's
    * {@code :log {:kafka {...}}}; see {@link Connection#sync}).

@@ -55,12 +55,21 @@ import org.lmdbjava.LmdbException;
  * {@code :store/map-resized}. The writer lock is {@link LmdbWriterLock}; read transactions are
  * pooled in {@link LmdbReaderPool}.
  *
+ * <p>Durability: by default (option {@code "commit"} {@code "wal"}) LMDB runs with MDB_NOSYNC
+ * and a commit is durable once its record is fdatasynced in the write-ahead log
+ * ({@link LmdbWal}), before LMDB's commit makes it visible; checkpoints sync the map and pin the
+ * synced commit, and an open that is alone on the directory recovers from the log
+ * ({@link LmdbWalRecovery}). {@code "lmdb-sync"} leaves each commit's sync to LMDB.
+ *
  * <p>Thread-safe. Each transaction is used by one thread at a time.
  */
 public final class LmdbStore implements Store {
 
   /** Default initial map size: 64 MiB. */
   public static final long DEFAULT_MAP_SIZE = 64L << 20;
+
+  /** The default of the option "commit". */
+  static final String DEFAULT_COMMIT = "wal";
 
   /** Default maximum number of read transactions open at once. */
   public static final int DEFAULT_MAX_READERS = 1024;
@@ -70,6 +79,9 @@ public final class LmdbStore implements Store {
    * that would fill the disk.
    */
   public static final int MAX_MAX_READERS = 65_536;
+
+  /** The system property that sets the default of the option "commit". */
+  public static final String COMMIT_PROPERTY = "datalith.commit";
 
   /** The system property that sets the default of the option "page-reader". */
   public static final String PAGE_READER_PROPERTY = "datalith.page-reader";
@@ -102,10 +114,14 @@ public final class LmdbStore implements Store {
   private final LmdbMapGrowth map;
   private final LmdbReaderPool readers;
   private final WriteLog log = new WriteLog(); // the open write transaction's writes
+  private final LmdbWal wal; // null unless the option "commit" is "wal" and "sync" true
+  private final LmdbWalRecovery.OpenLock openLock; // held shared while open
+  private int replayed; // commits the open replayed from the log
   private volatile int state = OPEN;
 
   private LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
-      List<Dbi<ByteBuffer>> dbis, boolean javaPages) {
+      List<Dbi<ByteBuffer>> dbis, boolean javaPages, boolean walCommits,
+      LmdbWalRecovery.OpenLock openLock) {
     this.dir = dir;
     this.where = where;
     this.sync = sync;
@@ -119,6 +135,8 @@ public final class LmdbStore implements Store {
     this.writer = new LmdbWriterLock(dir, where);
     this.map = new LmdbMapGrowth(env, pageSize, envAddress, where, writer, openReads, parked);
     this.readers = new LmdbReaderPool(this, env, dbis);
+    this.openLock = openLock;
+    this.wal = walCommits ? new LmdbWal(env, dir, where) : null;
   }
 
   /** The map's address, or 0 (see {@link LmdbMapGrowth#mapAddress()}). */
@@ -164,7 +182,14 @@ public final class LmdbStore implements Store {
    * {@value #MAX_MAX_READERS}, default 1024), {@code "page-reader"} ({@code "java"}, the
    * default, or {@code "lmdb"}: whether reads read LMDB's pages in Java, and commits fill pages,
    * or every read and write is LMDB's own; the system property
-   * {@value #PAGE_READER_PROPERTY} sets the default). Other keys are ignored.
+   * {@value #PAGE_READER_PROPERTY} sets the default), {@code "commit"} ({@code "wal"} or
+   * {@code "lmdb-sync"}: how a durable commit gets to disk, through the write-ahead log
+   * ({@link LmdbWal}: one fdatasync of one record) or by LMDB's own sync of its pages; the
+   * system property {@value #COMMIT_PROPERTY} sets the default, {@value #DEFAULT_COMMIT}
+   * otherwise; ignored when "sync" is false). Other keys are ignored.
+   *
+   * <p>An open that is the only one on the directory first recovers what the log holds (see
+   * {@link LmdbWalRecovery}), whichever "commit" it asks for.
    *
    * <p>Before LMDB maps the files, the data file's meta pages are read and checked against its
    * size, and the lock file is written to its full size (see {@link LmdbFiles}); the files are
@@ -198,6 +223,14 @@ public final class LmdbStore implements Store {
           "Option \"page-reader\" must be \"java\" or \"lmdb\", got \"" + reader + "\"", null,
           Keyword.intern("option"), "page-reader", Keyword.intern("value"), reader);
     }
+    String commit = option(options, "commit", String.class,
+        System.getProperty(COMMIT_PROPERTY, DEFAULT_COMMIT), where);
+    if (!commit.equals("wal") && !commit.equals("lmdb-sync")) {
+      throw Errors.error(Errors.OPTION, where,
+          "Option \"commit\" must be \"wal\" or \"lmdb-sync\", got \"" + commit + "\"", null,
+          Keyword.intern("option"), "commit", Keyword.intern("value"), commit);
+    }
+    boolean walCommits = sync && commit.equals("wal");
     Path real;
     try {
       real = Files.createDirectories(dir).toRealPath();
@@ -209,18 +242,36 @@ public final class LmdbStore implements Store {
     }
     boolean existed;
     boolean lockCreated;
+    LmdbWalRecovery.OpenLock openLock = null;
+    LmdbWalRecovery.Plan plan = null;
+    boolean openLockCreated = !Files.exists(real.resolve(LmdbWalRecovery.OPEN_LOCK));
     try {
+      openLock = LmdbWalRecovery.OpenLock.enter(real, where);
+      if (openLock.alone) {
+        plan = LmdbWalRecovery.plan(real, where);
+        if (plan != null && LmdbWalRecovery.mustRollBack(real, plan, where)) {
+          LmdbWalRecovery.rollBack(real, plan.checkpoint, where);
+        } else {
+          plan = null; // nothing to replay
+        }
+      }
       // only with the directory ours in this process: the lock file is written while no other
       // process uses it, and closing it must not drop an open environment's locks on it
       existed = LmdbFiles.checkData(real, where);
       lockCreated = LmdbFiles.prepareLock(real, where, maxReaders);
     } catch (RuntimeException e) {
+      if (openLock != null) {
+        openLock.close();
+      }
+      if (openLockCreated) {
+        deleteQuietly(real.resolve(LmdbWalRecovery.OPEN_LOCK)); // the directory as it was
+      }
       OPEN_DIRS.remove(real);
       throw e;
     }
     Env<ByteBuffer> env = null;
     try {
-      EnvFlags[] flags = sync
+      EnvFlags[] flags = sync && !walCommits
           ? new EnvFlags[] {EnvFlags.MDB_NOTLS, EnvFlags.MDB_NORDAHEAD}
           : new EnvFlags[] {EnvFlags.MDB_NOTLS, EnvFlags.MDB_NORDAHEAD, EnvFlags.MDB_NOSYNC};
       env = Env.create(ReadOnlyBufferProxy.INSTANCE)
@@ -233,20 +284,110 @@ public final class LmdbStore implements Store {
       for (SubDb db : SubDb.values()) {
         dbis.add(env.openDbi(db.name(), DbiFlags.MDB_CREATE));
       }
-      return new LmdbStore(real, where, sync, env, List.copyOf(dbis), reader.equals("java"));
+      LmdbStore store = new LmdbStore(real, where, sync, env, List.copyOf(dbis),
+          reader.equals("java"), walCommits, openLock);
+      try {
+        store.recover(plan, openLock.alone);
+        openLock.stay(where);
+      } catch (RuntimeException e) {
+        store.closeAfterFailedOpen();
+        env = null;
+        throw e;
+      }
+      return store;
     } catch (RuntimeException e) {
       if (env != null) {
         env.close();
+      }
+      openLock.close();
+      if (openLockCreated) {
+        deleteQuietly(real.resolve(LmdbWalRecovery.OPEN_LOCK)); // the directory as it was
       }
       if (!existed && !LmdbFiles.holdsDatabase(real)) {
         deleteQuietly(real.resolve(LmdbFiles.DATA)); // a database never made: as it was
         if (lockCreated) {
           deleteQuietly(real.resolve(LmdbFiles.LOCK));
         }
+        deleteQuietly(real.resolve(LmdbWal.FILE0)); // made by this open, for this database
+        deleteQuietly(real.resolve(LmdbWal.FILE1));
       }
       OPEN_DIRS.remove(real);
       throw e instanceof LmdbException
           ? Errors.lmdb(where, "Cannot open the LMDB store", (LmdbException) e) : e;
+    }
+  }
+
+  /**
+   * Replays the commits of {@code plan} (null: none) after the open wrote the log's checkpoint
+   * back; then, when this process is alone on the directory, takes a checkpoint (commits through
+   * the log), or retires the log (commits without it).
+   */
+  private void recover(LmdbWalRecovery.Plan plan, boolean alone) {
+    if (plan != null) {
+      for (LmdbWalRecovery.Commit c : plan.commits) {
+        replay(c);
+      }
+    }
+    if (alone) {
+      runLocked(wal != null ? wal::checkpoint : () -> LmdbWalRecovery.retire(dir, env, where));
+    }
+  }
+
+  /** Commits one record of the log again, without writing it to the log. */
+  private void replay(LmdbWalRecovery.Commit c) {
+    writer.acquire();
+    FileLock lock = writer.lockDirectory();
+    log.clear();
+    if (!log.copyFrom(c.payload)) {
+      writer.unlock(lock);
+      throw Errors.error(Errors.CORRUPT, where, "The write-ahead log's record of transaction "
+          + c.txnid + " does not parse", null, Keyword.intern("txnid"), c.txnid);
+    }
+    try (LmdbWrite w = new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize,
+        javaPages, where, null)) {
+      w.commit();
+    }
+    long now = env.info().lastTransactionId;
+    if (now != c.txnid) {
+      throw Errors.error(Errors.CORRUPT, where, "Replaying the write-ahead log's transaction "
+          + c.txnid + " made transaction " + now, null, Keyword.intern("txnid"), c.txnid);
+    }
+    replayed++;
+  }
+
+  /**
+   * The commits that opening this store replayed from the write-ahead log (0 after a clean
+   * close).
+   */
+  public int replayedAtOpen() {
+    return replayed;
+  }
+
+  /** Runs {@code job} holding the writer permit and the directory's writer lock. */
+  private void runLocked(Runnable job) {
+    writer.acquire();
+    FileLock lock = writer.lockDirectory();
+    try {
+      job.run();
+    } finally {
+      writer.unlock(lock);
+    }
+  }
+
+  /** Releases what the constructor took, when the open fails after it. */
+  private void closeAfterFailedOpen() {
+    if (wal != null) {
+      wal.close(false);
+    }
+    readers.disposeAll();
+    env.close();
+    FileChannel lockFile = writer.drain();
+    if (lockFile != null) {
+      try {
+        lockFile.close();
+      } catch (IOException e) {
+        // closing releases the lock whatever else failed
+      }
     }
   }
 
@@ -403,9 +544,19 @@ public final class LmdbStore implements Store {
       throw Errors.closed(where, "The store");
     }
     FileLock lock = writer.lockDirectory();
+    try {
+      if (wal != null) {
+        wal.own();
+      } else {
+        LmdbWalRecovery.retire(dir, env, where);
+      }
+    } catch (RuntimeException e) {
+      writer.unlock(lock);
+      throw e;
+    }
     log.clear();
     return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
-        where);
+        where, wal);
   }
 
   /**
@@ -434,7 +585,22 @@ public final class LmdbStore implements Store {
   /** {@inheritDoc} Sets LMDB's MDB_NOSYNC on the environment; ends with mdb_env_sync. */
   @Override
   public SyncPause pauseSync() {
-    return sync ? LmdbSyncPause.begin(env, where) : () -> {};
+    if (wal == null) {
+      return sync ? LmdbSyncPause.begin(env, where) : () -> {};
+    }
+    checkOpen();
+    runLocked(wal::pause);
+    return new SyncPause() {
+      private boolean closed;
+
+      @Override
+      public void close() {
+        if (!closed) {
+          closed = true;
+          runLocked(wal::resume);
+        }
+      }
+    };
   }
 
   /**
@@ -461,6 +627,15 @@ public final class LmdbStore implements Store {
     }
     map.close();
     FileChannel lockFile = writer.drain();
+    RuntimeException checkpoint = null;
+    if (wal != null) {
+      try {
+        runLocked(() -> wal.close(true)); // a clean reopen replays nothing
+      } catch (RuntimeException e) {
+        checkpoint = e; // the records stay in the log: the next open replays them
+        wal.close(false);
+      }
+    }
     long stamp = map.lockForClose(); // every read transaction is closed
     try {
       readers.disposeAll();
@@ -473,9 +648,13 @@ public final class LmdbStore implements Store {
     } catch (IOException e) {
       throw Errors.error(Errors.LMDB, where, "Cannot close " + LmdbWriterLock.FILE, e);
     } finally {
+      openLock.close();
       OPEN_DIRS.remove(dir);
       state = CLOSED;
       map.unlockAfterClose(stamp);
+    }
+    if (checkpoint != null) {
+      throw checkpoint;
     }
   }
 }

@@ -29,14 +29,16 @@ final class LmdbWrite implements WriteTxn {
   private final int pageSize;
   private final boolean javaPages;
   private final String where;
+  private final LmdbWal wal; // null: LMDB syncs its own commits (or none)
   private final List<Expected> expected = new ArrayList<>();
   private boolean open = true;
   private boolean committed;
 
   LmdbWrite(Env<ByteBuffer> env, List<Dbi<ByteBuffer>> dbis, WriteLog log, LmdbMapGrowth map,
       LmdbWriterLock writer, FileLock lock, long envAddress, int pageSize, boolean javaPages,
-      String where) {
+      String where, LmdbWal wal) {
     this.env = env;
+    this.wal = wal;
     this.dbis = dbis;
     this.log = log;
     this.map = map;
@@ -87,6 +89,13 @@ final class LmdbWrite implements WriteTxn {
           + 4 * log.bytes()));
     }
     committed = true;
+    if (wal != null && wal.due()) {
+      try {
+        wal.checkpoint();
+      } catch (RuntimeException e) {
+        // The commit stands, in the log; the next commit's own() takes the checkpoint again.
+      }
+    }
     try {
       map.growAheadOfNeed(usedPages);
     } catch (LmdbException e) {
@@ -118,7 +127,7 @@ final class LmdbWrite implements WriteTxn {
           log.replay(replay);
         } // its cursors closed before the commit, or before the abort
         long usedPages = nextPage(txn);
-        txn.commit();
+        commit(txn);
         return usedPages > 0 ? usedPages : map.dataSize() / pageSize;
       } catch (Env.MapFullException e) {
         return -1;
@@ -127,6 +136,28 @@ final class LmdbWrite implements WriteTxn {
       }
     } catch (LmdbException e) {
       throw Errors.lmdb(where, "Cannot commit", e);
+    }
+  }
+
+  /**
+   * Commits {@code txn}: with the log, only once its record is durable, so that a commit seen
+   * is a commit kept; a commit that fails after that cancels the record.
+   */
+  private void commit(Txn<ByteBuffer> txn) {
+    if (wal == null) {
+      txn.commit();
+      return;
+    }
+    long txnid = txn.getId();
+    wal.append(log, txnid);
+    try {
+      txn.commit();
+    } catch (RuntimeException e) {
+      wal.cancel(txnid);
+      throw e;
+    }
+    if (env.info().lastTransactionId != txnid) {
+      wal.cancel(txnid); // LMDB wrote nothing (no page changed): the txnid is the next one's
     }
   }
 

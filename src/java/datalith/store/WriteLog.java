@@ -133,6 +133,40 @@ final class WriteLog {
     }
   }
 
+  /** Copies every entry, in the order logged, into {@code to} ({@link #bytes()} bytes). */
+  void copyTo(ByteBuffer to) {
+    for (int i = 0; i <= current && i < chunks.size(); i++) {
+      ByteBuffer chunk = chunks.get(i);
+      to.put(chunk.array(), 0, chunk.position());
+    }
+  }
+
+  /**
+   * Logs the entries that {@link #copyTo} wrote into {@code from} (position to limit), as
+   * {@code from} was read: false when they do not parse.
+   */
+  boolean copyFrom(ByteBuffer from) {
+    ByteBuffer b = from.duplicate();
+    while (b.remaining() >= HEADER) {
+      int at = b.position();
+      byte op = b.get(at);
+      int db = b.get(at + 1);
+      int keySize = Short.toUnsignedInt(b.getShort(at + 2));
+      int valSize = b.getInt(at + 4);
+      if ((op != PUT && op != DELETE) || db < 0 || db >= DBS.length || valSize < 0
+          || (op == DELETE && valSize != 0) || b.remaining() - HEADER < keySize
+          || b.remaining() - HEADER - keySize < valSize) {
+        return false;
+      }
+      ByteBuffer k = b.duplicate().position(at + HEADER).limit(at + HEADER + keySize);
+      ByteBuffer v = b.duplicate().position(at + HEADER + keySize)
+          .limit(at + HEADER + keySize + valSize);
+      append(op, DBS[db], k, op == PUT ? v : null);
+      b.position(at + HEADER + keySize + valSize);
+    }
+    return !b.hasRemaining();
+  }
+
   private static int keySize(byte[] array, int at) {
     return (array[at + 2] & 0xFF) << 8 | (array[at + 3] & 0xFF);
   }

@@ -61,8 +61,34 @@
  * and read transactions are pooled by {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new entities' datoms
  * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
  * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}). A bulk
- * load may pause the fsync of commits ({@code Store.pauseSync}; on LMDB, MDB_NOSYNC set and
- * cleared by {@code LmdbSyncPause}) and sync once when it ends.
+ * load may pause the fsync of commits ({@code Store.pauseSync}; on LMDB without the log,
+ * MDB_NOSYNC set and cleared by {@code LmdbSyncPause}) and sync once when it ends.
+ *
+ * <p>Durability ({@code LmdbStore.open}'s option {@code "commit"}): with {@code "wal"}, LMDB
+ * runs with MDB_NOSYNC and a commit is durable once its one record (its logged puts and deletes,
+ * the txnid LMDB gives it, a length and a crc32c) is in the write-ahead log ({@code wal.0},
+ * {@code wal.1}: preallocated with zeros, grown by doubling) and the log fdatasynced; only then
+ * does LMDB's commit make it visible, so a commit seen is a commit kept. A commit that fails
+ * after its record is durable cancels the record (zeros its magic, fdatasync); when even that
+ * fails, the store takes no more writes ({@code :store/io}). After 1024 commits or 8 MiB of log
+ * ({@link datalith.store.LmdbWal}), a checkpoint syncs the map, pins the last commit X with a
+ * read transaction (LMDB then reuses no page X references, whatever becomes of the unsynced
+ * pages written after it), and writes a checkpoint record {X, X's meta page, the writer} at the
+ * start of the other segment; closing takes one too, so a clean reopen replays nothing. An open
+ * that is alone on the directory (it locks {@code open.lock}'s byte 1 exclusively; every open
+ * store holds it shared, and opens take byte 0 in turn) recovers
+ * ({@link datalith.store.LmdbWalRecovery}): when the log holds records after its last
+ * checkpoint X, or LMDB's last commit is not X, X's meta page is written back over both meta
+ * pages, and the records replayed in txnid order. A torn last record (never acknowledged) is
+ * dropped; a damaged record followed by a valid one is {@code :store/corrupt}. Processes share
+ * the log under the writer lock: a writer whose process did not write the last checkpoint takes
+ * one first, so the pin is always held by a live writer. A bulk load ({@code Store.pauseSync})
+ * takes a checkpoint and writes a pause record, its commits skip the log, and its end takes a
+ * checkpoint; recovery after a pause record trusts LMDB's file as it is (the pause's own
+ * contract: an operating-system crash may lose what the pause wrote). A store that commits
+ * without the log ({@code "lmdb-sync"}, LMDB's own fsync of each commit, or {@code "sync"}
+ * false) syncs the map and zeros the log's checkpoints before it writes, so that a later
+ * recovery never rolls its commits back.
  *
  * <p>Backups: {@link datalith.store.LmdbBackup} copies an open LMDB store's last commit into an
  * empty directory with LMDB's own copy, from one snapshot while reads and writes go on; page

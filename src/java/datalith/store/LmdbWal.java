@@ -1,0 +1,372 @@
+package datalith.store;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.zip.CRC32C;
+import org.lmdbjava.Env;
+import org.lmdbjava.Txn;
+
+/**
+ * The write-ahead log of an {@link LmdbStore} whose option {@code "commit"} is {@code "wal"}:
+ * LMDB runs with MDB_NOSYNC, and a commit is durable once its one record is in the log and the
+ * log fdatasynced, before LMDB's commit makes it visible. A checkpoint syncs LMDB's map, pins
+ * the last commit X with a read transaction (so LMDB reuses no page X references, whatever
+ * happens to the unsynced pages written after it) and starts the next segment with a
+ * checkpoint record holding X's meta page. Recovery ({@link LmdbWalRecovery}) writes X's meta
+ * back and replays the records after it.
+ *
+ * <p>Files: two segments, {@value #FILE0} and {@value #FILE1}, preallocated with zeros (so that
+ * an fdatasync writes data, not the file's size) and grown by doubling. Checkpoint number E
+ * (its epoch, one more than the last valid one) starts at offset 0 of the segment that does not
+ * hold the last valid checkpoint, so a torn checkpoint leaves the previous one intact. A record
+ * is 8-byte aligned: {magic u32, kind u8, pad 3, length u32 (all of it, crc included), payload
+ * length u32, txnid u64, epoch u64, payload, zeros to align, crc32c u32 of everything before it}, big-endian. A checkpoint's
+ * payload is {owner u64, the first {@link LmdbLayout#META_END} bytes of X's meta page}, its
+ * txnid X; a commit's is its {@link WriteLog}'s entries, its txnid the one LMDB gives it; a pause
+ * record (a bulk load's, {@code Store.pauseSync}) has none: after it, the log holds nothing and
+ * LMDB's own file is what recovery trusts. Stale bytes of a recycled segment carry an older
+ * epoch, so they never read as records of the current one.
+ *
+ * <p>Processes: the log is shared by every process on the directory and used under the
+ * directory's writer lock. A process writes records only into a segment whose checkpoint it
+ * wrote ({@link #own}): one that finds another process's checkpoint the last takes its own
+ * first, so the pin is always held by a live writer.
+ */
+final class LmdbWal {
+  static final String FILE0 = "wal.0";
+  static final String FILE1 = "wal.1";
+  static final int MAGIC = 0x444C574C; // "DLWL"
+  static final byte CHECKPOINT = 1;
+  static final byte COMMIT = 2;
+  static final byte PAUSE = 3;
+  static final int HEADER = 32;
+  static final int CHECKPOINT_SIZE = align(HEADER + 8 + LmdbLayout.META_END + 4);
+  private static final long INITIAL_SIZE = 64L << 10;
+  /** A checkpoint follows a commit once the segment holds this much, or this many commits. */
+  private static final long CHECKPOINT_BYTES = 8L << 20;
+  private static final int CHECKPOINT_COMMITS = 1024;
+
+  private final Env<ByteBuffer> env;
+  private final String where;
+  private final long owner = ThreadLocalRandom.current().nextLong() | 1; // never 0
+  private final FileChannel[] files = new FileChannel[2];
+  private final Path dir;
+  private FileChannel data; // data.mdb, read for meta pages
+  private ByteBuffer record = ByteBuffer.allocateDirect(64 << 10); // reused by appends
+  // the segment this process writes, valid while it owns the last checkpoint
+  private long epoch = -1;
+  private int segment;
+  private long offset;
+  private long lastRecord; // offset of the last record written
+  private int commits; // since the checkpoint
+  private Txn<ByteBuffer> pin; // read transaction on the last checkpoint's commit, or null
+  private boolean paused;
+  private volatile boolean broken; // a record durable but neither committed nor cancelled
+
+  LmdbWal(Env<ByteBuffer> env, Path dir, String where) {
+    this.env = env;
+    this.dir = dir;
+    this.where = where;
+    reopen();
+  }
+
+  /**
+   * Opens the files that are not open: at first, and after an interrupt closed them (a thread
+   * interrupted in a channel's I/O closes the channel).
+   */
+  private void reopen() {
+    try {
+      for (int i = 0; i < 2; i++) {
+        if (files[i] == null || !files[i].isOpen()) {
+          files[i] = FileChannel.open(dir.resolve(i == 0 ? FILE0 : FILE1),
+              StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        }
+      }
+      if (data == null || !data.isOpen()) {
+        data = FileChannel.open(dir.resolve(LmdbFiles.DATA), StandardOpenOption.READ);
+      }
+    } catch (IOException e) {
+      closeFiles();
+      throw io("Cannot open the write-ahead log", e);
+    }
+  }
+
+  /**
+   * Runs {@code job} with the thread's interrupt flag cleared (with it set, a channel's I/O
+   * would close the channel), and sets it again after.
+   */
+  private void uninterrupted(Runnable job) {
+    boolean interrupted = Thread.interrupted();
+    try {
+      reopen();
+      job.run();
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  static int align(long n) {
+    return (int) ((n + 7) & ~7L);
+  }
+
+  /**
+   * Makes sure this process owns the last checkpoint, taking one when it does not (another
+   * process wrote or checkpointed since, or none was ever taken); while paused, a pause record
+   * follows it. Called under the directory's writer lock.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the log cannot be read or written,
+   *     or an earlier failure left a record neither committed nor cancelled
+   */
+  void own() {
+    uninterrupted(this::ownNow);
+  }
+
+  private void ownNow() {
+    checkUsable();
+    LmdbWalRecovery.Checkpoint last = LmdbWalRecovery.lastCheckpoint(files, where);
+    if (last != null && last.owner == owner && last.epoch == epoch) {
+      return;
+    }
+    checkpoint(last);
+  }
+
+  /** Whether a checkpoint is due after a commit. */
+  boolean due() {
+    return commits >= CHECKPOINT_COMMITS || offset >= CHECKPOINT_BYTES;
+  }
+
+  /** Takes a checkpoint: under the writer lock. */
+  void checkpoint() {
+    uninterrupted(this::checkpointNow);
+  }
+
+  private void checkpointNow() {
+    checkUsable();
+    checkpoint(LmdbWalRecovery.lastCheckpoint(files, where));
+  }
+
+  private void checkpoint(LmdbWalRecovery.Checkpoint last) {
+    Txn<ByteBuffer> next = null;
+    try {
+      env.sync(true);
+      next = env.txnRead();
+      long x = next.getId();
+      ByteBuffer meta = ByteBuffer.allocate(LmdbLayout.META_END).order(ByteOrder.nativeOrder());
+      long page = (x & 1) * pageSize();
+      while (meta.hasRemaining() && data.read(meta, page + meta.position()) > 0) {
+        // reads the meta page's fields
+      }
+      if (meta.hasRemaining() || meta.getLong(LmdbLayout.MM_TXNID) != x) {
+        throw io("The meta page of transaction " + x + " is not on disk after a sync", null);
+      }
+      // a first checkpoint's epoch comes from the clock, past any stale record's in the segments
+      long e = last == null ? System.currentTimeMillis() * 1000 : last.epoch + 1;
+      int target = last == null ? 0 : 1 - last.segment;
+      ByteBuffer r = begin(CHECKPOINT, x, e, 8 + LmdbLayout.META_END);
+      r.putLong(owner).put(meta.flip());
+      write(target, 0, finish(r));
+      if (pin != null) {
+        pin.close();
+      }
+      pin = next;
+      next = null;
+      epoch = e;
+      segment = target;
+      offset = CHECKPOINT_SIZE;
+      commits = 0;
+      if (paused) {
+        append(begin(PAUSE, x, e, 0));
+      }
+    } catch (IOException ex) {
+      throw io("Cannot write a checkpoint to the write-ahead log", ex);
+    } catch (org.lmdbjava.LmdbException ex) {
+      throw Errors.lmdb(where, "Cannot sync the store for a checkpoint", ex);
+    } finally {
+      if (next != null) {
+        next.close();
+      }
+    }
+  }
+
+  private int pageSize() {
+    return env.stat().pageSize;
+  }
+
+  /**
+   * Appends the record of the commit that {@code log} holds and LMDB will number
+   * {@code txnid}, and fdatasyncs it; nothing while a bulk load pauses the log. Under the
+   * writer lock, after {@link #own}.
+   */
+  void append(WriteLog log, long txnid) {
+    uninterrupted(() -> appendNow(log, txnid));
+  }
+
+  private void appendNow(WriteLog log, long txnid) {
+    if (paused) {
+      return;
+    }
+    ByteBuffer r = begin(COMMIT, txnid, epoch, (int) log.bytes());
+    log.copyTo(r);
+    try {
+      append(r);
+    } catch (IOException e) {
+      lastRecord = offset; // what reached the file of it must never read as a record
+      cancelNow(txnid);
+      throw io("Cannot write to the write-ahead log", e);
+    }
+    commits++;
+  }
+
+  private void append(ByteBuffer r) throws IOException {
+    int size = finish(r).remaining();
+    write(segment, offset, r);
+    offset += size;
+  }
+
+  /**
+   * Cancels the record just appended, whose commit failed: zeros its magic and fdatasyncs, so
+   * that recovery never replays it. When that fails too, the store takes no more writes.
+   */
+  void cancel(long txnid) {
+    uninterrupted(() -> cancelNow(txnid));
+  }
+
+  private void cancelNow(long txnid) {
+    if (paused) {
+      return;
+    }
+    try {
+      reopen(); // an interrupt may have closed the segment during the append
+      long at = lastRecord;
+      files[segment].write(ByteBuffer.allocate(4), at);
+      files[segment].force(false);
+      offset = at;
+      commits = Math.max(0, commits - 1);
+    } catch (IOException e) {
+      broken = true;
+      throw io("Commit " + txnid + " failed after its record reached the write-ahead log, and"
+          + " the record cannot be cancelled; the store takes no more writes: reopen it", e);
+    }
+  }
+
+  /** Begins a pause: a checkpoint, then a pause record; commits until {@link #resume} skip the log. */
+  void pause() {
+    uninterrupted(this::pauseNow);
+  }
+
+  private void pauseNow() {
+    checkUsable();
+    paused = true;
+    checkpoint();
+  }
+
+  /** Ends a pause with a checkpoint (which syncs what the paused commits wrote). */
+  void resume() {
+    uninterrupted(this::resumeNow);
+  }
+
+  private void resumeNow() {
+    paused = false;
+    checkpoint();
+  }
+
+  /** The final checkpoint of a clean close; then releases the pin and files. */
+  void close(boolean checkpoint) {
+    try {
+      if (checkpoint && !broken) {
+        checkpoint();
+      }
+    } finally {
+      if (pin != null) {
+        pin.close();
+        pin = null;
+      }
+      closeFiles();
+    }
+  }
+
+  private void closeFiles() {
+    for (FileChannel f : files) {
+      closeQuietly(f);
+    }
+    closeQuietly(data);
+  }
+
+  private static void closeQuietly(FileChannel f) {
+    if (f != null) {
+      try {
+        f.close();
+      } catch (IOException e) {
+        // closing releases the file whatever else failed
+      }
+    }
+  }
+
+  private void checkUsable() {
+    if (broken) {
+      throw io("A commit failed after its record reached the write-ahead log and the record"
+          + " could not be cancelled; the store takes no more writes: reopen it", null);
+    }
+  }
+
+  /** A record of {@code kind} being built, its header written, room for its payload. */
+  private ByteBuffer begin(byte kind, long txnid, long e, int payload) {
+    int size = align(HEADER + payload + 4);
+    if (record.capacity() < size) {
+      record = ByteBuffer.allocateDirect(Math.max(size, 2 * record.capacity()));
+    }
+    ByteBuffer r = record.clear();
+    r.putInt(MAGIC).put(kind).put((byte) 0).putShort((short) 0).putInt(size).putInt(payload)
+        .putLong(txnid).putLong(e);
+    return r;
+  }
+
+  /** Pads the record to its size, less its crc, writes the crc, and flips it. */
+  private static ByteBuffer finish(ByteBuffer r) {
+    int size = r.getInt(8);
+    while (r.position() < size - 4) {
+      r.put((byte) 0);
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(r.duplicate().flip());
+    r.putInt((int) crc.getValue());
+    return r.flip();
+  }
+
+  /** Writes {@code r} at {@code at} in segment {@code s}, growing it first, and fdatasyncs. */
+  private void write(int s, long at, ByteBuffer r) throws IOException {
+    FileChannel f = files[s];
+    long size = f.size();
+    long end = at + r.remaining();
+    if (end > size) {
+      grow(f, size, Math.max(end, Math.max(INITIAL_SIZE, 2 * size)));
+    }
+    lastRecord = at;
+    while (r.hasRemaining()) {
+      at += f.write(r, at);
+    }
+    f.force(false);
+  }
+
+  /** Fills segment {@code f} with zeros from {@code from} to {@code to}, and syncs its size. */
+  private static void grow(FileChannel f, long from, long to) throws IOException {
+    ByteBuffer zeros = ByteBuffer.allocateDirect(64 << 10);
+    for (long at = from; at < to; ) {
+      zeros.clear().limit((int) Math.min(zeros.capacity(), to - at));
+      at += f.write(zeros, at);
+    }
+    f.force(true);
+  }
+
+  private RuntimeException io(String message, Exception cause) {
+    return Errors.error(Errors.IO, where, message + (cause == null ? "" : ": " + cause), cause);
+  }
+}

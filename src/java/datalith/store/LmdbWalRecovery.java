@@ -1,0 +1,378 @@
+package datalith.store;
+
+import clojure.lang.Keyword;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.zip.CRC32C;
+
+/**
+ * Reading {@link LmdbWal}'s segments, and the recovery that an {@link LmdbStore} runs at open
+ * when it is the only process on the directory ({@link OpenLock}): the last valid checkpoint X,
+ * the records after it in txnid order, and, when there are any or LMDB's last commit is not X,
+ * X's meta page written back over both meta pages (so that LMDB opens at X, whose pages the
+ * pin kept intact) before the store replays the records.
+ *
+ * <p>A record that does not read (a bad magic, size or crc, or another epoch or txnid) ends the
+ * log; but a valid record of the checkpoint's epoch after it means the log was damaged in the
+ * middle: {@code :store/corrupt}, never skipped. A torn last record was never acknowledged, and
+ * is dropped.
+ */
+final class LmdbWalRecovery {
+  static final String OPEN_LOCK = "open.lock";
+
+  private LmdbWalRecovery() {}
+
+  /** A valid checkpoint record: its epoch, segment, txnid X, writer and X's meta page. */
+  static final class Checkpoint {
+    final long epoch;
+    final int segment;
+    final long txnid;
+    final long owner;
+    final byte[] meta; // the first LmdbLayout.META_END bytes of X's meta page
+
+    Checkpoint(long epoch, int segment, long txnid, long owner, byte[] meta) {
+      this.epoch = epoch;
+      this.segment = segment;
+      this.txnid = txnid;
+      this.owner = owner;
+      this.meta = meta;
+    }
+  }
+
+  /** A commit record after the checkpoint. */
+  static final class Commit {
+    final long txnid;
+    final ByteBuffer payload; // the WriteLog's entries
+
+    Commit(long txnid, ByteBuffer payload) {
+      this.txnid = txnid;
+      this.payload = payload;
+    }
+  }
+
+  /** What the log holds: its last checkpoint, the commits after it, and whether a pause follows. */
+  static final class Plan {
+    final Checkpoint checkpoint;
+    final List<Commit> commits;
+    final boolean paused;
+
+    Plan(Checkpoint checkpoint, List<Commit> commits, boolean paused) {
+      this.checkpoint = checkpoint;
+      this.commits = commits;
+      this.paused = paused;
+    }
+  }
+
+  /**
+   * The lock file {@value #OPEN_LOCK} that every open store holds shared (its byte 1); an open
+   * takes its byte 0 exclusively first, so that opens run one at a time, and is alone when it
+   * can then lock byte 1 exclusively.
+   */
+  static final class OpenLock implements AutoCloseable {
+    private final FileChannel file;
+    private final FileLock entry;
+    final boolean alone;
+
+    private OpenLock(FileChannel file, FileLock entry, boolean alone) {
+      this.file = file;
+      this.entry = entry;
+      this.alone = alone;
+    }
+
+    /** Enters the open of directory {@code dir}: waits for other processes' opens. */
+    static OpenLock enter(Path dir, String where) {
+      FileChannel f = null;
+      try {
+        f = FileChannel.open(dir.resolve(OPEN_LOCK), StandardOpenOption.CREATE,
+            StandardOpenOption.READ, StandardOpenOption.WRITE);
+        FileLock entry = f.lock(0, 1, false);
+        FileLock probe = f.tryLock(1, 1, false);
+        if (probe != null) {
+          probe.release();
+        }
+        return new OpenLock(f, entry, probe != null);
+      } catch (IOException e) {
+        closeQuietly(f);
+        throw Errors.error(Errors.IO, where, "Cannot lock " + OPEN_LOCK + ": " + e, e);
+      }
+    }
+
+    /** Ends the open: holds byte 1 shared until {@link #close}, and lets the next open in. */
+    void stay(String where) {
+      try {
+        file.lock(1, 1, true);
+        entry.release();
+      } catch (IOException e) {
+        throw Errors.error(Errors.IO, where, "Cannot lock " + OPEN_LOCK + ": " + e, e);
+      }
+    }
+
+    @Override
+    public void close() {
+      closeQuietly(file);
+    }
+  }
+
+  /** The valid checkpoint with the largest epoch in {@code files}, or null. */
+  static Checkpoint lastCheckpoint(FileChannel[] files, String where) {
+    Checkpoint last = null;
+    for (int s = 0; s < 2; s++) {
+      ByteBuffer b = ByteBuffer.allocate(LmdbWal.CHECKPOINT_SIZE);
+      try {
+        while (b.hasRemaining() && files[s].read(b, b.position()) > 0) {
+          // reads the first record
+        }
+      } catch (IOException e) {
+        throw Errors.error(Errors.IO, where, "Cannot read the write-ahead log: " + e, e);
+      }
+      Checkpoint c = b.hasRemaining() ? null : checkpoint(b.flip(), s);
+      if (c != null && (last == null || c.epoch > last.epoch)) {
+        last = c;
+      }
+    }
+    return last;
+  }
+
+  private static Checkpoint checkpoint(ByteBuffer b, int segment) {
+    if (length(b, 0) != LmdbWal.CHECKPOINT_SIZE || b.get(4) != LmdbWal.CHECKPOINT) {
+      return null;
+    }
+    byte[] meta = new byte[LmdbLayout.META_END];
+    b.get(LmdbWal.HEADER + 8, meta);
+    return new Checkpoint(b.getLong(24), segment, b.getLong(16), b.getLong(LmdbWal.HEADER),
+        meta);
+  }
+
+  /** The size of the valid record at {@code at} in {@code b}, or -1. */
+  private static int length(ByteBuffer b, int at) {
+    if (b.limit() - at < LmdbWal.HEADER + 4 || b.getInt(at) != LmdbWal.MAGIC) {
+      return -1;
+    }
+    int size = b.getInt(at + 8);
+    byte kind = b.get(at + 4);
+    if (size < LmdbWal.HEADER + 4 || (size & 7) != 0 || size > b.limit() - at
+        || kind < LmdbWal.CHECKPOINT || kind > LmdbWal.PAUSE) {
+      return -1;
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(b.duplicate().position(at).limit(at + size - 4));
+    return (int) crc.getValue() == b.getInt(at + size - 4) ? size : -1;
+  }
+
+  /**
+   * What directory {@code dir}'s log holds, or null when it has no valid checkpoint (no log, or
+   * a first checkpoint torn: nothing was written through it).
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when a record after the checkpoint
+   *     is damaged and a valid one follows it; {@code :store/io} when the log cannot be read
+   */
+  static Plan plan(Path dir, String where) {
+    FileChannel[] files = new FileChannel[2];
+    try {
+      try {
+        files[0] = FileChannel.open(dir.resolve(LmdbWal.FILE0), StandardOpenOption.READ);
+        files[1] = FileChannel.open(dir.resolve(LmdbWal.FILE1), StandardOpenOption.READ);
+      } catch (NoSuchFileException e) {
+        return null;
+      }
+      Checkpoint c = lastCheckpoint(files, where);
+      if (c == null) {
+        return null;
+      }
+      FileChannel f = files[c.segment];
+      long size = f.size();
+      if (size > Integer.MAX_VALUE) {
+        throw Errors.error(Errors.CORRUPT, where, "A write-ahead log segment of " + size
+            + " bytes", null, Keyword.intern("file"), segmentName(c.segment));
+      }
+      ByteBuffer b = ByteBuffer.allocate((int) size);
+      while (b.hasRemaining() && f.read(b, b.position()) > 0) {
+        // reads the segment
+      }
+      b.flip();
+      return scan(b, c, where);
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot read the write-ahead log: " + e, e);
+    } finally {
+      for (FileChannel f : files) {
+        closeQuietly(f);
+      }
+    }
+  }
+
+  private static Plan scan(ByteBuffer b, Checkpoint c, String where) {
+    List<Commit> commits = new ArrayList<>();
+    boolean paused = false;
+    int at = LmdbWal.CHECKPOINT_SIZE;
+    long next = c.txnid + 1;
+    while (true) {
+      int size = length(b, at);
+      if (size < 0 || b.getLong(at + 24) != c.epoch) {
+        break;
+      }
+      byte kind = b.get(at + 4);
+      long txnid = b.getLong(at + 16);
+      if (kind == LmdbWal.COMMIT && txnid == next) {
+        int length = Math.min(Math.max(0, b.getInt(at + 12)), size - LmdbWal.HEADER - 4);
+        ByteBuffer payload = ByteBuffer.allocate(length);
+        payload.put(b.duplicate().position(at + LmdbWal.HEADER).limit(at + LmdbWal.HEADER + length))
+            .flip();
+        commits.add(new Commit(txnid, payload));
+        next++;
+      } else if (kind == LmdbWal.PAUSE && txnid == next - 1) {
+        paused = true;
+      } else {
+        break;
+      }
+      at += size;
+    }
+    // the log ends at `at`: no valid record of this epoch may follow
+    for (int p = at; p + LmdbWal.HEADER + 4 <= b.limit(); p += 8) {
+      if (b.getInt(p) == LmdbWal.MAGIC && b.getLong(p + 24) == c.epoch && length(b, p) > 0) {
+        throw Errors.error(Errors.CORRUPT, where, "The write-ahead log " + segmentName(c.segment)
+            + " is damaged at offset " + at + ": a valid record follows at offset " + p
+            + " (transaction " + b.getLong(p + 16) + "). Restore the directory", null,
+            Keyword.intern("file"), segmentName(c.segment), Keyword.intern("offset"), at);
+      }
+    }
+    return new Plan(c, commits, paused);
+  }
+
+  private static String segmentName(int s) {
+    return s == 0 ? LmdbWal.FILE0 : LmdbWal.FILE1;
+  }
+
+  /**
+   * Whether the data file must go back to the checkpoint: it has records after it, or LMDB's
+   * last commit is not the checkpoint's (read leniently: a damaged meta page counts as not).
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when the data file's last commit
+   *     is older than the checkpoint (a data file from before the log)
+   */
+  static boolean mustRollBack(Path dir, Plan plan, String where) {
+    if (plan.paused) {
+      return false; // a bulk load's commits since are LMDB's own
+    }
+    long newest = newestCommit(dir, plan.checkpoint, where);
+    if (newest >= 0 && newest < plan.checkpoint.txnid) {
+      throw Errors.error(Errors.CORRUPT, where, "The data file's last commit (" + newest
+          + ") is older than the write-ahead log's checkpoint (" + plan.checkpoint.txnid
+          + "): the data file was replaced. Move " + LmdbWal.FILE0 + " and " + LmdbWal.FILE1
+          + " away to open it as it is", null);
+    }
+    return !plan.commits.isEmpty() || newest != plan.checkpoint.txnid;
+  }
+
+  /** The larger txnid of the data file's meta pages that read as LMDB's, or -1. */
+  private static long newestCommit(Path dir, Checkpoint c, String where) {
+    int pageSize = meta(c).getInt(LmdbLayout.MM_PSIZE);
+    long newest = -1;
+    try (FileChannel f = FileChannel.open(dir.resolve(LmdbFiles.DATA), StandardOpenOption.READ)) {
+      for (int m = 0; m < LmdbLayout.NUM_METAS; m++) {
+        ByteBuffer b = ByteBuffer.allocate(LmdbLayout.META_END).order(ByteOrder.nativeOrder());
+        while (b.hasRemaining() && f.read(b, (long) m * pageSize + b.position()) > 0) {
+          // reads the meta page's fields
+        }
+        if (!b.hasRemaining() && b.getInt(LmdbLayout.MM_MAGIC) == LmdbLayout.META_MAGIC
+            && (Short.toUnsignedInt(b.getShort(LmdbLayout.PAGE_FLAGS)) & LmdbLayout.P_META) != 0) {
+          newest = Math.max(newest, b.getLong(LmdbLayout.MM_TXNID));
+        }
+      }
+    } catch (NoSuchFileException e) {
+      return -1;
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot read " + LmdbFiles.DATA + ": " + e, e);
+    }
+    return newest;
+  }
+
+  private static ByteBuffer meta(Checkpoint c) {
+    return ByteBuffer.wrap(c.meta.clone()).order(ByteOrder.nativeOrder());
+  }
+
+  /**
+   * Writes checkpoint X's meta page over meta page X & 1 of the data file, and over the other
+   * a copy that records X - 1 (LMDB's meta pages are one transaction apart), then fsyncs: LMDB
+   * then opens at X.
+   */
+  static void rollBack(Path dir, Checkpoint c, String where) {
+    ByteBuffer mine = meta(c);
+    int pageSize = mine.getInt(LmdbLayout.MM_PSIZE);
+    long x = c.txnid;
+    ByteBuffer other = meta(c);
+    other.putLong(0, 1 - (x & 1)); // its page number
+    other.putLong(LmdbLayout.MM_TXNID, Math.max(0, x - 1));
+    try (FileChannel f = FileChannel.open(dir.resolve(LmdbFiles.DATA), StandardOpenOption.WRITE)) {
+      writeAt(f, mine, (x & 1) * pageSize);
+      writeAt(f, other, (1 - (x & 1)) * pageSize);
+      f.force(true);
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot write the checkpoint's meta page back into "
+          + LmdbFiles.DATA + ": " + e, e);
+    }
+  }
+
+  private static void writeAt(FileChannel f, ByteBuffer b, long at) throws IOException {
+    while (b.hasRemaining()) {
+      at += f.write(b, at);
+    }
+  }
+
+  /**
+   * For a store that commits without the log: when directory {@code dir} has a log with a
+   * valid checkpoint (another process wrote through it), forces the map to disk, so that what
+   * the log made durable is LMDB's own, then zeros both checkpoints, so that recovery never
+   * rolls back this process's commits. Under the writer lock.
+   */
+  static void retire(Path dir, org.lmdbjava.Env<?> env, String where) {
+    Path f0 = dir.resolve(LmdbWal.FILE0);
+    Path f1 = dir.resolve(LmdbWal.FILE1);
+    if (!Files.exists(f0) && !Files.exists(f1)) {
+      return;
+    }
+    FileChannel[] files = new FileChannel[2];
+    boolean interrupted = Thread.interrupted(); // with it set, the channels' I/O would fail
+    try {
+      files[0] = FileChannel.open(f0, StandardOpenOption.CREATE, StandardOpenOption.READ,
+          StandardOpenOption.WRITE);
+      files[1] = FileChannel.open(f1, StandardOpenOption.CREATE, StandardOpenOption.READ,
+          StandardOpenOption.WRITE);
+      if (lastCheckpoint(files, where) == null) {
+        return;
+      }
+      env.sync(true);
+      for (FileChannel f : files) {
+        f.write(ByteBuffer.allocate(LmdbWal.HEADER), 0);
+        f.force(false);
+      }
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot retire the write-ahead log: " + e, e);
+    } finally {
+      for (FileChannel f : files) {
+        closeQuietly(f);
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private static void closeQuietly(FileChannel f) {
+    if (f != null) {
+      try {
+        f.close();
+      } catch (IOException e) {
+        // closing releases the file whatever else failed
+      }
+    }
+  }
+}

@@ -1,0 +1,34 @@
+(ns datalith.wal-child
+  "The child JVM of datalith.wal-test: commits durable transactions through the
+  write-ahead log until it is killed.
+
+    java ... clojure.main -m datalith.wal-child DIR OUT NAME LIMIT
+
+  Writes to file OUT (one write call a line) `ready` once the database is
+  open, then `ack I` after each transact! of entity {:w/p NAME :w/i I :w/s S}
+  returns (S a string of a seeded length, so records differ in size). After
+  LIMIT transactions it writes `done` and waits to be killed."
+  (:require [datalith.child-jvm :as child]
+            [datalith.core :as d])
+  (:import (java.io FileOutputStream)
+           (java.util Random)))
+
+(def schema
+  {:w/p {:db/valueType :db.type/string}
+   :w/i {:db/valueType :db.type/long}
+   :w/s {:db/valueType :db.type/string}})
+
+(defn -main [dir out name limit]
+  (child/exit-with-parent!)
+  (let [limit (parse-long limit)
+        rnd (Random. (hash name))
+        f (FileOutputStream. ^String out true)
+        line! (fn [^String s] (.write f (.getBytes (str s "\n"))))
+        conn (d/connect dir {:commit :wal :schema schema})]
+    (line! "ready")
+    (dotimes [i limit]
+      (d/transact! conn [{:w/p name :w/i i
+                          :w/s (apply str (repeat (.nextInt rnd 300) \x))}])
+      (line! (str "ack " i)))
+    (line! "done")
+    (Thread/sleep Long/MAX_VALUE)))

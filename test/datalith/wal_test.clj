@@ -1,0 +1,221 @@
+(ns datalith.wal-test
+  "The write-ahead log of the LMDB store (option :commit :wal, issue #17), with
+  real child JVMs (datalith.wal-child) killed with SIGKILL:
+  - power loss: after a checkpoint, a child commits and is killed; every page of
+    data.mdb written since the checkpoint, and both meta pages, are then
+    overwritten with garbage or their old bytes (what an operating-system crash
+    may leave of unsynced writes); the reopened database holds every
+    acknowledged transaction, whole, and d/verify finds nothing
+  - a torn last record is dropped; a damaged record followed by a valid one is
+    :store/corrupt
+  - two processes writing at once keep every acknowledged transaction after each
+    is killed
+  - a clean close leaves nothing to replay"
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [datalith.child-jvm :as child]
+            [datalith.core :as d]
+            [datalith.test-util :as tu]
+            [datalith.wal-child :as wal-child])
+  (:import (clojure.lang ExceptionInfo)
+           (datalith.conn Conn)
+           (datalith.store LmdbStore SubDb)
+           (java.io File RandomAccessFile)
+           (java.nio ByteBuffer)
+           (java.nio.file Files)
+           (java.util Arrays Random)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private page 4096)
+
+(defn- replayed [conn]
+  (.replayedAtOpen ^LmdbStore (.store ^Conn conn)))
+
+(defn- lines [^File f]
+  (if (.exists f) (vec (str/split-lines (slurp f))) []))
+
+(defn- acks [^File f]
+  (into #{} (keep #(some-> (re-matches #"ack (\d+)" %) second parse-long)) (lines f)))
+
+(defn- start-child
+  "Starts datalith.wal-child on dir; {:process :out}."
+  [^File dir name limit]
+  (let [out (File. (.getParentFile dir) (str name ".out"))
+        err (File. (.getParentFile dir) (str name ".err"))]
+    {:out out
+     :process (child/start (child/command (.getParent dir) "datalith.wal-child"
+                                          (.getPath dir) (.getPath out) name limit)
+                           err)}))
+
+(defn- await-acks
+  "Waits (at most 120 s) until the child acknowledged n transactions or wrote `done`."
+  [{:keys [out]} n]
+  (let [give-up (+ (System/currentTimeMillis) 120000)]
+    (loop []
+      (when-not (or (>= (count (acks out)) n) (some #{"done"} (lines out))
+                    (> (System/currentTimeMillis) give-up))
+        (Thread/sleep 20)
+        (recur)))))
+
+(defn- kill! [{:keys [^Process process]}]
+  (.destroyForcibly process)
+  (.waitFor process))
+
+(defn- committed
+  "{name #{i}} of the entities in the database at dir, and the open's replay count."
+  [^File dir]
+  (with-open [conn (d/connect (.getPath dir) {:commit :wal})]
+    (is (:ok? (d/verify conn)))
+    {:by-name (reduce (fn [m [p i]] (update m p (fnil conj #{}) i)) {}
+                      (d/q '[:find ?p ?i :where [?e :w/p ?p] [?e :w/i ?i]] (d/db conn)))
+     :replayed (replayed conn)}))
+
+(defn- fresh-db
+  "A database in a new directory with the child's schema and a few transactions,
+  closed (so checkpointed); its directory."
+  ^File []
+  (let [dir (File. (tu/temp-dir) "db")]
+    (with-open [conn (d/connect (.getPath dir) {:commit :wal :schema wal-child/schema})]
+      (dotimes [i 5] (d/transact! conn [{:w/p "parent" :w/i i}])))
+    dir))
+
+(defn- read-bytes ^bytes [^File f] (Files/readAllBytes (.toPath f)))
+
+(defn- lose-unsynced-pages!
+  "Overwrites every page of dir's data.mdb that differs from `before` (bytes of it
+  at the checkpoint), every page past its end, and both meta pages, each with
+  random bytes or (when it had them) its old ones; the number of pages changed."
+  [^File dir ^bytes before ^Random rnd]
+  (let [f (File. dir "data.mdb")
+        now (read-bytes f)
+        pages (quot (alength now) page)]
+    (with-open [raf (RandomAccessFile. f "rw")]
+      (count
+       (for [p (range pages)
+             :let [from (* p page)
+                   old? (<= (+ from page) (alength before))
+                   differs? (or (not old?)
+                                (not (Arrays/equals now from (+ from page)
+                                                    before from (+ from page))))]
+             :when (or (< p 2) differs?)]
+         (let [bytes (if (and old? (.nextBoolean rnd))
+                       (Arrays/copyOfRange before (int from) (int (+ from page)))
+                       (let [b (byte-array page)] (.nextBytes rnd b) b))]
+           (.seek raf from)
+           (.write raf ^bytes bytes)
+           p))))))
+
+(deftest acknowledged-commits-survive-the-loss-of-unsynced-pages
+  (doseq [seed [1 2 3]]
+    (let [dir (fresh-db)
+          before (read-bytes (File. dir "data.mdb"))
+          c (start-child dir (str "child" seed) 600)]
+      (try (await-acks c (+ 50 (* 100 seed)))
+           (finally (kill! c)))
+      (let [acked (acks (:out c))
+            lost (lose-unsynced-pages! dir before (Random. seed))
+            {:keys [by-name replayed]} (committed dir)
+            got (get by-name (str "child" seed) #{})]
+        (is (pos? lost) "pages written after the checkpoint were overwritten")
+        (is (seq acked))
+        (is (every? got acked) "every acknowledged transaction is there")
+        (is (= got (set (range (count got)))) "a prefix, without gaps")
+        (is (<= (count got) (inc (count acked))) "at most one unacknowledged")
+        (is (<= (count acked) replayed) "they were replayed from the log")
+        (is (= (set (range 5)) (by-name "parent")))))))
+
+(defn- records
+  "[offset size txnid] of the records of the current segment of dir's log, after its
+  checkpoint."
+  [^File dir]
+  (let [seg (fn [n] (ByteBuffer/wrap (read-bytes (File. dir (str "wal." n)))))
+        epoch (fn [^ByteBuffer b] (if (and (<= 32 (.limit b)) (= 0x444C574C (.getInt b 0))) (.getLong b 24) -1))
+        [^ByteBuffer b e] (max-key second [(seg 0) (epoch (seg 0))] [(seg 1) (epoch (seg 1))])]
+    (loop [at (.getInt b 8) out []]
+      (if (and (= 0x444C574C (.getInt b (int at))) (= e (.getLong b (int (+ at 24)))))
+        (recur (+ at (.getInt b (int (+ at 8))))
+               (conj out [at (.getInt b (int (+ at 8))) (.getLong b (int (+ at 16)))]))
+        {:segment (if (= b (seg 0)) 0 1) :records out}))))
+
+(defn- damage! [^File dir {:keys [segment]} offset]
+  (with-open [raf (RandomAccessFile. (File. dir (str "wal." segment)) "rw")]
+    (.seek raf offset)
+    (let [x (.read raf)]
+      (.seek raf offset)
+      (.write raf (bit-xor x 0x5A)))))
+
+(deftest a-torn-last-record-is-dropped-and-a-damaged-one-amid-the-log-is-corrupt
+  (let [run (fn [] (let [dir (fresh-db)
+                         c (start-child dir "child" 30)]
+                     (try (await-acks c 30) (finally (kill! c)))
+                     (is (= 30 (count (acks (:out c)))))
+                     [dir (records dir)]))]
+    (testing "a torn last record: the commits before it are replayed, it is not"
+      (let [[dir log] (run)
+            [at size] (peek (:records log))]
+        (is (= 30 (count (:records log))))
+        (damage! dir log (+ at size -10))
+        (let [{:keys [by-name replayed]} (committed dir)]
+          (is (= (set (range 29)) (by-name "child")))
+          (is (= 29 replayed)))))
+    (testing "a damaged record followed by valid ones: :store/corrupt, and the files stay"
+      (let [[dir log] (run)
+            [at] (nth (:records log) 10)]
+        (damage! dir log (+ at 40))
+        (let [e (try (d/connect (.getPath dir) {:commit :wal}) nil
+                     (catch ExceptionInfo e e))]
+          (is (= :store/corrupt (:error (ex-data e))) (pr-str e)))
+        (is (thrown? ExceptionInfo (d/connect (.getPath dir) {:commit :wal}))
+            "still refused: nothing was skipped")))))
+
+(deftest two-processes-writing-at-once-keep-every-acknowledged-commit-after-kill-9
+  (let [dir (fresh-db)
+        a (start-child dir "a" 100000)
+        b (start-child dir "b" 100000)]
+    (try (await-acks a 40)
+         (await-acks b 40)
+         (kill! a)
+         (await-acks b (+ 30 (count (acks (:out b)))))
+         (finally (kill! a) (kill! b)))
+    (let [{:keys [by-name]} (committed dir)]
+      (doseq [n ["a" "b"]
+              :let [acked (acks (:out (if (= n "a") a b)))
+                    got (get by-name n #{})]]
+        (is (seq acked))
+        (is (every? got acked) n)
+        (is (= got (set (range (count got)))) n)))))
+
+(deftest a-clean-close-leaves-nothing-to-replay
+  (let [dir (fresh-db)]
+    (with-open [conn (d/connect (.getPath dir) {:commit :wal})]
+      (is (zero? (replayed conn)))
+      (d/transact! conn [{:w/p "again" :w/i 0}]))
+    (with-open [conn (d/connect (.getPath dir) {:commit :wal})]
+      (is (zero? (replayed conn)))
+      (is (= #{[0]} (d/q '[:find ?i :where [?e :w/p "again"] [?e :w/i ?i]] (d/db conn)))))
+    (testing "nor does opening without the log after it"
+      (with-open [conn (d/connect (.getPath dir) {:commit :lmdb-sync})]
+        (is (zero? (replayed conn)))
+        (d/transact! conn [{:w/p "again" :w/i 1}]))
+      (with-open [conn (d/connect (.getPath dir) {:commit :wal})]
+        (is (zero? (replayed conn)))
+        (is (= #{[0] [1]} (d/q '[:find ?i :where [?e :w/p "again"] [?e :w/i ?i]]
+                               (d/db conn))))))))
+
+(deftest a-commit-that-changes-no-page-leaves-no-record
+  ;; LMDB gives such a commit no txnid: a record of it would take the next commit's
+  (let [dir (File. (tu/temp-dir) "db")
+        key (fn [^long n] (doto (ByteBuffer/allocateDirect 8) (.putLong n) (.flip)))
+        commit! (fn [^LmdbStore s f]
+                  (with-open [w (.beginWrite s)]
+                    (f w)
+                    (.commit w)))]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal"})]
+      (commit! s #(.put ^datalith.store.WriteTxn % SubDb/META (key 1) (key 1)))
+      (commit! s #(.delete ^datalith.store.WriteTxn % SubDb/META (key 99)))
+      (commit! s #(.put ^datalith.store.WriteTxn % SubDb/META (key 2) (key 2)))
+      (let [txnids (mapv peek (:records (records dir)))]
+        (is (= 2 (count txnids)))
+        (is (= txnids (vec (range (first txnids) (+ 2 (first txnids))))))))))
