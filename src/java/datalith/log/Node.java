@@ -6,7 +6,10 @@ import datalith.conn.Logged;
 import datalith.conn.Replicated;
 import datalith.conn.TxReport;
 import datalith.db.Errors;
+import datalith.store.Store;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -33,6 +36,11 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class Node implements Replicated {
   private static final Duration POLL = Duration.ofMillis(200);
+  /**
+   * A read of at least this many records finds the node catching up, far behind the log: it
+   * applies them and the reads after it with the store's fsync paused ({@link #catchUp}).
+   */
+  static final int CATCH_UP = 100;
 
   private final Conn conn;
   private final TxLog log;
@@ -144,11 +152,14 @@ public final class Node implements Replicated {
   private void run() {
     try {
       while (!stopping) {
-        for (TxLog.Entry e : log.read(next, POLL)) {
-          if (stopping) {
-            return;
-          }
-          apply(e);
+        List<TxLog.Entry> got = log.read(next, POLL);
+        if (stopping) {
+          return;
+        }
+        if (got.size() >= CATCH_UP) {
+          catchUp(got);
+        } else {
+          applyRun(got, null);
         }
       }
     } catch (RuntimeException e) {
@@ -168,23 +179,76 @@ public final class Node implements Replicated {
     }
   }
 
-  private void apply(TxLog.Entry e) {
-    if (e.offset() != next) {
-      throw Errors.error("log/gap", "The log skipped from offset " + next + " to " + e.offset(),
-          "expected", next, "offset", e.offset());
+  /**
+   * Applies {@code got}, a read of at least {@link #CATCH_UP} records, and the reads after it
+   * while they are as long, with the store's fsync paused ({@code Store.pauseSync}): one sync
+   * when the node has caught up, rather than one a write. This node's own transactions applied
+   * meanwhile are acknowledged only after that sync, once durable here too.
+   */
+  private void catchUp(List<TxLog.Entry> got) {
+    List<Runnable> acks = new ArrayList<>();
+    try (Store.SyncPause pause = conn.store().pauseSync()) {
+      for (List<TxLog.Entry> run = got; ; run = log.read(next, POLL)) {
+        applyRun(run, acks);
+        if (run.size() < CATCH_UP || stopping) {
+          break;
+        }
+      }
     }
-    Object txData = Records.decode(e.value(), e.offset());
-    Logged.Outcome o = Logged.apply(conn, txData, e.offset(), e.timestamp());
-    long s = Records.seqOf(e.key(), id);
+    acks.forEach(Runnable::run);
+  }
+
+  /**
+   * Applies a run of records read from the log, from offset {@code next} on, in as few store
+   * writes as the connection's group commit allows ({@link Logged#apply}), then completes this
+   * node's waiting transactions among them: at once, or, when {@code acks} is not null, by the
+   * tasks it adds to {@code acks}. Records past a gap or an unreadable one are not applied: the
+   * ones before it are, then it throws.
+   */
+  private void applyRun(List<TxLog.Entry> got, List<Runnable> acks) {
+    List<Logged.Record> run = new ArrayList<>(got.size());
+    RuntimeException stop = null;
+    long at = next;
+    for (TxLog.Entry e : got) {
+      if (e.offset() != at) {
+        stop = Errors.error("log/gap", "The log skipped from offset " + at + " to " + e.offset(),
+            "expected", at, "offset", e.offset());
+        break;
+      }
+      try {
+        run.add(new Logged.Record(Records.decode(e.value(), e.offset()), at, e.timestamp()));
+      } catch (RuntimeException x) {
+        stop = x;
+        break;
+      }
+      at++;
+    }
+    Logged.apply(conn, run);
     synchronized (progress) {
-      next = e.offset() + 1;
+      next = at;
       progress.notifyAll();
     }
-    if (s >= 0) {
-      CompletableFuture<Logged.Outcome> f = waiting.remove(s);
-      if (f != null) {
-        f.complete(o);
+    for (int i = 0; i < run.size(); i++) {
+      long s = Records.seqOf(got.get(i).key(), id);
+      if (s >= 0) {
+        Logged.Outcome o = run.get(i).outcome();
+        if (acks == null) {
+          complete(s, o);
+        } else {
+          acks.add(() -> complete(s, o));
+        }
       }
+    }
+    if (stop != null) {
+      throw stop;
+    }
+  }
+
+  /** Completes this node's waiting transaction of sequence number {@code s} with {@code o}. */
+  private void complete(long s, Logged.Outcome o) {
+    CompletableFuture<Logged.Outcome> f = waiting.remove(s);
+    if (f != null) {
+      f.complete(o);
     }
   }
 
