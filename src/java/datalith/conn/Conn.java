@@ -338,7 +338,7 @@ public final class Conn implements Source, AutoCloseable {
         reports.add(new TxReport(last.db(), after.db(), r.changes, r.tempids));
         datoms += r.changes.size();
         last = after;
-        if (taken < group.size()) {
+        if (taken < group.size() && datoms < MAX_GROUP_DATOMS) { // another one reads it
           reading = reading.withChanges(r.changes, r.schema, r.t, r.nextEid);
         }
       }

@@ -157,6 +157,12 @@ public final class KafkaLog implements TxLog {
     return out;
   }
 
+  /** {@inheritDoc} The consumer's lag after its last fetch (the partition's high watermark). */
+  @Override
+  public long behind() {
+    return consumer.currentLag(partition).orElse(0);
+  }
+
   @Override
   public void wakeup() {
     consumer.wakeup();

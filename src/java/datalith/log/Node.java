@@ -36,11 +36,10 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class Node implements Replicated {
   private static final Duration POLL = Duration.ofMillis(200);
-  /**
-   * A read of at least this many records finds the node catching up, far behind the log: it
-   * applies them and the reads after it with the store's fsync paused ({@link #catchUp}).
-   */
-  static final int CATCH_UP = 100;
+  /** A read of this many records or more finds the node catching up ({@link #behind}). */
+  private static final int CATCH_UP = 100;
+  /** The longest run of writes a catch-up applies with the fsync paused ({@link #catchUp}). */
+  private static final Duration CATCH_UP_RUN = Duration.ofSeconds(1);
 
   private final Conn conn;
   private final TxLog log;
@@ -156,7 +155,7 @@ public final class Node implements Replicated {
         if (stopping) {
           return;
         }
-        if (got.size() >= CATCH_UP) {
+        if (behind(got)) {
           catchUp(got);
         } else {
           applyRun(got, null);
@@ -180,17 +179,27 @@ public final class Node implements Replicated {
   }
 
   /**
-   * Applies {@code got}, a read of at least {@link #CATCH_UP} records, and the reads after it
-   * while they are as long, with the store's fsync paused ({@code Store.pauseSync}): one sync
-   * when the node has caught up, rather than one a write. This node's own transactions applied
-   * meanwhile are acknowledged only after that sync, once durable here too.
+   * Whether the node, having read {@code got}, is catching up: the log held more records past
+   * them as the read learnt it, or the read brought at least {@link #CATCH_UP}.
+   */
+  private boolean behind(List<TxLog.Entry> got) {
+    return got.size() >= CATCH_UP || log.behind() > 0;
+  }
+
+  /**
+   * Applies {@code got}, read behind the log's end ({@link #behind}), and the reads after it
+   * while the node is still behind, for at most {@link #CATCH_UP_RUN}, with the store's fsync
+   * paused ({@code Store.pauseSync}): one sync at the end of the run rather than one a write.
+   * This node's own transactions applied meanwhile are acknowledged only after that sync, once
+   * durable here too (the bound on the run bounds how long they wait for it).
    */
   private void catchUp(List<TxLog.Entry> got) {
     List<Runnable> acks = new ArrayList<>();
+    long end = System.nanoTime() + CATCH_UP_RUN.toNanos();
     try (Store.SyncPause pause = conn.store().pauseSync()) {
       for (List<TxLog.Entry> run = got; ; run = log.read(next, POLL)) {
         applyRun(run, acks);
-        if (run.size() < CATCH_UP || stopping) {
+        if (!behind(run) || stopping || System.nanoTime() - end >= 0) {
           break;
         }
       }
