@@ -296,5 +296,9 @@
                                    (:db-after r)))))
               (same-everywhere (d/sync a) (d/sync b))
               (is (= (+ (* 4 5 (- 60 18)) 1)
-                     (count (d/q '[:find ?e :where [?e :user/email]] (d/db b)))))))))
+                     (count (d/q '[:find ?e :where [?e :user/email]] (d/db b)))))))
+            (when (= store :lmdb)
+              (testing "reopened, it goes on from the offset its last write stored: nothing twice"
+                (with-open [b (d/connect target {:log log})]
+                  (same-everywhere (d/sync a) (d/sync b)))))))
       (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
