@@ -418,6 +418,32 @@
       (close [_] (.close k)))))
 
 (deftest ^:kafka transient-read-errors-are-retried
+
+;; ---------------------------------------------------------------- catch-up in runs (h-kbench)
+
+(defn- catch-up-writes
+  "Writes through `conn` 240 transactions of 20 datoms from 4 threads (more than one group's
+  bound on datoms), with failing ones among them: a wrong value type, and a cas on a value an
+  earlier record set (true, or stale). Returns how many failed."
+  [conn]
+  (let [writer (fn [w]
+                 (future
+                   (count
+                    (for [i (range 60)
+                          :let [k (str "w" w "-" i)
+                                tx (case (rem (long i) 10)
+                                     3 [{:user/email k :user/n "not a long"}]
+                                     7 [[:db/cas [:user/email (str "w" w "-" (dec i))] :user/n (dec i) i]]
+                                     8 [[:db/cas [:user/email (str "w" w "-" (- i 2))] :user/n 0 i]]
+                                     (vec (for [j (range 5)]
+                                            {:user/email (if (zero? j) k (str k "." j))
+                                             :user/name (str "n" j) :user/n i
+                                             :user/score (float j)})))]
+                          :when (ex-error #(d/transact! conn tx))]
+                      i))))]
+    (reduce + (map deref (doall (map writer (range 4)))))))
+
+(deftest ^:kafka a-fresh-node-catches-up-in-runs
   (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
     (try
       (with-open [a (node dir-a log)]
@@ -490,4 +516,25 @@
                   (is (every? #(= 1 (counts %)) (for [[i r] all :when (= :ok r)] i))
                       "every acknowledged one exactly once"))))
             (same-everywhere (d/sync a) (d/sync b)))))
+
+        (testing "the writes, with records that fail among them"
+          ;; per writer: 6 of value type, 6 stale cas (the i-2 record holds i-2, not 0)
+          (is (= 48 (catch-up-writes a))))
+        (doseq [[store target] [[:lmdb (str dir-b)] [:mem :mem]]]
+          (testing (str store ": a node from offset 0 applies the topic in runs (runs of many
+                    records, failing records amid them), with the writer's datoms, history and
+                    as-of; its own transaction, written while it is behind, comes back once
+                    applied")
+            (with-open [b (d/connect target {:log log})]
+              (let [r (d/transact! b [{:user/email "late@x" :user/n -1}])]
+                (is (= (d/basis-t (:db-after r)) (inc (d/basis-t (:db-before r)))))
+                (is (= #{[-1]} (d/q '[:find ?n :where [?e :user/email "late@x"] [?e :user/n ?n]]
+                                   (:db-after r)))))
+              (same-everywhere (d/sync a) (d/sync b))
+              (is (= (+ (* 4 5 (- 60 18)) 1)
+                     (count (d/q '[:find ?e :where [?e :user/email]] (d/db b)))))))
+            (when (= store :lmdb)
+              (testing "reopened, it goes on from the offset its last write stored: nothing twice"
+                (with-open [b (d/connect target {:log log})]
+                  (same-everywhere (d/sync a) (d/sync b)))))))
       (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))

@@ -18,6 +18,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.ObjIntConsumer;
 
 /**
  * A connection to one database: owns its {@link Store}, serialises transactions, and holds the
@@ -256,7 +257,7 @@ public final class Conn implements Source, AutoCloseable {
       List<TxFuture> group = queue.take();
       txLock.lock();
       try {
-        queue.putBack(runGroup(group));
+        queue.putBack(runGroup(group, null));
       } finally {
         txLock.unlock();
       }
@@ -292,15 +293,19 @@ public final class Conn implements Source, AutoCloseable {
    * Commits {@code group} with one store write transaction (one sync): each transaction runs on
    * the value after the ones before it (which the transactor reads through an overlay of their
    * datoms, as {@link With} does), and is staged into the write transaction with its own t,
-   * log record and META. One that throws fails alone, staging nothing. Settles every
-   * transaction it ran; returns the ones to run in a later group, in order (those past
-   * {@link #MAX_GROUP_DATOMS}; all but a failed one when staging it failed, which leaves the
-   * write transaction unusable). When the write transaction cannot be taken, or its commit
-   * fails, every transaction it held fails with that error: none of them is committed.
-   * Holds the transaction lock.
+   * log record and META. One that throws its own failure ({@link GroupMember#failsAlone}) fails
+   * alone, staging nothing. Settles every transaction it ran; returns the ones to run in a later
+   * group, in order (those past {@link #MAX_GROUP_DATOMS}; all but a failed one when staging it
+   * failed, which leaves the write transaction unusable). When the write transaction cannot be
+   * taken, or a failure is not a transaction's own, or the commit fails, every transaction it
+   * ran fails with that error: none of them is committed. Holds the transaction lock.
+   *
+   * @param beforeCommit when not null, stages more into the write transaction just before its
+   *     commit, given how many transactions of {@code group} it ran (a log's next offset)
    */
-  private List<TxFuture> runGroup(List<TxFuture> group) {
-    List<TxFuture> staged = new ArrayList<>(group.size());
+  <M extends GroupMember> List<M> runGroup(List<M> group,
+      ObjIntConsumer<WriteTxn> beforeCommit) {
+    List<M> staged = new ArrayList<>(group.size());
     List<TxReport> reports = new ArrayList<>(group.size());
     int taken = 0; // the transactions of group this write transaction ran
     Latest last;
@@ -315,12 +320,15 @@ public final class Conn implements Source, AutoCloseable {
       last.expectBasis(wt);
       Db reading = last.db(); // the value after the staged ones: last, with their overlay
       for (long datoms = 0; taken < group.size() && datoms < MAX_GROUP_DATOMS; ) {
-        TxFuture f = group.get(taken++);
+        M f = group.get(taken++);
         Transactor.Result r;
         try (Snapshot s = first != null ? first : reading.snapshot()) {
           first = null;
-          r = Transactor.run(reading, s, f.txData, last.instant(), null);
+          r = Transactor.run(reading, s, f.txData(), last.instant(), null, f.clock());
         } catch (Throwable e) { // handed to its caller; it alone fails, nothing of it written
+          if (!f.failsAlone(e, false)) {
+            throw e;
+          }
           f.settle(null, e);
           continue;
         }
@@ -328,8 +336,11 @@ public final class Conn implements Source, AutoCloseable {
         try {
           after = last.stage(wt, r.changes, r.schema, r.t, r.nextEid);
         } catch (RuntimeException e) { // wt holds part of it: the others go again without it
+          if (!f.failsAlone(e, true)) {
+            throw e;
+          }
           f.settle(null, e);
-          List<TxFuture> again = new ArrayList<>(staged);
+          List<M> again = new ArrayList<>(staged);
           again.addAll(group.subList(taken, group.size()));
           return again;
         }
@@ -337,7 +348,7 @@ public final class Conn implements Source, AutoCloseable {
         reports.add(new TxReport(last.db(), after.db(), r.changes, r.tempids));
         datoms += r.changes.size();
         last = after;
-        if (taken < group.size()) {
+        if (taken < group.size() && datoms < MAX_GROUP_DATOMS) { // another one reads it
           reading = reading.withChanges(r.changes, r.schema, r.t, r.nextEid);
         }
       }
@@ -345,11 +356,14 @@ public final class Conn implements Source, AutoCloseable {
         first.close();
       }
       if (!staged.isEmpty()) {
+        if (beforeCommit != null) {
+          beforeCommit.accept(wt, taken);
+        }
         wt.commit();
       }
     } catch (Throwable e) { // nothing of the group is committed
       int failed = taken == 0 ? group.size() : taken;
-      for (TxFuture f : group.subList(0, failed)) {
+      for (M f : group.subList(0, failed)) {
         if (!f.isSettled()) {
           f.settle(null, e);
         }

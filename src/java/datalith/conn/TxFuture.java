@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
  * <p>States: pending; told to lead (its caller, waiting in {@link #awaitTurn}, runs the next
  * group, which includes it); done (settled, then signalled).
  */
-public final class TxFuture {
+public final class TxFuture extends GroupMember {
   private static final int PENDING = 0;
   private static final int LEAD = 1;
   private static final int DONE = 2;
@@ -30,7 +30,25 @@ public final class TxFuture {
     this.waited = waited;
   }
 
+  @Override
+  Object txData() {
+    return txData;
+  }
+
+  /** Now: a transaction of the connection is dated when it runs. */
+  @Override
+  long clock() {
+    return System.currentTimeMillis();
+  }
+
+  /** Always: any failure of a transaction of the connection is its own. */
+  @Override
+  boolean failsAlone(Throwable failure, boolean staging) {
+    return true;
+  }
+
   /** Records the result: the report, or the failure (report null). Not yet visible: see signal. */
+  @Override
   void settle(TxReport report, Throwable failure) {
     synchronized (this) {
       this.report = report;
@@ -39,6 +57,7 @@ public final class TxFuture {
   }
 
   /** Whether {@link #settle} gave this a result. */
+  @Override
   synchronized boolean isSettled() {
     return report != null || failure != null;
   }

@@ -13,8 +13,9 @@
  * A connection that follows a replicated log ({@code datalith.log}) hands its transactions to
  * its {@link datalith.conn.Replicated} writer instead (its {@code transactAsync} too, whose
  * future settles the {@code TxFuture}; an import goes chunk by chunk through the writer, in
- * {@code datalith.replica}), and {@link datalith.conn.Logged} applies
- * the log's records to it one at a time, each committed with the log offset after it.
+ * {@code datalith.replica}), and {@link datalith.conn.Logged} applies the log's records to it in
+ * runs through the same group commit ({@code GroupMember}: a waiting transaction or a log
+ * record), each write committed with the log offset after its last record.
  *
  * <p>Layering: this package sits above the transactor, pull and the query engine, and only the
  * APIs ({@code datalith.api}, {@code datalith.core}) sit above it. A database value reaches its

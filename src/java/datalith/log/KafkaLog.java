@@ -237,6 +237,12 @@ public final class KafkaLog implements TxLog {
         "topic", partition.topic(), "retriable", retriable);
   }
 
+  /** {@inheritDoc} The consumer's lag after its last fetch (the partition's high watermark). */
+  @Override
+  public long behind() {
+    return consumer.currentLag(partition).orElse(0);
+  }
+
   @Override
   public void wakeup() {
     consumer.wakeup();

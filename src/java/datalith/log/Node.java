@@ -6,7 +6,9 @@ import datalith.conn.Logged;
 import datalith.conn.Replicated;
 import datalith.conn.TxReport;
 import datalith.db.Errors;
+import datalith.store.Store;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -56,6 +58,10 @@ public final class Node implements Replicated {
   public static final Duration SYNC_TIMEOUT = Duration.ofSeconds(60);
   private static final long BACKOFF_MIN_MS = 100;
   private static final long BACKOFF_MAX_MS = 5_000;
+  /** A read of this many records or more finds the node catching up ({@link #behind}). */
+  private static final int CATCH_UP = 100;
+  /** The longest run of writes a catch-up applies with the fsync paused ({@link #catchUp}). */
+  private static final Duration CATCH_UP_RUN = Duration.ofSeconds(1);
 
   private final Conn conn;
   private final TxLog log;
@@ -224,11 +230,14 @@ public final class Node implements Replicated {
   private void run() {
     try {
       while (!stopping) {
-        for (TxLog.Entry e : readRetrying()) {
-          if (stopping) {
-            return;
-          }
-          apply(e);
+        List<TxLog.Entry> got = readRetrying();
+        if (stopping) {
+          return;
+        }
+        if (behind(got)) {
+          catchUp(got);
+        } else {
+          applyRun(got, null);
         }
       }
     } catch (RuntimeException e) {
@@ -275,23 +284,86 @@ public final class Node implements Replicated {
     }
   }
 
-  private void apply(TxLog.Entry e) {
-    if (e.offset() != next) {
-      throw Errors.error("log/gap", "The log skipped from offset " + next + " to " + e.offset(),
-          "expected", next, "offset", e.offset());
+  /**
+   * Whether the node, having read {@code got}, is catching up: the log held more records past
+   * them as the read learnt it, or the read brought at least {@link #CATCH_UP}.
+   */
+  private boolean behind(List<TxLog.Entry> got) {
+    return got.size() >= CATCH_UP || log.behind() > 0;
+  }
+
+  /**
+   * Applies {@code got}, read behind the log's end ({@link #behind}), and the reads after it
+   * while the node is still behind, for at most {@link #CATCH_UP_RUN}, with the store's fsync
+   * paused ({@code Store.pauseSync}): one sync at the end of the run rather than one a write.
+   * This node's own transactions applied meanwhile are acknowledged only after that sync, once
+   * durable here too (the bound on the run bounds how long they wait for it).
+   */
+  private void catchUp(List<TxLog.Entry> got) {
+    List<Runnable> acks = new ArrayList<>();
+    long end = System.nanoTime() + CATCH_UP_RUN.toNanos();
+    try (Store.SyncPause pause = conn.store().pauseSync()) {
+      for (List<TxLog.Entry> run = got; ; run = readRetrying()) {
+        applyRun(run, acks);
+        if (!behind(run) || stopping || System.nanoTime() - end >= 0) {
+          break;
+        }
+      }
     }
-    Object txData = Records.decode(e.value(), e.offset());
-    Logged.Outcome o = Logged.apply(conn, txData, e.offset(), e.timestamp());
-    long s = Records.seqOf(e.key(), id);
+    acks.forEach(Runnable::run);
+  }
+
+  /**
+   * Applies a run of records read from the log, from offset {@code next} on, in as few store
+   * writes as the connection's group commit allows ({@link Logged#apply}), then completes this
+   * node's waiting transactions among them: at once, or, when {@code acks} is not null, by the
+   * tasks it adds to {@code acks}. Records past a gap or an unreadable one are not applied: the
+   * ones before it are, then it throws.
+   */
+  private void applyRun(List<TxLog.Entry> got, List<Runnable> acks) {
+    List<Logged.Record> run = new ArrayList<>(got.size());
+    RuntimeException stop = null;
+    long at = next;
+    for (TxLog.Entry e : got) {
+      if (e.offset() != at) {
+        stop = Errors.error("log/gap", "The log skipped from offset " + at + " to " + e.offset(),
+            "expected", at, "offset", e.offset());
+        break;
+      }
+      try {
+        run.add(new Logged.Record(Records.decode(e.value(), e.offset()), at, e.timestamp()));
+      } catch (RuntimeException x) {
+        stop = x;
+        break;
+      }
+      at++;
+    }
+    Logged.apply(conn, run);
     synchronized (progress) {
-      next = e.offset() + 1;
+      next = at;
       progress.notifyAll();
     }
-    if (s >= 0) {
-      CompletableFuture<Logged.Outcome> f = waiting.remove(s);
-      if (f != null) {
-        f.complete(o);
+    for (int i = 0; i < run.size(); i++) {
+      long s = Records.seqOf(got.get(i).key(), id);
+      if (s >= 0) {
+        Logged.Outcome o = run.get(i).outcome();
+        if (acks == null) {
+          complete(s, o);
+        } else {
+          acks.add(() -> complete(s, o));
+        }
       }
+    }
+    if (stop != null) {
+      throw stop;
+    }
+  }
+
+  /** Completes this node's waiting transaction of sequence number {@code s} with {@code o}. */
+  private void complete(long s, Logged.Outcome o) {
+    CompletableFuture<Logged.Outcome> f = waiting.remove(s);
+    if (f != null) {
+      f.complete(o);
     }
   }
 

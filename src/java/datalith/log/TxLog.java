@@ -41,6 +41,14 @@ public interface TxLog extends AutoCloseable {
    */
   List<Entry> read(long from, Duration wait);
 
+  /**
+   * How many records the log held past the last {@link #read}'s as that read learnt it (no
+   * round trip; it may have grown since), or 0 when unknown. Reader thread only.
+   */
+  default long behind() {
+    return 0;
+  }
+
   /** Makes a {@link #read} waiting on the reader thread return at once (any thread). */
   void wakeup();
 

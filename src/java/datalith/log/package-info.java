@@ -7,8 +7,12 @@
  * datalith.log.Node} is the connection's writer ({@code datalith.conn.Replicated}): its
  * {@code transact} appends the tx-data ({@code Records}: nippy, data only) and waits for its own
  * applier thread, which applies every record in log order through {@code datalith.conn.Logged}
- * (the transaction and the next offset commit in one store write) and completes the waiting
- * transaction of the node that wrote it.
+ * (each write commits its transactions with the next offset) and completes the waiting
+ * transaction of the node that wrote it. The applier applies what one read of the log brings as
+ * a run, through the connection's group commit (one store write for many records, each still
+ * its own transaction); a node far behind the log's end (a fresh one, or one restarted after a
+ * while) catches up with the store's fsync paused until it is level, acknowledging its own
+ * transactions among those records only after that sync.
  *
  * <p>Determinism: a record is applied on the value after every record before it, dated by its
  * log time (never before the previous transaction), so every node gets the same datoms, entity
