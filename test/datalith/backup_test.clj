@@ -8,7 +8,7 @@
             [datalith.core :as d]
             [datalith.damage :as dmg]
             [datalith.test-util :as tu])
-  (:import (datalith.conn Logged)
+  (:import (datalith.conn Logged Logged$Record)
            (datalith.index Datom)
            (java.io File)))
 
@@ -108,9 +108,9 @@
   ;; a node's offset commits with its datoms (datalith.conn.Logged); a copy opened as a node
   ;; continues from it, so every kind of copy keeps it: LMDB's, and a rebuild from the log
   (tu/each-store [conn]
-    (Logged/apply conn [{:db/ident :x/n :db/valueType :db.type/long
-                         :db/cardinality :db.cardinality/one}] 40 0)
-    (Logged/apply conn [{:x/n 1}] 41 0)
+    (Logged/apply conn [(Logged$Record. [{:db/ident :x/n :db/valueType :db.type/long
+                                          :db/cardinality :db.cardinality/one}] 40 0)
+                        (Logged$Record. [{:x/n 1}] 41 0)])
     (is (= 42 (Logged/offset conn)))
     (let [dir (tu/temp-dir) target (io/file dir "copy") rebuilt (io/file dir "rebuilt")]
       (try
