@@ -68,22 +68,31 @@
 (defn- engine-eavt [db eids]
   (set (for [e eids, a attrs, dt (d/datoms db :eavt e a)] [(:e dt) (:a dt) (:v dt)])))
 
+(defn- transact-history!
+  "Transacts `n-entities` named entities at instant (ms 0), then `history` a
+  transaction at a time on `conn`: {:t0 the entities' t, :eids their ids,
+  :model the naive model's transactions, :values each transaction's db-after,
+  :db the last value}."
+  [conn history]
+  (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
+                                   {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
+        eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
+        [model values] (reduce (fn [[model values instant] tx]
+                                 (let [instant (+ instant (* day (:step tx)))
+                                       after (:db-after (d/transact! conn (tx-data eids tx instant)))]
+                                   [(conj model {:t (d/basis-t after) :instant instant
+                                                 :ops (mapv (partial model-op eids) (:ops tx))})
+                                    (conj values after)
+                                    instant]))
+                               [[] [] (ms 0)] history)]
+    {:t0 (d/basis-t (:db-after r0)) :eids eids :model model :values values :db (d/db conn)}))
+
 (defn- check [store history]
   (tu/with-conn [conn store {:schema schema}]
-    (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
-                                     {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
-          eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
-          [model] (reduce (fn [[model instant] tx]
-                            (let [instant (+ instant (* day (:step tx)))
-                                  r (d/transact! conn (tx-data eids tx instant))]
-                              [(conj model {:t (d/basis-t (:db-after r)) :instant instant
-                                            :ops (mapv (partial model-op eids) (:ops tx))})
-                               instant]))
-                          [[] (ms 0)] history)
-          db (d/db conn)
+    (let [{:keys [t0 eids model db]} (transact-history! conn history)
           points (map ms (range -5 150 7))]
       (every? true?
-              (for [t (range (d/basis-t (:db-after r0)) (inc (d/basis-t db)))
+              (for [t (range t0 (inc (d/basis-t db)))
                     :let [as-of (d/as-of db t)]]
                 (and (= (naive/plain-facts card model t) (engine-facts as-of :aevt))
                      (every? (fn [at]
@@ -106,19 +115,7 @@
 
 (defn- check-shared [store history]
   (tu/with-conn [conn store {:schema schema}]
-    (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
-                                     {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
-          eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
-          [model values] (reduce (fn [[model values instant] tx]
-                                   (let [instant (+ instant (* day (:step tx)))
-                                         r (d/transact! conn (tx-data eids tx instant))
-                                         after (:db-after r)]
-                                     [(conj model {:t (d/basis-t after) :instant instant
-                                                   :ops (mapv (partial model-op eids) (:ops tx))})
-                                      (conj values after)
-                                      instant]))
-                                 [[] [] (ms 0)] history)
-          db (d/db conn)
+    (let [{:keys [eids model values db]} (transact-history! conn history)
           points (map ms (range -5 150 11))]
       (every? true?
               (for [value values
@@ -150,21 +147,11 @@
 
 (defn- check-query-form [store history]
   (tu/with-conn [conn store {:schema schema}]
-    (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
-                                     {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
-          eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
-          [model] (reduce (fn [[model instant] tx]
-                            (let [instant (+ instant (* day (:step tx)))
-                                  r (d/transact! conn (tx-data eids tx instant))]
-                              [(conj model {:t (d/basis-t (:db-after r)) :instant instant
-                                            :ops (mapv (partial model-op eids) (:ops tx))})
-                               instant]))
-                          [[] (ms 0)] history)
-          db (d/db conn)
+    (let [{:keys [t0 eids model db]} (transact-history! conn history)
           points (map ms (range -5 150 13))
           facts (fn [rows] (set (map (fn [[e a x]] [e a x]) rows)))]
       (every? true?
-              (for [t (range (d/basis-t (:db-after r0)) (inc (d/basis-t db)))
+              (for [t (range t0 (inc (d/basis-t db)))
                     :let [as-of (d/as-of db t)]
                     at points
                     :let [inst (java.util.Date. (long at))
@@ -200,24 +187,14 @@
 
 (defn- check-any-valid-time [store history]
   (tu/with-conn [conn store {:schema schema}]
-    (let [r0 (d/transact! conn (conj (mapv (fn [i] {:v/name (str "e" i)}) (range n-entities))
-                                     {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long (ms 0)))}))
-          eids (mapv #(:db/id (d/entity (:db-after r0) [:v/name (str "e" %)])) (range n-entities))
-          [model] (reduce (fn [[model instant] tx]
-                            (let [instant (+ instant (* day (:step tx)))
-                                  r (d/transact! conn (tx-data eids tx instant))]
-                              [(conj model {:t (d/basis-t (:db-after r)) :instant instant
-                                            :ops (mapv (partial model-op eids) (:ops tx))})
-                               instant]))
-                          [[] (ms 0)] history)
-          db (d/db conn)
+    (let [{:keys [t0 eids model db]} (transact-history! conn history)
           points (map ms (range -5 150 7))
           holding '[:find ?e ?a ?v :in $ [?a ...] ?at :valid-at :any-valid-time
                     :where [?e ?a ?v ?from ?to] [(<= ?from ?at)] [(< ?at ?to)]]
           on-source '[:find ?e ?a ?v :in $ [?a ...] ?at
                       :where [?e ?a ?v ?from ?to] [(<= ?from ?at)] [(< ?at ?to)]]]
       (every? true?
-              (for [t (range (d/basis-t (:db-after r0)) (inc (d/basis-t db)))
+              (for [t (range t0 (inc (d/basis-t db)))
                     :let [as-of (d/as-of db t)
                           versions (d/q '[:find ?e ?a ?v ?from ?to :in $ [?a ...]
                                           :valid-at :any-valid-time :where [?e ?a ?v ?from ?to]]

@@ -45,6 +45,16 @@
       (:vaet :vaet-rand) (do (.putLong b v) (.putLong b a) (.putLong b e) (.putLong b tx)))
     (.array b)))
 
+(defn- sorted-keys
+  "[db keys] for each index of `idx`: the keys of datoms start..end-1 of chunk
+  `tx`, sorted as the store orders them (unsigned bytes)."
+  [idx key-of start end tx]
+  (vec (for [db idx]
+         (let [ks (object-array (for [i (range start end)] (key-of db i tx)))]
+           (Arrays/sort ks ^java.util.Comparator (fn [^bytes a ^bytes b]
+                                                   (Arrays/compareUnsigned a b)))
+           [db ks]))))
+
 (def ^:private subdbs {:eavt SubDb/EAVT :aevt SubDb/AEVT :avet SubDb/AVET :vaet SubDb/VAET
                        :avet-rand SubDb/HAVET :vaet-rand SubDb/HVAET})
 
@@ -62,11 +72,7 @@
         (doseq [start (range 0 n chunk)
                 :let [end (min n (+ start chunk))
                       tx (+ 1000000 start)]]
-          (let [per (vec (for [db idx]
-                           (let [ks (object-array (for [i (range start end)] (key-of db i tx)))]
-                             (Arrays/sort ks ^java.util.Comparator (fn [^bytes a ^bytes b]
-                                                                     (Arrays/compareUnsigned a b)))
-                             [db ks])))
+          (let [per (sorted-keys idx key-of start end tx)
                 c0 (cpu-ns)]
             (with-open [^WriteTxn wt (.beginWrite store)]
               (doseq [[db ks] per
@@ -114,11 +120,7 @@
       (doseq [start (range 0 n chunk)
               :let [end (min n (+ start chunk))
                     tx (+ 1000000 start)]]
-        (let [per (vec (for [db idx]
-                         (let [ks (object-array (for [i (range start end)] (key-of db i tx)))]
-                           (Arrays/sort ks ^java.util.Comparator (fn [^bytes a ^bytes b]
-                                                                   (Arrays/compareUnsigned a b)))
-                           [db ks])))
+        (let [per (sorted-keys idx key-of start end tx)
               c0 (cpu-ns)]
           (with-open [^Txn txn (.txnWrite env)]
             (doseq [[db ks] per]
