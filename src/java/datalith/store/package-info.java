@@ -83,9 +83,11 @@
  * dropped; a damaged record followed by a valid one is {@code :store/corrupt}. Processes share
  * the log under the writer lock: a writer whose process did not write the last checkpoint takes
  * one first, so the pin is always held by a live writer. A bulk load ({@code Store.pauseSync})
- * takes a checkpoint and writes a pause record, its commits skip the log, and its end takes a
- * checkpoint; recovery after a pause record trusts LMDB's file as it is (the pause's own
- * contract: an operating-system crash may lose what the pause wrote). A store that commits
+ * takes a checkpoint and writes a pause record (with the operating system's boot id), its
+ * commits skip the log, and its end takes a checkpoint; recovery after a pause record trusts
+ * LMDB's file as it is when the boot is the same (only processes died), and otherwise goes back
+ * to the pause's checkpoint, which the pin kept whole (the pause's own contract: an
+ * operating-system crash may lose what the pause wrote, and the unsynced file may be torn). A store that commits
  * without the log ({@code "lmdb-sync"}, LMDB's own fsync of each commit, or {@code "sync"}
  * false) syncs the map and zeros the log's checkpoints before it writes, so that a later
  * recovery never rolls its commits back.
