@@ -257,7 +257,8 @@
     (let [crc (CRC32C.)]
       (.update crc (.array b) (int at) (int (- size 4)))
       (.putInt b (int (+ at size -4)) (unchecked-int (.getValue crc))))
-    (Files/write (.toPath f) (.array b) (make-array java.nio.file.OpenOption 0))))
+    (Files/write (.toPath f) (.array b)
+                 ^"[Ljava.nio.file.OpenOption;" (make-array java.nio.file.OpenOption 0))))
 
 (deftest a-pause-killed-with-its-process-keeps-its-commits-and-after-a-restart-goes-back-whole
   (testing "the process killed: every commit of the pause is there (the page cache has them)"
@@ -301,23 +302,23 @@
     (close!)
     (doseq [n names]
       (Files/move (.toPath (File. dir ^String n)) (.toPath (File. dir (str n ".away")))
-                  (make-array StandardCopyOption 0))
+                  ^"[Ljava.nio.file.CopyOption;" (make-array StandardCopyOption 0))
       (.mkdir (File. dir ^String n)))
     (fn []
       (close!) ; what the log opened meanwhile is the directory
       (doseq [n names]
         (.delete (File. dir ^String n))
         (Files/move (.toPath (File. dir (str n ".away"))) (.toPath (File. dir ^String n))
-                    (make-array StandardCopyOption 0))))))
+                    ^"[Ljava.nio.file.CopyOption;" (make-array StandardCopyOption 0))))))
 
 (defn- crashed-copy
   "A copy of dir's files as a process killed now would leave them (the page cache's)."
   ^File [^File dir]
   (let [to (File. (tu/temp-dir) "crashed")]
     (.mkdirs to)
-    (doseq [n ["data.mdb" "wal.0" "wal.1"]]
+    (doseq [^String n ["data.mdb" "wal.0" "wal.1"]]
       (Files/copy (.toPath (File. dir n)) (.toPath (File. to n))
-                  (make-array StandardCopyOption 0)))
+                  ^"[Ljava.nio.file.CopyOption;" (make-array StandardCopyOption 0)))
     to))
 
 (defn- io-error [f]
@@ -349,3 +350,31 @@
             (is (= #{0} (by-name "after")) names)
             (is (= #{0 1} (by-name "paused")) names)
             (is (= 1 replayed) names)))))))
+
+(deftest interrupts-during-commits-never-leave-the-store-refusing-writes
+  ;; an interrupt that lands in a record's fdatasync closes the segment and sets the flag
+  ;; again: the cancel that follows must clear it, or its write fails too
+  (let [dir (File. (tu/temp-dir) "db")
+        key (fn [^long n] (doto (ByteBuffer/allocateDirect 8) (.putLong n) (.flip)))]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal"})]
+      (let [done (atom #{})
+            worker (Thread.
+                    (fn []
+                      (dotimes [i 300]
+                        (try
+                          (with-open [w (.beginWrite s)]
+                            (.put w SubDb/META (key i) (key i))
+                            (.commit w))
+                          (swap! done conj i)
+                          (catch Throwable _ nil)))))]
+        (.start worker)
+        (while (.isAlive worker)
+          (.interrupt worker)
+          (Thread/sleep 0 200000))
+        (is (< (count @done) 300) "some commits were interrupted")
+        (with-open [w (.beginWrite s)]
+          (.put w SubDb/META (key 1000) (key 1000))
+          (.commit w))
+        (with-open [r (.beginRead s)]
+          (doseq [i (conj @done 1000)]
+            (is (some? (.get r SubDb/META (key i))) i)))))))

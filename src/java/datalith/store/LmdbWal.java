@@ -3,6 +3,7 @@ package datalith.store;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -54,6 +55,7 @@ final class LmdbWal {
   /** A checkpoint follows a commit once the segment holds this much, or this many commits. */
   private static final long CHECKPOINT_BYTES = 8L << 20;
   private static final int CHECKPOINT_COMMITS = 1024;
+  private static final int CANCEL_ATTEMPTS = 1000; // each one ended by another interrupt
   static final String BOOT_ID = "/proc/sys/kernel/random/boot_id";
 
   private final Env<ByteBuffer> env;
@@ -248,18 +250,38 @@ final class LmdbWal {
     if (paused) {
       return;
     }
+    boolean interrupted = false;
     try {
-      reopen(); // an interrupt may have closed the segment during the append
-      long at = lastRecord;
-      files[segment].write(ByteBuffer.allocate(4), at);
-      files[segment].force(false);
-      offset = at;
-      commits = Math.max(0, commits - 1);
-    } catch (IOException e) {
-      broken = true;
-      throw io("Commit " + txnid + " failed after its record reached the write-ahead log, and"
-          + " the record cannot be cancelled; the store takes no more writes: reopen it", e);
+      for (int attempt = 1; ; attempt++) {
+        try {
+          reopen(); // an interrupt may have closed the segment during the append
+          long at = lastRecord;
+          files[segment].write(ByteBuffer.allocate(4), at);
+          files[segment].force(false);
+          offset = at;
+          commits = Math.max(0, commits - 1);
+          return;
+        } catch (ClosedByInterruptException e) {
+          // another interrupt closed the segment: the cancel must happen all the same
+          interrupted |= Thread.interrupted();
+          if (attempt == CANCEL_ATTEMPTS) {
+            throw uncancelled(txnid, e);
+          }
+        } catch (IOException e) {
+          throw uncancelled(txnid, e);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
+  }
+
+  private RuntimeException uncancelled(long txnid, IOException e) {
+    broken = true;
+    return io("Commit " + txnid + " failed after its record reached the write-ahead log, and"
+        + " the record cannot be cancelled; the store takes no more writes: reopen it", e);
   }
 
   /** Begins a pause: a checkpoint, then a pause record; commits until {@link #resume} skip the log. */
