@@ -79,7 +79,8 @@
  * store holds it shared, and opens take byte 0 in turn) recovers
  * ({@link datalith.store.LmdbWalRecovery}): when the log holds records after its last
  * checkpoint X, or LMDB's last commit is not X, X's meta page is written back over both meta
- * pages, and the records replayed in txnid order. A torn last record (never acknowledged) is
+ * pages, and the records replayed in txnid order, X pinned by a read transaction until the
+ * checkpoint that ends the recovery (a crash in the middle of the replay finds X whole). A torn last record (never acknowledged) is
  * dropped; a damaged record followed by a valid one is {@code :store/corrupt}. Processes share
  * the log under the writer lock: a writer whose process did not write the last checkpoint takes
  * one first, so the pin is always held by a live writer. A bulk load ({@code Store.pauseSync})
