@@ -7,10 +7,14 @@
   Writes to file OUT (one write call a line) `ready` once the database is
   open, then `ack I` after each transact! of entity {:w/p NAME :w/i I :w/s S}
   returns (S a string of a seeded length, so records differ in size). After
-  LIMIT transactions it writes `done` and waits to be killed."
+  LIMIT transactions it writes `done` and waits to be killed. With a fifth
+  argument `pause`, it commits with the store's fsync paused (Store.pauseSync, as
+  an import does) and writes `applied I` instead of `ack I`: nothing it commits
+  is acknowledged as durable."
   (:require [datalith.child-jvm :as child]
             [datalith.core :as d])
-  (:import (java.io FileOutputStream)
+  (:import (datalith.conn Conn)
+           (java.io FileOutputStream)
            (java.util Random)))
 
 (def schema
@@ -18,17 +22,20 @@
    :w/i {:db/valueType :db.type/long}
    :w/s {:db/valueType :db.type/string}})
 
-(defn -main [dir out name limit]
+(defn -main [dir out name limit & [mode]]
   (child/exit-with-parent!)
   (let [limit (parse-long limit)
         rnd (Random. (hash name))
         f (FileOutputStream. ^String out true)
         line! (fn [^String s] (.write f (.getBytes (str s "\n"))))
-        conn (d/connect dir {:commit :wal :schema schema})]
+        conn (d/connect dir {:commit :wal :schema schema})
+        pause? (= mode "pause")]
+    (when pause?
+      (.pauseSync (.store ^Conn conn)))
     (line! "ready")
     (dotimes [i limit]
       (d/transact! conn [{:w/p name :w/i i
                           :w/s (apply str (repeat (.nextInt rnd 300) \x))}])
-      (line! (str "ack " i)))
+      (line! (str (if pause? "applied " "ack ") i)))
     (line! "done")
     (Thread/sleep Long/MAX_VALUE)))

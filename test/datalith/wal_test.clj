@@ -10,7 +10,13 @@
     :store/corrupt
   - two processes writing at once keep every acknowledged transaction after each
     is killed
-  - a clean close leaves nothing to replay"
+  - a clean close leaves nothing to replay
+  - a pause (Store.pauseSync, a bulk load's) killed with the process keeps its
+    commits; after an operating-system restart (its pause record's boot id not
+    this boot's) with its unsynced pages lost, the store goes back to the pause's
+    checkpoint, whole
+  - a pause or its end that fails on the log's I/O leaves later commits durable
+    through the log (h-walrev)"
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
@@ -23,8 +29,10 @@
            (datalith.store LmdbStore SubDb)
            (java.io File RandomAccessFile)
            (java.nio ByteBuffer)
-           (java.nio.file Files)
-           (java.util Arrays Random)))
+           (java.nio.channels FileChannel)
+           (java.nio.file Files StandardCopyOption)
+           (java.util Arrays Random)
+           (java.util.zip CRC32C)))
 
 (set! *warn-on-reflection* true)
 
@@ -40,13 +48,13 @@
   (into #{} (keep #(some-> (re-matches #"ack (\d+)" %) second parse-long)) (lines f)))
 
 (defn- start-child
-  "Starts datalith.wal-child on dir; {:process :out}."
-  [^File dir name limit]
+  "Starts datalith.wal-child on dir (with `mode`, when given); {:process :out}."
+  [^File dir name limit & mode]
   (let [out (File. (.getParentFile dir) (str name ".out"))
         err (File. (.getParentFile dir) (str name ".err"))]
     {:out out
-     :process (child/start (child/command (.getParent dir) "datalith.wal-child"
-                                          (.getPath dir) (.getPath out) name limit)
+     :process (child/start (apply child/command (.getParent dir) "datalith.wal-child"
+                                  (.getPath dir) (.getPath out) name limit mode)
                            err)}))
 
 (defn- await-acks
@@ -219,3 +227,190 @@
       (let [txnids (mapv peek (:records (records dir)))]
         (is (= 2 (count txnids)))
         (is (= txnids (vec (range (first txnids) (+ 2 (first txnids))))))))))
+
+;; h-walrev: pauses (Store.pauseSync) and the log
+
+(defn- applied [^File f]
+  (into #{} (keep #(some-> (re-matches #"applied (\d+)" %) second parse-long)) (lines f)))
+
+(defn- await-applied [{:keys [out]} n]
+  (let [give-up (+ (System/currentTimeMillis) 120000)]
+    (loop []
+      (when-not (or (>= (count (applied out)) n) (some #{"done"} (lines out))
+                    (> (System/currentTimeMillis) give-up))
+        (Thread/sleep 20)
+        (recur)))))
+
+(defn- reboot!
+  "Rewrites the boot id in the pause record of dir's log (and the record's crc), as
+  if the operating system had restarted since it was written."
+  [^File dir]
+  (let [{:keys [segment records]} (records dir)
+        [at size] (first records)
+        f (File. dir (str "wal." segment))
+        b (ByteBuffer/wrap (read-bytes f))
+        length (.getInt b (int (+ at 12)))]
+    (is (= 3 (.get b (int (+ at 4)))) "the first record after the checkpoint is a pause")
+    (is (pos? length) "it carries the boot id")
+    (dotimes [i length]
+      (.put b (int (+ at 32 i)) (byte (if (= 45 (.get b (int (+ at 32 i)))) 45 48))))
+    (let [crc (CRC32C.)]
+      (.update crc (.array b) (int at) (int (- size 4)))
+      (.putInt b (int (+ at size -4)) (unchecked-int (.getValue crc))))
+    (Files/write (.toPath f) (.array b)
+                 ^"[Ljava.nio.file.OpenOption;" (make-array java.nio.file.OpenOption 0))))
+
+(deftest a-pause-killed-with-its-process-keeps-its-commits-and-after-a-restart-goes-back-whole
+  (testing "the process killed: every commit of the pause is there (the page cache has them)"
+    (let [dir (fresh-db)
+          c (start-child dir "child" 100000 "pause")]
+      (try (await-applied c 60) (finally (kill! c)))
+      (let [done (applied (:out c))
+            {:keys [by-name]} (committed dir)
+            got (get by-name "child" #{})]
+        (is (<= 60 (count done)))
+        (is (every? got done))
+        (is (= got (set (range (count got)))))
+        (is (= (set (range 5)) (by-name "parent"))))))
+  (testing "an operating-system restart that lost unsynced pages: back to the pause's checkpoint"
+    (doseq [seed [1 2 3]]
+      (let [dir (fresh-db)
+            before (read-bytes (File. dir "data.mdb"))
+            c (start-child dir (str "child" seed) 100000 "pause")]
+        (try (await-applied c (+ 50 (* 100 seed))) (finally (kill! c)))
+        (reboot! dir)
+        (is (pos? (lose-unsynced-pages! dir before (Random. seed))))
+        (let [{:keys [by-name replayed]} (committed dir)]
+          (is (= (set (range 5)) (by-name "parent")) seed)
+          (is (nil? (by-name (str "child" seed))) "nothing the pause wrote was acknowledged")
+          (is (zero? replayed)))))))
+
+(defn- field [^Class c ^String name obj]
+  (.get (doto (.getDeclaredField c name) (.setAccessible true)) obj))
+
+(defn- block-log!
+  "Closes the store's log's channels to the files `names` (\"wal.0\" and \"wal.1\", or
+  \"data.mdb\", which the log reads meta pages from) and puts a directory in place of each
+  file, so that the log's next I/O on them fails (it reopens them); a function that undoes
+  it."
+  [conn ^File dir names]
+  (let [wal (field LmdbStore "wal" (.store ^Conn conn))
+        close! #(doseq [^FileChannel ch (if (= names ["data.mdb"])
+                                          [(field (class wal) "data" wal)]
+                                          (field (class wal) "files" wal))]
+                  (some-> ch .close))]
+    (close!)
+    (doseq [n names]
+      (Files/move (.toPath (File. dir ^String n)) (.toPath (File. dir (str n ".away")))
+                  ^"[Ljava.nio.file.CopyOption;" (make-array StandardCopyOption 0))
+      (.mkdir (File. dir ^String n)))
+    (fn []
+      (close!) ; what the log opened meanwhile is the directory
+      (doseq [n names]
+        (.delete (File. dir ^String n))
+        (Files/move (.toPath (File. dir (str n ".away"))) (.toPath (File. dir ^String n))
+                    ^"[Ljava.nio.file.CopyOption;" (make-array StandardCopyOption 0))))))
+
+(defn- crashed-copy
+  "A copy of dir's files as a process killed now would leave them (the page cache's)."
+  ^File [^File dir]
+  (let [to (File. (tu/temp-dir) "crashed")]
+    (.mkdirs to)
+    (doseq [^String n ["data.mdb" "wal.0" "wal.1"]]
+      (Files/copy (.toPath (File. dir n)) (.toPath (File. to n))
+                  ^"[Ljava.nio.file.CopyOption;" (make-array StandardCopyOption 0)))
+    to))
+
+(defn- io-error [f]
+  (try (f) nil (catch ExceptionInfo e (:error (ex-data e)))))
+
+(deftest a-failed-pause-or-end-of-pause-leaves-later-commits-durable-through-the-log
+  (testing "a pause whose checkpoint fails begins no pause"
+    (let [dir (fresh-db)]
+      (with-open [conn (d/connect (.getPath dir) {:commit :wal})]
+        (let [unblock (block-log! conn dir ["data.mdb"])] ; fails after the sync
+          (is (= :store/io (io-error #(.pauseSync (.store ^Conn conn)))))
+          (unblock))
+        (d/transact! conn [{:w/p "after" :w/i 0}])
+        (let [{:keys [by-name replayed]} (committed (crashed-copy dir))]
+          (is (= #{0} (by-name "after")) "the acknowledged commit survives the crash")
+          (is (= 1 replayed) "from its record")))))
+  (testing "an end of pause that fails: the next commit's record follows a checkpoint"
+    (doseq [names [["wal.0" "wal.1"] ["data.mdb"]]] ; before the checkpoint, or in it
+      (let [dir (fresh-db)]
+        (with-open [conn (d/connect (.getPath dir) {:commit :wal})]
+          (let [pause (.pauseSync (.store ^Conn conn))]
+            (d/transact! conn [{:w/p "paused" :w/i 0}])
+            (d/transact! conn [{:w/p "paused" :w/i 1}])
+            (let [unblock (block-log! conn dir names)]
+              (is (= :store/io (io-error #(.close ^java.lang.AutoCloseable pause))))
+              (unblock)))
+          (d/transact! conn [{:w/p "after" :w/i 0}])
+          (let [{:keys [by-name replayed]} (committed (crashed-copy dir))]
+            (is (= #{0} (by-name "after")) names)
+            (is (= #{0 1} (by-name "paused")) names)
+            (is (= 1 replayed) names)))))))
+
+(deftest interrupts-during-commits-never-leave-the-store-refusing-writes
+  ;; an interrupt that lands in a record's fdatasync closes the segment and sets the flag
+  ;; again: the cancel that follows must clear it, or its write fails too
+  (let [dir (File. (tu/temp-dir) "db")
+        key (fn [^long n] (doto (ByteBuffer/allocateDirect 8) (.putLong n) (.flip)))]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal"})]
+      (let [done (atom #{})
+            worker (Thread.
+                    (fn []
+                      (dotimes [i 300]
+                        (try
+                          (with-open [w (.beginWrite s)]
+                            (.put w SubDb/META (key i) (key i))
+                            (.commit w))
+                          (swap! done conj i)
+                          (catch Throwable _ nil)))))]
+        (.start worker)
+        (while (.isAlive worker)
+          (.interrupt worker)
+          (Thread/sleep 0 200000))
+        (is (< (count @done) 300) "some commits were interrupted")
+        (with-open [w (.beginWrite s)]
+          (.put w SubDb/META (key 1000) (key 1000))
+          (.commit w))
+        (with-open [r (.beginRead s)]
+          (doseq [i (conj @done 1000)]
+            (is (some? (.get r SubDb/META (key i))) i)))))))
+
+(defn- rewrite-record!
+  "Sets byte `i` of the payload of the record at `at` (size `size`) of dir's log's
+  `segment` to `x`, with a crc that matches; the byte it had."
+  [^File dir segment at size i x]
+  (let [f (File. dir (str "wal." segment))
+        b (ByteBuffer/wrap (read-bytes f))
+        old (.get b (int (+ at 32 i)))
+        crc (CRC32C.)]
+    (.put b (int (+ at 32 i)) (byte x))
+    (.update crc (.array b) (int at) (int (- size 4)))
+    (.putInt b (int (+ at size -4)) (unchecked-int (.getValue crc)))
+    (Files/write (.toPath f) (.array b)
+                 ^"[Ljava.nio.file.OpenOption;" (make-array java.nio.file.OpenOption 0))
+    old))
+
+(deftest a-recovery-that-stops-half-way-leaves-the-checkpoint-whole
+  ;; the replay's commits are unsynced: the checkpoint they start from stays pinned, so that
+  ;; a crash in the middle of the replay finds it whole again
+  (let [dir (fresh-db)
+        before (read-bytes (File. dir "data.mdb"))
+        c (start-child dir "child" 300)]
+    (try (await-acks c 300) (finally (kill! c)))
+    (let [acked (acks (:out c))
+          {:keys [segment records]} (records dir)
+          [at size] (nth records 250)
+          old (rewrite-record! dir segment at size 0 0x7F)] ; an op that does not parse
+      (is (= 300 (count acked)))
+      (is (= :store/corrupt (io-error #(d/connect (.getPath dir) {:commit :wal})))
+          "the replay stops at the record that does not parse")
+      (lose-unsynced-pages! dir before (Random. 7)) ; an operating-system crash now
+      (rewrite-record! dir segment at size 0 old)
+      (let [{:keys [by-name replayed]} (committed dir)]
+        (is (= (set (range 300)) (by-name "child")))
+        (is (= 300 replayed))
+        (is (= (set (range 5)) (by-name "parent")))))))

@@ -20,6 +20,7 @@ import org.lmdbjava.DbiFlags;
 import org.lmdbjava.Env;
 import org.lmdbjava.EnvFlags;
 import org.lmdbjava.LmdbException;
+import org.lmdbjava.Txn;
 
 /**
  * The durable {@link Store}: one LMDB environment per directory, one named sub-database per
@@ -323,13 +324,24 @@ public final class LmdbStore implements Store {
    * the log), or retires the log (commits without it).
    */
   private void recover(LmdbWalRecovery.Plan plan, boolean alone) {
-    if (plan != null) {
-      for (LmdbWalRecovery.Commit c : plan.commits) {
-        replay(c);
+    // While the records replay (unsynced: MDB_NOSYNC, or LMDB's sync after the log's commit
+    // records), a read transaction pins the checkpoint X that the open wrote back, as the
+    // writer's pin did: LMDB reuses none of X's pages, so that a crash before the checkpoint
+    // below finds X whole, to go back to again.
+    Txn<ByteBuffer> pin = plan == null ? null : env.txnRead();
+    try {
+      if (plan != null) {
+        for (LmdbWalRecovery.Commit c : plan.commits) {
+          replay(c);
+        }
       }
-    }
-    if (alone) {
-      runLocked(wal != null ? wal::checkpoint : () -> LmdbWalRecovery.retire(dir, env, where));
+      if (alone) {
+        runLocked(wal != null ? wal::checkpoint : () -> LmdbWalRecovery.retire(dir, env, where));
+      }
+    } finally {
+      if (pin != null) {
+        pin.close();
+      }
     }
   }
 

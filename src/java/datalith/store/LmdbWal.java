@@ -3,6 +3,7 @@ package datalith.store;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,8 +30,11 @@ import org.lmdbjava.Txn;
  * length u32, txnid u64, epoch u64, payload, zeros to align, crc32c u32 of everything before it}, big-endian. A checkpoint's
  * payload is {owner u64, the first {@link LmdbLayout#META_END} bytes of X's meta page}, its
  * txnid X; a commit's is its {@link WriteLog}'s entries, its txnid the one LMDB gives it; a pause
- * record (a bulk load's, {@code Store.pauseSync}) has none: after it, the log holds nothing and
- * LMDB's own file is what recovery trusts. Stale bytes of a recycled segment carry an older
+ * record's (a bulk load's, {@code Store.pauseSync}) is the operating system's boot id
+ * ({@link #bootId}): after it the log holds nothing, and recovery trusts LMDB's file as it is
+ * when the boot is the same (only processes died, the page cache holds the pause's writes), and
+ * goes back to the checkpoint otherwise. A pause that fails begins none; the end of a pause
+ * ends it even when its checkpoint fails, and the next commit then takes one before its record. Stale bytes of a recycled segment carry an older
  * epoch, so they never read as records of the current one.
  *
  * <p>Processes: the log is shared by every process on the directory and used under the
@@ -51,6 +55,8 @@ final class LmdbWal {
   /** A checkpoint follows a commit once the segment holds this much, or this many commits. */
   private static final long CHECKPOINT_BYTES = 8L << 20;
   private static final int CHECKPOINT_COMMITS = 1024;
+  private static final int CANCEL_ATTEMPTS = 1000; // each one ended by another interrupt
+  static final String BOOT_ID = "/proc/sys/kernel/random/boot_id";
 
   private final Env<ByteBuffer> env;
   private final String where;
@@ -183,7 +189,8 @@ final class LmdbWal {
       offset = CHECKPOINT_SIZE;
       commits = 0;
       if (paused) {
-        append(begin(PAUSE, x, e, 0));
+        byte[] boot = bootId();
+        append(begin(PAUSE, x, e, boot.length).put(boot));
       }
     } catch (IOException ex) {
       throw io("Cannot write a checkpoint to the write-ahead log", ex);
@@ -219,7 +226,7 @@ final class LmdbWal {
       append(r);
     } catch (IOException e) {
       lastRecord = offset; // what reached the file of it must never read as a record
-      cancelNow(txnid);
+      cancel(txnid); // with the flag an interrupt that closed the segment set cleared again
       throw io("Cannot write to the write-ahead log", e);
     }
     commits++;
@@ -243,18 +250,38 @@ final class LmdbWal {
     if (paused) {
       return;
     }
+    boolean interrupted = false;
     try {
-      reopen(); // an interrupt may have closed the segment during the append
-      long at = lastRecord;
-      files[segment].write(ByteBuffer.allocate(4), at);
-      files[segment].force(false);
-      offset = at;
-      commits = Math.max(0, commits - 1);
-    } catch (IOException e) {
-      broken = true;
-      throw io("Commit " + txnid + " failed after its record reached the write-ahead log, and"
-          + " the record cannot be cancelled; the store takes no more writes: reopen it", e);
+      for (int attempt = 1; ; attempt++) {
+        try {
+          reopen(); // an interrupt may have closed the segment during the append
+          long at = lastRecord;
+          files[segment].write(ByteBuffer.allocate(4), at);
+          files[segment].force(false);
+          offset = at;
+          commits = Math.max(0, commits - 1);
+          return;
+        } catch (ClosedByInterruptException e) {
+          // another interrupt closed the segment: the cancel must happen all the same
+          interrupted |= Thread.interrupted();
+          if (attempt == CANCEL_ATTEMPTS) {
+            throw uncancelled(txnid, e);
+          }
+        } catch (IOException e) {
+          throw uncancelled(txnid, e);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
+  }
+
+  private RuntimeException uncancelled(long txnid, IOException e) {
+    broken = true;
+    return io("Commit " + txnid + " failed after its record reached the write-ahead log, and"
+        + " the record cannot be cancelled; the store takes no more writes: reopen it", e);
   }
 
   /** Begins a pause: a checkpoint, then a pause record; commits until {@link #resume} skip the log. */
@@ -265,17 +292,22 @@ final class LmdbWal {
   private void pauseNow() {
     checkUsable();
     paused = true;
-    checkpoint();
+    try {
+      checkpointNow();
+    } catch (RuntimeException e) {
+      paused = false; // no pause began: commits go on through the log
+      throw e;
+    }
   }
 
   /** Ends a pause with a checkpoint (which syncs what the paused commits wrote). */
   void resume() {
-    uninterrupted(this::resumeNow);
-  }
-
-  private void resumeNow() {
+    // ended whatever fails below (the caller's pause is over): the pause's checkpoint is
+    // followed by a pause record, after which no commit record may go, so the next own() takes
+    // a checkpoint first unless this one is taken
     paused = false;
-    checkpoint();
+    epoch = -1;
+    uninterrupted(this::checkpointNow);
   }
 
   /** The final checkpoint of a clean close; then releases the pin and files. */
@@ -364,6 +396,20 @@ final class LmdbWal {
       at += f.write(zeros, at);
     }
     f.force(true);
+  }
+
+  /**
+   * The operating system's boot id (Linux's {@value #BOOT_ID}), or no bytes when it cannot be
+   * read: a pause record carries it, so that recovery knows whether the pause's unsynced writes
+   * outlived only the process (the same boot: they are in the page cache) or not.
+   */
+  static byte[] bootId() {
+    try {
+      byte[] id = Files.readAllBytes(Path.of(BOOT_ID));
+      return id.length <= 64 ? id : new byte[0];
+    } catch (IOException | RuntimeException e) {
+      return new byte[0];
+    }
   }
 
   private RuntimeException io(String message, Exception cause) {

@@ -59,16 +59,21 @@ final class LmdbWalRecovery {
     }
   }
 
-  /** What the log holds: its last checkpoint, the commits after it, and whether a pause follows. */
+  /**
+   * What the log holds: its last checkpoint, the commits after it, and whether a pause follows
+   * and began in this boot of the operating system (its unsynced writes are in the page cache).
+   */
   static final class Plan {
     final Checkpoint checkpoint;
     final List<Commit> commits;
     final boolean paused;
+    final boolean pausedThisBoot;
 
-    Plan(Checkpoint checkpoint, List<Commit> commits, boolean paused) {
+    Plan(Checkpoint checkpoint, List<Commit> commits, boolean paused, boolean pausedThisBoot) {
       this.checkpoint = checkpoint;
       this.commits = commits;
       this.paused = paused;
+      this.pausedThisBoot = pausedThisBoot;
     }
   }
 
@@ -212,6 +217,7 @@ final class LmdbWalRecovery {
   private static Plan scan(ByteBuffer b, Checkpoint c, String where) {
     List<Commit> commits = new ArrayList<>();
     boolean paused = false;
+    boolean thisBoot = false;
     int at = LmdbWal.CHECKPOINT_SIZE;
     long next = c.txnid + 1;
     while (true) {
@@ -230,6 +236,11 @@ final class LmdbWalRecovery {
         next++;
       } else if (kind == LmdbWal.PAUSE && txnid == next - 1) {
         paused = true;
+        byte[] boot = LmdbWal.bootId();
+        int length = b.getInt(at + 12);
+        thisBoot = boot.length > 0 && length == boot.length
+            && length <= size - LmdbWal.HEADER - 4
+            && b.slice(at + LmdbWal.HEADER, length).equals(ByteBuffer.wrap(boot));
       } else {
         break;
       }
@@ -244,7 +255,7 @@ final class LmdbWalRecovery {
             Keyword.intern("file"), segmentName(c.segment), Keyword.intern("offset"), at);
       }
     }
-    return new Plan(c, commits, paused);
+    return new Plan(c, commits, paused, thisBoot);
   }
 
   private static String segmentName(int s) {
@@ -254,13 +265,17 @@ final class LmdbWalRecovery {
   /**
    * Whether the data file must go back to the checkpoint: it has records after it, or LMDB's
    * last commit is not the checkpoint's (read leniently: a damaged meta page counts as not).
+   * After a pause record, LMDB's file is kept as it is only when the pause began in this boot
+   * of the operating system (only the process died: its writes are in the page cache); after a
+   * restart they may have reached the disk in part, a meta page without the pages it points
+   * to, and the file goes back to the pause's checkpoint, whose pages the pin kept intact.
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when the data file's last commit
    *     is older than the checkpoint (a data file from before the log)
    */
   static boolean mustRollBack(Path dir, Plan plan, String where) {
-    if (plan.paused) {
-      return false; // a bulk load's commits since are LMDB's own
+    if (plan.paused && plan.pausedThisBoot) {
+      return false; // a bulk load's commits since are LMDB's own, whole in the page cache
     }
     long newest = newestCommit(dir, plan.checkpoint, where);
     if (newest >= 0 && newest < plan.checkpoint.txnid) {
@@ -269,7 +284,7 @@ final class LmdbWalRecovery {
           + "): the data file was replaced. Move " + LmdbWal.FILE0 + " and " + LmdbWal.FILE1
           + " away to open it as it is", null);
     }
-    return !plan.commits.isEmpty() || newest != plan.checkpoint.txnid;
+    return plan.paused || !plan.commits.isEmpty() || newest != plan.checkpoint.txnid;
   }
 
   /** The larger txnid of the data file's meta pages that read as LMDB's, or -1. */

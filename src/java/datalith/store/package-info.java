@@ -79,13 +79,16 @@
  * store holds it shared, and opens take byte 0 in turn) recovers
  * ({@link datalith.store.LmdbWalRecovery}): when the log holds records after its last
  * checkpoint X, or LMDB's last commit is not X, X's meta page is written back over both meta
- * pages, and the records replayed in txnid order. A torn last record (never acknowledged) is
+ * pages, and the records replayed in txnid order, X pinned by a read transaction until the
+ * checkpoint that ends the recovery (a crash in the middle of the replay finds X whole). A torn last record (never acknowledged) is
  * dropped; a damaged record followed by a valid one is {@code :store/corrupt}. Processes share
  * the log under the writer lock: a writer whose process did not write the last checkpoint takes
  * one first, so the pin is always held by a live writer. A bulk load ({@code Store.pauseSync})
- * takes a checkpoint and writes a pause record, its commits skip the log, and its end takes a
- * checkpoint; recovery after a pause record trusts LMDB's file as it is (the pause's own
- * contract: an operating-system crash may lose what the pause wrote). A store that commits
+ * takes a checkpoint and writes a pause record (with the operating system's boot id), its
+ * commits skip the log, and its end takes a checkpoint; recovery after a pause record trusts
+ * LMDB's file as it is when the boot is the same (only processes died), and otherwise goes back
+ * to the pause's checkpoint, which the pin kept whole (the pause's own contract: an
+ * operating-system crash may lose what the pause wrote, and the unsynced file may be torn). A store that commits
  * without the log ({@code "lmdb-sync"}, LMDB's own fsync of each commit, or {@code "sync"}
  * false) syncs the map and zeros the log's checkpoints before it writes, so that a later
  * recovery never rolls its commits back.
