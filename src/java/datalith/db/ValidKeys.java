@@ -16,10 +16,16 @@ final class ValidKeys {
   /** The keys as read-only buffers, what a cursor hands out. */
   final ByteBuffer[] views;
   final long[][] intervals;
-  // each key's first two 8-byte words, sign-flipped so that signed order is unsigned byte
-  // order (every index key has at least 24 bytes): most comparisons end on them
+  // each key's first three 8-byte words, sign-flipped so that signed order is unsigned byte
+  // order (every index key has at least 24 bytes): most comparisons end on them (an AVET key's
+  // third word holds the end of a short value or the start of the entity)
   private final long[] w0;
   private final long[] w1;
+  private final long[] w2;
+  // the first from and last to of each key's intervals, side by side: most keys of a scan hold
+  // at other instants, and a cursor passes them on these alone
+  private final long[] lo;
+  private final long[] hi;
 
   /** The entries of {@code sorted} (ordered by {@link Overlay#compare}), in that order. */
   ValidKeys(TreeMap<ByteBuffer, long[]> sorted) {
@@ -29,6 +35,9 @@ final class ValidKeys {
     intervals = new long[n][];
     w0 = new long[n];
     w1 = new long[n];
+    w2 = new long[n];
+    lo = new long[n];
+    hi = new long[n];
     int i = 0;
     for (Map.Entry<ByteBuffer, long[]> en : sorted.entrySet()) {
       ByteBuffer k = en.getKey();
@@ -38,6 +47,13 @@ final class ValidKeys {
       intervals[i] = en.getValue();
       w0[i] = Bytes.longAt(keys[i], 0) ^ Long.MIN_VALUE;
       w1[i] = Bytes.longAt(keys[i], 8) ^ Long.MIN_VALUE;
+      w2[i] = Bytes.longAt(keys[i], 16) ^ Long.MIN_VALUE;
+      lo[i] = Long.MAX_VALUE;
+      hi[i] = Long.MIN_VALUE;
+      for (int j = 0; j < intervals[i].length; j += 2) {
+        lo[i] = Math.min(lo[i], intervals[i][j]);
+        hi[i] = Math.max(hi[i], intervals[i][j + 1]);
+      }
       i++;
     }
   }
@@ -48,6 +64,9 @@ final class ValidKeys {
 
   /** Whether key {@code i} holds at instant {@code at}. */
   boolean shown(int i, long at) {
+    if (at < lo[i] || at >= hi[i]) {
+      return false;
+    }
     long[] iv = intervals[i];
     for (int j = 0; j < iv.length; j += 2) {
       if (iv[j] <= at && at < iv[j + 1]) {
@@ -70,7 +89,7 @@ final class ValidKeys {
       if (c == 0) {
         c = Long.compare(w1[mid], p1);
         if (c == 0) {
-          c = compare(keys[mid], k);
+          c = compare(keys[mid], k, 0);
         }
       }
       if (c < 0) {
@@ -82,7 +101,7 @@ final class ValidKeys {
     return lo;
   }
 
-  /** The sign of comparing key {@code i} with {@code k}, a store key of 16 bytes or more. */
+  /** The sign of comparing key {@code i} with {@code k}, a store key. */
   int compareTo(int i, ByteBuffer k) {
     if (k.limit() >= 16) {
       long x = Bytes.longAt(k, 0) ^ Long.MIN_VALUE;
@@ -93,8 +112,16 @@ final class ValidKeys {
       if (w1[i] != y) {
         return Long.compare(w1[i], y);
       }
+      if (k.limit() < 24) {
+        return compare(keys[i], k, 16); // the first two words are equal
+      }
+      long z = Bytes.longAt(k, 16) ^ Long.MIN_VALUE;
+      if (w2[i] != z) {
+        return Long.compare(w2[i], z);
+      }
+      return compare(keys[i], k, 24); // the first three words are equal
     }
-    return compare(keys[i], k);
+    return compare(keys[i], k, 0);
   }
 
   /** The 8 bytes of {@code k} from {@code off}, zero-padded past its limit, sign-flipped. */
@@ -110,11 +137,14 @@ final class ValidKeys {
     return w ^ Long.MIN_VALUE;
   }
 
-  /** The sign of comparing {@code a} with bytes 0 to limit of {@code b}, unsigned. */
-  static int compare(byte[] a, ByteBuffer b) {
+  /**
+   * The sign of comparing {@code a} with bytes 0 to limit of {@code b}, unsigned, whose first
+   * {@code from} bytes are known equal (both have that many).
+   */
+  static int compare(byte[] a, ByteBuffer b, int from) {
     int bl = b.limit();
     int n = Math.min(a.length, bl);
-    int i = 0;
+    int i = from;
     for (; i + 8 <= n; i += 8) {
       long x = Bytes.longAt(a, i);
       long y = Bytes.longAt(b, i);
