@@ -1,8 +1,8 @@
 package datalith.db;
 
 import datalith.codec.Bytes;
+import datalith.store.SubDb;
 import java.nio.ByteBuffer;
-import java.util.Map;
 import java.util.TreeMap;
 
 /**
@@ -29,22 +29,32 @@ final class ValidKeys {
 
   /** The entries of {@code sorted} (ordered by {@link Overlay#compare}), in that order. */
   ValidKeys(TreeMap<ByteBuffer, long[]> sorted) {
-    int n = sorted.size();
-    keys = new byte[n][];
+    this(bytesOf(sorted), sorted.values().toArray(new long[0][]));
+  }
+
+  private static byte[][] bytesOf(TreeMap<ByteBuffer, long[]> sorted) {
+    byte[][] out = new byte[sorted.size()][];
+    int i = 0;
+    for (ByteBuffer k : sorted.keySet()) {
+      out[i] = new byte[k.remaining()];
+      k.duplicate().get(out[i++]);
+    }
+    return out;
+  }
+
+  /** {@code keys} (sorted, unsigned byte order) with their {@code intervals}. */
+  private ValidKeys(byte[][] keys, long[][] intervals) {
+    int n = keys.length;
+    this.keys = keys;
+    this.intervals = intervals;
     views = new ByteBuffer[n];
-    intervals = new long[n][];
     w0 = new long[n];
     w1 = new long[n];
     w2 = new long[n];
     lo = new long[n];
     hi = new long[n];
-    int i = 0;
-    for (Map.Entry<ByteBuffer, long[]> en : sorted.entrySet()) {
-      ByteBuffer k = en.getKey();
-      keys[i] = new byte[k.remaining()];
-      k.duplicate().get(keys[i]);
+    for (int i = 0; i < n; i++) {
       views[i] = ByteBuffer.wrap(keys[i]).asReadOnlyBuffer();
-      intervals[i] = en.getValue();
       w0[i] = Bytes.longAt(keys[i], 0) ^ Long.MIN_VALUE;
       w1[i] = Bytes.longAt(keys[i], 8) ^ Long.MIN_VALUE;
       w2[i] = Bytes.longAt(keys[i], 16) ^ Long.MIN_VALUE;
@@ -54,8 +64,46 @@ final class ValidKeys {
         lo[i] = Math.min(lo[i], intervals[i][j]);
         hi[i] = Math.max(hi[i], intervals[i][j + 1]);
       }
-      i++;
     }
+  }
+
+  /**
+   * These keys of sub-database {@code db} without those of the pairs in {@code drop}
+   * ({@code e -> aids}), merged with {@code more} (null: none; no key of a kept pair): the keys
+   * of a value's lines after some pairs are replayed again.
+   */
+  ValidKeys merge(SubDb db, LongMap<long[]> drop, TreeMap<ByteBuffer, long[]> more) {
+    byte[][] add = more == null ? new byte[0][] : bytesOf(more);
+    long[][] addIv = more == null ? new long[0][] : more.values().toArray(new long[0][]);
+    int n = 0;
+    boolean[] kept = new boolean[keys.length];
+    for (int i = 0; i < keys.length; i++) {
+      byte[] k = keys[i];
+      long e;
+      long aid;
+      switch (db) {
+        case EAVT -> { e = Bytes.longAt(k, 0); aid = Bytes.longAt(k, 8); }
+        case AEVT -> { e = Bytes.longAt(k, 8); aid = Bytes.longAt(k, 0); }
+        case AVET -> { e = Bytes.longAt(k, k.length - 16); aid = Bytes.longAt(k, 0); }
+        default -> { e = Bytes.longAt(k, 16); aid = Bytes.longAt(k, 8); } // VAET
+      }
+      kept[i] = !ValidTime.hides(drop, e, aid);
+      n += kept[i] ? 1 : 0;
+    }
+    byte[][] outKeys = new byte[n + add.length][];
+    long[][] outIv = new long[n + add.length][];
+    int i = 0;
+    int j = 0;
+    for (int o = 0; o < outKeys.length; o++) {
+      while (i < keys.length && !kept[i]) {
+        i++;
+      }
+      boolean old = i < keys.length
+          && (j == add.length || java.util.Arrays.compareUnsigned(keys[i], add[j]) < 0);
+      outKeys[o] = old ? keys[i] : add[j];
+      outIv[o] = old ? intervals[i++] : addIv[j++];
+    }
+    return new ValidKeys(outKeys, outIv);
   }
 
   int size() {
