@@ -45,7 +45,10 @@ import java.util.TreeMap;
  * those keys whatever their transaction, and only they escape the view's as-of point and the
  * hiding. The pairs' lines are replayed once per point ({@link Db#validLines}, shared through
  * the connection's {@link ValidCache}) into sorted keys with the intervals they hold over
- * ({@link ValidKeys}); a view costs nothing more, and a scan meets only the keys in its range.
+ * ({@link ValidKeys}); the first view at a later point replays only the pairs that the
+ * transactions since an earlier cached point touched ({@link #after}). A view costs nothing
+ * more, and a scan meets only the keys in its range; a datom its as-of point hides is passed
+ * before any lookup among the tracked pairs.
  * A value without valid-at reads no event.
  */
 public final class ValidTime {
