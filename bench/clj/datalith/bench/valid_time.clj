@@ -10,7 +10,8 @@
                            the call: the store has no valid-time events yet
     q2 / valid-at-q2-corr  the same after --corrections interval corrections of
                            :issue/state and :issue/assignee (1,000 per transaction)
-    q3-corrected-past      Q3 (issues per state) on (valid-at db 2020-06-01) over them
+    q3-corrected-past      Q3 (issues per state) on (valid-at db 2020-06-01) over them,
+                           and on (as-of db 2020-06-01), the as-of point that view reads at
   Every valid-at answer is checked against the plain one where they must agree."
   (:require [datalith.core :as d]
             [datalith.workload :as w])
@@ -92,9 +93,13 @@
                   "the corrections lie in 2020-2021: now, the facts before them"))
         (report (str "q2 | valid-at-q2 (" n-corr " corr.)")
                 (timed reps [#(d/q w/q2 db (pick)) #(d/q w/q2 (d/valid-at db later) (pick))]))
-        (report "q3 | q3 valid-at 2020-06-01"
-                (timed (max 5 (quot reps 20))
-                       [#(d/q w/q3 db) #(d/q w/q3 (d/valid-at db #inst "2020-06-01"))])))
+        (let [past #inst "2020-06-01"
+              [plain as-of valid] (timed (max 5 (quot reps 20))
+                                         [#(d/q w/q3 db) #(d/q w/q3 (d/as-of db past))
+                                          #(d/q w/q3 (d/valid-at db past))])]
+          (report "q3 | q3 valid-at 2020-06-01" [plain valid])
+          (report "q3 | q3 as-of 2020-06-01" [plain as-of])
+          (report "q3 as-of | valid-at, same t" [as-of valid])))
       (finally
         (d/close conn)
         (doseq [f (reverse (file-seq dir))] (.delete ^java.io.File f))))))

@@ -228,7 +228,9 @@ public final class Db {
   /**
    * This value's valid-time lines ({@link ValidTime#lines}), replayed on the first call, or
    * taken from its source's {@link ValidCache} when another value with the same store state and
-   * as-of point (no overlay, no filter, same schema) replayed them already.
+   * as-of point (no overlay, no filter, same schema) replayed them already; else from the
+   * cache's lines of an earlier point, replaying only the pairs changed since
+   * ({@link ValidTime#after}).
    */
   ValidTime.Lines validLines() {
     ValidTime.Lines l = validLines;
@@ -236,6 +238,10 @@ public final class Db {
       ValidCache cache = overlay == null && filter == null ? source.validCache() : null;
       long point = Math.min(basisT, asOfT);
       l = cache == null ? null : cache.get(point, schema);
+      ValidTime.Lines prev = l == null && cache != null ? cache.before(point, schema) : null;
+      if (prev != null) {
+        l = ValidTime.after(this, prev);
+      }
       if (l == null) {
         l = ValidTime.lines(this);
         if (cache != null) {

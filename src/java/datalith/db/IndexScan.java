@@ -477,8 +477,10 @@ public final class IndexScan {
           rt = NONE;
         }
       }
-      if (visible && hidden != null && !ValidTime.added(src)
-          && ValidTime.hides(hidden, entityAt(k, len), index == Index.EAVT || index == Index.VAET
+      // hiding decides only for a datom the view's as-of point shows (a valid-at view's point
+      // often lies before most datoms): the cheap test first, the lookup only for those
+      if (visible && hidden != null && at <= limit && (rt == NONE || rt > limit)
+          && !ValidTime.added(src) && ValidTime.hides(hidden, entityAt(k, len), index == Index.EAVT || index == Index.VAET
               ? Bytes.longAt(k, 8) : Bytes.longAt(k, 0))) {
         visible = false; // a tracked pair of a valid-at view: its values come from the overlay
       }

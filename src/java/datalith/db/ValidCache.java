@@ -9,7 +9,8 @@ import java.util.Iterator;
  * of the store sees up to a t never change, so the values at one point (a value and its as-of
  * views, {@code (d/as-of db t)} made twice, the valid-at views of each) replay once. An entry
  * also names the schema it was replayed with (its attributes' cardinality), and serves only
- * values of that schema. Holds the last {@link #SIZE} points. Thread-safe.
+ * values of that schema. The lines of a later point start from the latest earlier one's
+ * ({@link #before}). Holds the last {@link #SIZE} points. Thread-safe.
  */
 public final class ValidCache {
   /** How many points are kept: the newest value's, and a few as-of points. */
@@ -30,6 +31,20 @@ public final class ValidCache {
       }
     }
     return null;
+  }
+
+  /**
+   * The lines replayed with {@code schema} at the latest point before {@code point}, or null:
+   * where a value at {@code point} starts from ({@link ValidTime#after}).
+   */
+  synchronized ValidTime.Lines before(long point, Schema schema) {
+    ValidTime.Lines best = null;
+    for (Entry en : entries) {
+      if (en.schema == schema && en.point < point && (best == null || en.point > best.point())) {
+        best = en.lines;
+      }
+    }
+    return best;
   }
 
   /** Keeps {@code lines}, replayed at {@code point} with {@code schema}. */

@@ -1,8 +1,8 @@
 package datalith.db;
 
 import datalith.codec.Bytes;
+import datalith.store.SubDb;
 import java.nio.ByteBuffer;
-import java.util.Map;
 import java.util.TreeMap;
 
 /**
@@ -16,30 +16,94 @@ final class ValidKeys {
   /** The keys as read-only buffers, what a cursor hands out. */
   final ByteBuffer[] views;
   final long[][] intervals;
-  // each key's first two 8-byte words, sign-flipped so that signed order is unsigned byte
-  // order (every index key has at least 24 bytes): most comparisons end on them
+  // each key's first three 8-byte words, sign-flipped so that signed order is unsigned byte
+  // order (every index key has at least 24 bytes): most comparisons end on them (an AVET key's
+  // third word holds the end of a short value or the start of the entity)
   private final long[] w0;
   private final long[] w1;
+  private final long[] w2;
+  // the first from and last to of each key's intervals, side by side: most keys of a scan hold
+  // at other instants, and a cursor passes them on these alone
+  private final long[] lo;
+  private final long[] hi;
 
   /** The entries of {@code sorted} (ordered by {@link Overlay#compare}), in that order. */
   ValidKeys(TreeMap<ByteBuffer, long[]> sorted) {
-    int n = sorted.size();
-    keys = new byte[n][];
+    this(bytesOf(sorted), sorted.values().toArray(new long[0][]));
+  }
+
+  private static byte[][] bytesOf(TreeMap<ByteBuffer, long[]> sorted) {
+    byte[][] out = new byte[sorted.size()][];
+    int i = 0;
+    for (ByteBuffer k : sorted.keySet()) {
+      out[i] = new byte[k.remaining()];
+      k.duplicate().get(out[i++]);
+    }
+    return out;
+  }
+
+  /** {@code keys} (sorted, unsigned byte order) with their {@code intervals}. */
+  private ValidKeys(byte[][] keys, long[][] intervals) {
+    int n = keys.length;
+    this.keys = keys;
+    this.intervals = intervals;
     views = new ByteBuffer[n];
-    intervals = new long[n][];
     w0 = new long[n];
     w1 = new long[n];
-    int i = 0;
-    for (Map.Entry<ByteBuffer, long[]> en : sorted.entrySet()) {
-      ByteBuffer k = en.getKey();
-      keys[i] = new byte[k.remaining()];
-      k.duplicate().get(keys[i]);
+    w2 = new long[n];
+    lo = new long[n];
+    hi = new long[n];
+    for (int i = 0; i < n; i++) {
       views[i] = ByteBuffer.wrap(keys[i]).asReadOnlyBuffer();
-      intervals[i] = en.getValue();
       w0[i] = Bytes.longAt(keys[i], 0) ^ Long.MIN_VALUE;
       w1[i] = Bytes.longAt(keys[i], 8) ^ Long.MIN_VALUE;
-      i++;
+      w2[i] = Bytes.longAt(keys[i], 16) ^ Long.MIN_VALUE;
+      lo[i] = Long.MAX_VALUE;
+      hi[i] = Long.MIN_VALUE;
+      for (int j = 0; j < intervals[i].length; j += 2) {
+        lo[i] = Math.min(lo[i], intervals[i][j]);
+        hi[i] = Math.max(hi[i], intervals[i][j + 1]);
+      }
     }
+  }
+
+  /**
+   * These keys of sub-database {@code db} without those of the pairs in {@code drop}
+   * ({@code e -> aids}), merged with {@code more} (null: none; no key of a kept pair): the keys
+   * of a value's lines after some pairs are replayed again.
+   */
+  ValidKeys merge(SubDb db, LongMap<long[]> drop, TreeMap<ByteBuffer, long[]> more) {
+    byte[][] add = more == null ? new byte[0][] : bytesOf(more);
+    long[][] addIv = more == null ? new long[0][] : more.values().toArray(new long[0][]);
+    int n = 0;
+    boolean[] kept = new boolean[keys.length];
+    for (int i = 0; i < keys.length; i++) {
+      byte[] k = keys[i];
+      long e;
+      long aid;
+      switch (db) {
+        case EAVT -> { e = Bytes.longAt(k, 0); aid = Bytes.longAt(k, 8); }
+        case AEVT -> { e = Bytes.longAt(k, 8); aid = Bytes.longAt(k, 0); }
+        case AVET -> { e = Bytes.longAt(k, k.length - 16); aid = Bytes.longAt(k, 0); }
+        default -> { e = Bytes.longAt(k, 16); aid = Bytes.longAt(k, 8); } // VAET
+      }
+      kept[i] = !ValidTime.hides(drop, e, aid);
+      n += kept[i] ? 1 : 0;
+    }
+    byte[][] outKeys = new byte[n + add.length][];
+    long[][] outIv = new long[n + add.length][];
+    int i = 0;
+    int j = 0;
+    for (int o = 0; o < outKeys.length; o++) {
+      while (i < keys.length && !kept[i]) {
+        i++;
+      }
+      boolean old = i < keys.length
+          && (j == add.length || java.util.Arrays.compareUnsigned(keys[i], add[j]) < 0);
+      outKeys[o] = old ? keys[i] : add[j];
+      outIv[o] = old ? intervals[i++] : addIv[j++];
+    }
+    return new ValidKeys(outKeys, outIv);
   }
 
   int size() {
@@ -48,6 +112,9 @@ final class ValidKeys {
 
   /** Whether key {@code i} holds at instant {@code at}. */
   boolean shown(int i, long at) {
+    if (at < lo[i] || at >= hi[i]) {
+      return false;
+    }
     long[] iv = intervals[i];
     for (int j = 0; j < iv.length; j += 2) {
       if (iv[j] <= at && at < iv[j + 1]) {
@@ -70,7 +137,7 @@ final class ValidKeys {
       if (c == 0) {
         c = Long.compare(w1[mid], p1);
         if (c == 0) {
-          c = compare(keys[mid], k);
+          c = compare(keys[mid], k, 0);
         }
       }
       if (c < 0) {
@@ -82,7 +149,7 @@ final class ValidKeys {
     return lo;
   }
 
-  /** The sign of comparing key {@code i} with {@code k}, a store key of 16 bytes or more. */
+  /** The sign of comparing key {@code i} with {@code k}, a store key. */
   int compareTo(int i, ByteBuffer k) {
     if (k.limit() >= 16) {
       long x = Bytes.longAt(k, 0) ^ Long.MIN_VALUE;
@@ -93,8 +160,16 @@ final class ValidKeys {
       if (w1[i] != y) {
         return Long.compare(w1[i], y);
       }
+      if (k.limit() < 24) {
+        return compare(keys[i], k, 16); // the first two words are equal
+      }
+      long z = Bytes.longAt(k, 16) ^ Long.MIN_VALUE;
+      if (w2[i] != z) {
+        return Long.compare(w2[i], z);
+      }
+      return compare(keys[i], k, 24); // the first three words are equal
     }
-    return compare(keys[i], k);
+    return compare(keys[i], k, 0);
   }
 
   /** The 8 bytes of {@code k} from {@code off}, zero-padded past its limit, sign-flipped. */
@@ -110,11 +185,14 @@ final class ValidKeys {
     return w ^ Long.MIN_VALUE;
   }
 
-  /** The sign of comparing {@code a} with bytes 0 to limit of {@code b}, unsigned. */
-  static int compare(byte[] a, ByteBuffer b) {
+  /**
+   * The sign of comparing {@code a} with bytes 0 to limit of {@code b}, unsigned, whose first
+   * {@code from} bytes are known equal (both have that many).
+   */
+  static int compare(byte[] a, ByteBuffer b, int from) {
     int bl = b.limit();
     int n = Math.min(a.length, bl);
-    int i = 0;
+    int i = from;
     for (; i + 8 <= n; i += 8) {
       long x = Bytes.longAt(a, i);
       long y = Bytes.longAt(b, i);

@@ -15,8 +15,10 @@ import java.util.Comparator;
 import java.util.Date;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -43,7 +45,10 @@ import java.util.TreeMap;
  * those keys whatever their transaction, and only they escape the view's as-of point and the
  * hiding. The pairs' lines are replayed once per point ({@link Db#validLines}, shared through
  * the connection's {@link ValidCache}) into sorted keys with the intervals they hold over
- * ({@link ValidKeys}); a view costs nothing more, and a scan meets only the keys in its range.
+ * ({@link ValidKeys}); the first view at a later point replays only the pairs that the
+ * transactions since an earlier cached point touched ({@link #after}). A view costs nothing
+ * more, and a scan meets only the keys in its range; a datom its as-of point hides is passed
+ * before any lookup among the tracked pairs.
  * A value without valid-at reads no event.
  */
 public final class ValidTime {
@@ -70,50 +75,138 @@ public final class ValidTime {
    * ({@code [from0, to0, from1, ...]}: a value cut in two keeps one key), the overflow values of
    * those keys by hash, and the tracked pairs by entity ({@code e -> aids}), which a valid-at
    * view's scans hide. A view's scans merge the keys in their range that hold at its instant
-   * ({@link ValidCursor}).
+   * ({@link ValidCursor}). {@code point} is the t they were replayed at, {@code events} every
+   * tracked pair's interval events (never changed once made): the lines of a later point start
+   * from them ({@link #after}).
    */
   record Lines(LongMap<long[]> hidden, Map<SubDb, ValidKeys> keys,
-      TreeMap<ByteBuffer, ByteBuffer> blobs) {
+      TreeMap<ByteBuffer, ByteBuffer> blobs, long point, Map<List<Long>, List<Event>> events) {
     boolean isEmpty() {
       return hidden.size() == 0;
     }
   }
 
+  /** The point {@code base}'s lines are replayed at: its basis t or as-of point, the smaller. */
+  static long point(Db base) {
+    return Math.min(base.basisT, base.asOfT);
+  }
+
   /** The lines of {@code base}: its tracked pairs' events, replayed. */
   static Lines lines(Db base) {
-    LongMap<long[]> hidden = new LongMap<>(16);
-    Map<SubDb, TreeMap<ByteBuffer, long[]>> keys = new EnumMap<>(SubDb.class);
-    TreeMap<ByteBuffer, ByteBuffer> blobs = new TreeMap<>(Overlay::compare);
-    KeyBuilder kb = new KeyBuilder();
     try (Snapshot s = base.snapshot()) {
       Map<List<Long>, List<Event>> tracked = events(base, s);
-      Map<Long, Long> instants = new HashMap<>();
-      for (Map.Entry<List<Long>, List<Event>> en : tracked.entrySet()) {
-        long e = en.getKey().get(0);
-        Attr a = base.schema.attr(en.getKey().get(1));
-        if (a == null) {
-          continue;
+      return replayAll(base, s, tracked, tracked.keySet(), null);
+    }
+  }
+
+  /**
+   * The lines of {@code base} from {@code prev}, the lines of the same store at an earlier point
+   * with the same schema: replays only the pairs that the transactions after {@code prev.point}
+   * gave an event or a plain datom (a pair tracked by then), read from the log, and keeps every
+   * other pair's keys. Null when the log does not hold each of those transactions (the caller
+   * replays all) or one of them retracts an event.
+   */
+  static Lines after(Db base, Lines prev) {
+    long to = point(base);
+    Map<List<Long>, List<Event>> tracked = new HashMap<>(prev.events);
+    Set<List<Long>> changed = new HashSet<>();
+    List<List<Long>> plain = new ArrayList<>();
+    try (Snapshot s = base.snapshot()) {
+      Cursor c = s.cursor(SubDb.LOG);
+      long expect = prev.point + 1;
+      try {
+        for (boolean ok = c.seek(LogRecord.key(expect)); ok; ok = c.next()) {
+          long t = LogRecord.t(c.key());
+          if (t > to) {
+            break;
+          }
+          if (t != expect++) {
+            return null;
+          }
+          for (LogRecord.Entry d : LogRecord.read(t, c.val(), Meta.FORMAT_VERSION)) {
+            if (d.aid() != EVENT) {
+              plain.add(List.of(d.e(), d.aid()));
+              continue;
+            }
+            if (!d.added()) {
+              return null;
+            }
+            List<?> ev = (List<?>) LogRecord.value(t, d);
+            Event x = event(base, d.e(), ev);
+            if (x == null) {
+              continue;
+            }
+            List<Long> pair = List.of((Long) ev.get(1), (Long) ev.get(0));
+            List<Event> evs = new ArrayList<>(tracked.getOrDefault(pair, List.of()));
+            evs.add(x);
+            tracked.put(pair, evs); // a copy: prev's lists stay as they were
+            changed.add(pair);
+          }
         }
-        List<Event> evs = en.getValue();
-        evs.addAll(plainEvents(base, s, e, a, instants));
-        for (Seg g : replay(evs, a)) {
-          add(keys, blobs, kb, e, a.id, g);
+      } finally {
+        c.close();
+      }
+      if (expect != to + 1) {
+        return null;
+      }
+      for (List<Long> pair : plain) {
+        if (tracked.containsKey(pair)) {
+          changed.add(pair);
         }
-        long[] aids = hidden.get(e);
-        long[] more = aids == null ? new long[1] : Arrays.copyOf(aids, aids.length + 1);
-        more[more.length - 1] = a.id;
-        hidden.put(e, more);
+      }
+      return replayAll(base, s, tracked, changed, prev);
+    }
+  }
+
+  /**
+   * The lines of {@code tracked} (every tracked pair's interval events), replaying the pairs of
+   * {@code replay} and, with a {@code prev}, keeping prev's keys of every other pair.
+   */
+  private static Lines replayAll(Db base, Snapshot s, Map<List<Long>, List<Event>> tracked,
+      Set<List<Long>> replay, Lines prev) {
+    LongMap<long[]> hidden = prev == null ? new LongMap<>(16) : prev.hidden.copy();
+    LongMap<long[]> replayed = new LongMap<>(16); // the pairs of replay, e -> aids
+    Map<SubDb, TreeMap<ByteBuffer, long[]>> keys = new EnumMap<>(SubDb.class);
+    TreeMap<ByteBuffer, ByteBuffer> blobs = prev == null ? new TreeMap<>(Overlay::compare)
+        : new TreeMap<>(prev.blobs);
+    KeyBuilder kb = new KeyBuilder();
+    Map<Long, Long> instants = new HashMap<>();
+    for (List<Long> pair : replay) {
+      long e = pair.get(0);
+      Attr a = base.schema.attr(pair.get(1)); // there: every event's attribute is
+      List<Event> evs = new ArrayList<>(tracked.get(pair));
+      evs.addAll(plainEvents(base, s, e, a, instants));
+      for (Seg g : replay(evs, a)) {
+        add(keys, blobs, kb, e, a.id, g);
+      }
+      addPair(replayed, e, a.id);
+      if (prev == null || !prev.events.containsKey(pair)) {
+        addPair(hidden, e, a.id);
       }
     }
     Map<SubDb, ValidKeys> sorted = new EnumMap<>(SubDb.class);
-    keys.forEach((db, m) -> sorted.put(db, new ValidKeys(m)));
-    return new Lines(hidden, sorted, blobs);
+    for (SubDb db : SubDb.values()) {
+      TreeMap<ByteBuffer, long[]> more = keys.get(db);
+      ValidKeys old = prev == null ? null : prev.keys.get(db);
+      if (old != null) {
+        sorted.put(db, old.merge(db, replayed, more));
+      } else if (more != null) {
+        sorted.put(db, new ValidKeys(more));
+      }
+    }
+    return new Lines(hidden, sorted, blobs, point(base), tracked);
+  }
+
+  private static void addPair(LongMap<long[]> pairs, long e, long aid) {
+    long[] aids = pairs.get(e);
+    long[] more = aids == null ? new long[1] : Arrays.copyOf(aids, aids.length + 1);
+    more[more.length - 1] = aid;
+    pairs.put(e, more);
   }
 
   /** {@code base} (no valid-at view itself) as the values valid at {@code inst} show it. */
   static Db view(Db base, Date inst) {
-    long limit = Math.min(base.basisT, base.asOfT);
-    long tv = Math.min(limit, base.toT(inst));
+    long tv = Math.min(point(base), base.toT(inst));
     Lines lines = base.validLines();
     return base.validView(tv, inst, lines.isEmpty() ? null : lines);
   }
@@ -188,19 +281,29 @@ public final class ValidTime {
     while (scan.next()) {
       Datom d = scan.datom();
       List<?> ev = (List<?>) d.v;
-      long aid = (Long) ev.get(0);
-      Attr a = db.schema.attr(aid);
-      if (a == null) {
-        continue;
+      Event x = event(db, d.e, ev);
+      if (x != null) {
+        out.computeIfAbsent(List.of((Long) ev.get(1), (Long) ev.get(0)), k -> new ArrayList<>())
+            .add(x);
       }
-      byte[] enc = encode(a, ev.get(2));
-      Date to = (Date) ev.get(5);
-      out.computeIfAbsent(List.of((Long) ev.get(1), aid), k -> new ArrayList<>()).add(
-          new Event(d.e, (Boolean) ev.get(3), enc, Codec.keyPart(enc),
-              ((Date) ev.get(4)).getTime(), to == null ? OPEN : to.getTime(), true));
     }
     scan.close();
     return out;
+  }
+
+  /**
+   * The event of value {@code ev} ({@code [aid e v added from to]}) on transaction {@code tx};
+   * null when {@code db}'s schema has no attribute {@code aid}.
+   */
+  private static Event event(Db db, long tx, List<?> ev) {
+    Attr a = db.schema.attr((Long) ev.get(0));
+    if (a == null) {
+      return null;
+    }
+    byte[] enc = encode(a, ev.get(2));
+    Date to = (Date) ev.get(5);
+    return new Event(tx, (Boolean) ev.get(3), enc, Codec.keyPart(enc),
+        ((Date) ev.get(4)).getTime(), to == null ? OPEN : to.getTime(), true);
   }
 
   /** The plain assertions and retractions of {@code (e, a)}, as events over [txInstant, forever). */

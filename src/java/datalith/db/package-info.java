@@ -15,7 +15,8 @@
  * instant, whose scans hide the pairs that have valid-time events and merge in their values
  * valid at the instant: {@link datalith.db.ValidCursor} over the sorted keys of the replayed
  * lines, {@link datalith.db.ValidKeys}, which a connection's {@link datalith.db.ValidCache}
- * shares between the values of one point) and its valid-time versions, from the
+ * shares between the values of one point, and a later point starts from, replaying only the
+ * pairs the log shows changed since) and its valid-time versions, from the
  * {@code :db.valid/event} datoms transactions carry; {@link datalith.db.AnyValidTime} is a
  * value at any valid time, a query source of those versions as tuples {@code [e a v from to]}.
  *
