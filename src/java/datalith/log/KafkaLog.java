@@ -30,6 +30,7 @@ import org.apache.kafka.common.errors.RecordBatchTooLargeException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -135,8 +136,8 @@ public final class KafkaLog implements TxLog {
           throw e;
         }
       }
-      TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames()
-          .get(timeoutMs, TimeUnit.MILLISECONDS).get(topic);
+      TopicDescription d = describe(topic, System.nanoTime()
+          + TimeUnit.MILLISECONDS.toNanos(timeoutMs));
       if (d.partitions().size() != 1) {
         throw Errors.error("log/topic", "The log's topic " + topic + " has "
             + d.partitions().size() + " partitions: it must have one (one total order)",
@@ -147,6 +148,28 @@ public final class KafkaLog implements TxLog {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw unavailable(e, "open the topic " + topic);
+    }
+  }
+
+  /**
+   * The description of {@code topic}, asked again while the cluster does not know it yet until
+   * {@code deadline} (System.nanoTime): a topic just created reaches the brokers' metadata a
+   * little later than the controller's answer to its creation.
+   */
+  private TopicDescription describe(String topic, long deadline)
+      throws ExecutionException, TimeoutException, InterruptedException {
+    while (true) {
+      try {
+        return admin.describeTopics(List.of(topic)).allTopicNames()
+            .get(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())),
+                TimeUnit.MILLISECONDS).get(topic);
+      } catch (ExecutionException e) {
+        if (!(e.getCause() instanceof UnknownTopicOrPartitionException)
+            || System.nanoTime() - deadline >= 0) {
+          throw e;
+        }
+        Thread.sleep(50);
+      }
     }
   }
 
