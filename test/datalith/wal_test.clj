@@ -105,8 +105,8 @@
              :let [from (* p page)
                    old? (<= (+ from page) (alength before))
                    differs? (or (not old?)
-                                (not (Arrays/equals now from (+ from page)
-                                                    before from (+ from page))))]
+                                (not (Arrays/equals ^bytes now (int from) (int (+ from page))
+                                                    ^bytes before (int from) (int (+ from page)))))]
              :when (or (< p 2) differs?)]
          (let [bytes (if (and old? (.nextBoolean rnd))
                        (Arrays/copyOfRange before (int from) (int (+ from page)))
@@ -172,10 +172,10 @@
       (let [[dir log] (run)
             [at] (nth (:records log) 10)]
         (damage! dir log (+ at 40))
-        (let [e (try (d/connect (.getPath dir) {:commit :wal}) nil
+        (let [e (try (d/connect (.getPath ^File dir) {:commit :wal}) nil
                      (catch ExceptionInfo e e))]
           (is (= :store/corrupt (:error (ex-data e))) (pr-str e)))
-        (is (thrown? ExceptionInfo (d/connect (.getPath dir) {:commit :wal}))
+        (is (thrown? ExceptionInfo (d/connect (.getPath ^File dir) {:commit :wal}))
             "still refused: nothing was skipped")))))
 
 (deftest two-processes-writing-at-once-keep-every-acknowledged-commit-after-kill-9
