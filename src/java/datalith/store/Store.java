@@ -1,5 +1,8 @@
 package datalith.store;
 
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+
 /**
  * A durable (or in-memory) sorted key-value store with named sub-databases,
  * MVCC snapshots and one writer at a time. {@link LmdbStore} and
@@ -48,6 +51,40 @@ public interface Store extends AutoCloseable {
     /** Forces every commit to disk, then makes commits durable again. Idempotent. */
     @Override
     void close();
+  }
+
+  /**
+   * Makes every sub-database hold exactly {@code source}'s entries (of any store), in one
+   * commit: a reader sees the old contents or the new, never a mix. Bulk loads build their
+   * result in memory and write it with this ({@code datalith.conn.Import}). This generic way
+   * deletes the old entries and puts the new ones through one write transaction; a store may
+   * write its trees directly instead.
+   */
+  default void replaceAll(ReadTxn source) {
+    try (WriteTxn w = beginWrite()) {
+      try (ReadTxn old = beginRead()) {
+        for (SubDb db : SubDb.values()) {
+          Cursor c = old.cursor(db);
+          ArrayList<ByteBuffer> keys = new ArrayList<>();
+          for (boolean more = c.first(); more; more = c.next()) {
+            ByteBuffer k = c.key();
+            keys.add(ByteBuffer.allocate(k.remaining()).put(k.duplicate()).flip());
+          }
+          c.close();
+          for (ByteBuffer k : keys) {
+            w.delete(db, k);
+          }
+        }
+      }
+      for (SubDb db : SubDb.values()) {
+        Cursor c = source.cursor(db);
+        for (boolean more = c.first(); more; more = c.next()) {
+          w.put(db, c.key(), c.val());
+        }
+        c.close();
+      }
+      w.commit();
+    }
   }
 
   /** The directory the store keeps its files in, or null for one in memory. */
