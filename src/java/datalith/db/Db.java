@@ -194,10 +194,19 @@ public final class Db {
    * This value as the facts valid at instant {@code inst} show it, as they were known at this
    * value's basis or as-of point (see {@link ValidTime}); composes with {@link #asOf} in either
    * order. A valid-at view of a valid-at view is the first's base at the new instant.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :db/invalid-valid-time} for a non-instant or an
+   *     instant at or after {@link ValidTime#END_OF_TIME}; {@code :db/valid-at-view} for a since
+   *     or history view
    */
   public Db validAt(Object inst) {
     if (!(inst instanceof Date d)) {
       throw Errors.error("db/invalid-valid-time", "valid-at takes an instant (a java.util.Date)",
+          "instant", inst);
+    }
+    if (d.getTime() >= ValidTime.END_OF_TIME) {
+      throw Errors.error("db/invalid-valid-time", "valid-at takes an instant before the end of"
+          + " time, #inst \"9999-12-31T23:59:59.999-00:00\" (where open intervals end)",
           "instant", inst);
     }
     if (validBase != null) {
