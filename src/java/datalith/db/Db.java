@@ -120,6 +120,16 @@ public final class Db {
     return schema;
   }
 
+  /**
+   * The first user entity id no transaction up to {@code t} used ({@link EntityBounds}), read
+   * through {@code s}; {@link EntityBounds#NONE} when unknown, or for a value with a {@code with}
+   * overlay (whose transactions the log does not hold).
+   */
+  long entityBound(Snapshot s, long t) {
+    EntityBounds b = overlay == null ? source.entityBounds() : null;
+    return b == null ? EntityBounds.NONE : b.at(s, t);
+  }
+
   /** The entity id the next new entity would get. */
   public long nextEid() {
     return nextEid;

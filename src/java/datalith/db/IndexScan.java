@@ -39,6 +39,10 @@ public final class IndexScan {
   private final long since;
   private final boolean historyMode;
   private final LongMap<long[]> hidden; // a valid-at view's tracked pairs (e -> aids), or null
+  private static final long UNREAD = Long.MIN_VALUE;
+  // the view's entity bound at its point (EntityBounds), read at the first later key met
+  private long entityBound = UNREAD;
+  private ByteBuffer passTo; // where passLater moves the cursors: direct, reused
   private ByteBuffer upper; // exclusive bound on the key, or null
   private int upperFrom; // upper starts with the prefix's first upperFrom bytes
   private static final Object NOT_READ = new Object();
@@ -511,12 +515,80 @@ public final class IndexScan {
         consumed = src;
         return true;
       }
+      if (at > limit && !Snapshot.inMemory(src) && passLater(k, len)) {
+        continue;
+      }
       if (takeCur) {
         stepCur();
       } else {
         stepHist();
       }
     }
+  }
+
+  /**
+   * Where the store's key {@code k} ({@code len} bytes without a history suffix), asserted after
+   * the view's point, is of an entity all of whose datoms were ({@link EntityBounds}: a user
+   * entity at or above the point's bound, or a transaction entity after it): moves both cursors
+   * past the keys after it that differ from it only from the entity on, up to the first
+   * transaction entity (for a user entity) or to the end of that run (for a transaction entity),
+   * which hold later entities' datoms only, and says true. Else false, moving nothing. The keys
+   * of a valid-at view's lines among them stay ({@link ValidCursor#seekBase}).
+   */
+  private boolean passLater(ByteBuffer k, int len) {
+    long e = entityAt(k, len);
+    boolean txEntity = e >= Db.TX0;
+    if (txEntity ? e - Db.TX0 <= limit : e < Schema.FIRST_USER_ID) {
+      return false;
+    }
+    if (!txEntity) {
+      if (entityBound == UNREAD) {
+        entityBound = db.entityBound(snap, limit);
+      }
+      if (e < entityBound) {
+        return false;
+      }
+    }
+    int runEnd = switch (index) {
+      case EAVT -> 0;
+      case AEVT -> 8;
+      case AVET -> len - 16;
+      default -> 16;
+    };
+    int n = txEntity ? runEnd : runEnd + 8;
+    if (passTo == null || passTo.capacity() < n) {
+      passTo = ByteBuffer.allocateDirect(Math.max(n, 64));
+    }
+    ByteBuffer to = passTo.clear().limit(n);
+    to.put(0, k, 0, runEnd);
+    if (!txEntity) {
+      to.putLong(runEnd, Db.TX0);
+    } else if (!increment(to, runEnd)) {
+      return false; // no key follows the run's: let the scan step
+    }
+    if (curValid && Overlay.compare(cur.key(), to) < 0) {
+      curValid = cur instanceof ValidCursor vc ? vc.seekBase(to) : cur.seek(to);
+      curKey = curValid ? ranged(cur.key(), 0) : null;
+    }
+    if (hist != null && histValid && Overlay.compare(hist.key(), to) < 0) {
+      histValid = hist.seek(to);
+      histKey = histValid ? ranged(hist.key(), 8) : null;
+    }
+    fromPrefix = false; // the cursors passed keys that a restart's prefix may hold
+    return true;
+  }
+
+  /** Makes {@code b}'s first {@code n} bytes the next byte string of that length; false if none. */
+  private static boolean increment(ByteBuffer b, int n) {
+    for (int i = n - 1; i >= 0; i--) {
+      byte x = b.get(i);
+      if (x != (byte) 0xFF) {
+        b.put(i, (byte) (x + 1));
+        return true;
+      }
+      b.put(i, (byte) 0);
+    }
+    return false;
   }
 
   /**
