@@ -175,3 +175,22 @@
         (is (= 53 (count (ones (d/as-of db (inc t0)))))
             "at t0 + 1 the bound is above the x's, which show, and 500000 does not")
         (is (= (+ 2 51 1) (count (ones db)))))))))
+
+(deftest a-long-log-is-read-as-scans-go
+  ;; 3,000 datoms of log before t0: more than a scan's first allowance, so the bound is
+  ;; read over several asks (each scan's in proportion to the later keys it met)
+  (with-bounds true
+    (each-store [conn {:schema schema}]
+      (doseq [i (range 10)]
+        (d/transact! conn (conj (vec (for [j (range 100)] {:b/name (str "a" i "-" j) :b/one 2 :b/many j}))
+                                {:db/id "datomic.tx" :db/txInstant (inst i)})))
+      (let [t0 (d/basis-t (d/db conn))]
+        (d/transact! conn (conj (vec (for [i (range 300)] {:b/name (str "late" i) :b/one 1}))
+                                {:db/id "datomic.tx" :db/txInstant (inst 20)}))
+        (let [db (d/db conn)
+              early (d/as-of db t0)
+              q3 '[:find ?v (count ?e) :where [?e :b/one ?v]]]
+          (is (= (repeat 6 #{[2 1000]}) (repeatedly 6 #(set (d/q q3 (d/as-of db t0))))))
+          (is (stepped-within? early 1020)
+              "read by now: the 300 later keys passed at once, the 1,000 early ones read")
+          (is (= #{[2 1000] [1 300]} (set (d/q q3 db)))))))))

@@ -122,12 +122,13 @@ public final class Db {
 
   /**
    * The first user entity id no transaction up to {@code t} used ({@link EntityBounds}), read
-   * through {@code s}; {@link EntityBounds#NONE} when unknown, or for a value with a {@code with}
-   * overlay (whose transactions the log does not hold).
+   * through {@code s} with at most {@code allowance} more datoms of the log;
+   * {@link EntityBounds#UNKNOWN} while not read, {@link EntityBounds#NONE} when it cannot be, or
+   * for a value with a {@code with} overlay (whose transactions the log does not hold).
    */
-  long entityBound(Snapshot s, long t) {
+  long entityBound(Snapshot s, long t, long allowance) {
     EntityBounds b = overlay == null ? source.entityBounds() : null;
-    return b == null ? EntityBounds.NONE : b.at(s, t);
+    return b == null ? EntityBounds.NONE : b.at(s, t, allowance);
   }
 
   /** The entity id the next new entity would get. */

@@ -18,46 +18,81 @@ import java.util.Map;
  * 1 to t: the log holds every datom of the indexes (they are rebuilt from it), so a datom of a
  * larger entity was asserted after t. (A transaction entity is only named from its own
  * transaction on.) The datoms a store holds up to a t never change, so a bound is kept for the
- * later views at that t.
- * {@link #NONE} (no passing) when the log does not hold each of those records, or they hold more
- * than {@link #BUDGET} datoms (a late point, where few keys are later). Thread-safe.
+ * later views at that t, and a bound is read on from the nearest earlier point's. Reading is
+ * paid for by the scans that need it: each asks with an allowance of log datoms (in proportion
+ * to the keys it stepped over meanwhile), and the reading goes on from where the last ask left
+ * it, so a point late in a long log costs each scan at most a few times its own steps until its
+ * bound is read. {@link #NONE} when the log does not hold each of those records. Thread-safe.
  */
 public final class EntityBounds {
   /** No bound: a scan tests every key. */
   static final long NONE = Long.MAX_VALUE;
-  /** The most datoms of the log one bound reads. */
-  static final long BUDGET = 1L << 17;
+  /** Not read yet: ask again with a larger allowance. */
+  static final long UNKNOWN = Long.MIN_VALUE;
   /** How many points are kept. */
   private static final int SIZE = 16;
 
-  /** A bound, and the record of its t it was read with (its first bytes and length). */
-  private record Bound(long bound, long mark) {}
+  /**
+   * The reading of the bound at a point: records 1 to {@code next - 1} read, their largest user
+   * entity {@code max}; {@code mark} identifies the record of the point (its length and checksum)
+   * so that a store whose content was replaced reads again.
+   */
+  private record Reading(long mark, long next, long max) {
+    boolean done(long t) {
+      return next > t;
+    }
+  }
 
-  private final Map<Long, Bound> byT = new LinkedHashMap<>(32, 0.75f, true) {
+  private final Map<Long, Reading> byT = new LinkedHashMap<>(32, 0.75f, true) {
     @Override
-    protected boolean removeEldestEntry(Map.Entry<Long, Bound> eldest) {
+    protected boolean removeEldestEntry(Map.Entry<Long, Reading> eldest) {
       return size() > SIZE;
     }
   };
 
   /**
-   * The bound of the store {@code s} reads at {@code t} (an as-of point); a kept
-   * one serves while the log's record of t is the one it was read with (a store whose content
-   * was replaced reads again).
+   * The bound of the store {@code s} reads at {@code t} (an as-of point), reading at most
+   * {@code allowance} more datoms of the log for it; {@link #UNKNOWN} while not all read.
    */
-  long at(Snapshot s, long t) {
+  long at(Snapshot s, long t, long allowance) {
     long mark = mark(s, t);
+    if (mark == -1) {
+      return t < 1 ? Schema.FIRST_USER_ID : NONE;
+    }
+    Reading r;
+    long from = -1; // the earlier point whose reading r starts from
+    long fromMark = 0;
     synchronized (this) {
-      Bound b = byT.get(t);
-      if (b != null && b.mark == mark) {
-        return b.bound;
+      r = byT.get(t);
+      if (r == null || r.mark != mark) {
+        r = new Reading(mark, 1, Schema.FIRST_USER_ID - 1);
+        for (Map.Entry<Long, Reading> en : byT.entrySet()) {
+          Reading x = en.getValue();
+          // an earlier point's reading (done up to it, or part of the way) is this one's start
+          if (en.getKey() < t && x.next > r.next) {
+            r = new Reading(mark, x.next, x.max);
+            from = en.getKey();
+            fromMark = x.mark;
+          }
+        }
       }
     }
-    long b = read(s, t);
-    synchronized (this) {
-      byT.put(t, new Bound(b, mark));
+    if (from >= 0 && mark(s, from) != fromMark) {
+      r = new Reading(mark, 1, Schema.FIRST_USER_ID - 1); // the store was replaced since
     }
-    return b;
+    if (!r.done(t) && allowance > 0) {
+      r = read(s, t, r, allowance);
+      synchronized (this) {
+        Reading kept = byT.get(t);
+        if (kept == null || kept.mark != mark || kept.next < r.next) {
+          byT.put(t, r);
+        }
+      }
+    }
+    if (r.next == NONE) {
+      return NONE;
+    }
+    return r.done(t) ? r.max + 1 : UNKNOWN;
   }
 
   /** The record of {@code t}: its length and first 4 bytes (its checksum), or -1 when absent. */
@@ -70,33 +105,33 @@ public final class EntityBounds {
     return (long) v.remaining() << 32 | head;
   }
 
-  /** The bound at {@code t} from the log's records 1 to t, or {@link #NONE}. */
-  private static long read(Snapshot s, long t) {
-    long max = Schema.FIRST_USER_ID - 1;
+  /**
+   * {@code r} read on, record by record up to {@code t}, until {@code allowance} datoms are read;
+   * {@code next} {@link #NONE} when a record is missing.
+   */
+  private static Reading read(Snapshot s, long t, Reading r, long allowance) {
+    long max = r.max;
+    long expect = r.next;
     long read = 0;
     Cursor c = s.cursor(SubDb.LOG);
     try {
-      long expect = 1;
-      for (boolean ok = t >= 1 && c.seek(LogRecord.key(1)); ok; ok = c.next()) {
+      for (boolean ok = c.seek(LogRecord.key(expect)); ok && expect <= t && read < allowance;
+          ok = c.next()) {
         long rt = LogRecord.t(c.key());
-        if (rt > t) {
-          break;
-        }
-        if (rt != expect++) {
-          return NONE;
+        if (rt != expect) {
+          return new Reading(r.mark, NONE, max);
         }
         for (LogRecord.Entry d : LogRecord.read(rt, c.val(), Meta.FORMAT_VERSION)) {
-          if (++read > BUDGET) {
-            return NONE;
-          }
+          read++;
           if (d.e() < Db.TX0 && d.e() > max) {
             max = d.e();
           }
         }
+        expect++;
       }
-      return expect == t + 1 || t < 1 ? max + 1 : NONE;
     } finally {
       c.close();
     }
+    return new Reading(r.mark, expect, max);
   }
 }

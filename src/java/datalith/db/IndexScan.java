@@ -39,9 +39,12 @@ public final class IndexScan {
   private final long since;
   private final boolean historyMode;
   private final LongMap<long[]> hidden; // a valid-at view's tracked pairs (e -> aids), or null
-  private static final long UNREAD = Long.MIN_VALUE;
-  // the view's entity bound at its point (EntityBounds), read at the first later key met
-  private long entityBound = UNREAD;
+  // the view's entity bound at its point (EntityBounds), asked for as later keys are met
+  private long entityBound = EntityBounds.UNKNOWN;
+  private long laterSteps; // later user entities' keys met while the bound was unknown
+  private long nextAsk; // the count of them at which to ask again
+  private static final long LOG_DATOMS_PER_STEP = 4;
+  private static final long MIN_LOG_DATOMS = 256;
   private ByteBuffer passTo; // where passLater moves the cursors: direct, reused
   private ByteBuffer upper; // exclusive bound on the key, or null
   private int upperFrom; // upper starts with the prefix's first upperFrom bytes
@@ -542,10 +545,14 @@ public final class IndexScan {
       return false;
     }
     if (!txEntity) {
-      if (entityBound == UNREAD) {
-        entityBound = db.entityBound(snap, limit);
+      if (entityBound == EntityBounds.UNKNOWN && laterSteps++ == nextAsk) {
+        // asks with an allowance in proportion to the later keys this scan stepped over: at
+        // the first (a bound already read), then after 16, 32, 64 ...
+        entityBound = db.entityBound(snap, limit,
+            Math.max(MIN_LOG_DATOMS, laterSteps * LOG_DATOMS_PER_STEP));
+        nextAsk = Math.max(16, 2 * nextAsk);
       }
-      if (e < entityBound) {
+      if (entityBound == EntityBounds.UNKNOWN || e < entityBound) {
         return false;
       }
     }
