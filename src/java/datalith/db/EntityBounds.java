@@ -1,5 +1,6 @@
 package datalith.db;
 
+import datalith.index.Index;
 import datalith.store.Cursor;
 import datalith.store.SubDb;
 import java.nio.ByteBuffer;
@@ -93,6 +94,42 @@ public final class EntityBounds {
       return NONE;
     }
     return r.done(t) ? r.max + 1 : UNKNOWN;
+  }
+
+  /**
+   * Where a scan of {@code index} passes to from key {@code k} ({@code len} bytes without a
+   * history suffix) of a later entity: the run's bytes before the entity, then, for a user
+   * entity, the first transaction entity (the user entities after it in the run are later too);
+   * for a transaction entity, the next run (the entities after it are later transactions).
+   * Written into {@code spare} (direct; reallocated when too small) and returned; empty when no
+   * key follows the run's.
+   */
+  static ByteBuffer passTo(Index index, ByteBuffer k, int len, boolean txEntity,
+      ByteBuffer spare) {
+    int runEnd = switch (index) { // where the key's entity starts
+      case EAVT -> 0;
+      case AEVT -> 8;
+      case AVET -> len - 16;
+      case VAET -> 16;
+    };
+    int n = txEntity ? runEnd : runEnd + 8;
+    ByteBuffer to = spare != null && spare.capacity() >= n ? spare
+        : ByteBuffer.allocateDirect(Math.max(n, 64));
+    to.clear().limit(n);
+    to.put(0, k, 0, runEnd);
+    if (!txEntity) {
+      to.putLong(runEnd, Db.TX0);
+      return to;
+    }
+    for (int i = n - 1; i >= 0; i--) { // the next byte string of length n
+      byte x = to.get(i);
+      if (x != (byte) 0xFF) {
+        to.put(i, (byte) (x + 1));
+        return to;
+      }
+      to.put(i, (byte) 0);
+    }
+    return to.limit(0);
   }
 
   /** The record of {@code t}: its length and first 4 bytes (its checksum), or -1 when absent. */

@@ -14,7 +14,9 @@ import java.util.function.LongPredicate;
 /**
  * Datoms of one index under a key prefix, as one database value sees them:
  * the current sub-database merged with the history one when the view needs it
- * (as-of, since, history, or a store that moved past the value's basis).
+ * (as-of, since, history, or a store that moved past the value's basis). A view
+ * at an earlier point passes the keys of entities all of whose datoms came after
+ * it a run at a time ({@link EntityBounds}, {@code passLater}).
  * Valid only while its {@link Snapshot} is open; one thread.
  */
 public final class IndexScan {
@@ -556,21 +558,9 @@ public final class IndexScan {
         return false;
       }
     }
-    int runEnd = switch (index) {
-      case EAVT -> 0;
-      case AEVT -> 8;
-      case AVET -> len - 16;
-      default -> 16;
-    };
-    int n = txEntity ? runEnd : runEnd + 8;
-    if (passTo == null || passTo.capacity() < n) {
-      passTo = ByteBuffer.allocateDirect(Math.max(n, 64));
-    }
-    ByteBuffer to = passTo.clear().limit(n);
-    to.put(0, k, 0, runEnd);
-    if (!txEntity) {
-      to.putLong(runEnd, Db.TX0);
-    } else if (!increment(to, runEnd)) {
+    passTo = EntityBounds.passTo(index, k, len, txEntity, passTo);
+    ByteBuffer to = passTo;
+    if (to.limit() == 0) {
       return false; // no key follows the run's: let the scan step
     }
     if (curValid && Overlay.compare(cur.key(), to) < 0) {
@@ -583,19 +573,6 @@ public final class IndexScan {
     }
     fromPrefix = false; // the cursors passed keys that a restart's prefix may hold
     return true;
-  }
-
-  /** Makes {@code b}'s first {@code n} bytes the next byte string of that length; false if none. */
-  private static boolean increment(ByteBuffer b, int n) {
-    for (int i = n - 1; i >= 0; i--) {
-      byte x = b.get(i);
-      if (x != (byte) 0xFF) {
-        b.put(i, (byte) (x + 1));
-        return true;
-      }
-      b.put(i, (byte) 0);
-    }
-    return false;
   }
 
   /**
