@@ -131,9 +131,9 @@ public final class MemStore implements Store {
       checkWritable();
       Errors.checkKey(WHERE, key);
       byte[] k = new byte[key.remaining()];
-      ByteBuffer keyView = copy(key, k);
+      key.get(key.position(), k);
       ByteBuffer valView = val.hasRemaining() ? copy(val, new byte[val.remaining()]) : EMPTY;
-      next[db.ordinal()] = editor.put(next[db.ordinal()], k, keyView, valView);
+      next[db.ordinal()] = editor.put(next[db.ordinal()], k, valView);
     }
 
     @Override
