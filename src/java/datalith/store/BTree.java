@@ -12,9 +12,10 @@ import java.util.Arrays;
  * <p>A branch's key {@code i > 0} is a lower bound of child {@code i}: every key beneath child
  * {@code i} is {@code >=} it, and every key beneath child {@code i - 1} is {@code <} it (LMDB's
  * layout). Key 0 is never compared: child 0 takes every key below key 1. A key between two leaves
- * thus goes to the left one, at its end, so that a run of ascending keys landing anywhere in the
- * tree appends to one leaf; a node that fills up by an append splits into a full left node and a
- * new right node holding just the appended entry, so that such runs leave full nodes behind.
+ * thus goes to the left one, at its end. A node that overflows while a run of ascending keys is
+ * added to it splits where the run is: the keys after the run go to a new right node, so that the
+ * run appends to the left one; one that overflows by an append splits into a full left node and
+ * the new entry alone. Runs (new entities' datoms, in every index) thus leave full nodes behind.
  */
 final class BTree {
 
@@ -28,6 +29,7 @@ final class BTree {
     final Editor editor; // the editor that may still change this node in place
     final byte[][] keys; // leaf: its keys; branch: a lower bound of each child (see BTree)
     int size;
+    int lastAdded = -1; // where its editor added an entry last, or -1 (a hint: a run steps by 1)
 
     Node(Editor editor) {
       this.editor = editor;
@@ -242,7 +244,7 @@ final class BTree {
         leaf.keys[i] = key;
         leaf.vals[i] = val;
         leaf.size++;
-        return splitIfFull(leaf, i);
+        return added(leaf, i);
       }
       int i = child(node, key, key.length);
       Node child = insert(((Branch) node).children[i], key, val);
@@ -257,21 +259,28 @@ final class BTree {
       branch.children[i + 1] = right;
       branch.keys[i + 1] = right.keys[0]; // a branch's key 0 is its child 0's lower bound
       branch.size++;
-      return splitIfFull(branch, i + 1);
+      return added(branch, i + 1);
     }
 
     /**
-     * {@code node}, split when over MAX entries after one was added at {@code at}: in halves, or,
-     * when the entry went last, into MAX entries and the new one alone (an append).
+     * {@code node} after an entry was added at {@code at}, split when over MAX entries: in
+     * halves, or, when the entry continues a run (added right after the one added before it, or
+     * last), after it, the new entry alone going right when it is last.
      */
-    private Node splitIfFull(Node node, int at) {
+    private Node added(Node node, int at) {
+      boolean run = at == node.lastAdded + 1 || at == node.size - 1;
+      node.lastAdded = at;
       if (node.size > MAX) {
         Node right = node.empty(this);
-        int half = at == node.size - 1 ? MAX : node.size / 2;
-        node.move(half, right, 0, node.size - half);
-        right.size = node.size - half;
-        node.clear(half, node.size);
-        node.size = half;
+        int keep = run ? Math.min(at + 1, MAX) : node.size / 2;
+        node.move(keep, right, 0, node.size - keep);
+        right.size = node.size - keep;
+        node.clear(keep, node.size);
+        node.size = keep;
+        if (at >= keep) {
+          node.lastAdded = -1;
+          right.lastAdded = at - keep;
+        }
         split = right;
       }
       return node;
