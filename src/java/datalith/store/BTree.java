@@ -21,6 +21,8 @@ final class BTree {
 
   static final int MAX = 64; // most keys in a leaf, most children in a branch
   static final int MIN = MAX / 2; // fewest before a delete rebalances, except in the root
+  /** The empty value: read-only, shared. */
+  static final ByteBuffer EMPTY = ByteBuffer.allocate(0).asReadOnlyBuffer();
 
   private BTree() {}
 
@@ -62,9 +64,10 @@ final class BTree {
   /**
    * A leaf: keys and their values (read-only buffers at position 0, shared with readers). The
    * read-only views of its keys are made on the first read of the leaf, once it is immutable.
+   * A leaf whose values are all empty (an index's) has no array of values, which halves a copy.
    */
   static final class Leaf extends Node {
-    final ByteBuffer[] vals = new ByteBuffer[MAX + 1];
+    private ByteBuffer[] vals; // null while every value is EMPTY
     private volatile ByteBuffer[] keyViews; // null until read; then views of keys[0..size)
 
     Leaf(Editor editor) {
@@ -87,6 +90,26 @@ final class BTree {
       return views;
     }
 
+    /** The value of entry {@code i}. */
+    ByteBuffer val(int i) {
+      return vals == null ? EMPTY : vals[i];
+    }
+
+    void setVal(int i, ByteBuffer val) {
+      if (vals != null || val != EMPTY) {
+        values()[i] = val;
+      }
+    }
+
+    /** The array of values, made (every slot EMPTY) when there is none. */
+    private ByteBuffer[] values() {
+      if (vals == null) {
+        vals = new ByteBuffer[MAX + 1];
+        Arrays.fill(vals, EMPTY);
+      }
+      return vals;
+    }
+
     @Override
     Node empty(Editor editor) {
       return new Leaf(editor);
@@ -96,13 +119,19 @@ final class BTree {
     void move(int from, Node to, int at, int count) {
       Leaf leaf = (Leaf) to;
       System.arraycopy(keys, from, leaf.keys, at, count);
-      System.arraycopy(vals, from, leaf.vals, at, count);
+      if (vals != null) {
+        System.arraycopy(vals, from, leaf.values(), at, count);
+      } else if (leaf.vals != null) {
+        Arrays.fill(leaf.vals, at, at + count, EMPTY);
+      }
     }
 
     @Override
     void clear(int from, int to) {
       Arrays.fill(keys, from, to, null);
-      Arrays.fill(vals, from, to, null);
+      if (vals != null) {
+        Arrays.fill(vals, from, to, null);
+      }
     }
   }
 
@@ -182,7 +211,7 @@ final class BTree {
       return null;
     }
     byte[] k = node.keys[i];
-    return Arrays.equals(k, 0, k.length, key, 0, length) ? ((Leaf) node).vals[i] : null;
+    return Arrays.equals(k, 0, k.length, key, 0, length) ? ((Leaf) node).val(i) : null;
   }
 
   /** Makes new tree versions; owns the nodes it creates until it is dropped. One thread. */
@@ -193,12 +222,15 @@ final class BTree {
       return node.editor == this ? node : node.copy(this);
     }
 
-    /** The tree {@code root} (may be null) with {@code val} under {@code key} (kept, not copied). */
+    /**
+     * The tree {@code root} (may be null) with {@code val} under {@code key}, both kept, not
+     * copied: {@code val} read-only at position 0, {@link #EMPTY} when empty.
+     */
     Node put(Node root, byte[] key, ByteBuffer val) {
       if (root == null) {
         Leaf leaf = new Leaf(this);
         leaf.keys[0] = key;
-        leaf.vals[0] = val;
+        leaf.setVal(0, val);
         leaf.size = 1;
         return leaf;
       }
@@ -237,12 +269,12 @@ final class BTree {
         int i = search(node, key, key.length);
         Leaf leaf = (Leaf) editable(node);
         if (i < leaf.size && Arrays.equals(leaf.keys[i], key)) {
-          leaf.vals[i] = val;
+          leaf.setVal(i, val);
           return leaf;
         }
         leaf.move(i, leaf, i + 1, leaf.size - i);
         leaf.keys[i] = key;
-        leaf.vals[i] = val;
+        leaf.setVal(i, val);
         leaf.size++;
         return added(leaf, i);
       }

@@ -177,7 +177,7 @@ final class MemCursor implements Cursor {
   @Override
   public ByteBuffer val() {
     checkPositioned();
-    return ((BTree.Leaf) path[leaf]).vals[index[leaf]];
+    return ((BTree.Leaf) path[leaf]).val(index[leaf]);
   }
 
   @Override
