@@ -51,6 +51,7 @@ final class BTree {
       Node n = empty(editor);
       move(0, n, 0, size);
       n.size = size;
+      n.lastAdded = lastAdded;
       return n;
     }
 
@@ -138,6 +139,7 @@ final class BTree {
   /** A branch: children, each with a lower bound of the keys beneath it. */
   static final class Branch extends Node {
     final Node[] children = new Node[MAX + 1];
+    int lastChild = -1; // the child its editor's last put went to, or -1 (a hint)
 
     Branch(Editor editor) {
       super(editor);
@@ -146,6 +148,13 @@ final class BTree {
     @Override
     Node empty(Editor editor) {
       return new Branch(editor);
+    }
+
+    @Override
+    Node copy(Editor editor) {
+      Branch b = (Branch) super.copy(editor);
+      b.lastChild = lastChild;
+      return b;
     }
 
     @Override
@@ -164,8 +173,15 @@ final class BTree {
 
   /** Index of the first key {@code >= key[0..length)} in the leaf {@code node}, or its size. */
   static int search(Node node, byte[] key, int length) {
-    int lo = 0;
-    int hi = node.size;
+    return search(node, key, length, 0, node.size);
+  }
+
+  /**
+   * Index of the first key {@code >= key[0..length)} in the leaf {@code node} among
+   * {@code [lo, hi)}, or {@code hi}, given that those before {@code lo} are less and those from
+   * {@code hi} on are not.
+   */
+  private static int search(Node node, byte[] key, int length, int lo, int hi) {
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       byte[] k = node.keys[mid];
@@ -183,8 +199,14 @@ final class BTree {
    * the last child whose lower bound is {@code <=} it, or child 0.
    */
   static int child(Node node, byte[] key, int length) {
-    int lo = 1; // key 0 is never compared
-    int hi = node.size;
+    return child(node, key, length, 1, node.size); // key 0 is never compared
+  }
+
+  /**
+   * {@link #child} among children {@code [lo - 1, hi)}, given that keys {@code [1, lo)} are
+   * {@code <=} {@code key[0..length)} and those from {@code hi} on are greater.
+   */
+  private static int child(Node node, byte[] key, int length, int lo, int hi) {
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       byte[] k = node.keys[mid];
@@ -264,9 +286,41 @@ final class BTree {
       return node.size == 0 ? null : node;
     }
 
+    /** {@link #search} of a put, tried first right after the last key added (a run's next). */
+    private static int searchNear(Node leaf, byte[] key) {
+      int h = leaf.lastAdded;
+      int n = leaf.size;
+      if (h < 0 || h >= n) {
+        return search(leaf, key, key.length);
+      }
+      if (Arrays.compareUnsigned(leaf.keys[h], key) >= 0) {
+        return search(leaf, key, key.length, 0, h);
+      }
+      if (h + 1 == n || Arrays.compareUnsigned(leaf.keys[h + 1], key) >= 0) {
+        return h + 1;
+      }
+      return search(leaf, key, key.length, h + 2, n);
+    }
+
+    /** {@link #child} of a put, tried first at the child the last put went to. */
+    private static int childNear(Branch branch, byte[] key) {
+      int h = branch.lastChild;
+      int n = branch.size;
+      if (h < 0 || h >= n) {
+        return child(branch, key, key.length);
+      }
+      if (h > 0 && Arrays.compareUnsigned(branch.keys[h], key) > 0) {
+        return child(branch, key, key.length, 1, h);
+      }
+      if (h + 1 == n || Arrays.compareUnsigned(branch.keys[h + 1], key) > 0) {
+        return h;
+      }
+      return child(branch, key, key.length, h + 2, n);
+    }
+
     private Node insert(Node node, byte[] key, ByteBuffer val) {
       if (node instanceof Leaf) {
-        int i = search(node, key, key.length);
+        int i = searchNear(node, key);
         Leaf leaf = (Leaf) editable(node);
         if (i < leaf.size && Arrays.equals(leaf.keys[i], key)) {
           leaf.setVal(i, val);
@@ -278,12 +332,13 @@ final class BTree {
         leaf.size++;
         return added(leaf, i);
       }
-      int i = child(node, key, key.length);
+      int i = childNear((Branch) node, key);
       Node child = insert(((Branch) node).children[i], key, val);
       Node right = split;
       split = null;
       Branch branch = (Branch) editable(node);
       branch.children[i] = child;
+      branch.lastChild = i;
       if (right == null) {
         return branch;
       }
