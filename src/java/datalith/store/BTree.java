@@ -246,7 +246,7 @@ final class BTree {
 
     /**
      * The tree {@code root} (may be null) with {@code val} under {@code key}, both kept, not
-     * copied: {@code val} read-only at position 0, {@link #EMPTY} when empty.
+     * copied: {@code val} read-only at position 0, {@link BTree#EMPTY} when empty.
      */
     Node put(Node root, byte[] key, ByteBuffer val) {
       if (root == null) {
