@@ -402,3 +402,25 @@
                     (recur (inc i) (long (or got now)) (conj seen got))))
                 (println "replace-survives-kill-9" commit pause "contents seen:" seen)))))
           (finally (tu/delete-tree (.getParentFile dir))))))))
+
+(deftest another-process-reads-the-replaced-contents
+  (testing "a store open in this process, its map smaller than what another process's replace
+  wrote, grows its map and reads the new contents at its next read"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 13)
+          model (rc/contents 12 1)]
+      (try
+        (with-open [s (open-store dir "java" "wal" {"map-size" (bit-shift-left 64 10)})]
+          (random-writes! s (rc/contents 1 0.01) rnd 10)
+          (with-open [r (.beginRead s)] (rc/scan r SubDb/EAVT)) ; a reader of the old state
+          (let [c (start-replace dir "wal" 12 false)]
+            (try
+              (is (await-line c "replaced"))
+              (doseq [reader-thread [:this :another]]
+                (testing (name reader-thread)
+                  (let [check #(with-open [r (.beginRead s)] (check-store r model rnd))]
+                    (if (= reader-thread :this)
+                      (check)
+                      (let [f (future (check))] @f)))))
+              (finally (kill! c)))))
+        (finally (tu/delete-tree (.getParentFile dir)))))))

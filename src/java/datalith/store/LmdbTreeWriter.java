@@ -79,8 +79,8 @@ final class LmdbTreeWriter {
   private final ByteBuffer page = ByteBuffer.allocateDirect(PAGE).order(ByteOrder.nativeOrder());
   private Level level = new Level(); // the leaves written so far
   private ByteBuffer firstKey; // the leaf page being filled's first key, a copy
-  private ByteBuffer lastKey; // the last key of the leaf page written last, a copy; or null
-  private int lastNode; // the offset in the page of the node added last, when nodes > 0
+  // the last key added, a copy (limit 0: none yet)
+  private final ByteBuffer previous = ByteBuffer.allocate(Errors.MAX_KEY_SIZE).limit(0);
   private int nodes; // on the leaf page being filled
   private int upper = PAGE; // its lowest node's offset
   private long entries;
@@ -130,19 +130,17 @@ final class LmdbTreeWriter {
       page.put(upper + NODE_HEADER + k, val, val.position(), (int) d);
     }
     page.putShort(PAGE_HEADER + 2 * nodes, (short) upper);
-    lastNode = upper;
     nodes++;
     entries++;
   }
 
-  /** Throws unless {@code key} sorts after the last key added (unsigned bytes). */
+  /** Throws unless {@code key} sorts after the last key added (unsigned bytes), and keeps it. */
   private void checkOrder(ByteBuffer key) {
-    ByteBuffer last = nodes > 0
-        ? page.slice(lastNode + NODE_HEADER, page.getShort(lastNode + 6) & 0xFFFF) : lastKey;
-    if (last != null && compare(last, key) >= 0) {
+    if (previous.hasRemaining() && compare(previous, key) >= 0) {
       throw Errors.error(Errors.ORDER, where, "The entries to write are not in ascending key"
           + " order", null);
     }
+    previous.clear().put(0, key, key.position(), key.remaining()).limit(key.remaining());
   }
 
   /** Unsigned lexicographic comparison of the remaining bytes of {@code a} and {@code b}. */
@@ -158,8 +156,6 @@ final class LmdbTreeWriter {
   }
 
   private void finishLeaf() throws IOException {
-    int k = page.getShort(lastNode + 6) & 0xFFFF;
-    lastKey = ByteBuffer.allocate(k).put(0, page, lastNode + NODE_HEADER, k);
     level.add(firstKey, finish(P_LEAF));
     leafPages++;
   }
