@@ -330,7 +330,8 @@
         (with-open [conn (d/connect (.getPath dir) {:schema schema})]
           (is (= (db-view mem) (db-view conn)))
           (is (:ok? (d/verify conn)))
-          (let [tx [{:p/name "new" :p/age 1 :p/friend [[:p/name "p1"]]}]]
+          (let [tx [{:p/name "new" :p/age 1 :p/friend [[:p/name "p1"]]}
+                    {:db/id "datomic.tx" :db/txInstant (java.util.Date.)}]]
             (d/transact! mem tx)
             (d/transact! conn tx))
           (is (= (db-view mem) (db-view conn)))))
@@ -423,4 +424,49 @@
                       (check)
                       (let [f (future (check))] @f)))))
               (finally (kill! c)))))
+        (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(defn- last-page
+  "The last page of the data file's last commit (its meta page of the larger txnid)."
+  [^File dir]
+  (with-open [ch (FileChannel/open (.toPath (File. dir "data.mdb"))
+                                   (into-array StandardOpenOption [StandardOpenOption/READ]))]
+    (let [metas (for [m [0 1]]
+                  (let [b (.order (ByteBuffer/allocate 160) (ByteOrder/nativeOrder))]
+                    (.read ch b (* m 4096))
+                    [(.getLong b 144) (.getLong b 136)]))]
+      (second (last (sort-by first metas))))))
+
+(defn- write-model! [^Store s model parts]
+  (doseq [part (range parts)]
+    (with-open [w (.beginWrite s)]
+      (doseq [[db ^TreeMap m] model
+              [i [^bytes k ^bytes v]] (map-indexed vector (entries m))
+              :when (= part (mod i parts))]
+        (.put w db (ByteBuffer/wrap k) (ByteBuffer/wrap v)))
+      (.commit w))))
+
+(deftest replaced-pages-are-reused
+  (testing "the old trees' pages go to the free list, and later commits reuse them"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 17)
+          big (into {} (for [db (SubDb/values)]
+                         [db (condp = db
+                               SubDb/EAVT (#'rc/fill 20000 #(random-bytes rnd 30) #(byte-array 0))
+                               SubDb/AVET (#'rc/fill 3000 #(random-bytes rnd 450) #(byte-array 0))
+                               (TreeMap. rc/unsigned))]))
+          small (rc/contents 21 0.01)]
+      (try
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (write-model! s big 1)
+          (let [old-pages (last-page dir)]
+            (replace-with! s small)
+            (random-writes! s small rnd 1) ; the next commit: no reader older than the replace
+            (let [after-replace (last-page dir)]
+              (write-model! s big 1)
+              (is (< (- (last-page dir) after-replace) (quot old-pages 2))
+                  (str "pages: " old-pages " before the replace, " after-replace " after it, "
+                       (last-page dir) " after writing as much again")))
+            (doseq [[db ^TreeMap m] small] (.putAll ^TreeMap (big db) m))
+            (with-open [r (.beginRead s)] (check-store r big rnd))))
         (finally (tu/delete-tree (.getParentFile dir)))))))

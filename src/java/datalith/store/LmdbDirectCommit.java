@@ -4,6 +4,7 @@ import static datalith.store.LmdbLayout.DB_RECORD;
 import static datalith.store.LmdbLayout.F_SUBDATA;
 import static datalith.store.LmdbLayout.MD_DEPTH;
 import static datalith.store.LmdbLayout.META_END;
+import static datalith.store.LmdbLayout.MM_FREE_DB;
 import static datalith.store.LmdbLayout.MM_LAST_PG;
 import static datalith.store.LmdbLayout.MM_MAIN_DB;
 import static datalith.store.LmdbLayout.MM_MAPSIZE;
@@ -34,8 +35,12 @@ import org.lmdbjava.Env;
  *
  * <p>Atomic: until the meta page is written, nothing refers to the new pages; read
  * transactions begun before keep reading the old trees, whose pages nothing overwrites. The
- * free list's record is kept: its pages stay free, as none of them is used here. The old
- * trees' pages are left unreferenced (leaked: never reused), a handful for an empty store.
+ * free list is written anew too: its entries as they were (their pages stay free: none is used
+ * here), and one more under T + 1 holding the pages of the old trees and of the old free list
+ * ({@link LmdbOldPages}), which LMDB's own commits reuse once no reader is older than T + 1, as
+ * they would the pages a commit T + 1 freed. When the old trees do not read soundly, the free
+ * list is kept as it is and their pages are left unreferenced (leaked). Later calls never reuse
+ * free pages: each writes its trees past the last page.
  *
  * <p>Durable as the store's commits are: with the option "sync" and no pause, the new pages are
  * fdatasynced before the meta page is written; then through the write-ahead log, a checkpoint
@@ -108,8 +113,13 @@ final class LmdbDirectCommit {
           != t) {
         return false;
       }
+      LmdbOldPages.Found old = LmdbOldPages.read(data, meta);
+      if (old != null && old.foreign) {
+        return false; // the generic way keeps the sub-databases that are not SubDbs
+      }
       LmdbPageSink sink = new LmdbPageSink(data, meta.getLong(MM_LAST_PG) + 1);
       ByteBuffer main = writeTrees(sink, source, where);
+      ByteBuffer free = old == null ? null : writeFreeList(sink, old, t + 1, where);
       sink.flush();
       long pages = sink.next();
       if (pages * PAGE > map.mapSize()) {
@@ -122,6 +132,9 @@ final class LmdbDirectCommit {
       meta.putLong(0, slot).putLong(MM_MAPSIZE, Math.max(meta.getLong(MM_MAPSIZE),
           map.mapSize()));
       meta.put(MM_MAIN_DB + MD_DEPTH, main, MD_DEPTH, DB_RECORD - MD_DEPTH); // pad, flags kept
+      if (free != null) {
+        meta.put(MM_FREE_DB + MD_DEPTH, free, MD_DEPTH, DB_RECORD - MD_DEPTH);
+      }
       meta.putLong(MM_LAST_PG, pages - 1).putLong(MM_TXNID, t + 1);
       write(data, meta.clear(), slot * PAGE);
       if (durability == Durability.LMDB_SYNC) {
@@ -172,7 +185,7 @@ final class LmdbDirectCommit {
       throws IOException {
     ByteBuffer[] records = new ByteBuffer[SubDb.values().length];
     for (SubDb db : SubDb.values()) {
-      LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, where);
+      LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, false, where);
       Cursor c = source.cursor(db);
       try {
         for (boolean more = c.first(); more; more = c.next()) {
@@ -183,11 +196,35 @@ final class LmdbDirectCommit {
       }
       records[db.ordinal()] = tree.finish();
     }
-    LmdbTreeWriter mainTree = new LmdbTreeWriter(sink, F_SUBDATA, where);
+    LmdbTreeWriter mainTree = new LmdbTreeWriter(sink, F_SUBDATA, false, where);
     for (SubDb db : BY_NAME) {
       mainTree.add(ByteBuffer.wrap(name(db)), records[db.ordinal()]);
     }
     return mainTree.finish();
+  }
+
+  /**
+   * Writes the free list anew: its entries as they were, then one under {@code txnid} holding
+   * the pages the last commit's trees leave behind (descending, after their count); returns its
+   * record.
+   */
+  private static ByteBuffer writeFreeList(LmdbPageSink sink, LmdbOldPages.Found old, long txnid,
+      String where) throws IOException {
+    LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, true, where);
+    for (ByteBuffer[] e : old.freeEntries) {
+      tree.add(e[0], e[1]);
+    }
+    if (old.pages.length > 0) {
+      ByteBuffer ids = ByteBuffer.allocate(Long.BYTES * (old.pages.length + 1))
+          .order(ByteOrder.nativeOrder());
+      ids.putLong(old.pages.length);
+      for (long n : old.pages) {
+        ids.putLong(n);
+      }
+      tree.add(ByteBuffer.allocate(Long.BYTES).order(ByteOrder.nativeOrder()).putLong(0, txnid),
+          ids.flip());
+    }
+    return tree.finish();
   }
 
   private static void write(FileChannel f, ByteBuffer b, long at) throws IOException {

@@ -578,9 +578,11 @@ public final class LmdbStore implements Store {
    *
    * <p>Writes the new trees directly as pages, in key order, and commits them with one meta
    * page ({@link LmdbDirectCommit}); durable as a commit is (see {@link #pauseSync}). The old
-   * trees' pages are not reused. Falls back to the generic way (deletes and puts through a write
+   * trees' pages go to the free list, for later commits (this one writes past the last page).
+   * Falls back to the generic way (deletes and puts through a write
    * transaction) when the store's pages are not of 4 KiB or LMDB's files do not read as
-   * {@link LmdbLayout} says. Waits for the writer lock as {@link #beginWrite()} does; may close
+   * {@link LmdbLayout} says, or its main database holds sub-databases that are not
+   * {@link SubDb}s. Waits for the writer lock as {@link #beginWrite()} does; may close
    * this thread's read transactions to grow the map, as a commit does.
    *
    * @throws IllegalStateException when the store is closed, or this thread holds the write
@@ -588,7 +590,9 @@ public final class LmdbStore implements Store {
    * @throws clojure.lang.ExceptionInfo {@code :store/io} when the files cannot be written,
    *     {@code :store/key-size} or {@code :store/order} for a source whose keys are not 1 to 511
    *     bytes in ascending order (nothing is then committed), {@code :store/map-full} when the
-   *     map must grow and other read transactions stay open for 30 seconds
+   *     map must grow and other read transactions stay open for 30 seconds; {@code :store/io}
+   *     also when the log's checkpoint after the commit fails: the commit is then visible, and
+   *     durable once the next write takes the checkpoint
    */
   @Override
   public void replaceAll(ReadTxn source) {

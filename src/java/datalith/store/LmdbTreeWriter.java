@@ -76,6 +76,7 @@ final class LmdbTreeWriter {
   private final LmdbPageSink sink;
   private final String where; // the store's directory, for messages
   private final int nodeFlags; // of every leaf node whose value is not on overflow pages
+  private final boolean integerKeys; // keys are native u64s, in numeric order (MDB_INTEGERKEY)
   private final ByteBuffer page = ByteBuffer.allocateDirect(PAGE).order(ByteOrder.nativeOrder());
   private Level level = new Level(); // the leaves written so far
   private ByteBuffer firstKey; // the leaf page being filled's first key, a copy
@@ -88,9 +89,13 @@ final class LmdbTreeWriter {
   private long branchPages;
   private final long overflowBefore;
 
-  /** A writer of a tree into {@code sink} whose leaf nodes have the flags {@code nodeFlags}. */
-  LmdbTreeWriter(LmdbPageSink sink, int nodeFlags, String where) {
+  /**
+   * A writer of a tree into {@code sink} whose leaf nodes have the flags {@code nodeFlags}, its
+   * keys in unsigned byte order, or {@code integerKeys}: native u64s in numeric order.
+   */
+  LmdbTreeWriter(LmdbPageSink sink, int nodeFlags, boolean integerKeys, String where) {
     this.sink = sink;
+    this.integerKeys = integerKeys;
     this.where = where;
     this.nodeFlags = nodeFlags;
     this.overflowBefore = sink.overflowPages();
@@ -136,6 +141,10 @@ final class LmdbTreeWriter {
 
   /** Throws unless {@code key} sorts after the last key added (unsigned bytes), and keeps it. */
   private void checkOrder(ByteBuffer key) {
+    if (integerKeys && key.remaining() != Long.BYTES) {
+      throw Errors.error(Errors.KEY_SIZE, where, "An integer key of " + key.remaining()
+          + " bytes", null);
+    }
     if (previous.hasRemaining() && compare(previous, key) >= 0) {
       throw Errors.error(Errors.ORDER, where, "The entries to write are not in ascending key"
           + " order", null);
@@ -143,8 +152,15 @@ final class LmdbTreeWriter {
     previous.clear().put(0, key, key.position(), key.remaining()).limit(key.remaining());
   }
 
-  /** Unsigned lexicographic comparison of the remaining bytes of {@code a} and {@code b}. */
-  private static int compare(ByteBuffer a, ByteBuffer b) {
+  /**
+   * Unsigned lexicographic comparison of the remaining bytes of {@code a} and {@code b}, or of
+   * their native u64s with integer keys.
+   */
+  private int compare(ByteBuffer a, ByteBuffer b) {
+    if (integerKeys) {
+      return Long.compareUnsigned(a.order(ByteOrder.nativeOrder()).getLong(a.position()),
+          b.duplicate().order(ByteOrder.nativeOrder()).getLong(b.position()));
+    }
     int i = a.mismatch(b);
     if (i < 0) {
       return 0;

@@ -68,7 +68,8 @@
  * order, page after page past the last commit's pages, with positional writes of the file
  * ({@link datalith.store.LmdbTreeWriter}, {@link datalith.store.LmdbPageSink}), then a new
  * main database, one meta page and the lock file's txnid make them the last commit
- * ({@link datalith.store.LmdbDirectCommit}); the old trees' pages are left unreferenced. Pages
+ * ({@link datalith.store.LmdbDirectCommit}); the old trees' pages go to the free list under the
+ * new transaction's id ({@link datalith.store.LmdbOldPages}), for later commits to reuse. Pages
  * not of 4 KiB, or files that do not read as the layout says, take the generic way (deletes and
  * puts through one write transaction).
  *
