@@ -14,7 +14,11 @@
     (every index, history, log, as-of), and takes transactions after
   - child JVMs killed after replaceAll returned keep the new contents; killed in the middle,
     they hold the old or the new contents, whole (:commit :wal outside and inside a pause,
-    :lmdb-sync)"
+    :lmdb-sync)
+  - the old trees' pages go to the free list and later commits reuse them; old trees that do
+    not read soundly are left behind; a sub-database that is not a SubDb makes replaceAll
+    take the generic way, which keeps it
+  - a source whose keys are out of order is refused, nothing committed"
   (:require [clojure.test :refer [deftest is testing]]
             [datalith.child-jvm :as child]
             [datalith.core :as d]
@@ -469,4 +473,75 @@
                        (last-page dir) " after writing as much again")))
             (doseq [[db ^TreeMap m] small] (.putAll ^TreeMap (big db) m))
             (with-open [r (.beginRead s)] (check-store r big rnd))))
+        (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(deftest foreign-sub-databases-take-the-generic-way
+  (testing "a main database naming a sub-database that is not a SubDb: replaceAll falls back to
+  deletes and puts, which keep it"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 23)
+          model (rc/contents 31 0.05)
+          raw-env (fn [] (-> (org.lmdbjava.Env/create)
+                             (.setMapSize (bit-shift-left 1 26))
+                             (.setMaxDbs 20)
+                             (.open dir (make-array org.lmdbjava.EnvFlags 0))))
+          foreign-key (ByteBuffer/allocateDirect 3)]
+      (.flip (.put foreign-key (.getBytes "key")))
+      (try
+        (.mkdirs dir)
+        (with-open [^org.lmdbjava.Env env (raw-env)]
+          (let [^org.lmdbjava.Dbi dbi
+                (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                          (into-array org.lmdbjava.DbiFlags [org.lmdbjava.DbiFlags/MDB_CREATE]))]
+            (.put dbi foreign-key (.flip (.put (ByteBuffer/allocateDirect 1) (byte 7))))))
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (with-open [src (rc/mem-store model)
+                      r (.beginRead src)]
+            (.replaceAll s r))
+          (is (zero? (.directReplaces s)))
+          (with-open [r (.beginRead s)] (check-store r model rnd)))
+        (with-open [^org.lmdbjava.Env env (raw-env)]
+          (let [^org.lmdbjava.Dbi dbi
+                (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                          (make-array org.lmdbjava.DbiFlags 0))]
+            (with-open [^org.lmdbjava.Txn txn (.txnRead env)]
+              (is (= 7 (.get ^ByteBuffer (.get dbi txn foreign-key) 0))))))
+        (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(deftest damaged-old-trees-are-left-behind
+  (testing "an old tree whose pages do not read soundly is replaced all the same; its pages
+  are not freed"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 29)
+          old-model (rc/contents 41 0.3)
+          model (rc/contents 42 0.3)
+          eavt-keys (java.util.HashSet. ^java.util.Collection
+                                        (map #(vec ^bytes %) (.keySet ^TreeMap (old-model SubDb/EAVT))))]
+      (try
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (replace-with! s old-model))
+        (testing "a leaf page of EAVT says it is another page"
+          (with-open [ch (FileChannel/open (.toPath (File. dir "data.mdb"))
+                                           (into-array StandardOpenOption
+                                                       [StandardOpenOption/READ
+                                                        StandardOpenOption/WRITE]))]
+            (let [b (.order (ByteBuffer/allocate 4096) (ByteOrder/nativeOrder))
+                  leaf (first (for [n (range 2 (inc (last-page dir)))
+                                    :let [_ (.clear b)
+                                          _ (.read ch b (* n 4096))
+                                          node (bit-and 0xFFFF (.getShort b 16))
+                                          ksize (bit-and 0xFFFF (.getShort b (+ node 6)))]
+                                    :when (and (= 2 (.getShort b 10)) (< (+ node 8 ksize) 4096)
+                                               (.contains eavt-keys
+                                                          (vec (Arrays/copyOfRange (.array b) (+ node 8)
+                                                                                   (+ node 8 ksize)))))]
+                                n))]
+              (is leaf)
+              (.write ch (.putLong (.order (ByteBuffer/allocate 8) (ByteOrder/nativeOrder)) 0 12345)
+                      (long (* leaf 4096))))))
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (replace-with! s model)
+          (with-open [r (.beginRead s)] (check-store r model rnd))
+          (random-writes! s model rnd 300)
+          (with-open [r (.beginRead s)] (check-store r model rnd)))
         (finally (tu/delete-tree (.getParentFile dir)))))))

@@ -184,7 +184,8 @@ final class LmdbOldPages {
       }
       return needed ? copy(start, (int) size) : null;
     }
-    if (start + 8 > PAGE || size > Integer.MAX_VALUE - PAGE) {
+    // a free list entry holds at most every page's id (and its count)
+    if (start + 8 > PAGE || tree == Tree.FREE && size > Long.BYTES * (last + 1)) {
       throw new Unsound();
     }
     long first = page.getLong(start);

@@ -168,7 +168,8 @@ final class LmdbTreeWriter {
     if (i == a.remaining() || i == b.remaining()) {
       return a.remaining() - b.remaining();
     }
-    return Byte.toUnsignedInt(a.get(a.position() + i)) - Byte.toUnsignedInt(b.get(b.position() + i));
+    return Byte.toUnsignedInt(a.get(a.position() + i))
+        - Byte.toUnsignedInt(b.get(b.position() + i));
   }
 
   private void finishLeaf() throws IOException {
