@@ -579,11 +579,11 @@ public final class LmdbStore implements Store {
    * <p>Writes the new trees directly as pages, in key order, and commits them with one meta
    * page ({@link LmdbDirectCommit}); durable as a commit is (see {@link #pauseSync}). The old
    * trees' pages go to the free list, for later commits (this one writes past the last page).
-   * Falls back to the generic way (deletes and puts through a write
-   * transaction) when the store's pages are not of 4 KiB or LMDB's files do not read as
-   * {@link LmdbLayout} says, or its main database holds sub-databases that are not
-   * {@link SubDb}s. Waits for the writer lock as {@link #beginWrite()} does; may close
-   * this thread's read transactions to grow the map, as a commit does.
+   * Falls back to the generic way (deletes and puts through a write transaction) when the
+   * store's pages are not of 4 KiB, LMDB's files do not read as {@link LmdbLayout} says, or its
+   * main database holds sub-databases that are not {@link SubDb}s. Waits for the writer lock as
+   * {@link #beginWrite()} does; may close this thread's read transactions to grow the map, as a
+   * commit does. Read transactions begun before it keep reading the old contents.
    *
    * @throws IllegalStateException when the store is closed, or this thread holds the write
    *     transaction
