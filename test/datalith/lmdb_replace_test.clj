@@ -13,8 +13,8 @@
   - through the public API: a database replaced from a MemStore conn's store equals it
     (every index, history, log, as-of), and takes transactions after
   - child JVMs killed after replaceAll returned keep the new contents; killed in the middle,
-    they hold the old or the new contents, whole (:commit :wal outside and inside a pause,
-    :lmdb-sync)
+    they hold the old or the new contents, whole (:commit :wal and :lmdb-sync, each outside
+    and inside a pause)
   - the old trees' pages go to the free list and later commits reuse them; old trees that do
     not read soundly are left behind; a sub-database that is not a SubDb makes replaceAll
     take the generic way, which keeps it
@@ -376,7 +376,7 @@
     (first ds)))
 
 (deftest replace-survives-kill-9
-  (doseq [[commit pause] [["wal" false] ["wal" true] ["lmdb-sync" false]]]
+  (doseq [[commit pause] [["wal" false] ["wal" true] ["lmdb-sync" false] ["lmdb-sync" true]]]
     (testing (str commit (when pause ", inside a pause"))
       (let [dir (File. (tu/temp-dir) "db")
             rnd (Random. 11)
