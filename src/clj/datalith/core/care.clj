@@ -182,9 +182,10 @@
                  was; a crash loses the staged chunks (the database stays as
                  before the import: rerun it); another process committing
                  meanwhile makes it commit nothing (:import/conflict)
-    :staged-budget  datoms staged at most (default 16M, less on a small
-                 heap); past it the staged chunks are written and the rest
-                 commits chunk by chunk
+    :staged-budget  datoms staged at most (default: as many as a third of
+                 the heap holds, about 500 bytes each, at most 16M); past it
+                 the staged chunks are written and the rest commits chunk by
+                 chunk
 
   Returns {:transactions :datoms :t-first :t-last :skipped :stopped-at
   :elapsed-ms} (:stopped-at: the index of the first chunk not imported, when

@@ -205,6 +205,11 @@ public final class Conn implements Source, AutoCloseable {
     listeners.committed(report);
   }
 
+  /** Whether the listeners or the report queue would keep a report committed now. */
+  boolean listened() {
+    return listeners.any();
+  }
+
   /**
    * Publishes the store's value after a staged import's write ({@link Staged#write}) and notes
    * its chunks' reports for the listeners, in commit order. Holds the lock, as an import does.

@@ -22,7 +22,7 @@ import java.util.List;
  * ({@link Store#replaceAll}). LMDB's B-tree puts cost several times a MemStore's, and the
  * final write puts every key in order once.
  *
- * <p>It is the source of the values its chunks make (the reports' and the progress function's
+ * <p>It is the source of the values its chunks make (the database values of their reports,
  * database values read the MemStore, which is never closed: they stay valid, and immutable,
  * once the import has ended). Nothing but those values holds the MemStore: the connection's
  * latest value stays the store's until {@link #write}, which publishes the store's new one.
@@ -39,8 +39,9 @@ final class Staged implements Source {
   private final Latest base; // the connection's value that was copied, read from target
   private final MemStore mem = MemStore.open(); // never closed: the staged values read it
   private final ValidCache validCache = new ValidCache();
-  private final List<TxReport> reports = new ArrayList<>(); // staged, in commit order
+  private final List<TxReport> reports = new ArrayList<>(); // for the listeners, commit order
   private Latest latest; // the value after the last staged chunk, read from mem
+  private long chunks; // staged
   private long datoms; // of the staged chunks
 
   private Staged(Conn conn, Store target, Latest base) {
@@ -107,10 +108,16 @@ final class Staged implements Source {
     return latest;
   }
 
-  /** Notes a chunk committed into the staging: {@code after} is the value after it. */
+  /**
+   * Notes a chunk committed into the staging: {@code after} is the value after it. Keeps its
+   * report for the listeners when the connection has any (as its commit would).
+   */
   void staged(TxReport report, Latest after, int chunkDatoms) {
-    reports.add(report);
+    if (conn.listened()) {
+      reports.add(report);
+    }
     latest = after;
+    chunks++;
     datoms += chunkDatoms;
   }
 
@@ -128,7 +135,7 @@ final class Staged implements Source {
    *     writer committed to the store since the copy; the store's own errors (the map full, say)
    */
   void write() {
-    if (reports.isEmpty()) {
+    if (chunks == 0) {
       return;
     }
     try (ReadTxn source = new Guard(mem.beginRead())) {
