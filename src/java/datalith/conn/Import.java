@@ -47,10 +47,11 @@ import java.util.Map;
  * progress function stops it (what was staged before is written, then the error thrown or the
  * report returned). Past its budget of staged datoms it writes what it staged and commits the
  * rest chunk by chunk into the store. While it stages, the connection's {@code db} (and every
- * other reader of the store) sees the database as it was before the import; the values in the
- * progress maps and reports read the staging's memory, and stay valid afterwards. Another
- * writer committing to the store meanwhile (another process) makes the final write refuse
- * ({@code :import/conflict}) rather than lose that commit: the import then commits nothing.
+ * other reader of the store) sees the database as it was before the import; the database
+ * values of the staged chunks' reports (for the listeners) read the staging's memory, and stay
+ * valid afterwards. Another writer committing to the store meanwhile (another process) makes
+ * the final write refuse ({@code :import/conflict}) rather than lose that commit: the import
+ * then commits nothing.
  *
  * <p>Durability: while chunks commit into the store, a crash of the JVM loses nothing committed,
  * and one of the operating system may lose the chunks committed since the import began (LMDB's
