@@ -404,19 +404,22 @@
 (deftest generated-tx-data-imports-as-transact-wrote-it
   (testing "the tx-data transact! accepted (tempids, upserts, lookup refs, retractions,
             cardinality many, reverse refs, tx ids), imported as chunks into a fresh database
-            of the same schema: the same datoms, ids, history and log, t by t"
+            of the same schema: the same datoms, ids, history and log, t by t; staged or not,
+            the staging written after a few datoms (its budget) and the rest chunk by chunk"
     (let [result (tc/quick-check
                   trials
                   (prop/for-all [schema txp/gen-schema
                                  txs txp/gen-txs
                                  from (gen/elements tu/stores)
                                  into (gen/elements tu/stores)
-                                 staged gen/boolean]
+                                 staged gen/boolean
+                                 budget (gen/elements [nil 1 5 20])]
                     (let [engine-schema (txp/engine-schema schema)]
                       (tu/with-conn [src from {:schema engine-schema}]
                         (let [tx-data (accepted-tx-data! src schema txs)]
                           (tu/with-conn [dst into {:schema engine-schema}]
-                            (let [r (d/import! dst tx-data {:staged staged})]
+                            (let [r (d/import! dst tx-data (cond-> {:staged staged}
+                                                             budget (assoc :staged-budget budget)))]
                               (and (= (count tx-data) (:transactions r))
                                    (= (instant-free (d/db src)) (instant-free (d/db dst)))))))))))]
       (is (:pass? result) (pr-str (select-keys result [:seed :shrunk]))))))
