@@ -179,13 +179,14 @@
 
 (deftest an-import-into-a-durable-store-is-on-disk-when-it-returns
   (doseq [staged [true false]
+          commit [:wal :lmdb-sync]
           :let [dir (tu/temp-dir)]]
     (try
-      (with-open [conn (d/connect (.getPath dir))]
+      (with-open [conn (d/connect (.getPath dir) {:commit commit})]
         (d/import! conn [[{:k/n 1}] [{:k/n 2}]] {:staged staged})
         (testing "the connection commits durably again after it"
           (d/transact! conn [{:k/n 3}])))
-      (with-open [conn (d/connect (.getPath dir))]
+      (with-open [conn (d/connect (.getPath dir) {:commit commit})]
         (is (= #{1 2 3} (set (map :v (d/datoms (d/db conn) :aevt :k/n)))))
         (is (:ok? (d/verify conn))))
       (finally (tu/delete-tree dir)))))
