@@ -39,8 +39,9 @@
 
 (def ^:private modes
   "Options that must not change what an import gives: :resume? skips only the
-  records a database has, so into an empty one it imports everything."
-  [{} {:resume? true}])
+  records a database has, so into an empty one it imports everything; :staged
+  stages the chunks in memory (true) or commits each into the store (false)."
+  [{} {:resume? true} {:staged true} {:staged false :resume? true}])
 
 (defn- history!
   "A history with schema installed and altered, upserts, retractions,
@@ -177,13 +178,15 @@
             (is (= (view (d/db src)) (view (d/db dst))))))))))
 
 (deftest an-import-into-a-durable-store-is-on-disk-when-it-returns
-  (let [dir (tu/temp-dir)]
+  (doseq [staged [true false]
+          commit [:wal :lmdb-sync]
+          :let [dir (tu/temp-dir)]]
     (try
-      (with-open [conn (d/connect (.getPath dir))]
-        (d/import! conn [[{:k/n 1}] [{:k/n 2}]])
+      (with-open [conn (d/connect (.getPath dir) {:commit commit})]
+        (d/import! conn [[{:k/n 1}] [{:k/n 2}]] {:staged staged})
         (testing "the connection commits durably again after it"
           (d/transact! conn [{:k/n 3}])))
-      (with-open [conn (d/connect (.getPath dir))]
+      (with-open [conn (d/connect (.getPath dir) {:commit commit})]
         (is (= #{1 2 3} (set (map :v (d/datoms (d/db conn) :aevt :k/n)))))
         (is (:ok? (d/verify conn))))
       (finally (tu/delete-tree dir)))))
@@ -199,6 +202,8 @@
       [] {:progress 3} :import/invalid-options
       [] {:skip -1} :import/invalid-options
       [] {:chunk-size 0} :import/invalid-options
+      [] {:staged :yes} :import/invalid-options
+      [] {:staged-budget 0} :import/invalid-options
       [] :x :db/invalid-options
       [{:t "1" :tx-data []}] {} :import/record-t
       [{:t 5 :tx-data []}] {} :import/record-t)
@@ -219,10 +224,11 @@
       (is (some? r)))))
 
 (defn- kill-after
-  "Runs an import of `file` into `dir` in a child JVM and kills it (SIGKILL) once it has
-  reported chunk `k`; whether it got that far."
-  [^File work dir file k]
-  (let [p (child/start (child/command (.getPath work) "datalith.import-kill-child" dir file)
+  "Runs an import of `file` into `dir` in a child JVM, staged or not, and kills it (SIGKILL)
+  once it has reported chunk `k`; whether it got that far."
+  [^File work dir file k staged]
+  (let [p (child/start (child/command (.getPath work) "datalith.import-kill-child" dir file
+                                      (str staged))
                        (io/file work "stderr"))
         ^LinkedBlockingQueue lines (child/line-queue (.getInputStream p))]
     (try
@@ -248,13 +254,34 @@
           file (.getPath (io/file work "export.edn"))]
       (try
         (d/export src file)
-        (is (kill-after work dir file 20) (slurp (io/file work "stderr")))
+        (is (kill-after work dir file 20 false) (slurp (io/file work "stderr")))
         (with-open [conn (d/connect dir)]
           (let [t (d/basis-t (d/db conn))]
             (testing "what the kill left: a whole prefix of the chunks, which verify passes"
               (is (<= 21 t (d/basis-t (d/db src))))
               (is (:ok? (d/verify conn)))
               (is (= (vec (d/datoms (d/as-of (d/db src) t) :eavt)) (vec (d/datoms (d/db conn) :eavt)))))
+            (testing "a rerun with :resume? completes it: the same database"
+              (d/import! conn file {:resume? true})
+              (is (= (view (d/db src)) (view (d/db conn)))))))
+        (finally (tu/delete-tree work))))))
+
+(deftest a-killed-staged-import-leaves-the-database-as-before-or-all-of-it
+  (tu/with-conn [src :mem {:schema schema}]
+    (history! src)
+    (dotimes [i 150]
+      (d/transact! src [{:user/email (str "u" i "@x") :user/tags #{(keyword (str "t" (mod i 7)))}}]))
+    (let [work (tu/temp-dir)
+          dir (.getPath (io/file work "db"))
+          file (.getPath (io/file work "export.edn"))]
+      (try
+        (d/export src file)
+        (is (kill-after work dir file 20 true) (slurp (io/file work "stderr")))
+        (with-open [conn (d/connect dir)]
+          (let [t (d/basis-t (d/db conn))]
+            (testing "the staged chunks reach the store in one commit: none of them, or all"
+              (is (contains? #{0 (d/basis-t (d/db src))} t))
+              (is (:ok? (d/verify conn))))
             (testing "a rerun with :resume? completes it: the same database"
               (d/import! conn file {:resume? true})
               (is (= (view (d/db src)) (view (d/db conn)))))))
@@ -378,18 +405,22 @@
 (deftest generated-tx-data-imports-as-transact-wrote-it
   (testing "the tx-data transact! accepted (tempids, upserts, lookup refs, retractions,
             cardinality many, reverse refs, tx ids), imported as chunks into a fresh database
-            of the same schema: the same datoms, ids, history and log, t by t"
+            of the same schema: the same datoms, ids, history and log, t by t; staged or not,
+            the staging written after a few datoms (its budget) and the rest chunk by chunk"
     (let [result (tc/quick-check
                   trials
                   (prop/for-all [schema txp/gen-schema
                                  txs txp/gen-txs
                                  from (gen/elements tu/stores)
-                                 into (gen/elements tu/stores)]
+                                 into (gen/elements tu/stores)
+                                 staged gen/boolean
+                                 budget (gen/elements [nil 1 5 20])]
                     (let [engine-schema (txp/engine-schema schema)]
                       (tu/with-conn [src from {:schema engine-schema}]
                         (let [tx-data (accepted-tx-data! src schema txs)]
                           (tu/with-conn [dst into {:schema engine-schema}]
-                            (let [r (d/import! dst tx-data)]
+                            (let [r (d/import! dst tx-data (cond-> {:staged staged}
+                                                             budget (assoc :staged-budget budget)))]
                               (and (= (count tx-data) (:transactions r))
                                    (= (instant-free (d/db src)) (instant-free (d/db dst)))))))))))]
       (is (:pass? result) (pr-str (select-keys result [:seed :shrunk]))))))
@@ -443,14 +474,14 @@
 
 (defn- import-against-transact
   "`chunks` transacted on an empty database of store `from`, and imported into
-  one of store `into`: [the chunks transact! committed, whether the import
-  stopped where transact! refused (or took them all), whether the two databases
-  are equal but for their txInstants]."
-  [from into chunks]
+  one of store `into` (with import! options `opts`): [the chunks transact!
+  committed, whether the import stopped where transact! refused (or took them
+  all), whether the two databases are equal but for their txInstants]."
+  [from into chunks opts]
   (tu/with-conn [src from]
     (let [n (transact-chunks! src chunks)]
       (tu/with-conn [dst into]
-        (let [r (try (d/import! dst chunks) (catch clojure.lang.ExceptionInfo e e))]
+        (let [r (try (d/import! dst chunks opts) (catch clojure.lang.ExceptionInfo e e))]
           [n
            (if (< n (count chunks))
              (= n (:import/chunk (ex-data r)) (:transactions (:import/report (ex-data r))))
@@ -459,10 +490,11 @@
 
 (deftest the-cases-a-bulk-path-special-cases-import-as-transact-wrote-them
   (are [what committed chunks]
-       (every? true? (for [from tu/stores into tu/stores]
+       (every? true? (for [from tu/stores into tu/stores staged [true false]]
                        (is (= [(inc committed) true true]
-                              (import-against-transact from into (cons bulk-schema-tx chunks)))
-                           (str what " (" from " -> " into ")"))))
+                              (import-against-transact from into (cons bulk-schema-tx chunks)
+                                                       {:staged staged}))
+                           (str what " (" from " -> " into ", staged " staged ")"))))
     "an upsert across chunks" 3
     [[{:b/id 1 :b/n 1}] [{:b/id 1 :b/n 2 :b/tags :x}] [{:db/id "u" :b/id 1 :b/tags :y}]]
 
@@ -508,14 +540,131 @@
                   (prop/for-all [schema txp/gen-schema
                                  txs txp/gen-txs
                                  from (gen/elements tu/stores)
-                                 into (gen/elements tu/stores)]
+                                 into (gen/elements tu/stores)
+                                 staged gen/boolean]
                     (let [schema-tx (vec (for [[a m] (txp/engine-schema schema)]
                                            (assoc m :db/ident a)))]
                       (tu/with-conn [src from]
                         (d/transact! src schema-tx)
                         (let [tx-data (accepted-tx-data! src schema txs)]
                           (tu/with-conn [dst into]
-                            (let [r (d/import! dst (cons schema-tx tx-data))]
+                            (let [r (d/import! dst (cons schema-tx tx-data) {:staged staged})]
                               (and (= (inc (count tx-data)) (:transactions r))
                                    (= (instant-free (d/db src)) (instant-free (d/db dst)))))))))))]
       (is (:pass? result) (pr-str (select-keys result [:seed :shrunk]))))))
+
+;; ---------------------------------------------------------------- staged imports (#17, h-staged)
+;; An import into a small LMDB database (or any, with :staged true) commits its chunks into a
+;; MemStore, each its own transaction, and writes them into the store in one commit at its end
+;; (also when a chunk or the source fails, or :progress stops it). The oracle above runs both
+;; ways; these check what the staging changes: when the store sees the chunks, the budget past
+;; which it writes and goes on chunk by chunk, failures, another writer, the values it hands out.
+
+(defn- import-seeing
+  "Imports `chunks` into `conn` with `opts`: [the basis t of `(d/db conn)` as the
+  progress function saw it after each chunk, the report or the ex-info]."
+  [conn chunks opts]
+  (let [seen (atom [])
+        r (try (d/import! conn chunks (assoc opts :progress (fn [_] (swap! seen conj (d/basis-t (d/db conn))) nil)))
+               (catch clojure.lang.ExceptionInfo e e))]
+    [@seen r]))
+
+(deftest a-staged-import-reaches-the-store-at-its-end
+  (doseq [store tu/stores, staged [true false nil]]
+    (testing (str store ", :staged " staged " (nil: auto, staged into LMDB)")
+      (tu/with-conn [conn store {:schema {:k/id {:db/unique :db.unique/identity}
+                                          :k/n {:db/valueType :db.type/long}}}]
+        (d/transact! conn [{:k/id 0}])
+        (let [t0 (d/basis-t (d/db conn))
+              staged? (if (nil? staged) (= store :lmdb) staged)
+              [seen r] (import-seeing conn [[{:k/id 1}] [{:k/id 2}] [[:db/add [:k/id 1] :k/n 5]]]
+                                      (if (nil? staged) {} {:staged staged}))]
+          (is (= (if staged? [t0 t0 t0] [(+ t0 1) (+ t0 2) (+ t0 3)]) seen)
+              "d/db sees the database before the import until the staged chunks are written")
+          (is (= (+ t0 3) (:t-last r) (d/basis-t (d/db conn))))
+          (is (= #{0 1 2} (set (map :v (d/datoms (d/db conn) :aevt :k/id)))))
+          (is (= [1 1 1] (for [{:keys [data]} (d/tx-range (d/db conn) (inc t0) nil)]
+                           (count (remove #(= :db/txInstant (:a %)) data))))
+              "each chunk its own transaction"))))))
+
+(deftest auto-stages-only-into-a-small-lmdb-database
+  (tu/with-conn [conn :lmdb {:schema {:k/id {:db/unique :db.unique/identity}}}]
+    (d/transact! conn (vec (for [i (range (inc (quot datalith.conn.Import/AUTO_BASE_ENTRIES 3)))]
+                             {:k/id i})))
+    (let [t0 (d/basis-t (d/db conn))
+          [seen _] (import-seeing conn [[{:k/id -1}] [{:k/id -2}]] {})]
+      (is (= [(+ t0 1) (+ t0 2)] seen) "past AUTO_BASE_ENTRIES entries: chunk by chunk"))))
+
+(deftest past-its-budget-a-staged-import-writes-and-goes-on-chunk-by-chunk
+  (doseq [store tu/stores]
+    (testing (str store)
+      (let [chunks (cons [{:db/ident :k/id :db/valueType :db.type/long :db/unique :db.unique/identity}]
+                         (for [i (range 6)] [{:k/id i :k/n i} [:db/add "x" :k/tags i]]))]
+        (tu/with-conn [conn store]
+          (d/transact! conn [{:k/other 1}])
+          (let [t0 (d/basis-t (d/db conn))
+                [seen r] (import-seeing conn chunks {:staged true :staged-budget 10})]
+            (is (= [t0 (+ t0 2) (+ t0 3) (+ t0 4) (+ t0 5) (+ t0 6) (+ t0 7)] seen)
+                "chunk 0 staged, chunk 1 staged past 10 datoms and both written, then one by one")
+            (is (= 7 (:transactions r)))
+            (tu/with-conn [src store]
+              (d/transact! src [{:k/other 1}])
+              (is (= 7 (transact-chunks! src chunks)))
+              (is (= (instant-free (d/db src)) (instant-free (d/db conn)))))))))))
+
+(deftest a-failing-source-commits-what-was-staged-before-it
+  (doseq [store tu/stores, staged [true false]]
+    (testing (str store ", staged " staged)
+      (tu/with-conn [conn store]
+        (let [good (apply str (for [i (range 10)] (pr-str [{:k/n i}])))
+              ex (try (d/import! conn (StringReader. (str good "[{:k/n 99")) {:staged staged}) nil
+                      (catch clojure.lang.ExceptionInfo e e))]
+          (let [n (:import/chunk (ex-data ex))] ; the reader reads a form ahead
+            (is (= :import/invalid-source (:error (ex-data ex))))
+            (is (<= 5 n 10))
+            (is (= n (:transactions (:import/report (ex-data ex))) (d/basis-t (d/db conn))))
+            (is (= (set (range n)) (set (map :v (d/datoms (d/db conn) :aevt :k/n)))))))))))
+
+(deftest another-writer-during-a-staged-import-makes-it-commit-nothing
+  (doseq [store tu/stores]
+    (testing (str store ": two connections over one store, the other commits while it stages")
+      (let [dir (when (= store :lmdb) (tu/temp-dir))
+            s (if dir
+                (datalith.store.LmdbStore/open (.toPath ^File dir) {})
+                (datalith.store.MemStore/open))
+            a (datalith.conn.Conn/open s)
+            b (datalith.conn.Conn/open s)]
+        (try
+          (let [ex (try (d/import! a [[{:k/n 1}] [{:k/n 2}]]
+                                   {:staged true
+                                    :progress (fn [{:keys [chunk]}]
+                                                (when (= 0 chunk)
+                                                  @(future (d/transact! b [{:k/other 7}])))
+                                                nil)})
+                        nil
+                        (catch clojure.lang.ExceptionInfo e e))]
+            (is (= :import/conflict (:error (ex-data ex))))
+            (is (= 0 (:transactions (:import/report (ex-data ex)))))
+            (is (= 1 (d/basis-t (d/db a)) (d/basis-t (d/db b))) "the other's commit stands")
+            (is (empty? (d/datoms (d/db a) :aevt :k/n)) "none of the import")
+            (is (= [7] (map :v (d/datoms (d/db a) :aevt :k/other)))))
+          (finally (d/close a) (d/close b) (some-> dir tu/delete-tree)))))))
+
+(deftest a-staged-imports-values-stay-readable-and-the-store-reopens
+  (let [dir (tu/temp-dir)]
+    (try
+      (with-open [conn (d/connect (.getPath dir))]
+        (let [reports (LinkedBlockingQueue.)]
+          (d/listen! conn ::reports #(.add reports %))
+          (d/import! conn [[{:db/id "a" :k/n 1}] [{:k/n 2}]] {:staged true})
+          (d/transact! conn [{:k/n 3}])
+          (let [[r1 r2 r3] (vec reports)]
+            (is (= [1 2 3] (map #(d/basis-t (:db-after %)) [r1 r2 r3])) "in commit order")
+            (is (= #{1 2} (set (map :v (d/datoms (:db-after r2) :aevt :k/n))))
+                "a staged chunk's value reads as it did, after later commits")
+            (is (= #{1} (set (map :v (d/datoms (:db-before r2) :aevt :k/n))))))))
+      (with-open [conn (d/connect (.getPath dir))]
+        (is (= #{1 2 3} (set (map :v (d/datoms (d/db conn) :aevt :k/n)))))
+        (is (= 3 (d/basis-t (d/db conn))))
+        (is (:ok? (d/verify conn))))
+      (finally (tu/delete-tree dir)))))

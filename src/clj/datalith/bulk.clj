@@ -9,7 +9,7 @@
             [datalith.readers :as readers]
             [datalith.replica :as replica]
             [datalith.valid :as valid])
-  (:import (datalith.conn Conn ExportLines Import)
+  (:import (datalith.conn Conn ExportLines Import Import$Staging)
            (datalith.db Db Schema)
            (datalith.index Datom)
            (java.io BufferedReader File PushbackReader Reader Writer)
@@ -208,11 +208,16 @@
     (cond->> (map vec (partition-all size rest))
       (seq attrs) (cons (vec (vals attrs))))))
 
-(defn- run [^Conn conn chunks {:keys [progress skip resume?]}]
+(defn- staging
+  "The Import$Staging of import!'s :staged and :staged-budget."
+  ^Import$Staging [{:keys [staged staged-budget]}]
+  (Import$Staging. staged (long (or staged-budget (Import/defaultBudget)))))
+
+(defn- run [^Conn conn chunks {:keys [progress skip resume?] :as opts}]
   (if (.replicated conn) ; a node: the chunks go through the log (datalith.replica)
     (replica/import-chunks! conn chunks progress skip)
     (Import/run conn ^Iterator (.iterator ^Iterable chunks) progress (long (or skip 0))
-                (boolean resume?))))
+                (boolean resume?) (staging opts))))
 
 (defn import!
   "See datalith.core/import!."
@@ -221,6 +226,11 @@
     (throw (error :import/invalid-options ":progress is a function" {:progress progress})))
   (when-not (or (nil? skip) (nat-int? skip))
     (throw (error :import/invalid-options ":skip is a count of chunks" {:skip skip})))
+  (when-not (or (nil? (:staged opts)) (boolean? (:staged opts)))
+    (throw (error :import/invalid-options ":staged is true or false" {:staged (:staged opts)})))
+  (when-not (or (nil? (:staged-budget opts)) (pos-int? (:staged-budget opts)))
+    (throw (error :import/invalid-options ":staged-budget is a positive count of datoms"
+                  {:staged-budget (:staged-budget opts)})))
   (when-not (or (nil? chunk-size) (pos-int? chunk-size))
     (throw (error :import/invalid-options ":chunk-size is a positive count of datoms"
                   {:chunk-size chunk-size})))

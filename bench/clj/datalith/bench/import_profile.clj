@@ -13,12 +13,20 @@
       --runs N        runs of each, all printed (default 1)
       --batch-size N  issues a chunk (default 1000)
       --dir DIR       the LMDB directory (default target/import-profile; deleted first)
-      --progress true pass a progress function (which makes every chunk its own commit)"
+      --progress true pass a progress function (which makes every chunk its own commit)
+      --staged MODE   import!'s :staged: true, false or auto (default auto: the import
+                      into the empty LMDB database is staged, the second is not)
+      --non-empty false  skip the second import into LMDB (to profile the first alone)
+      --replace-all true  also time Store.replaceAll alone: the in-memory import's
+                      store written into an empty LMDB directory (what a staged import's
+                      final write costs; the staging itself costs about the mem import)"
   (:require [clojure.string :as str]
             [datalith.bench.system :refer [delete-tree]]
             [datalith.core :as d]
             [datalith.workload :as w])
-  (:import (java.io File)
+  (:import (datalith.conn Conn)
+           (datalith.store LmdbStore ReadTxn Store)
+           (java.io File)
            (java.lang.management ManagementFactory)))
 
 (set! *warn-on-reflection* true)
@@ -54,6 +62,25 @@
     (flush)
     r))
 
+(defn- timed-replace-all
+  "Writes the entries of `source`'s store into a new LMDB store in `dir` with
+  replaceAll, inside a sync pause as an import's; prints the figures."
+  [^Conn source ^File dir]
+  (delete-tree dir)
+  (let [^Store store (LmdbStore/open (.toPath dir) {})]
+    (try
+      (let [start (System/nanoTime)
+            cpu (cpu-ns)
+            bytes (allocated)]
+        (with-open [_ (.pauseSync store)
+                    ^ReadTxn rt (.beginRead (.store source))]
+          (.replaceAll store rt))
+        (printf "%-16s in %5.2f s, %5.2f s CPU (this thread), %,d bytes allocated%n" "replaceAll"
+                (/ (double (- (System/nanoTime) start)) 1e9)
+                (/ (double (- (cpu-ns) cpu)) 1e9) (- (allocated) bytes))
+        (flush))
+      (finally (.close store) (delete-tree dir)))))
+
 (defn -main [& args]
   (let [opts (merge {"--scale" "1m" "--systems" "lmdb,mem" "--runs" "1" "--batch-size" "1000"
                      "--dir" "target/import-profile"}
@@ -62,7 +89,8 @@
         chunks (doall (w/import-tx-data data (parse-long (opts "--batch-size"))))
         dir (File. ^String (opts "--dir"))
         systems (set (str/split (opts "--systems") #","))
-        iopts (if (= "true" (opts "--progress")) {:progress (fn [_])} {})]
+        iopts (cond-> (if (= "true" (opts "--progress")) {:progress (fn [_])} {})
+                (#{"true" "false"} (opts "--staged")) (assoc :staged (= "true" (opts "--staged"))))]
     (printf "%s: %,d datoms, %d chunks%n" (opts "--scale") (:datoms data) (count chunks))
     (dotimes [_ (parse-long (opts "--runs"))]
       (when (systems "lmdb")
@@ -70,11 +98,14 @@
         (let [conn (d/connect (.getPath dir) {:schema w/schema})]
           (try
             (timed-import "lmdb empty" conn chunks iopts)
-            (timed-import "lmdb non-empty" conn chunks iopts)
+            (when-not (= "false" (opts "--non-empty"))
+              (timed-import "lmdb non-empty" conn chunks iopts))
             (finally (d/close conn))))
         (delete-tree dir))
       (when (systems "mem")
         (let [conn (d/connect :mem {:schema w/schema})]
-          (try (timed-import "mem empty" conn chunks iopts)
+          (try (timed-import "mem empty" conn chunks (dissoc iopts :staged))
+               (when (= "true" (opts "--replace-all"))
+                 (timed-replace-all conn dir))
                (finally (d/close conn))))))
     (shutdown-agents)))

@@ -153,7 +153,9 @@
   and commits without fsync, then syncs once at the end (returning or
   throwing): a JVM crash loses nothing committed, an operating system crash
   during the import may lose its last chunks (never part of one); once it
-  returns, all is on disk. Listeners get the chunks' reports when it ends.
+  returns, all is on disk. A staged import (:staged, the default into a new
+  LMDB database) commits its chunks in memory and writes them at its end: a
+  crash before then loses them all. Listeners get the chunks' reports when it ends.
 
   `source`: an EDN file (path, File or Path) or a java.io.Reader whose
   top-level forms are tx-data, vectors of tx-data, or `export` records; a seq
@@ -171,6 +173,19 @@
                  rerun of an import that stopped completes it
     :skip        skips the first n chunks (rerunning a tx-data source)
     :chunk-size  datoms a transaction for a source of datoms (default 10000)
+    :staged      true stages the chunks in memory, each still its own
+                 transaction, and writes them into the store in one commit
+                 at the end (also when a chunk fails or :progress stops it);
+                 false commits chunk by chunk. Default: staged into an LMDB
+                 database of at most 100,000 entries (an empty one). While
+                 it stages, d/db and other processes see the database as it
+                 was; a crash loses the staged chunks (the database stays as
+                 before the import: rerun it); another process committing
+                 meanwhile makes it commit nothing (:import/conflict)
+    :staged-budget  datoms staged at most (default: as many as a third of
+                 the heap holds, about 500 bytes each, at most 16M); past it
+                 the staged chunks are written and the rest commits chunk by
+                 chunk
 
   Returns {:transactions :datoms :t-first :t-last :skipped :stopped-at
   :elapsed-ms} (:stopped-at: the index of the first chunk not imported, when

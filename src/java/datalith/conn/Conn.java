@@ -215,6 +215,24 @@ public final class Conn implements Source, AutoCloseable {
     listeners.committed(report);
   }
 
+  /** Whether the listeners or the report queue would keep a report committed now. */
+  boolean listened() {
+    return listeners.any();
+  }
+
+  /**
+   * Publishes the store's value after a staged import's write ({@link Staged#write}) and notes
+   * its chunks' reports for the listeners, in commit order. Holds the lock, as an import does.
+   */
+  void writtenByImport(List<TxReport> reports) {
+    try (Snapshot s = Snapshot.of(store())) {
+      publish(latest.refresh(s));
+    }
+    for (TxReport r : reports) {
+      listeners.committed(r);
+    }
+  }
+
   /**
    * Gives {@link #transact} the transaction and returns at once: the transactions given to it
    * commit one after another, in the order of the calls, in the same groups as every other

@@ -65,6 +65,11 @@ final class Listeners {
     }
   }
 
+  /** Whether a listener or the queue is registered: whether {@link #committed} keeps reports. */
+  boolean any() {
+    return any;
+  }
+
   /** Notes a committed report; call while holding the transaction lock, so in commit order. */
   void committed(TxReport report) {
     if (any) {

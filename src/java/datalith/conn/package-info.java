@@ -7,7 +7,9 @@
  * {@link datalith.conn.With} applies a transaction to a database value in memory only;
  * {@link datalith.conn.TxReport} says what either did; {@link datalith.conn.Import} commits a
  * sequence of chunks of tx-data, each a transaction, holding the lock throughout with the
- * store's fsync paused until it ends. {@code Listeners} hands each committed
+ * store's fsync paused until it ends, into the store or, staged ({@code Staged}), into a
+ * {@code MemStore} copy of the database that it writes into the store in one commit at its end
+ * (the connection's value stays the store's until then). {@code Listeners} hands each committed
  * report to the connection's listeners and report queue; {@link datalith.conn.TxFuture} is one
  * waiting transaction and its result (the pending report of {@code Conn.transactAsync}).
  * A connection that follows a replicated log ({@code datalith.log}) hands its transactions to

@@ -58,7 +58,11 @@ public interface Store extends AutoCloseable {
    * commit: a reader sees the old contents or the new, never a mix. Bulk loads build their
    * result in memory and write it with this ({@code datalith.conn.Import}). This generic way
    * deletes the old entries and puts the new ones through one write transaction; a store may
-   * write its trees directly instead.
+   * write its trees directly instead. Either way it reads {@code source} only while it holds
+   * the store's writer lock (no other writer, of any process, commits until it is done; a read
+   * of the store begun then sees the last commit), and an exception from {@code source} makes
+   * it write nothing: a source may check, on its first read, that the store still holds what
+   * it was built on ({@code datalith.conn.Staged}).
    */
   default void replaceAll(ReadTxn source) {
     try (WriteTxn w = beginWrite()) {
