@@ -55,6 +55,8 @@ final class Expander {
   private final IdentityHashMap<Object, Object> mapEntities;
   /** What {@link #expand} returns: the ops, in the order of tx-data. */
   private final List<Op> ops = new ArrayList<>();
+  /** The maps still to expand of the entity map being expanded ({@link #expandMap}). */
+  private final ArrayDeque<Nested> work = new ArrayDeque<>();
 
   private Expander(Db db, long tx, PendingAttrs pending, Tempids temps, EntityRefs refs,
       IdentityHashMap<Object, Object> mapEntities) {
@@ -143,7 +145,8 @@ final class Expander {
    * the thread's).
    */
   private void expandMap(Map<?, ?> top) {
-    ArrayDeque<Nested> todo = new ArrayDeque<>();
+    // the expander's one work stack, empty between maps; a fresh one should this run re-enter
+    ArrayDeque<Nested> todo = work.isEmpty() ? work : new ArrayDeque<>();
     todo.push(new Nested(top, mapEntity(top), 1));
     while (!todo.isEmpty()) {
       expandAttrs(todo.pop(), todo);

@@ -88,7 +88,9 @@ final class Slots {
     static final int INDEXED = 8;
     final long e;
     final Attr attr;
-    Val[] vals = new Val[2];
+    /** The first value (most slots hold one), then the others; n in all. */
+    Val first;
+    Val[] more;
     int n;
     /** By key part, once the slot holds more than INDEXED values; else null. */
     HashMap<Bytes, Val> index;
@@ -98,14 +100,20 @@ final class Slots {
       this.attr = attr;
     }
 
+    /** The i-th value, 0 <= i < n. */
+    Val at(int i) {
+      return i == 0 ? first : more[i - 1];
+    }
+
     /** The value whose key part is {@code key}, or null. */
     Val find(byte[] key) {
       if (index != null) {
         return index.get(new Bytes(key));
       }
       for (int i = 0; i < n; i++) {
-        if (Arrays.equals(vals[i].key, key)) {
-          return vals[i];
+        Val x = at(i);
+        if (Arrays.equals(x.key, key)) {
+          return x;
         }
       }
       return null;
@@ -113,22 +121,33 @@ final class Slots {
 
     /** Adds {@code x}, whose key part no value of the slot has. */
     void add(Val x) {
-      if (n == vals.length) {
-        vals = Arrays.copyOf(vals, n * 2);
+      if (n == 0) {
+        first = x;
+      } else if (more == null) {
+        more = new Val[] {x, null};
+      } else {
+        if (n - 1 == more.length) {
+          more = Arrays.copyOf(more, more.length * 2);
+        }
+        more[n - 1] = x;
       }
-      vals[n++] = x;
+      n++;
       if (index != null) {
         index.put(new Bytes(x.key), x);
       } else if (n > INDEXED) {
         index = new HashMap<>();
         for (int i = 0; i < n; i++) {
-          index.put(new Bytes(vals[i].key), vals[i]);
+          index.put(new Bytes(at(i).key), at(i));
         }
       }
     }
 
     List<Val> list() {
-      return Arrays.asList(vals).subList(0, n);
+      Val[] all = new Val[n];
+      for (int i = 0; i < n; i++) {
+        all[i] = at(i);
+      }
+      return Arrays.asList(all);
     }
   }
 
@@ -257,13 +276,13 @@ final class Slots {
     }
     if (!a.many) {
       for (int i = 0; i < s.n; i++) {
-        Val x = s.vals[i];
+        Val x = s.at(i);
         if (x != same && x.asserted) {
           throw conflict(e, a, v, form, x.form);
         }
       }
       for (int i = 0; i < s.n; i++) {
-        Val x = s.vals[i];
+        Val x = s.at(i);
         if (x != same && x.status == Val.EXISTING) {
           x.status = Val.RETRACTED;
           x.form = form;
@@ -303,7 +322,7 @@ final class Slots {
   void retractAll(long e, Attr a, Object form) {
     Slot s = slot(e, a);
     for (int i = 0; i < s.n; i++) {
-      Val x = s.vals[i];
+      Val x = s.at(i);
       if (x.status == Val.ADDED || x.status == Val.ABSENT) {
         continue;
       }
@@ -365,7 +384,7 @@ final class Slots {
       int start = out.size(); // the slot's first datom: its retractions go before its assertions
       int retractions = 0;
       for (int i = 0; i < s.n; i++) {
-        Val x = s.vals[i];
+        Val x = s.at(i);
         if (x.status == Val.RETRACTED) {
           out.add(start + retractions++, new TxChange(new Datom(e, a.id, ident, x.v, tx, false), a,
               x.encoded, x.assertedTx));
