@@ -722,3 +722,35 @@
         (is (= "A" (:user/name (d/entity (:db-after (d/transact! conn [{:user/email "after@x"
                                                                          :user/name "A"}]))
                                          [:user/email "after@x"]))))))))
+
+;; h-txcpu: a slot (entity, attribute) holding more values than its linear scan handles
+;; (Slots indexes them past 8): adds, redundant adds, retractions and conflicts still agree.
+(deftest slots-with-many-values
+  (each-store [conn {:schema schema}]
+    (let [tags (fn [from to] (set (map #(keyword (str "t" %)) (range from to))))
+          r (d/transact! conn [{:db/id "e" :user/tags (tags 0 20)}])
+          e (get-in r [:tempids "e"])
+          tags-of #(set (map :v (d/datoms (d/db conn) :eavt e :user/tags)))]
+      (is (= (tags 0 20) (tags-of)))
+      (is (= 20 (count (tx-facts r))))
+      (testing "retract ten, assert ten new, re-assert a held one and one twice: only changes"
+        (let [r (d/transact! conn (concat (for [t (tags 0 10)] [:db/retract e :user/tags t])
+                                          (for [t (tags 20 30)] [:db/add e :user/tags t])
+                                          [[:db/add e :user/tags :t15] [:db/add e :user/tags :t21]]))]
+          (is (= (into (set (for [t (tags 0 10)] [e :user/tags t false]))
+                       (for [t (tags 20 30)] [e :user/tags t true]))
+                 (tx-facts r)))
+          (is (= (tags 10 30) (tags-of)))))
+      (testing "asserting and retracting one value among many is a conflict, and writes nothing"
+        (are [tx-data] (= :tx/conflict (error-of #(d/transact! conn tx-data)))
+          (concat (for [t (tags 30 45)] [:db/add e :user/tags t]) [[:db/retract e :user/tags :t40]])
+          (concat [[:db/retract e :user/tags :t12]] (for [t (tags 5 20)] [:db/add e :user/tags t]))
+          (concat (for [t (tags 10 25)] [:db/retract e :user/tags t]) [[:db/add e :user/tags :t24]]))
+        (is (= (tags 10 30) (tags-of))))
+      (testing "retracting the attribute among many new values keeps only the new ones"
+        (let [r (d/transact! conn (cons [:db/retract e :user/tags]
+                                        (for [t (tags 40 52)] [:db/add e :user/tags t])))]
+          (is (= (into (set (for [t (tags 10 30)] [e :user/tags t false]))
+                       (for [t (tags 40 52)] [e :user/tags t true]))
+                 (tx-facts r)))
+          (is (= (tags 40 52) (tags-of))))))))

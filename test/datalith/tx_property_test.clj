@@ -887,3 +887,33 @@
                  txs gen-txs]
     (outcome (keep #(run-group-case % schema (map (fn [ops] (fn [m] (interpret-tx m ops))) txs))
                    tu/stores))))
+
+;; h-txcpu: slots of many values. The domains above hold at most 8 values an attribute, so no
+;; slot (entity, attribute) outgrows the transactor's linear scan; here two entities take up to
+;; 41 tags each, added, retracted (conflicting or not) and retracted wholesale in one transaction.
+(def ^:private gen-many-tags-txs
+  (gen/vector (gen/vector (gen/tuple (gen/frequency [[5 (gen/return :add)] [4 (gen/return :retract)]
+                                                     [1 (gen/return :retract-attr)]])
+                                     (gen/choose 0 1) (gen/choose 0 40))
+                          0 40)
+              1 6))
+
+(defn- many-tags-tx
+  "The tx-data of `ops`, [kind entity-choice tag], on the entities named in `model`."
+  [model ops]
+  (let [es (vec (sort (set (for [[e a _] (naive/facts model) :when (= a :k/name)] e))))]
+    (vec (for [[kind i tag] ops
+               :let [e (pick es i)]
+               :when e]
+           (case kind
+             :add [:db/add e :k/tags tag]
+             :retract [:db/retract e :k/tags tag]
+             :retract-attr [:db/retract e :k/tags])))))
+
+(defspec many-values-of-one-attribute-agree-with-the-model (max 1 (quot trials 10))
+  (prop/for-all [txs gen-many-tags-txs]
+    (let [start (fn [_] [{:db/id "a" :k/name "a" :k/tags (set (range 0 40 3))}
+                         {:db/id "b" :k/name "b" :k/tags (set (range 1 12))}])]
+      (outcome (keep #(run-case % base-schema
+                                (cons start (map (fn [ops] (fn [m] (many-tags-tx m ops))) txs)))
+                     tu/checked-stores)))))

@@ -7,7 +7,6 @@ import clojure.lang.PersistentVector;
 import datalith.db.Db;
 import datalith.db.TxChange;
 import datalith.index.Datom;
-import java.util.ArrayList;
 import java.util.List;
 
 /** What a transaction did: the values before and after, its datoms, and its tempids. Immutable. */
@@ -22,7 +21,7 @@ public final class TxReport {
   TxReport(Db dbBefore, Db dbAfter, List<TxChange> changes, IPersistentMap tempids) {
     this.dbBefore = dbBefore;
     this.dbAfter = dbAfter;
-    this.txData = datoms(changes);
+    this.txData = TxChange.datoms(changes);
     this.tempids = tempids;
   }
 
@@ -35,13 +34,5 @@ public final class TxReport {
   public IPersistentMap toMap() {
     return PersistentArrayMap.createAsIfByAssoc(new Object[] {DB_BEFORE, dbBefore, DB_AFTER,
         dbAfter, TX_DATA, PersistentVector.create(txData), TEMPIDS, tempids});
-  }
-
-  private static List<Datom> datoms(List<TxChange> changes) {
-    List<Datom> out = new ArrayList<>(changes.size());
-    for (TxChange c : changes) {
-      out.add(c.datom);
-    }
-    return out;
   }
 }

@@ -120,9 +120,11 @@ final class EntityRefs {
       v = r;
     }
     // a new attribute has no values yet
-    long e = v == null || PendingAttrs.isNew(a) ? -1
-        : lookups == null ? db.lookup(snap, a, v) : lookups.lookup(db, snap, a, v);
-    if (e >= 0) {
+    Long e = null;
+    if (v != null && !PendingAttrs.isNew(a)) {
+      e = lookups == null ? LookupCache.found(db.lookup(snap, a, v)) : lookups.lookup(db, snap, a, v);
+    }
+    if (e != null) {
       return e;
     }
     if (!strict) {

@@ -1,6 +1,6 @@
 package datalith.tx;
 
-import clojure.lang.ISeq;
+import clojure.lang.IMapIterable;
 import clojure.lang.Keyword;
 import clojure.lang.RT;
 import clojure.lang.Symbol;
@@ -13,6 +13,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.IdentityHashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -54,6 +55,8 @@ final class Expander {
   private final IdentityHashMap<Object, Object> mapEntities;
   /** What {@link #expand} returns: the ops, in the order of tx-data. */
   private final List<Op> ops = new ArrayList<>();
+  /** The maps still to expand of the entity map being expanded ({@link #expandMap}). */
+  private final ArrayDeque<Nested> work = new ArrayDeque<>();
 
   private Expander(Db db, long tx, PendingAttrs pending, Tempids temps, EntityRefs refs,
       IdentityHashMap<Object, Object> mapEntities) {
@@ -83,8 +86,8 @@ final class Expander {
 
   // depth: how many transaction functions returned txData
   private void expandAll(Object txData, int depth) {
-    for (ISeq s = RT.seq(txData); s != null; s = s.next()) {
-      Object form = s.first();
+    for (Iterator<?> it = RT.iter(txData); it.hasNext(); ) {
+      Object form = it.next();
       if (form instanceof Map<?, ?> m) {
         expandMap(m);
       } else if (form instanceof List<?> l) {
@@ -142,7 +145,8 @@ final class Expander {
    * the thread's).
    */
   private void expandMap(Map<?, ?> top) {
-    ArrayDeque<Nested> todo = new ArrayDeque<>();
+    // the expander's one work stack, empty between maps; a fresh one should this run re-enter
+    ArrayDeque<Nested> todo = work.isEmpty() ? work : new ArrayDeque<>();
     todo.push(new Nested(top, mapEntity(top), 1));
     while (!todo.isEmpty()) {
       expandAttrs(todo.pop(), todo);
@@ -178,34 +182,46 @@ final class Expander {
 
   private void expandAttrs(Nested n, ArrayDeque<Nested> todo) {
     Map<?, ?> m = n.map();
+    if (m instanceof IMapIterable im) {
+      // keys and values side by side, in one order: no map entry made for each
+      Iterator<?> vs = im.valIterator();
+      for (Iterator<?> ks = im.keyIterator(); ks.hasNext(); ) {
+        expandAttr(n, ks.next(), vs.next(), todo);
+      }
+    } else {
+      for (Map.Entry<?, ?> en : m.entrySet()) {
+        expandAttr(n, en.getKey(), en.getValue(), todo);
+      }
+    }
+  }
+
+  /** The ops of {@code k v} in the map of {@code n}. */
+  private void expandAttr(Nested n, Object k, Object v, ArrayDeque<Nested> todo) {
+    Map<?, ?> m = n.map();
     Object e = n.entity();
-    for (Map.Entry<?, ?> en : m.entrySet()) {
-      Object k = en.getKey();
-      if (k == DB_ID) {
-        continue;
-      }
-      if (!(k instanceof Keyword kw)) {
-        throw Errors.error("tx/invalid-attribute", "Attribute names are keywords",
-            "attribute", k, "form", m);
-      }
-      Object v = en.getValue();
-      if (v == null) {
-        throw Errors.error("tx/nil-value", "nil is not a value: leave the attribute out instead",
-            "attribute", kw, "form", m);
-      }
-      if (kw.getName().startsWith("_") && pending.get(kw) == null) {
-        expandReverse(kw, v, n, todo);
-        continue;
-      }
-      Attr a = attrOf(kw, m);
-      OpChecks.assertion(e, a, tx, m);
-      Collection<?> vals = a.many ? manyValues(a, v, m) : null;
-      if (vals == null) {
-        assertOp(e, a, valueOf(a, v, m, n, todo), m);
-      } else {
-        for (Object x : vals) {
-          assertOp(e, a, valueOf(a, x, m, n, todo), m);
-        }
+    if (k == DB_ID) {
+      return;
+    }
+    if (!(k instanceof Keyword kw)) {
+      throw Errors.error("tx/invalid-attribute", "Attribute names are keywords",
+          "attribute", k, "form", m);
+    }
+    if (v == null) {
+      throw Errors.error("tx/nil-value", "nil is not a value: leave the attribute out instead",
+          "attribute", kw, "form", m);
+    }
+    if (kw.getName().startsWith("_") && pending.get(kw) == null) {
+      expandReverse(kw, v, n, todo);
+      return;
+    }
+    Attr a = attrOf(kw, m);
+    OpChecks.assertion(e, a, tx, m);
+    Collection<?> vals = a.many ? manyValues(a, v, m) : null;
+    if (vals == null) {
+      assertOp(e, a, valueOf(a, v, m, n, todo), m);
+    } else {
+      for (Object x : vals) {
+        assertOp(e, a, valueOf(a, x, m, n, todo), m);
       }
     }
   }

@@ -3,6 +3,7 @@ package datalith.tx;
 import clojure.lang.Keyword;
 import datalith.db.Attr;
 import datalith.db.Db;
+import datalith.db.LongMap;
 import datalith.db.Schema;
 import datalith.db.Snapshot;
 import datalith.db.TxChange;
@@ -24,34 +25,43 @@ import java.util.UUID;
  * another process's commit in between drops everything too. Used by the import's thread only.
  */
 public final class LookupCache {
-  private final HashMap<Key, Long> found = new HashMap<>();
-  private final HashSet<Long> attrs = new HashSet<>(); // the attributes of the entries
+  /** By attribute id, the entities found by value; null (or no entry) for none. */
+  private LongMap<HashMap<Object, Long>> found = new LongMap<>();
+  /** The attributes with entries in {@link #found}. */
+  private final HashSet<Long> attrs = new HashSet<>();
 
   /**
-   * {@link Db#lookup} of {@code v} in unique attribute {@code a}, through the cache. Entries are
-   * keyed by the value as given, of the immutable kinds a lookup ref names entities by: values
-   * equal by {@code equals} encode alike, and a value given otherwise (an Integer for a Long,
-   * say) only misses and looks up. Values of other kinds are looked up every time.
+   * {@link Db#lookup} of {@code v} in unique attribute {@code a}, through the cache: the entity
+   * id, or null when nothing matches. Entries are keyed by the value as given, of the immutable
+   * kinds a lookup ref names entities by: values equal by {@code equals} encode alike, and a value
+   * given otherwise (an Integer for a Long, say) only misses and looks up. Values of other kinds
+   * are looked up every time.
    */
-  long lookup(Db db, Snapshot s, Attr a, Object v) {
+  Long lookup(Db db, Snapshot s, Attr a, Object v) {
     if (!(v instanceof String || v instanceof Long || v instanceof Keyword || v instanceof UUID)) {
-      return db.lookup(s, a, v);
+      return found(db.lookup(s, a, v));
     }
-    Key key = new Key(a.id, v);
-    Long e = found.get(key);
+    HashMap<Object, Long> byValue = found.get(a.id);
+    Long e = byValue == null ? null : byValue.get(v);
     if (e != null) {
       return e;
     }
-    long x = db.lookup(s, a, v);
-    if (x >= 0) {
-      found.put(key, x);
-      attrs.add(a.id);
+    e = found(db.lookup(s, a, v));
+    if (e != null) {
+      if (byValue == null) {
+        byValue = new HashMap<>();
+        found.put(a.id, byValue);
+        attrs.add(a.id);
+      }
+      byValue.put(v, e);
     }
-    return x;
+    return e;
   }
 
-  /** An entry's key: the attribute's id and the value as the lookup ref gave it. */
-  private record Key(long aid, Object v) {}
+  /** {@code e} boxed, or null when negative (found nothing). */
+  static Long found(long e) {
+    return e >= 0 ? e : null;
+  }
 
   /**
    * Before a transaction runs on {@code db}: keeps the entries when {@code db} is the value
@@ -59,8 +69,7 @@ public final class LookupCache {
    */
   public void continues(Db db, long lastT) {
     if (db.basisT() != lastT) {
-      found.clear();
-      attrs.clear();
+      clear();
     }
   }
 
@@ -70,19 +79,24 @@ public final class LookupCache {
    * it changed the schema.
    */
   public void committed(List<TxChange> changes, Schema before, Schema after) {
-    if (found.isEmpty()) {
+    if (attrs.isEmpty()) {
       return;
     }
     if (before != after) {
-      found.clear();
-      attrs.clear();
+      clear();
       return;
     }
     for (TxChange c : changes) {
       if (c.attr.isUnique() && attrs.remove(c.attr.id)) {
-        long aid = c.attr.id;
-        found.keySet().removeIf(k -> k.aid() == aid);
+        found.put(c.attr.id, null);
       }
+    }
+  }
+
+  private void clear() {
+    if (!attrs.isEmpty()) {
+      found = new LongMap<>();
+      attrs.clear();
     }
   }
 }

@@ -1,6 +1,5 @@
 package datalith.tx;
 
-import clojure.lang.ISeq;
 import clojure.lang.Keyword;
 import clojure.lang.RT;
 import datalith.db.Attr;
@@ -10,6 +9,7 @@ import datalith.db.Schema;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -63,8 +63,8 @@ final class PendingAttrs {
    */
   IdentityHashMap<Object, Object> declareAll(Object txData, Tempids temps) {
     IdentityHashMap<Object, Object> entities = new IdentityHashMap<>();
-    for (ISeq s = RT.seq(txData); s != null; s = s.next()) {
-      if (!(s.first() instanceof Map<?, ?> m) || !(m.get(Schema.K_IDENT) instanceof Keyword ident)) {
+    for (Iterator<?> it = RT.iter(txData); it.hasNext(); ) {
+      if (!(it.next() instanceof Map<?, ?> m) || !(m.get(Schema.K_IDENT) instanceof Keyword ident)) {
         continue;
       }
       Object id = m.get(DB_ID);

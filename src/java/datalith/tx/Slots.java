@@ -17,9 +17,8 @@ import datalith.index.KeyBuilder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.LinkedHashMap;
+import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.function.Function;
 
 /**
@@ -51,6 +50,8 @@ final class Slots {
     final Object v;
     /** The value's full encoding ({@code Codec.encode}), as stored or to store. */
     final byte[] encoded;
+    /** Its key part ({@code Codec.keyPart(encoded)}): values are the same when their key parts are. */
+    final byte[] key;
     /** The tx that asserted it: for an ADDED value, this transaction; 0 for ABSENT. */
     final long assertedTx;
     int status;
@@ -61,9 +62,10 @@ final class Slots {
     /** The tx-data form that last changed it; null for what the transactor derives. */
     Object form;
 
-    Val(Object v, byte[] encoded, long assertedTx, int status) {
+    Val(Object v, byte[] encoded, byte[] key, long assertedTx, int status) {
       this.v = v;
       this.encoded = encoded;
+      this.key = key;
       this.assertedTx = assertedTx;
       this.status = status;
     }
@@ -77,13 +79,75 @@ final class Slots {
   /** The key of a slot. */
   record Key(long e, long aid) {}
 
-  /** One slot: the attribute, and its values by key part of their encoding. */
+  /**
+   * One slot: the entity, the attribute, and its values in the order they were met. A slot
+   * holds few values, found by a linear scan of their key parts; past {@link #INDEXED} values a
+   * hash index by key part joins the array (a cardinality-many attribute given many values).
+   */
   private static final class Slot {
+    static final int INDEXED = 8;
+    final long e;
     final Attr attr;
-    final LinkedHashMap<Bytes, Val> vals = new LinkedHashMap<>(4);
+    /** The first value (most slots hold one), then the others; n in all. */
+    Val first;
+    Val[] more;
+    int n;
+    /** By key part, once the slot holds more than INDEXED values; else null. */
+    HashMap<Bytes, Val> index;
 
-    Slot(Attr attr) {
+    Slot(long e, Attr attr) {
+      this.e = e;
       this.attr = attr;
+    }
+
+    /** The i-th value, 0 <= i < n. */
+    Val at(int i) {
+      return i == 0 ? first : more[i - 1];
+    }
+
+    /** The value whose key part is {@code key}, or null. */
+    Val find(byte[] key) {
+      if (index != null) {
+        return index.get(new Bytes(key));
+      }
+      for (int i = 0; i < n; i++) {
+        Val x = at(i);
+        if (Arrays.equals(x.key, key)) {
+          return x;
+        }
+      }
+      return null;
+    }
+
+    /** Adds {@code x}, whose key part no value of the slot has. */
+    void add(Val x) {
+      if (n == 0) {
+        first = x;
+      } else if (more == null) {
+        more = new Val[] {x, null};
+      } else {
+        if (n - 1 == more.length) {
+          more = Arrays.copyOf(more, more.length * 2);
+        }
+        more[n - 1] = x;
+      }
+      n++;
+      if (index != null) {
+        index.put(new Bytes(x.key), x);
+      } else if (n > INDEXED) {
+        index = new HashMap<>();
+        for (int i = 0; i < n; i++) {
+          index.put(new Bytes(at(i).key), at(i));
+        }
+      }
+    }
+
+    List<Val> list() {
+      Val[] all = new Val[n];
+      for (int i = 0; i < n; i++) {
+        all[i] = at(i);
+      }
+      return Arrays.asList(all);
     }
   }
 
@@ -93,15 +157,20 @@ final class Slots {
   private final long tx;
   /** The attributes as the transaction defines them, by ident, for checking tuples. */
   private final Function<Keyword, Attr> attrs;
-  /** In the order they were first touched; within a slot, values in the order they were met. */
-  private final LinkedHashMap<Key, Slot> slots;
+  /** The slots, in the order they were first touched. */
+  private final ArrayList<Slot> slots;
+  /**
+   * An open-addressing hash table of (e, aid) to 1 + the slot's index in {@link #slots}; 0 is
+   * empty. Its length is a power of two, at least twice the number of slots.
+   */
+  private int[] table;
 
   /**
    * @param db the database before the transaction, read through {@code snap}
    * @param tx the transaction's id
    * @param attrs the attributes as the transaction defines them, by ident
    * @param expected about how many slots the transaction touches (its operations), to size the
-   *     map once
+   *     table once
    */
   Slots(Db db, Snapshot snap, long tx, Function<Keyword, Attr> attrs, int expected) {
     this.db = db;
@@ -109,34 +178,61 @@ final class Slots {
     this.schema = db.schema();
     this.tx = tx;
     this.attrs = attrs;
-    this.slots = new LinkedHashMap<>(Math.max(16, expected + expected / 3 + 1));
+    this.slots = new ArrayList<>(Math.max(16, expected));
+    this.table = new int[Integer.highestOneBit(Math.max(16, expected) * 2 - 1) << 1];
   }
 
   /** The values of {@code a} of {@code e}: those before the transaction, and what it did. */
   Collection<Val> values(long e, Attr a) {
-    return slot(e, a).values();
+    return slot(e, a).list();
   }
 
   /** The values of the slot (e, aid) if the transaction touched it, else null (reads nothing). */
   Collection<Val> touched(long e, long aid) {
-    Slot s = slots.get(new Key(e, aid));
-    return s == null ? null : s.vals.values();
+    int i = table[probe(table, e, aid)];
+    return i == 0 ? null : slots.get(i - 1).list();
   }
 
   /** The slots touched so far, in the order they were first touched (a copy). */
   List<Key> keys() {
-    return new ArrayList<>(slots.keySet());
+    List<Key> out = new ArrayList<>(slots.size());
+    for (Slot s : slots) {
+      out.add(new Key(s.e, s.attr.id));
+    }
+    return out;
   }
 
-  private LinkedHashMap<Bytes, Val> slot(long e, Attr a) {
-    Key k = new Key(e, a.id);
-    Slot slot = slots.get(k);
-    if (slot != null) {
-      return slot.vals;
+  private static int mix(long e, long aid) {
+    long h = (e * 0x9E3779B97F4A7C15L) ^ (aid * 0xC2B2AE3D27D4EB4FL);
+    return (int) (h ^ (h >>> 32));
+  }
+
+  // the index in t of slot (e, aid), or of the empty entry where it would go
+  private int probe(int[] t, long e, long aid) {
+    int mask = t.length - 1;
+    for (int i = mix(e, aid) & mask; ; i = (i + 1) & mask) {
+      int at = t[i];
+      if (at == 0) {
+        return i;
+      }
+      Slot s = slots.get(at - 1);
+      if (s.e == e && s.attr.id == aid) {
+        return i;
+      }
     }
-    slot = new Slot(a);
-    slots.put(k, slot);
-    LinkedHashMap<Bytes, Val> s = slot.vals;
+  }
+
+  private Slot slot(long e, Attr a) {
+    int i = probe(table, e, a.id);
+    if (table[i] != 0) {
+      return slots.get(table[i] - 1);
+    }
+    Slot slot = new Slot(e, a);
+    slots.add(slot);
+    table[i] = slots.size();
+    if (slots.size() * 2 > table.length) {
+      grow();
+    }
     // Only entities below nextEid and transactions before this one hold values: every id a
     // committed transaction used is below the nextEid it stored, this transaction's own id is
     // new, and later ones are refused (EntityIds.named). So new entities read nothing.
@@ -148,11 +244,20 @@ final class Slots {
       while (scan.next()) {
         Datom d = scan.datom();
         byte[] enc = Codec.encode(d.v, tagOf(stored != null ? stored : a, d.v));
-        s.put(new Bytes(Codec.keyPart(enc)), new Val(d.v, enc, d.tx, Val.EXISTING));
+        slot.add(new Val(d.v, enc, Codec.keyPart(enc), d.tx, Val.EXISTING));
       }
       scan.close();
     }
-    return s;
+    return slot;
+  }
+
+  private void grow() {
+    int[] t = new int[table.length * 2];
+    for (int j = 0; j < slots.size(); j++) {
+      Slot s = slots.get(j);
+      t[probe(t, s.e, s.attr.id)] = j + 1;
+    }
+    table = t;
   }
 
   private static int tagOf(Attr a, Object v) {
@@ -163,19 +268,21 @@ final class Slots {
   void add(long e, Attr a, Object raw, Object form) {
     Object v = Values.coerce(a, raw, form, attrs);
     byte[] enc = Codec.encode(v, tagOf(a, v));
-    Bytes key = new Bytes(Codec.keyPart(enc));
-    LinkedHashMap<Bytes, Val> s = slot(e, a);
-    Val same = s.get(key);
+    byte[] key = Codec.keyPart(enc);
+    Slot s = slot(e, a);
+    Val same = s.find(key);
     if (same != null && same.retracted) {
       throw conflict(e, a, v, form, same.form);
     }
     if (!a.many) {
-      for (Val x : s.values()) {
+      for (int i = 0; i < s.n; i++) {
+        Val x = s.at(i);
         if (x != same && x.asserted) {
           throw conflict(e, a, v, form, x.form);
         }
       }
-      for (Val x : s.values()) {
+      for (int i = 0; i < s.n; i++) {
+        Val x = s.at(i);
         if (x != same && x.status == Val.EXISTING) {
           x.status = Val.RETRACTED;
           x.form = form;
@@ -183,8 +290,8 @@ final class Slots {
       }
     }
     if (same == null) {
-      same = new Val(v, enc, tx, Val.ADDED);
-      s.put(key, same);
+      same = new Val(v, enc, key, tx, Val.ADDED);
+      s.add(same);
     }
     same.asserted = true;
     same.form = form;
@@ -194,12 +301,12 @@ final class Slots {
   void retract(long e, Attr a, Object raw, Object form) {
     Object v = Values.coerce(a, raw, form, attrs);
     byte[] enc = Codec.encode(v, tagOf(a, v));
-    LinkedHashMap<Bytes, Val> s = slot(e, a);
-    Bytes key = new Bytes(Codec.keyPart(enc));
-    Val x = s.get(key);
+    byte[] key = Codec.keyPart(enc);
+    Slot s = slot(e, a);
+    Val x = s.find(key);
     if (x == null) {
-      x = new Val(v, enc, 0, Val.ABSENT);
-      s.put(key, x);
+      x = new Val(v, enc, key, 0, Val.ABSENT);
+      s.add(x);
     }
     if (x.asserted) {
       throw conflict(e, a, v, form, x.form);
@@ -213,7 +320,9 @@ final class Slots {
 
   /** Retracts the values {@code e} had before the transaction; values it asserts stay. */
   void retractAll(long e, Attr a, Object form) {
-    for (Val x : slot(e, a).values()) {
+    Slot s = slot(e, a);
+    for (int i = 0; i < s.n; i++) {
+      Val x = s.at(i);
       if (x.status == Val.ADDED || x.status == Val.ABSENT) {
         continue;
       }
@@ -234,7 +343,7 @@ final class Slots {
    */
   void cas(long e, Attr a, Object oldRaw, Object newRaw, Object form) {
     Val live = null; // the value before the transaction
-    for (Val x : slot(e, a).values()) {
+    for (Val x : slot(e, a).list()) {
       if (x.status == Val.EXISTING || x.status == Val.RETRACTED) {
         live = x;
       }
@@ -245,7 +354,7 @@ final class Slots {
     } else {
       Object old = Values.coerce(a, oldRaw, form, attrs);
       ok = live != null && Arrays.equals(Codec.keyPart(Codec.encode(old, tagOf(a, old))),
-          Codec.keyPart(live.encoded));
+          live.key);
     }
     if (!ok) {
       throw Errors.error("tx/cas-failed", "Compare-and-swap failed: " + a.ident + " of entity "
@@ -268,13 +377,14 @@ final class Slots {
    */
   List<TxChange> changes() {
     List<TxChange> out = new ArrayList<>(slots.size());
-    for (Map.Entry<Key, Slot> en : slots.entrySet()) {
-      long e = en.getKey().e();
-      Attr a = en.getValue().attr;
+    for (Slot s : slots) {
+      long e = s.e;
+      Attr a = s.attr;
       Keyword ident = a.ident;
       int start = out.size(); // the slot's first datom: its retractions go before its assertions
       int retractions = 0;
-      for (Val x : en.getValue().vals.values()) { // once: one iterator a slot
+      for (int i = 0; i < s.n; i++) {
+        Val x = s.at(i);
         if (x.status == Val.RETRACTED) {
           out.add(start + retractions++, new TxChange(new Datom(e, a.id, ident, x.v, tx, false), a,
               x.encoded, x.assertedTx));

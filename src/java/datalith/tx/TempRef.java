@@ -17,8 +17,19 @@ final class TempRef {
   /** Some operation of the transaction names this entity (as entity or value). */
   boolean used;
 
+  /** {@link #eid} boxed, once resolved: the ops of one entity share it. */
+  private Long boxed;
+
   TempRef(Object name) {
     this.name = name;
+  }
+
+  /** The entity id, boxed once (call only when resolved). */
+  Long id() {
+    if (boxed == null || boxed != eid) {
+      boxed = eid;
+    }
+    return boxed;
   }
 
   TempRef root() {

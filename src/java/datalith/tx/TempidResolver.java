@@ -6,7 +6,6 @@ import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.Snapshot;
 import datalith.index.KeyBuilder;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -23,9 +22,9 @@ final class TempidResolver {
   private TempidResolver() {}
 
   /**
-   * {@code ops} with every {@link TempRef} replaced by its entity id and
-   * every new attribute by its {@link Attr} with its real id; the tempids of
-   * {@code temps} resolved, as the report's {@code :tempids} shows them.
+   * {@code ops}, each changed in place: every {@link TempRef} replaced by its
+   * entity id and every new attribute by its {@link Attr} with its real id; the
+   * tempids of {@code temps} resolved, as the report's {@code :tempids} shows them.
    *
    * @throws clojure.lang.ExceptionInfo {@code :tx/upsert-conflict} when one
    *     tempid upserts to two entities; {@code :tx/tempid-only-value} when a
@@ -36,17 +35,14 @@ final class TempidResolver {
     upsert(ops, db, snap);
     allocate(ops, temps, ids);
     IdentityHashMap<Attr, Attr> renamed = pending.assignIds();
-    List<Op> out = new ArrayList<>(ops.size());
     for (Op op : ops) {
-      Attr now = renamed.get(op.attr());
+      Attr now = renamed.isEmpty() ? null : renamed.get(op.attr());
       if (now != null || op.e() instanceof TempRef || op.v() instanceof TempRef
           || op.old() instanceof TempRef) {
-        op = new Op(op.kind(), op.form(), eid(op.e()), now != null ? now : op.attr(), eid(op.v()),
-            eid(op.old()));
+        op.resolve(eid(op.e()), now != null ? now : op.attr(), eid(op.v()), eid(op.old()));
       }
-      out.add(op);
     }
-    return out;
+    return ops;
   }
 
   /**
@@ -145,6 +141,6 @@ final class TempidResolver {
 
   // x with a TempRef replaced by its entity id
   private static Object eid(Object x) {
-    return x instanceof TempRef r ? (Object) r.root().eid : x;
+    return x instanceof TempRef r ? r.root().id() : x;
   }
 }

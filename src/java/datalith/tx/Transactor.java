@@ -10,8 +10,6 @@ import datalith.db.Latest;
 import datalith.db.Schema;
 import datalith.db.Snapshot;
 import datalith.db.TxChange;
-import datalith.index.Datom;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -136,11 +134,7 @@ public final class Transactor {
     // the install of :db.valid/event is datalith's own, not checked as a schema change
     List<TxChange> changes = ValidEvents.add(valid, resolved, plain, schema, tx);
 
-    List<Datom> datoms = new ArrayList<>(changes.size());
-    for (TxChange c : changes) {
-      datoms.add(c.datom);
-    }
-    Schema next = schema.with(datoms);
+    Schema next = schema.with(TxChange.datoms(changes));
     if (next != schema) {
       SchemaCheck.check(db, snap, schema, next, plain);
     }

@@ -11,6 +11,7 @@ import datalith.db.ValidTime;
 import java.util.ArrayList;
 import java.util.Date;
 import java.util.IdentityHashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
@@ -115,8 +116,8 @@ final class ValidForms {
   }
 
   private static boolean hasInterval(Object txData) {
-    for (ISeq s = RT.seq(txData); s != null; s = s.next()) {
-      Object form = s.first();
+    for (Iterator<?> it = RT.iter(txData); it.hasNext(); ) {
+      Object form = it.next();
       if (form instanceof Map<?, ?> m && (m.containsKey(FROM) || m.containsKey(TO))
           || isListWithInterval(form)) {
         return true;

@@ -26,9 +26,11 @@
  *   <li>resolve: {@code TempidResolver} upserts through unique identities,
  *       unifies tempids, and only then allocates ids for the rest (so the
  *       allocator never hands out an id tx-data names) and gives new
- *       attributes theirs; it returns the ops with ids only;
+ *       attributes theirs, in the ops themselves (no copies), so that they
+ *       name ids only;
  *   <li>apply: {@code Applier} applies the ops to {@code Slots}, the
- *       per-(entity, attribute) values before and after, where values are
+ *       per-(entity, attribute) values before and after (a hash table of
+ *       slots on (e, aid), a slot's few values scanned, many hashed), where values are
  *       checked against their types ({@code Values}) and cardinality
  *       conflicts found; a retractEntity becomes retractions there;
  *   <li>derive: {@code Composites} sets composite tuples from the values of
