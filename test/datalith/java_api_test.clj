@@ -303,7 +303,7 @@
           _ (.transact conn "[[:db/add [:user/email \"ada@example.com\"] :user/name \"Ada Lovelace\"
                               {:db/valid-from #inst \"2020-01-01\" :db/valid-to #inst \"2021-01-01\"}]]")
           db (.db conn)
-          open-end (java.util.Date. Long/MAX_VALUE)]
+          open-end (java.util.Date/from Database/END_OF_TIME)]
       (testing "validIntervals, of every entity and of one (by id or lookup ref)"
         (let [versions (.validIntervals db "user/name")
               of-ada (filter #(= ada (first %)) versions)]
@@ -313,6 +313,9 @@
                  (map vec (.validIntervals db ada "user/name"))
                  (map vec (.validIntervals db ["user/email" "ada@example.com"] (Datalith/kw "user/name")))))
           (is (some #(= open-end (nth % 2)) (.validIntervals db ada "user/name")) "an open end")
+          (is (= #inst "9999-12-31T23:59:59.999-00:00" open-end) "the end of time (h-validend)")
+          (is (= "db/invalid-valid-time" (.category (failure #(.validAt db open-end))))
+              "valid-at takes instants before it")
           (is (= [] (.validIntervals db "no/such") (.validIntervals db 123456789 "user/name")))
           (are [f category] (= category (.category (failure f)))
             #(.validIntervals db 42) "db/invalid-attribute"

@@ -425,3 +425,13 @@
   (let [[plain _] (reduce (partial valid-step card 0) [{} {}]
                           (filter #(<= (:t %) as-of-t) history))]
     (set (for [[[e a] vs] plain, v vs] [e a v]))))
+
+;; ---------------------------------------------------------------- the end of valid time (h-validend)
+
+(defn valid-to-the-end
+  "The [e a v] triples whose valid-time interval is open-ended as known after
+  the transactions of `history` with t <= `as-of-t`: those valid at the last
+  instant before `end-ms`, the end of time (where every open interval ends; a
+  valid-to at or after it is open)."
+  [card history as-of-t end-ms]
+  (valid-facts card history as-of-t (dec end-ms)))

@@ -25,6 +25,16 @@
 (def base (.getTime #inst "2030-01-01"))
 (defn- ms [days] (+ base (* days day)))
 
+;; A valid-to is a day, or at or after the end of time (h-validend): the end
+;; itself, a day past it, or the instant of Long/MAX_VALUE ms, each open-ended.
+(def ^:private eot-ms (.getTime ^java.util.Date d/end-of-time))
+(defn- to-ms [to]
+  (case to
+    :end eot-ms
+    :past-end (+ eot-ms day)
+    :max Long/MAX_VALUE
+    (ms to)))
+
 ;; An op is [kind entity attribute value from to], entity and attribute as
 ;; indexes; from/to in days (nil: open). Ops of one transaction are on distinct
 ;; (entity, attribute) pairs.
@@ -35,9 +45,12 @@
             a (gen/choose 0 1)
             v (gen/choose 0 3)
             from (gen/one-of [(gen/return nil) (gen/choose 0 90)])
-            len (gen/one-of [(gen/return nil) (gen/choose 1 40)])]
+            len (gen/one-of [(gen/return nil) (gen/choose 1 40)
+                             (gen/elements [:end :past-end :max])])]
     [kind e a v (when (#{:vadd :vretract} kind) from)
-     (when (#{:vadd :vretract} kind) (when len (+ (or from 100) len)))]))
+     (when (#{:vadd :vretract} kind)
+       (cond (keyword? len) len
+             len (+ (or from 100) len)))]))
 
 (def gen-tx
   (gen/let [ops (gen/vector gen-op 1 4)
@@ -51,7 +64,7 @@
   (conj (vec (for [[kind e a v from to] ops
                    :let [ent (eids e) attr (attrs a)
                          iv (cond-> {} from (assoc :db/valid-from (java.util.Date. (long (ms from))))
-                                to (assoc :db/valid-to (java.util.Date. (long (ms to)))))]]
+                                to (assoc :db/valid-to (java.util.Date. (long (to-ms to)))))]]
                (case kind
                  :add [:db/add ent attr v]
                  :retract [:db/retract ent attr v]
@@ -60,7 +73,7 @@
         {:db/id "datomic.tx" :db/txInstant (java.util.Date. (long instant))}))
 
 (defn- model-op [eids [kind e a v from to]]
-  [kind (eids e) (attrs a) v (some-> from ms) (some-> to ms)])
+  [kind (eids e) (attrs a) v (some-> from ms) (some-> to to-ms)])
 
 (defn- engine-facts [db index]
   (set (for [a attrs, dt (d/datoms db index a)] [(:e dt) (:a dt) (:v dt)])))
@@ -90,7 +103,8 @@
 (defn- check [store history]
   (tu/with-conn [conn store {:schema schema}]
     (let [{:keys [t0 eids model db]} (transact-history! conn history)
-          points (map ms (range -5 150 7))]
+          ;; and the last instant before the end of time (h-validend)
+          points (conj (vec (map ms (range -5 150 7))) (dec eot-ms))]
       (every? true?
               (for [t (range t0 (inc (d/basis-t db)))
                     :let [as-of (d/as-of db t)]]
@@ -206,6 +220,14 @@
                         (set (for [[e a v ^java.util.Date from ^java.util.Date to] versions
                                    :when (and (<= (.getTime from) at) (< at (.getTime to)))]
                                [e a v])))
+                     ;; h-validend: open versions end at the end of time, none later, and
+                     ;; every version prints and reads back
+                     (= (naive/valid-to-the-end card model t eot-ms)
+                        (set (for [[e a v _ to] versions :when (= d/end-of-time to)] [e a v])))
+                     (every? (fn [[_ _ _ ^java.util.Date from ^java.util.Date to]]
+                               (< (.getTime from) (.getTime to) (inc eot-ms)))
+                             versions)
+                     (= versions (read-string (pr-str versions)))
                      (= expected (d/q holding as-of attrs inst))
                      (= expected (d/q on-source (d/any-valid-time as-of) attrs inst))))))))
 

@@ -208,7 +208,7 @@
           "2029-01-01" "2029-06-01" #{})
         (is (= [[ada (inst "2029-12-01") (inst "2030-02-01")]
                 [bob (inst "2030-02-01") (inst "2030-05-01")]
-                [cy (inst "2030-05-01") (java.util.Date. Long/MAX_VALUE)]]
+                [cy (inst "2030-05-01") d/end-of-time]]
                (map #(subvec % 0 3) (d/valid-intervals db x :issue/assignee))))
         (testing "a plain fact's interval runs from its txInstant until its retraction"
           (tx! conn "2030-01-05" [[:db/add ada :person/city "Oslo"]])
@@ -233,7 +233,7 @@
             "the plain value is the one with the latest valid-from")
         (is (= [["Oslo" (inst "2020-01-01") (inst "2022-01-01")]
                 ["Rome" (inst "2022-01-01") (inst "2024-01-01")]
-                ["Lima" (inst "2024-01-01") (java.util.Date. Long/MAX_VALUE)]]
+                ["Lima" (inst "2024-01-01") d/end-of-time]]
                (map #(subvec % 0 3) (d/valid-intervals db e :person/city))))
         (is (= :tx/conflict
                (try (d/transact! conn [[:db/add e :person/city "A"] [:db/add e :person/city "B"]])
@@ -285,7 +285,7 @@
           "without valid-at: transaction time, the last thing said")
       (is (= [["Bergen" #inst "2022-01-01" #inst "2024-03-01"]
               ["Bergen" #inst "2024-03-01" #inst "2024-05-01"]
-              ["Oslo" #inst "2024-05-01" (java.util.Date. Long/MAX_VALUE)]]
+              ["Oslo" #inst "2024-05-01" d/end-of-time]]
              (map #(subvec % 0 3) (d/valid-intervals db ada :person/address)))))))
 
 ;; ---------------------------------------------------------------- query-level valid-at (h-valid3)
@@ -377,7 +377,7 @@
         (testing "the versions as tuples [e a v from to], an attribute variable binding idents"
           (is (= #{[x :issue/assignee ada (inst "2029-12-01") (inst "2030-02-01")]
                    [x :issue/assignee bob (inst "2030-02-01") (inst "2030-05-01")]
-                   [x :issue/assignee cy (inst "2030-05-01") (java.util.Date. Long/MAX_VALUE)]}
+                   [x :issue/assignee cy (inst "2030-05-01") d/end-of-time]}
                  (d/q '[:find ?e ?a ?v ?from ?to :in $ ?e :valid-at :any-valid-time
                         :where [?e ?a ?v ?from ?to] [(= ?a :issue/assignee)]]
                       db x)
@@ -470,3 +470,165 @@
           (is (nil? (city-at db bob "2030-03-15")))
           (is (nil? (city-at db bob "2030-05-01")))
           (is (= 1 (count (d/q '[:find ?v :where [_ :db.valid/event ?v]] db))) "no event"))))))
+
+;; ---------------------------------------------------------------- the end of valid time (h-validend)
+;; An open-ended interval ends at d/end-of-time, #inst "9999-12-31T23:59:59.999-00:00"
+;; (XTDB's end-of-time), which prints and reads back; a :db/valid-to at or after
+;; it is open on input, so a handed-out interval goes back in as it came.
+
+(def ^:private eot-ms (.getTime ^java.util.Date d/end-of-time))
+
+(defn- handed-out
+  "Every interval db hands out, by the way it hands it out."
+  [db e]
+  {:valid-intervals (d/valid-intervals db :person/city)
+   :valid-intervals-of-e (d/valid-intervals db e :person/tag)
+   :any-valid-time (d/q '[:find ?e ?a ?v ?from ?to :valid-at :any-valid-time
+                          :where [?e ?a ?v ?from ?to]] db)
+   :any-valid-time-source (d/q '[:find ?v ?from ?to :in $ ?e
+                                 :where [?e :person/city ?v ?from ?to]]
+                               (d/any-valid-time db) e)
+   :java (vec (.validIntervals (datalith.api.Database/of db) :person/city))})
+
+(deftest open-intervals-end-at-the-end-of-time
+  (is (= "#inst \"9999-12-31T23:59:59.999-00:00\"" (pr-str d/end-of-time)))
+  (is (= d/end-of-time (read-string (pr-str d/end-of-time))))
+  (is (= (.toInstant ^java.util.Date d/end-of-time) datalith.api.Database/END_OF_TIME))
+  (each-store [conn {:schema schema}]
+    (let [[e] (address-history conn)]
+      (tx! conn "2030-04-01" [[:db/add e :person/tag "t" (valid "2030-01-01" nil)]
+                              [:db/add e :person/tag "u" (valid "2030-01-01" "2030-02-01")]
+                              [:db/add e :person/city "Oslo" (valid "2030-10-01" nil)]])
+      (let [db (d/db conn)]
+        (doseq [[how intervals] (handed-out db e)]
+          (testing how
+            (is (seq intervals))
+            (is (= intervals (read-string (pr-str intervals))) "prints and reads back")
+            (is (every? #(<= (.getTime ^java.util.Date %) eot-ms)
+                        (for [iv intervals, x iv :when (inst? x)] x)))))
+        (is (= [["t" (inst "2030-01-01") d/end-of-time] ["u" (inst "2030-01-01") (inst "2030-02-01")]]
+               (sort (map #(subvec % 0 3) (d/valid-intervals db e :person/tag)))))
+        (is (= [["Oslo" (inst "2030-10-01") d/end-of-time]]
+               (filter #(= d/end-of-time (nth % 2)) (map #(subvec % 0 3) (d/valid-intervals db e :person/city)))))
+        (is (= #{["Oslo" (inst "2030-10-01") d/end-of-time]}
+               (d/q '[:find ?v ?from ?to :in $ ?e ?end :valid-at :any-valid-time
+                      :where [?e :person/city ?v ?from ?end] [?e :person/city ?v ?from ?to]]
+                    db e d/end-of-time))
+            "the end binds as an input")))))
+
+(deftest the-end-of-time-goes-back-in-as-open
+  (each-store [conn {:schema schema}]
+    (let [[e] (address-history conn)
+          _ (tx! conn "2030-04-01" [[:db/add e :person/city "Oslo" (valid "2030-10-01" nil)]])
+          db (d/db conn)]
+      (are [to] (let [{:keys [tempids db-after]}
+                      (d/transact! conn [[:db/add "x" :person/city "X"
+                                          (cond-> {:db/valid-from (inst "2030-02-01")}
+                                            to (assoc :db/valid-to to))]])
+                      x (get tempids "x")]
+                  (and (= [["X" (inst "2030-02-01") d/end-of-time]]
+                          (map #(subvec % 0 3) (d/valid-intervals db-after x :person/city)))
+                       (= [nil] (for [dt (d/datoms db-after :aevt :db.valid/event)
+                                      :let [[_ ev-e _ _ _ ev-to] (:v dt)]
+                                      :when (= x ev-e)]
+                                  ev-to))
+                       (= "X" (city-at db-after x "9999-12-31T23:59:59.998Z"))))
+        nil
+        d/end-of-time
+        (java.util.Date. (inc eot-ms))
+        (java.util.Date. Long/MAX_VALUE))
+      (testing "a handed-out history transacted onto another entity gives the same history"
+        (let [history (d/valid-intervals db e :person/city)
+              {:keys [tempids db-after]}
+              (d/transact! conn (for [[v from to] history]
+                                  [:db/add "copy" :person/city v {:db/valid-from from :db/valid-to to}]))]
+          (is (some #(= d/end-of-time (nth % 2)) (d/valid-intervals db e :person/city)))
+          (is (= (map #(subvec % 0 3) history)
+                 (map #(subvec % 0 3) (d/valid-intervals db-after (get tempids "copy") :person/city)))))))))
+
+(deftest instants-at-the-end-of-time
+  (each-store [conn {:schema schema}]
+    (tx! conn "2030-01-01" [{:person/name "ada"}])
+    (tx! conn "2030-01-02" [[:db/add [:person/name "ada"] :person/city "Oslo" (valid "2030-01-01" nil)]])
+    (let [e (ada (d/db conn))
+          t (d/basis-t (d/db conn))
+          error-of (fn [f] (try (f) :no-error
+                                (catch clojure.lang.ExceptionInfo ex (:error (ex-data ex)))))]
+      (testing "a valid-to before a valid-from at or after the end is refused, and nothing written"
+        (are [tx-data] (= :tx/invalid-interval (error-of #(d/transact! conn tx-data)))
+          [[:db/add e :person/city "X" {:db/valid-from d/end-of-time :db/valid-to (inst "2031-01-01")}]]
+          [[:db/add e :person/city "X" {:db/valid-from (java.util.Date. Long/MAX_VALUE)
+                                        :db/valid-to (java.util.Date. (dec eot-ms))}]])
+        (is (= t (d/basis-t (d/db conn)))))
+      (let [db (d/db conn)]
+        (testing "valid-at takes instants before the end"
+          (are [at error] (= error (error-of #(d/valid-at db at)))
+            d/end-of-time :db/invalid-valid-time
+            (java.util.Date. Long/MAX_VALUE) :db/invalid-valid-time
+            (java.util.Date. (dec eot-ms)) :no-error)
+          (is (= "Oslo" (:person/city (d/entity (d/valid-at db (java.util.Date. (dec eot-ms))) e)))
+              "the last instant before the end sees the open interval")
+          (is (= :db/invalid-valid-time
+                 (error-of #(d/q '[:find ?c . :in $ ?e ?when :valid-at ?when :where [?e :person/city ?c]]
+                                 db e d/end-of-time))))
+          (is (thrown? datalith.api.DatalithException
+                       (.validAt (datalith.api.Database/of db) d/end-of-time)))))
+      (testing "an interval from the end of time on holds at no instant: an assertion of transaction time only"
+        (are [from] (let [{:keys [tempids db-after]}
+                          (d/transact! conn [[:db/add "x" :person/tag "late" {:db/valid-from from}]])
+                          x (get tempids "x")]
+                      (and (= #{"late"} (:person/tag (d/entity db-after x)))
+                           (nil? (:person/tag (d/entity (d/valid-at db-after (java.util.Date. (dec eot-ms))) x)))
+                           (= [] (d/valid-intervals db-after x :person/tag))
+                           (= [d/end-of-time nil]
+                              (for [dt (d/datoms db-after :aevt :db.valid/event)
+                                    :let [[_ ev-e _ _ ev-from ev-to] (:v dt)]
+                                    :when (= x ev-e)
+                                    y [ev-from ev-to]]
+                                y))))
+          d/end-of-time
+          (java.util.Date. (inc eot-ms))
+          (java.util.Date. Long/MAX_VALUE)))
+      (testing "so is a plain fact dated at the end of time"
+        (tx! conn "9999-12-31T23:59:59.999Z" [[:db/add e :person/tag "late"]])
+        (is (= [] (d/valid-intervals (d/db conn) e :person/tag)))))))
+
+(deftest export-import-keeps-open-ends
+  ;; a legacy event, as a database written before the end of time could hold: an
+  ;; open end given as the instant of Long/MAX_VALUE ms, and one starting after the end
+  (doseq [from tu/stores, into tu/stores]
+    (testing (str from " -> " into)
+      (tu/with-conn [src from {:schema schema}]
+        (let [[e] (address-history src)
+              aid (:db/id (d/entity (d/db src) :person/tag))
+              _ (tx! src "2030-04-01" [[:db/add e :person/tag "t" (valid "2030-01-01" nil)]
+                                       [:db/add e :person/tag "u" (valid "2030-01-01" "2030-02-01")]])
+              ;; each event with the plain assertion the transactor writes beside it
+              _ (tx! src "2030-04-02" [[:db/add "datomic.tx" :db.valid/event
+                                        [aid e "legacy" true (inst "2030-03-01") (java.util.Date. Long/MAX_VALUE)]]
+                                       [:db/add e :person/tag "legacy"]
+                                       [:db/add "datomic.tx" :db.valid/event
+                                        [aid e "never" true (java.util.Date. (inc eot-ms)) nil]]
+                                       [:db/add e :person/tag "never"]])
+              db (d/db src)
+              intervals (fn [db] [(d/valid-intervals db :person/city) (d/valid-intervals db :person/tag)])
+              views (fn [db] (vec (for [t (range 1 (inc (d/basis-t db)))
+                                        at (conj valid-points "2029-03-01" "9999-12-31T23:59:59.998Z")]
+                                    (d/pull (d/valid-at (d/as-of db t) (inst at)) '[*] e))))
+              plain (fn [db] (remove #(= :db.valid/event (:a %)) (d/datoms db :eavt)))
+              dir (tu/temp-dir)
+              file (java.io.File. dir "export.edn")]
+          (testing "a legacy open end reads as the end of time"
+            (is (= [["legacy" (inst "2030-03-01") d/end-of-time] ["t" (inst "2030-01-01") d/end-of-time]
+                    ["u" (inst "2030-01-01") (inst "2030-02-01")]]
+                   (sort (map #(subvec % 0 3) (d/valid-intervals db e :person/tag))))))
+          (try
+            (d/export src file)
+            (is (not (re-find #"292278994" (slurp file))) "every instant in the file reads back")
+            (tu/with-conn [dst into]
+              (d/import! dst (.getPath file))
+              (let [db2 (d/db dst)]
+                (is (= (intervals db) (intervals db2)))
+                (is (= (views db) (views db2)))
+                (is (= (plain db) (plain db2)))))
+            (finally (tu/delete-tree dir))))))))

@@ -524,8 +524,8 @@
   or as-of point: one `[e v from to tx]` per interval [from, to) over which
   entity e's `attr` had value v (of every entity, or one `[v from to tx]` for
   entity `e`), `tx` the transaction that asserted it; an open-ended interval's
-  `to` is `#inst \"292278994-08-17T07:12:55.807-00:00\"` (Long/MAX_VALUE ms), so
-  intervals compare as instants. Called in a query with `$`, it binds an
+  `to` is `end-of-time`, #inst \"9999-12-31T23:59:59.999-00:00\", so intervals
+  compare as instants (and print and read back). Called in a query with `$`, it binds an
   assertion's interval, \"who was assigned to issue X during Q1\":
 
     (d/q '[:find ?who :in $ ?start ?end
@@ -552,8 +552,8 @@
 (defn any-valid-time
   "`db` read at any valid time (Minigraf's :any-valid-time): a query source whose
   facts are every valid-time version of its attributes, as known at `db`'s basis
-  or as-of point, each `[e a v from to]` over [from, to) (an open end is the
-  instant at Long/MAX_VALUE ms, so intervals compare as instants). A pattern on
+  or as-of point, each `[e a v from to]` over [from, to) (an open end is
+  `end-of-time`, so intervals compare as instants). A pattern on
   it binds an assertion's interval where a database's has tx and added; an
   attribute variable binds idents. The same as a query's `:valid-at $src
   :any-valid-time`. \"Who was assigned to issue X during Q1\" in one query:
@@ -568,3 +568,17 @@
   the data is large."
   ^datalith.db.AnyValidTime [db]
   (datalith.db.AnyValidTime. (db-arg db)))
+
+;; the end of valid time (h-validend, #19)
+
+(def ^java.util.Date end-of-time
+  "The end of valid time, #inst \"9999-12-31T23:59:59.999-00:00\" (XTDB's
+  end-of-time): the `to` of every open-ended interval that `valid-intervals` and
+  `any-valid-time` hand out, the last instant an #inst prints and reads back. A
+  :db/valid-to at or after it is open-ended, so a handed-out interval goes back
+  in as it came; `valid-at` and :db/valid-from take instants before it.
+
+    (let [[_ _ to] (peek (d/valid-intervals db e :person/city))]
+      (= d/end-of-time to))
+    ; => true, when e's last city is open-ended"
+  (java.util.Date. datalith.db.ValidTime/END_OF_TIME))

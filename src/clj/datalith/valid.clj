@@ -4,11 +4,17 @@
 
 (set! *warn-on-reflection* true)
 
+(defn- readable
+  "`inst`, or the end of time for an instant after it (written before the end
+  was one), which reads back and means the same on import."
+  ^java.util.Date [^java.util.Date inst]
+  (if (< (.getTime inst) ValidTime/END_OF_TIME) inst (java.util.Date. ValidTime/END_OF_TIME)))
+
 (defn- event-form
   "The tx-data form of the event `[aid e v added from to]`."
   [^Schema schema [aid e v added from to]]
   [(if added :db/add :db/retract) e (.ident schema (long aid)) v
-   (cond-> {:db/valid-from from} to (assoc :db/valid-to to))])
+   (cond-> {:db/valid-from (readable from)} to (assoc :db/valid-to (readable to)))])
 
 (defn export-record
   "`rec` ({:t :tx-data}, from `db`'s log) with the install of :db.valid/event

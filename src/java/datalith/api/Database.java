@@ -13,6 +13,7 @@ import datalith.index.Index;
 import datalith.pull.Puller;
 import datalith.query.Engine;
 import datalith.query.parser.Query;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Date;
@@ -35,6 +36,14 @@ import java.util.Map;
  * or a "ns/name" String. Every failure is a {@link DatalithException}.
  */
 public final class Database {
+  /**
+   * The end of valid time, {@code 9999-12-31T23:59:59.999Z} (XTDB's {@code end-of-time}): the
+   * {@code to} of every open-ended interval {@link #validIntervals} hands out (as a {@link Date}
+   * of the same milliseconds), a {@code :db/valid-to} at or after it being open-ended. Instants
+   * given to {@link #validAt} and valid-froms are before it.
+   */
+  public static final Instant END_OF_TIME = Instant.ofEpochMilli(ValidTime.END_OF_TIME);
+
   private final Db db;
 
   Database(Db db) {
@@ -308,8 +317,8 @@ public final class Database {
    *
    * @param instant the valid-time instant
    * @return the database value at that valid instant
-   * @throws DatalithException when {@code instant} is not a {@link Date}, or this value is a
-   *     since or history view
+   * @throws DatalithException when {@code instant} is not a {@link Date} before
+   *     {@link #END_OF_TIME}, or this value is a since or history view
    */
   public Database validAt(Object instant) {
     try {
@@ -323,7 +332,7 @@ public final class Database {
    * Every valid-time version of an attribute, as known at this value's basis or as-of point:
    * one {@code [e v from to tx]} per interval [from, to) over which entity {@code e}'s attribute
    * had value {@code v}, asserted by transaction {@code tx}; an open end is the {@link Date} of
-   * {@link Long#MAX_VALUE} ms, so that intervals compare as instants. A query binds the same
+   * {@link #END_OF_TIME}, so that intervals compare as instants. A query binds the same
    * versions with {@code :valid-at :any-valid-time}: its patterns {@code [e a v from to]}.
    *
    * @param attribute a {@code Keyword} or "ns/name" String

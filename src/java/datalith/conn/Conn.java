@@ -5,6 +5,7 @@ import datalith.db.Errors;
 import datalith.db.Latest;
 import datalith.db.Snapshot;
 import datalith.db.Source;
+import datalith.db.EntityBounds;
 import datalith.db.ValidCache;
 import datalith.store.Store;
 import datalith.store.WriteTxn;
@@ -42,6 +43,11 @@ import java.util.function.ObjIntConsumer;
  * wait for another thread's transaction on this connection either: that one waits for it.
  */
 public final class Conn implements Source, AutoCloseable {
+  /**
+   * The system property that, "false" when a connection opens, makes its as-of views' scans test
+   * every key rather than pass later entities' runs ({@link EntityBounds}).
+   */
+  public static final String ENTITY_BOUNDS_PROPERTY = "datalith.entity-bounds";
   /** A group takes no more transactions once it holds this many datoms (overlay copies). */
   static final int MAX_GROUP_DATOMS = 4096;
 
@@ -55,6 +61,10 @@ public final class Conn implements Source, AutoCloseable {
   private ExecutorService async; // leads groups no caller waits for; made on first use
   private final boolean strict;
   private final ValidCache validCache = new ValidCache();
+  // null (every key tested) with -Ddatalith.entity-bounds=false: the slow twin the tests compare
+  private final EntityBounds entityBounds =
+      Boolean.parseBoolean(System.getProperty(ENTITY_BOUNDS_PROPERTY, "true"))
+          ? new EntityBounds() : null;
   private volatile Replicated replicated; // null: embedded; else the log node writing for it
 
   private Conn(Store store, boolean strict) {
@@ -438,6 +448,12 @@ public final class Conn implements Source, AutoCloseable {
   @Override
   public ValidCache validCache() {
     return validCache;
+  }
+
+  /** The entity bounds of this connection's as-of points, shared by the views at one point. */
+  @Override
+  public EntityBounds entityBounds() {
+    return entityBounds;
   }
 
   /**

@@ -8,7 +8,7 @@ import java.util.List;
  * A database value read at any valid time (#19, Minigraf's {@code :any-valid-time}): a query
  * source whose facts are every valid-time version of the value's attributes, as known at its
  * basis or as-of point, each a tuple {@code [e a v from to]} ({@link ValidTime#intervals}: one
- * per piece of each pair's valid-time line, {@code to} the instant of {@link Long#MAX_VALUE} ms
+ * per piece of each pair's valid-time line, {@code to} the instant {@link ValidTime#END_OF_TIME}
  * when open-ended, so intervals compare as instants). A data pattern on it binds an assertion's
  * interval in its fourth and fifth positions, where a pattern on a database has the
  * transaction and the added flag: {@code [$vt ?i :issue/assignee ?who ?from ?to]}.

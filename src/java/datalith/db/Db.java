@@ -120,6 +120,17 @@ public final class Db {
     return schema;
   }
 
+  /**
+   * The first user entity id no transaction up to {@code t} used ({@link EntityBounds}), read
+   * through {@code s} with at most {@code allowance} more datoms of the log;
+   * {@link EntityBounds#UNKNOWN} while not read, {@link EntityBounds#NONE} when it cannot be, or
+   * for a value with a {@code with} overlay (whose transactions the log does not hold).
+   */
+  long entityBound(Snapshot s, long t, long allowance) {
+    EntityBounds b = overlay == null ? source.entityBounds() : null;
+    return b == null ? EntityBounds.NONE : b.at(s, t, allowance);
+  }
+
   /** The entity id the next new entity would get. */
   public long nextEid() {
     return nextEid;
@@ -194,10 +205,19 @@ public final class Db {
    * This value as the facts valid at instant {@code inst} show it, as they were known at this
    * value's basis or as-of point (see {@link ValidTime}); composes with {@link #asOf} in either
    * order. A valid-at view of a valid-at view is the first's base at the new instant.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :db/invalid-valid-time} for a non-instant or an
+   *     instant at or after {@link ValidTime#END_OF_TIME}; {@code :db/valid-at-view} for a since
+   *     or history view
    */
   public Db validAt(Object inst) {
     if (!(inst instanceof Date d)) {
       throw Errors.error("db/invalid-valid-time", "valid-at takes an instant (a java.util.Date)",
+          "instant", inst);
+    }
+    if (d.getTime() >= ValidTime.END_OF_TIME) {
+      throw Errors.error("db/invalid-valid-time", "valid-at takes an instant before the end of"
+          + " time, #inst \"9999-12-31T23:59:59.999-00:00\" (where open intervals end)",
           "instant", inst);
     }
     if (validBase != null) {

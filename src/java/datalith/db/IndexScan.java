@@ -14,7 +14,9 @@ import java.util.function.LongPredicate;
 /**
  * Datoms of one index under a key prefix, as one database value sees them:
  * the current sub-database merged with the history one when the view needs it
- * (as-of, since, history, or a store that moved past the value's basis).
+ * (as-of, since, history, or a store that moved past the value's basis). A view
+ * at an earlier point passes the keys of entities all of whose datoms came after
+ * it a run at a time ({@link EntityBounds}, {@code passLater}).
  * Valid only while its {@link Snapshot} is open; one thread.
  */
 public final class IndexScan {
@@ -39,6 +41,13 @@ public final class IndexScan {
   private final long since;
   private final boolean historyMode;
   private final LongMap<long[]> hidden; // a valid-at view's tracked pairs (e -> aids), or null
+  // the view's entity bound at its point (EntityBounds), asked for as later keys are met
+  private long entityBound = EntityBounds.UNKNOWN;
+  private long laterSteps; // later user entities' keys met while the bound was unknown
+  private long nextAsk; // the count of them at which to ask again
+  private static final long LOG_DATOMS_PER_STEP = 4;
+  private static final long MIN_LOG_DATOMS = 256;
+  private ByteBuffer passTo; // where passLater moves the cursors: direct, reused
   private ByteBuffer upper; // exclusive bound on the key, or null
   private int upperFrom; // upper starts with the prefix's first upperFrom bytes
   private static final Object NOT_READ = new Object();
@@ -511,12 +520,59 @@ public final class IndexScan {
         consumed = src;
         return true;
       }
+      if (at > limit && !Snapshot.inMemory(src) && passLater(k, len)) {
+        continue;
+      }
       if (takeCur) {
         stepCur();
       } else {
         stepHist();
       }
     }
+  }
+
+  /**
+   * Where the store's key {@code k} ({@code len} bytes without a history suffix), asserted after
+   * the view's point, is of an entity all of whose datoms were ({@link EntityBounds}: a user
+   * entity at or above the point's bound, or a transaction entity after it): moves both cursors
+   * past the keys after it that differ from it only from the entity on, up to the first
+   * transaction entity (for a user entity) or to the end of that run (for a transaction entity),
+   * which hold later entities' datoms only, and says true. Else false, moving nothing. The keys
+   * of a valid-at view's lines among them stay ({@link ValidCursor#seekBase}).
+   */
+  private boolean passLater(ByteBuffer k, int len) {
+    long e = entityAt(k, len);
+    boolean txEntity = e >= Db.TX0;
+    if (txEntity ? e - Db.TX0 <= limit : e < Schema.FIRST_USER_ID) {
+      return false;
+    }
+    if (!txEntity) {
+      if (entityBound == EntityBounds.UNKNOWN && laterSteps++ == nextAsk) {
+        // asks with an allowance in proportion to the later keys this scan stepped over: at
+        // the first (a bound already read), then after 16, 32, 64 ...
+        entityBound = db.entityBound(snap, limit,
+            Math.max(MIN_LOG_DATOMS, laterSteps * LOG_DATOMS_PER_STEP));
+        nextAsk = Math.max(16, 2 * nextAsk);
+      }
+      if (entityBound == EntityBounds.UNKNOWN || e < entityBound) {
+        return false;
+      }
+    }
+    passTo = EntityBounds.passTo(index, k, len, txEntity, passTo);
+    ByteBuffer to = passTo;
+    if (to.limit() == 0) {
+      return false; // no key follows the run's: let the scan step
+    }
+    if (curValid && Overlay.compare(cur.key(), to) < 0) {
+      curValid = cur instanceof ValidCursor vc ? vc.seekBase(to) : cur.seek(to);
+      curKey = curValid ? ranged(cur.key(), 0) : null;
+    }
+    if (hist != null && histValid && Overlay.compare(hist.key(), to) < 0) {
+      histValid = hist.seek(to);
+      histKey = histValid ? ranged(hist.key(), 8) : null;
+    }
+    fromPrefix = false; // the cursors passed keys that a restart's prefix may hold
+    return true;
   }
 
   /**

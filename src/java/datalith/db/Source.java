@@ -32,4 +32,12 @@ public interface Source {
   default ValidCache validCache() {
     return null;
   }
+
+  /**
+   * Where this source's as-of views keep the entity bounds of their points ({@link EntityBounds});
+   * null: their scans test every key. Default: null.
+   */
+  default EntityBounds entityBounds() {
+    return null;
+  }
 }

@@ -76,6 +76,19 @@ final class ValidCursor implements Cursor {
     return choose(true);
   }
 
+  /**
+   * Moves the base cursor forward to its first key {@code >= key}, the lines where they were: for
+   * a scan that passes base keys it knows are hidden ({@link IndexScan}), keeping the lines' keys
+   * among them. {@code key} is at or after the current key.
+   */
+  boolean seekBase(ByteBuffer key) {
+    if (!forward && valid) {
+      seek(copyKey(key()));
+    }
+    baseValid = base.seek(key);
+    return choose(true);
+  }
+
   @Override
   public boolean first() {
     baseValid = base.first();

@@ -57,6 +57,14 @@ public final class ValidTime {
   public static final Keyword K_EVENT = Keyword.intern("db.valid", "event");
   /** The value of a key of a view's lines (what {@link ValidCursor#val} gives). */
   static final ByteBuffer MARK = ByteBuffer.wrap(new byte[] {1}).asReadOnlyBuffer();
+  /**
+   * The end of valid time, {@code #inst "9999-12-31T23:59:59.999-00:00"} in epoch milliseconds
+   * (XTDB's {@code end-of-time}): the {@code to} every open-ended interval is handed out with,
+   * the last instant an {@code #inst} prints and reads back. A {@code :db/valid-to} at or after
+   * it is open-ended; a valid-from and a valid-at instant are before it.
+   */
+  public static final long END_OF_TIME = 253402300799999L;
+  /** An open end on a replayed line (an event's {@code to} of nil); handed out as the end. */
   private static final long OPEN = Long.MAX_VALUE;
 
   private ValidTime() {}
@@ -227,9 +235,11 @@ public final class ValidTime {
   /**
    * Every valid-time version of attribute {@code a} in {@code db} (as known at its basis or
    * as-of point), of entity {@code e} or of every entity when {@code e < 0}: one
-   * {@code [e v from to tx]} per piece of each pair's valid-time line, in entity order, {@code to}
-   * the instant of {@link Long#MAX_VALUE} ms when open-ended (so that intervals compare as
-   * instants), {@code tx} the transaction that asserted the value.
+   * {@code [e v from to tx]} per piece of each pair's valid-time line before {@link #END_OF_TIME},
+   * in entity order, {@code to} the instant {@link #END_OF_TIME} when open-ended (so that
+   * intervals compare as instants, and print and read back), {@code tx} the transaction that
+   * asserted the value. A piece from the end of time on (only a txInstant or a bound written
+   * before the end was refused can start there) is left out.
    */
   public static List<Object[]> intervals(Db db, long e, Attr a) {
     if (db.validBase != null || db.history || db.sinceT != Db.NO_SINCE) {
@@ -262,8 +272,10 @@ public final class ValidTime {
         List<Seg> line = replay(evs, a);
         line.sort(Comparator.comparingLong(Seg::from));
         for (Seg g : line) {
-          out.add(new Object[] {x, Codec.decode(ByteBuffer.wrap(g.enc), 0), new Date(g.from),
-              new Date(g.to), g.tx});
+          if (g.from < END_OF_TIME) {
+            out.add(new Object[] {x, Codec.decode(ByteBuffer.wrap(g.enc), 0), new Date(g.from),
+                new Date(Math.min(g.to, END_OF_TIME)), g.tx});
+          }
         }
       }
     }

@@ -7,7 +7,9 @@
  * with speculative transactions laid over it as an {@code Overlay}). It holds no store resources: each read opens a short
  * {@link datalith.db.Snapshot} of the store of its {@link datalith.db.Source} (its connection's),
  * and {@link datalith.db.IndexScan} reads an index under a prefix as the value sees it, merging
- * the current and history sub-databases when the view needs both; {@link datalith.db.Reverse}
+ * the current and history sub-databases when the view needs both (an as-of view's scans pass the
+ * runs of keys of entities that came after its point, which the connection's
+ * {@link datalith.db.EntityBounds} bound from the log); {@link datalith.db.Reverse}
  * picks the bounds of the chunks that read an index backwards. {@link datalith.db.Schema}
  * and {@link datalith.db.Attr} are the schema, itself data; {@link datalith.db.Entity} is the
  * lazy entity view; {@link datalith.db.Stats} the per-attribute counts the planner uses.
@@ -19,6 +21,7 @@
  * pairs the log shows changed since) and its valid-time versions, from the
  * {@code :db.valid/event} datoms transactions carry; {@link datalith.db.AnyValidTime} is a
  * value at any valid time, a query source of those versions as tuples {@code [e a v from to]}.
+ * An open-ended interval ends at {@link datalith.db.ValidTime#END_OF_TIME}.
  *
  * <p>Writing: a transaction's {@link datalith.db.TxChange}s (the transactor's output) become
  * index, history, log and META writes in {@code Writes}: into a store write transaction,

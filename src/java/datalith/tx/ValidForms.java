@@ -7,6 +7,7 @@ import clojure.lang.PersistentVector;
 import clojure.lang.RT;
 import clojure.lang.ISeq;
 import datalith.db.Errors;
+import datalith.db.ValidTime;
 import java.util.ArrayList;
 import java.util.Date;
 import java.util.IdentityHashMap;
@@ -26,7 +27,9 @@ import java.util.Map;
  *       {@code :db/add} and {@code :db/retract} of the transaction that gives none of its own.
  * </ul>
  * Bounds are instants; a missing {@code :db/valid-from} is the transaction's txInstant, a missing
- * {@code :db/valid-to} leaves the interval open. Immutable once made.
+ * {@code :db/valid-to}, or one at or after {@link ValidTime#END_OF_TIME} (the end every open
+ * interval is handed out with), leaves the interval open; a valid-from after the end is the end.
+ * Immutable once made.
  */
 final class ValidForms {
   static final Keyword FROM = Keyword.intern("db", "valid-from");
@@ -38,7 +41,8 @@ final class ValidForms {
 
   /**
    * An interval {@code [from, to)} in epoch milliseconds; {@code from} null = the transaction's
-   * txInstant, {@code to} null = open-ended.
+   * txInstant, {@code to} null = open-ended; neither after {@link ValidTime#END_OF_TIME}, {@code to}
+   * never at it.
    */
   record Interval(Long from, Long to, Object form) {}
 
@@ -149,6 +153,11 @@ final class ValidForms {
       throw Errors.error("tx/invalid-valid-time", key + " must be an instant (a java.util.Date)",
           "form", form, "value", x);
     }
-    return d.getTime();
+    if (d.getTime() < ValidTime.END_OF_TIME) {
+      return d.getTime();
+    }
+    // a to at or after the end of time is open, so that a handed-out interval goes back in; a
+    // from there is the end (its interval holds at no instant: valid-at takes none after it)
+    return key == TO ? null : ValidTime.END_OF_TIME;
   }
 }
