@@ -774,3 +774,113 @@
     (commit! s [[SubDb/EAVT "b" "2"]])
     (with-open [r (.beginRead s)]
       (is (= [["a" "1"] ["b" "2"]] (strs (scan r SubDb/EAVT)))))))
+
+;; ---- runs, appends and old snapshots (h-memtree) ----------------------------
+;; MemStore's tree splits a node after a run of ascending keys (new entities' datoms land in
+;; runs in every index) and keeps an index's leaves without values: commits of appends, runs
+;; into the middle, random keys, deletes of runs and overwrites (empty and not), each commit's
+;; snapshot kept open and checked against its model after every later commit.
+
+(defn- segment-keys
+  "The keys a segment writes, given the model before it: ascending past the greatest key
+  (:append), ascending right after a model key (:run), or random."
+  [model [kind at n seed]]
+  (let [ks (vec (keys model))
+        rnd (java.util.Random. seed)
+        suffix (fn [^bytes base i] (byte-array (concat base [(unchecked-byte (bit-shift-right i 8)) (unchecked-byte i)])))]
+    (case kind
+      :append (let [base (or (peek ks) (byte-array [16]))] (map #(suffix base (inc %)) (range n)))
+      :run (let [base (if (seq ks) (nth ks (mod at (count ks))) (byte-array [8]))]
+             (map #(suffix (byte-array (concat base [0])) %) (range n)))
+      :random (repeatedly n #(let [b (byte-array (inc (.nextInt rnd 10)))] (.nextBytes rnd b) b))
+      (:delete-run :overwrite) (when (seq ks) (take n (drop (mod at (count ks)) ks)))
+      :delete-random (take n (shuffle ks)))))
+
+(defn- segment-val ^bytes [seed i]
+  (if (even? seed) (byte-array 0) (.getBytes (str seed "/" i) StandardCharsets/UTF_8)))
+
+(defn- write-segment
+  "Writes one segment into `w`; returns the model after it."
+  [^WriteTxn w model [kind _ _ seed :as segment]]
+  (reduce (fn [m [i ^bytes k]]
+            (if (#{:delete-run :delete-random} kind)
+              (do (.delete w SubDb/EAVT (buf k)) (dissoc m k))
+              (let [v (segment-val seed i)]
+                (.put w SubDb/EAVT (buf k) (buf v))
+                (assoc m k v))))
+          model
+          (map-indexed vector (segment-keys model segment))))
+
+(defn- snapshot-agrees?
+  "Whether read transaction `r` holds exactly `model`: scans both ways, gets, and seeks to each
+  key, just past it, and to random probes, each seek followed by next and prev."
+  [^ReadTxn r model]
+  (let [ks (vec (keys model))
+        rnd (java.util.Random. (count ks))
+        probes (concat ks
+                       (map #(byte-array (concat % [0])) ks)
+                       (repeatedly 200 #(let [b (byte-array (inc (.nextInt rnd 6)))] (.nextBytes rnd b) b)))]
+    (and (= (view model) (view (scan r SubDb/EAVT)))
+         (= (reverse (view model)) (view (scan r SubDb/EAVT false)))
+         (every? (fn [k] (= (vec (get model k)) (some-> (.get r SubDb/EAVT (buf k)) bytes-of vec))) ks)
+         (with-open [c (.cursor r SubDb/EAVT)]
+           (every? (fn [^bytes k]
+                     (let [found (when (.seek c (buf k)) (vec (bytes-of (.key c))))]
+                       (and (= (model-seek model k) found)
+                            (or (nil? found)
+                                (and (= (some-> (second (subseq model >= k)) key vec)
+                                        (when (.next c) (vec (bytes-of (.key c)))))
+                                     (.seek c (buf k))
+                                     (= (some-> (first (rsubseq model < k)) key vec)
+                                        (when (.prev c) (vec (bytes-of (.key c))))))))))
+                   probes)))))
+
+(defn- commits-agree?
+  "Runs `commits` ([segments commit?] each) on a fresh store of `kind`, keeping every commit's
+  snapshot open; after each commit, every snapshot kept must still hold its model."
+  [kind commits]
+  (call-with-store
+   kind {"map-size" (* 256 1024 1024) "sync" false}
+   (fn [^Store s]
+     (let [snapshots (atom [])]
+       (try
+         (loop [model (sorted-map-by unsigned-byte-comparator) [[segments commit?] & more] commits]
+           (let [next-model (with-open [w (.beginWrite s)]
+                              (let [m (reduce #(write-segment w %1 %2) model segments)]
+                                (when commit? (.commit w))
+                                m))
+                 model (if commit? next-model model)]
+             (swap! snapshots conj [(.beginRead s) model])
+             (cond (not (every? (fn [[r m]] (snapshot-agrees? r m)) @snapshots)) false
+                   (seq more) (recur model more)
+                   :else true)))
+         (finally (doseq [[^ReadTxn r] @snapshots] (.close r))))))))
+
+(def ^:private gen-commits
+  (gen/vector
+   (gen/tuple (gen/vector (gen/tuple (gen/frequency [[3 (gen/return :append)] [3 (gen/return :run)]
+                                                     [2 (gen/return :random)] [1 (gen/return :delete-run)]
+                                                     [1 (gen/return :delete-random)] [1 (gen/return :overwrite)]])
+                                     gen/nat (gen/choose 0 300) gen/nat)
+                          1 4)
+              (gen/frequency [[4 (gen/return true)] [1 (gen/return false)]]))
+   1 7))
+
+(deftest runs-appends-and-snapshots-against-sorted-map
+  (doseq [kind kinds]
+    (testing (name kind)
+      (let [result (tc/quick-check 30 (prop/for-all [commits gen-commits] (commits-agree? kind commits)))]
+        (is (:pass? result) (pr-str (select-keys result [:seed :num-tests :shrunk])))))))
+
+(deftest many-runs-into-a-deep-tree
+  (let [rnd (java.util.Random. 17)
+        segment #(vector % (.nextInt rnd 100000) %2 (.nextInt rnd 1000))
+        commits (for [i (range 10)]
+                  [(concat [(segment :append 3000)]
+                           (for [_ (range 8)] (segment :run 600))
+                           [(segment :random 2000) (segment :overwrite 500)]
+                           (when (odd? i) [(segment :delete-run 4000) (segment :delete-random 1500)]))
+                   true])]
+    (doseq [kind kinds]
+      (testing (name kind)
+        (is (commits-agree? kind commits))))))

@@ -8,27 +8,34 @@ import java.util.Arrays;
  * sorted map behind each sub-database of a {@link MemStore}. Updates copy the path from the root
  * to the changed leaf; nodes created by the current {@link Editor} are updated in place, so a
  * write transaction copies each node at most once. A node is immutable once its editor is done.
+ *
+ * <p>A branch's key {@code i > 0} is a lower bound of child {@code i}: every key beneath child
+ * {@code i} is {@code >=} it, and every key beneath child {@code i - 1} is {@code <} it (LMDB's
+ * layout). Key 0 is never compared: child 0 takes every key below key 1. A key between two leaves
+ * thus goes to the left one, at its end. A node that overflows while a run of ascending keys is
+ * added to it splits where the run is: the keys after the run go to a new right node, so that the
+ * run appends to the left one; one that overflows by an append splits into a full left node and
+ * the new entry alone. Runs (new entities' datoms, in every index) thus leave full nodes behind.
  */
 final class BTree {
 
   static final int MAX = 64; // most keys in a leaf, most children in a branch
-  static final int MIN = MAX / 2; // fewest, except in the root
+  static final int MIN = MAX / 2; // fewest before a delete rebalances, except in the root
+  /** The empty value: read-only, shared. */
+  static final ByteBuffer EMPTY = ByteBuffer.allocate(0).asReadOnlyBuffer();
 
   private BTree() {}
 
   /** A node; {@code keys[0..size)} are sorted, capacity MAX + 1 to hold a key before a split. */
   abstract static class Node {
     final Editor editor; // the editor that may still change this node in place
-    final byte[][] keys; // leaf: its keys; branch: the greatest key under each child
+    final byte[][] keys; // leaf: its keys; branch: a lower bound of each child (see BTree)
     int size;
+    int lastAdded = -1; // where its editor added an entry last, or -1 (a hint: a run steps by 1)
 
     Node(Editor editor) {
       this.editor = editor;
       this.keys = new byte[MAX + 1][];
-    }
-
-    byte[] maxKey() {
-      return keys[size - 1];
     }
 
     /** A node of the same kind, empty. */
@@ -44,6 +51,7 @@ final class BTree {
       Node n = empty(editor);
       move(0, n, 0, size);
       n.size = size;
+      n.lastAdded = lastAdded;
       return n;
     }
 
@@ -54,13 +62,53 @@ final class BTree {
     }
   }
 
-  /** A leaf: keys with their read-only views and values, shared with readers. */
+  /**
+   * A leaf: keys and their values (read-only buffers at position 0, shared with readers). The
+   * read-only views of its keys are made on the first read of the leaf, once it is immutable.
+   * A leaf whose values are all empty (an index's) has no array of values, which halves a copy.
+   */
   static final class Leaf extends Node {
-    final ByteBuffer[] keyViews = new ByteBuffer[MAX + 1]; // read-only, position 0
-    final ByteBuffer[] vals = new ByteBuffer[MAX + 1]; // read-only, position 0
+    private ByteBuffer[] vals; // null while every value is EMPTY
+    private volatile ByteBuffer[] keyViews; // null until read; then views of keys[0..size)
 
     Leaf(Editor editor) {
       super(editor);
+    }
+
+    /**
+     * Read-only views (position 0) of {@code keys[0..size)}, made by the first call. Only for a
+     * leaf whose editor is done: any thread may call it, and racing calls make equal views.
+     */
+    ByteBuffer[] keyViews() {
+      ByteBuffer[] views = keyViews;
+      if (views == null) {
+        views = new ByteBuffer[size];
+        for (int i = 0; i < size; i++) {
+          views[i] = ByteBuffer.wrap(keys[i]).asReadOnlyBuffer();
+        }
+        keyViews = views; // volatile: a reader of the array sees its views whole
+      }
+      return views;
+    }
+
+    /** The value of entry {@code i}. */
+    ByteBuffer val(int i) {
+      return vals == null ? EMPTY : vals[i];
+    }
+
+    void setVal(int i, ByteBuffer val) {
+      if (vals != null || val != EMPTY) {
+        values()[i] = val;
+      }
+    }
+
+    /** The array of values, made (every slot EMPTY) when there is none. */
+    private ByteBuffer[] values() {
+      if (vals == null) {
+        vals = new ByteBuffer[MAX + 1];
+        Arrays.fill(vals, EMPTY);
+      }
+      return vals;
     }
 
     @Override
@@ -72,21 +120,26 @@ final class BTree {
     void move(int from, Node to, int at, int count) {
       Leaf leaf = (Leaf) to;
       System.arraycopy(keys, from, leaf.keys, at, count);
-      System.arraycopy(keyViews, from, leaf.keyViews, at, count);
-      System.arraycopy(vals, from, leaf.vals, at, count);
+      if (vals != null) {
+        System.arraycopy(vals, from, leaf.values(), at, count);
+      } else if (leaf.vals != null) {
+        Arrays.fill(leaf.vals, at, at + count, EMPTY);
+      }
     }
 
     @Override
     void clear(int from, int to) {
       Arrays.fill(keys, from, to, null);
-      Arrays.fill(keyViews, from, to, null);
-      Arrays.fill(vals, from, to, null);
+      if (vals != null) {
+        Arrays.fill(vals, from, to, null);
+      }
     }
   }
 
-  /** A branch: children, each with the greatest key beneath it. */
+  /** A branch: children, each with a lower bound of the keys beneath it. */
   static final class Branch extends Node {
     final Node[] children = new Node[MAX + 1];
+    int lastChild = -1; // the child its editor's last put went to, or -1 (a hint)
 
     Branch(Editor editor) {
       super(editor);
@@ -95,6 +148,13 @@ final class BTree {
     @Override
     Node empty(Editor editor) {
       return new Branch(editor);
+    }
+
+    @Override
+    Node copy(Editor editor) {
+      Branch b = (Branch) super.copy(editor);
+      b.lastChild = lastChild;
+      return b;
     }
 
     @Override
@@ -111,10 +171,17 @@ final class BTree {
     }
   }
 
-  /** Index of the first key {@code >= key[0..length)} in {@code node}, or its size. */
+  /** Index of the first key {@code >= key[0..length)} in the leaf {@code node}, or its size. */
   static int search(Node node, byte[] key, int length) {
-    int lo = 0;
-    int hi = node.size;
+    return search(node, key, length, 0, node.size);
+  }
+
+  /**
+   * Index of the first key {@code >= key[0..length)} in the leaf {@code node} among
+   * {@code [lo, hi)}, or {@code hi}, given that those before {@code lo} are less and those from
+   * {@code hi} on are not.
+   */
+  private static int search(Node node, byte[] key, int length, int lo, int hi) {
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       byte[] k = node.keys[mid];
@@ -127,21 +194,46 @@ final class BTree {
     return lo;
   }
 
+  /**
+   * Index of the child of the branch {@code node} whose keys range over {@code key[0..length)}:
+   * the last child whose lower bound is {@code <=} it, or child 0.
+   */
+  static int child(Node node, byte[] key, int length) {
+    return child(node, key, length, 1, node.size); // key 0 is never compared
+  }
+
+  /**
+   * {@link #child} among children {@code [lo - 1, hi)}, given that keys {@code [1, lo)} are
+   * {@code <=} {@code key[0..length)} and those from {@code hi} on are greater.
+   */
+  private static int child(Node node, byte[] key, int length, int lo, int hi) {
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      byte[] k = node.keys[mid];
+      if (Arrays.compareUnsigned(k, 0, k.length, key, 0, length) <= 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo - 1;
+  }
+
   /** The value under {@code key[0..length)} in the tree {@code root} (may be null), or null. */
   static ByteBuffer get(Node root, byte[] key, int length) {
-    Node node = root;
-    while (node != null) {
-      int i = search(node, key, length);
-      if (i == node.size) {
-        return null;
-      }
-      if (node instanceof Leaf) {
-        byte[] k = node.keys[i];
-        return Arrays.equals(k, 0, k.length, key, 0, length) ? ((Leaf) node).vals[i] : null;
-      }
-      node = ((Branch) node).children[i];
+    if (root == null) {
+      return null;
     }
-    return null;
+    Node node = root;
+    while (node instanceof Branch) {
+      node = ((Branch) node).children[child(node, key, length)];
+    }
+    int i = search(node, key, length);
+    if (i == node.size) {
+      return null;
+    }
+    byte[] k = node.keys[i];
+    return Arrays.equals(k, 0, k.length, key, 0, length) ? ((Leaf) node).val(i) : null;
   }
 
   /** Makes new tree versions; owns the nodes it creates until it is dropped. One thread. */
@@ -152,26 +244,28 @@ final class BTree {
       return node.editor == this ? node : node.copy(this);
     }
 
-    /** The tree {@code root} (may be null) with {@code val} under {@code key}. */
-    Node put(Node root, byte[] key, ByteBuffer keyView, ByteBuffer val) {
+    /**
+     * The tree {@code root} (may be null) with {@code val} under {@code key}, both kept, not
+     * copied: {@code val} read-only at position 0, {@link BTree#EMPTY} when empty.
+     */
+    Node put(Node root, byte[] key, ByteBuffer val) {
       if (root == null) {
         Leaf leaf = new Leaf(this);
         leaf.keys[0] = key;
-        leaf.keyViews[0] = keyView;
-        leaf.vals[0] = val;
+        leaf.setVal(0, val);
         leaf.size = 1;
         return leaf;
       }
-      Node left = insert(root, key, keyView, val);
+      Node left = insert(root, key, val);
       Node right = split;
       if (right == null) {
         return left;
       }
       split = null;
       Branch top = new Branch(this);
-      top.keys[0] = left.maxKey();
+      top.keys[0] = left.keys[0];
       top.children[0] = left;
-      top.keys[1] = right.maxKey();
+      top.keys[1] = right.keys[0];
       top.children[1] = right;
       top.size = 2;
       return top;
@@ -192,48 +286,88 @@ final class BTree {
       return node.size == 0 ? null : node;
     }
 
-    private Node insert(Node node, byte[] key, ByteBuffer keyView, ByteBuffer val) {
-      int i = search(node, key, key.length);
+    /** {@link #search} of a put, tried first right after the last key added (a run's next). */
+    private static int searchNear(Node leaf, byte[] key) {
+      int h = leaf.lastAdded;
+      int n = leaf.size;
+      if (h < 0 || h >= n) {
+        return search(leaf, key, key.length);
+      }
+      if (Arrays.compareUnsigned(leaf.keys[h], key) >= 0) {
+        return search(leaf, key, key.length, 0, h);
+      }
+      if (h + 1 == n || Arrays.compareUnsigned(leaf.keys[h + 1], key) >= 0) {
+        return h + 1;
+      }
+      return search(leaf, key, key.length, h + 2, n);
+    }
+
+    /** {@link #child} of a put, tried first at the child the last put went to. */
+    private static int childNear(Branch branch, byte[] key) {
+      int h = branch.lastChild;
+      int n = branch.size;
+      if (h < 0 || h >= n) {
+        return child(branch, key, key.length);
+      }
+      if (h > 0 && Arrays.compareUnsigned(branch.keys[h], key) > 0) {
+        return child(branch, key, key.length, 1, h);
+      }
+      if (h + 1 == n || Arrays.compareUnsigned(branch.keys[h + 1], key) > 0) {
+        return h;
+      }
+      return child(branch, key, key.length, h + 2, n);
+    }
+
+    private Node insert(Node node, byte[] key, ByteBuffer val) {
       if (node instanceof Leaf) {
+        int i = searchNear(node, key);
         Leaf leaf = (Leaf) editable(node);
         if (i < leaf.size && Arrays.equals(leaf.keys[i], key)) {
-          leaf.vals[i] = val;
+          leaf.setVal(i, val);
           return leaf;
         }
         leaf.move(i, leaf, i + 1, leaf.size - i);
         leaf.keys[i] = key;
-        leaf.keyViews[i] = keyView;
-        leaf.vals[i] = val;
+        leaf.setVal(i, val);
         leaf.size++;
-        return splitIfFull(leaf);
+        return added(leaf, i);
       }
-      if (i == node.size) {
-        i--; // greater than every key: goes to the last child
-      }
-      Node child = insert(((Branch) node).children[i], key, keyView, val);
+      int i = childNear((Branch) node, key);
+      Node child = insert(((Branch) node).children[i], key, val);
       Node right = split;
       split = null;
       Branch branch = (Branch) editable(node);
       branch.children[i] = child;
-      branch.keys[i] = child.maxKey();
+      branch.lastChild = i;
       if (right == null) {
         return branch;
       }
       branch.move(i + 1, branch, i + 2, branch.size - i - 1);
       branch.children[i + 1] = right;
-      branch.keys[i + 1] = right.maxKey();
+      branch.keys[i + 1] = right.keys[0]; // a branch's key 0 is its child 0's lower bound
       branch.size++;
-      return splitIfFull(branch);
+      return added(branch, i + 1);
     }
 
-    private Node splitIfFull(Node node) {
+    /**
+     * {@code node} after an entry was added at {@code at}, split when over MAX entries: in
+     * halves, or, when the entry continues a run (added right after the one added before it, or
+     * last), after it, the new entry alone going right when it is last.
+     */
+    private Node added(Node node, int at) {
+      boolean run = at == node.lastAdded + 1 || at == node.size - 1;
+      node.lastAdded = at;
       if (node.size > MAX) {
         Node right = node.empty(this);
-        int half = node.size / 2;
-        node.move(half, right, 0, node.size - half);
-        right.size = node.size - half;
-        node.clear(half, node.size);
-        node.size = half;
+        int keep = run ? Math.min(at + 1, MAX) : node.size / 2;
+        node.move(keep, right, 0, node.size - keep);
+        right.size = node.size - keep;
+        node.clear(keep, node.size);
+        node.size = keep;
+        if (at >= keep) {
+          node.lastAdded = -1;
+          right.lastAdded = at - keep;
+        }
         split = right;
       }
       return node;
@@ -241,18 +375,16 @@ final class BTree {
 
     /** The node without {@code key}, possibly underfull; null when the key is absent. */
     private Node remove(Node node, byte[] key) {
-      int i = search(node, key, key.length);
-      if (i == node.size) {
-        return null;
-      }
       if (node instanceof Leaf) {
-        if (!Arrays.equals(node.keys[i], key)) {
+        int i = search(node, key, key.length);
+        if (i == node.size || !Arrays.equals(node.keys[i], key)) {
           return null;
         }
         Node leaf = editable(node);
         leaf.removeAt(i);
         return leaf;
       }
+      int i = child(node, key, key.length);
       Node child = remove(((Branch) node).children[i], key);
       if (child == null) {
         return null;
@@ -261,13 +393,15 @@ final class BTree {
       branch.children[i] = child;
       if (child.size < MIN && branch.size > 1) {
         rebalance(branch, i > 0 ? i - 1 : i);
-      } else if (child.size > 0) {
-        branch.keys[i] = child.maxKey();
       }
       return branch;
     }
 
-    /** Merges or evens out children {@code l} and {@code l + 1} of {@code branch}. */
+    /**
+     * Merges or evens out children {@code l} and {@code l + 1} of {@code branch}. Child
+     * {@code l}'s lower bound still holds after either; child {@code l + 1}'s becomes its new
+     * key 0 (its least key, or for a branch, its first child's lower bound).
+     */
     private void rebalance(Branch branch, int l) {
       Node left = editable(branch.children[l]);
       branch.children[l] = left;
@@ -294,9 +428,8 @@ final class BTree {
         right.size = total - half;
         left.size = half;
         branch.children[l + 1] = right;
-        branch.keys[l + 1] = right.maxKey();
+        branch.keys[l + 1] = right.keys[0];
       }
-      branch.keys[l] = left.maxKey();
     }
   }
 }

@@ -4,7 +4,9 @@ import java.nio.ByteBuffer;
 
 /**
  * A cursor over one tree of a {@link MemStore} snapshot: a stack of (node, index) from the root
- * to the current leaf. Moving allocates nothing; key and value are the stored read-only buffers.
+ * to the current leaf. Moving allocates nothing, except on the first read of a leaf, which makes
+ * its key views once for every reader ({@link BTree.Leaf#keyViews}); key and value are shared
+ * read-only buffers.
  */
 final class MemCursor implements Cursor {
 
@@ -13,6 +15,7 @@ final class MemCursor implements Cursor {
   private final BTree.Node[] path; // path[l] is the node at level l, the root at 0
   private final int[] index; // index[l] is the position in path[l]
   private int leaf = -1; // level of the current leaf in path, -1 when not positioned
+  private ByteBuffer[] keys; // path[leaf]'s key views, while positioned
   private byte[] probe = new byte[0]; // the seek key, copied
   private boolean open = true;
 
@@ -48,12 +51,18 @@ final class MemCursor implements Cursor {
       path[l] = n;
       index[l] = i;
       if (n instanceof BTree.Leaf) {
-        leaf = l;
-        return true;
+        return enter(l);
       }
       n = ((BTree.Branch) n).children[i];
       l++;
     }
+  }
+
+  /** Makes {@code path[level]}, a leaf, the current one. */
+  private boolean enter(int level) {
+    leaf = level;
+    keys = ((BTree.Leaf) path[level]).keyViews();
+    return true;
   }
 
   @Override
@@ -64,21 +73,22 @@ final class MemCursor implements Cursor {
       probe = new byte[Math.max(length, 32)];
     }
     key.get(key.position(), probe, 0, length);
+    if (root == null) {
+      return invalid();
+    }
     BTree.Node n = root;
-    for (int l = 0; n != null; l++) {
-      int i = BTree.search(n, probe, length);
-      if (i == n.size) {
-        return invalid();
-      }
+    int l = 0;
+    for (; n instanceof BTree.Branch; l++) {
+      int i = BTree.child(n, probe, length);
       path[l] = n;
       index[l] = i;
-      if (n instanceof BTree.Leaf) {
-        leaf = l;
-        return true;
-      }
       n = ((BTree.Branch) n).children[i];
     }
-    return invalid();
+    path[l] = n;
+    index[l] = BTree.search(n, probe, length);
+    enter(l);
+    // every key of the leaf is below the probe: the first key of the next leaf is the one
+    return index[l] < n.size || nextLeaf();
   }
 
   @Override
@@ -102,6 +112,11 @@ final class MemCursor implements Cursor {
     if (++index[leaf] < path[leaf].size) {
       return true;
     }
+    return nextLeaf();
+  }
+
+  /** Moves to the first key of the leaf after the current one, or invalid. */
+  private boolean nextLeaf() {
     for (int l = leaf - 1; l >= 0; l--) {
       if (index[l] + 1 < path[l].size) {
         index[l]++;
@@ -135,35 +150,34 @@ final class MemCursor implements Cursor {
     if (leaf < 0) {
       return 0;
     }
-    BTree.Leaf l = (BTree.Leaf) path[leaf];
+    ByteBuffer[] views = keys;
     int from = index[leaf];
-    if (from >= l.size - 1) {
+    if (from >= views.length - 1) {
       return 0;
     }
-    int last = KeyPrefix.lastOfRun(from, l.size - 1,
-        i -> KeyPrefix.at(l.keyViews[i], 0, l.keyViews[i].limit(), prefix));
+    int last = KeyPrefix.lastOfRun(from, views.length - 1,
+        i -> KeyPrefix.at(views[i], 0, views[i].limit(), prefix));
     index[leaf] = last;
     return last - from;
   }
 
-  private BTree.Leaf current() {
+  private void checkPositioned() {
     check();
     if (leaf < 0) {
       throw new IllegalStateException("The cursor is not positioned");
     }
-    return (BTree.Leaf) path[leaf];
   }
 
   @Override
   public ByteBuffer key() {
-    BTree.Leaf l = current();
-    return l.keyViews[index[leaf]];
+    checkPositioned();
+    return keys[index[leaf]];
   }
 
   @Override
   public ByteBuffer val() {
-    BTree.Leaf l = current();
-    return l.vals[index[leaf]];
+    checkPositioned();
+    return ((BTree.Leaf) path[leaf]).val(index[leaf]);
   }
 
   @Override

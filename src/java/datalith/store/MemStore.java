@@ -20,7 +20,6 @@ import java.util.concurrent.Semaphore;
 public final class MemStore implements Store {
 
   private static final String WHERE = "mem";
-  private static final ByteBuffer EMPTY = ByteBuffer.allocate(0).asReadOnlyBuffer();
 
   private final Semaphore writer = new Semaphore(1, true); // held by the open write transaction
   private volatile BTree.Node[] roots = new BTree.Node[SubDb.values().length]; // never modified
@@ -131,9 +130,9 @@ public final class MemStore implements Store {
       checkWritable();
       Errors.checkKey(WHERE, key);
       byte[] k = new byte[key.remaining()];
-      ByteBuffer keyView = copy(key, k);
-      ByteBuffer valView = val.hasRemaining() ? copy(val, new byte[val.remaining()]) : EMPTY;
-      next[db.ordinal()] = editor.put(next[db.ordinal()], k, keyView, valView);
+      key.get(key.position(), k);
+      ByteBuffer valView = val.hasRemaining() ? copy(val, new byte[val.remaining()]) : BTree.EMPTY;
+      next[db.ordinal()] = editor.put(next[db.ordinal()], k, valView);
     }
 
     @Override

@@ -64,6 +64,14 @@
  * load may pause the fsync of commits ({@code Store.pauseSync}; on LMDB without the log,
  * MDB_NOSYNC set and cleared by {@code LmdbSyncPause}) and sync once when it ends.
  *
+ * <p>MemStore's writes ({@link datalith.store.BTree}): a write transaction copies each node it
+ * changes once, and publishes the new roots at commit. Branch keys are lower bounds of their
+ * children (LMDB's layout), so a run of ascending keys landing anywhere in a tree appends to one
+ * leaf, and a node that overflows during a run splits after the run (one filled by an append
+ * stays full), so that runs leave full nodes behind; a put tries first where the last one went.
+ * An index's leaves hold no values (all empty), and a leaf's key views are made on its first
+ * read, once it is immutable.
+ *
  * <p>Durability ({@code LmdbStore.open}'s option {@code "commit"}): with {@code "wal"}, LMDB
  * runs with MDB_NOSYNC and a commit is durable once its one record (its logged puts and deletes,
  * the txnid LMDB gives it, a length and a crc32c) is in the write-ahead log ({@code wal.0},
