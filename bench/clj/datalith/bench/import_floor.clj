@@ -8,9 +8,16 @@
   One run a SubDb (each index alone into an empty store), then all four
   together. Prints this thread's CPU per key and the keys/s that CPU allows.
 
-    lein with-profile +bench run -m datalith.bench.import-floor [--datoms N] [--chunk C]"
+    lein with-profile +bench run -m datalith.bench.import-floor [--datoms N] [--chunk C]
+
+  With --replace, instead: the keys of N datoms in :eavt :aevt :avet-rand :vaet-rand written
+  into an empty store in one commit, by LmdbStore.replaceAll (trees written as pages) and by
+  Store.replaceAll's generic way (one write transaction of puts), from a MemStore, interleaved `--reps` times
+  (default 2); prints CPU per key, keys/s and the data file's MB/s.
+
+    lein with-profile +bench run -m datalith.bench.import-floor --replace [--datoms N] [--reps R]"
   (:require [datalith.bench.system :refer [delete-tree]])
-  (:import (datalith.store LmdbStore Store SubDb WriteTxn)
+  (:import (datalith.store LmdbStore MemStore Store SubDb WriteTxn)
            (org.lmdbjava ByteBufferProxy Cursor Dbi DbiFlags Env EnvFlags PutFlags Txn)
            (java.io File)
            (java.lang.management ManagementFactory)
@@ -136,12 +143,77 @@
       (finally (.close env) (delete-tree dir)))
     [@keys-made @cpu]))
 
+(defn- mem-source
+  "A MemStore holding `keys-by-db` ({SubDb sorted byte arrays}, empty values): the source
+  replaceAll gets from an import staged in memory."
+  ^Store [keys-by-db]
+  (let [s (MemStore/open)
+        kb (ByteBuffer/allocate 512)]
+    (with-open [^WriteTxn w (.beginWrite s)]
+      (doseq [[db ^objects ks] keys-by-db, ^bytes k ks]
+        (.clear kb)
+        (.put kb k)
+        (.flip kb)
+        (.put w db kb empty-val))
+      (.commit w))
+    s))
+
+(defn- run-replace
+  "Writes the keys of `n` datoms, in the indexes `idx` (all sorted up front, not timed), into a
+  fresh store in one commit with fsync paused: `direct?` by LmdbStore.replaceAll (the trees
+  written as pages), else as Store.replaceAll's generic way does into an empty store (one write
+  transaction of every put, in key order). Returns [keys cpu-ns wall-ns data-file-bytes]."
+  [dir idx ^long n direct?]
+  (delete-tree dir)
+  (let [^Store mem (mem-source (into {} (for [[db ks] (sorted-keys idx key-of 0 n 1000000)]
+                                          [(subdbs db) ks])))
+        src (.beginRead mem)
+        ^LmdbStore store (LmdbStore/open (.toPath ^File dir)
+                                         {"map-size" (long (* 4 1024 1024 1024))})]
+    (try
+      (with-open [_pause (.pauseSync store)]
+        (let [c0 (cpu-ns)
+              t0 (System/nanoTime)]
+          (if direct?
+            (.replaceAll store src)
+            (with-open [^WriteTxn wt (.beginWrite store)]
+              (doseq [db (SubDb/values)]
+                (let [c (.cursor src db)]
+                  (loop [more (.first c)]
+                    (when more
+                      (.put wt db (.key c) (.val c))
+                      (recur (.next c))))))
+              (.commit wt)))
+          (let [cpu (- (cpu-ns) c0)
+                wall (- (System/nanoTime) t0)]
+            (when direct?
+              (assert (= 1 (.directReplaces store)) "replaceAll fell back to the generic way"))
+            [(* (count idx) n) cpu wall (.length (File. ^File dir "data.mdb"))])))
+      (finally (.close src) (.close mem) (.close store) (delete-tree dir)))))
+
+(defn- replace-main
+  "--replace: replaceAll's direct pages against its generic way, runs interleaved."
+  [dir n reps]
+  (doseq [_ (range reps)
+          [label direct?] [["replaceAll generic" false] ["replaceAll direct" true]]]
+    (let [[k cpu wall bytes] (run-replace dir [:eavt :aevt :avet-rand :vaet-rand] n direct?)]
+      (printf "%-20s %,10d keys: %6.3f s CPU, %5.0f ns/key, %,11.0f keys/s, %,11.0f datoms/s, %6.1f MB file, %6.1f MB/s (wall %.3f s)%n"
+              label k (/ cpu 1e9) (/ (double cpu) k) (/ k (/ cpu 1e9)) (/ n (/ cpu 1e9))
+              (/ bytes 1e6) (/ bytes 1e6 (/ wall 1e9)) (/ wall 1e9))
+      (flush))))
+
 (defn -main [& args]
-  (let [opts (merge {"--datoms" "1000000" "--chunk" "7500" "--dir" "target/import-floor"}
-                    (apply hash-map args))
+  (let [replace? (some #{"--replace"} args)
+        opts (merge {"--datoms" "1000000" "--chunk" "7500" "--dir" "target/import-floor"
+                     "--reps" "2"}
+                    (apply hash-map (remove #{"--replace"} args)))
         n (parse-long (opts "--datoms"))
         chunk (parse-long (opts "--chunk"))
         dir (File. ^String (opts "--dir"))]
+    (when replace?
+      (replace-main dir n (parse-long (opts "--reps")))
+      (shutdown-agents)
+      (System/exit 0))
     (doseq [[label f] (concat
                        (for [idx [[:eavt] [:aevt] [:avet] [:vaet] [:eavt :aevt :avet :vaet] [:avet-rand]
                                   [:vaet-rand] [:eavt :aevt :avet-rand :vaet-rand]]]

@@ -27,6 +27,7 @@ final class Errors {
   static final Keyword OPTION = Keyword.intern("store", "option");
   static final Keyword CORRUPT = Keyword.intern("store", "corrupt");
   static final Keyword IO = Keyword.intern("store", "io");
+  static final Keyword ORDER = Keyword.intern("store", "order");
 
   private static final Keyword DB = Keyword.intern("db");
   private static final Keyword PAGE = Keyword.intern("page");

@@ -79,6 +79,9 @@ final class LmdbLayout {
   static final int MM_TXNID = PAGE_HEADER + 128;
   static final int META_END = PAGE_HEADER + 136;
   static final int MM_FREE_ROOT = PAGE_HEADER + 64;
+  static final int MM_MAPSIZE = PAGE_HEADER + 16;
+  static final int MM_FREE_DB = PAGE_HEADER + 24; // the free list's MDB_db record
+  static final int MM_MAIN_DB = PAGE_HEADER + 72; // the main database's MDB_db record
   static final int MM_MAIN_ROOT = PAGE_HEADER + 112;
   // offsets in a page header
   static final int PAGE_FLAGS = 10;

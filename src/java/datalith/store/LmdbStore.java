@@ -118,6 +118,8 @@ public final class LmdbStore implements Store {
   private final LmdbWal wal; // null unless the option "commit" is "wal" and "sync" true
   private final LmdbWalRecovery.OpenLock openLock; // held shared while open
   private int replayed; // commits the open replayed from the log
+  private volatile boolean syncPaused; // LMDB's own sync paused (LmdbSyncPause), no log
+  private volatile int directReplaces; // replaceAll calls that wrote their trees as pages
   private volatile int state = OPEN;
 
   private LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
@@ -572,6 +574,85 @@ public final class LmdbStore implements Store {
   }
 
   /**
+   * {@inheritDoc}
+   *
+   * <p>Writes the new trees directly as pages, in key order, and commits them with one meta
+   * page ({@link LmdbDirectCommit}); durable as a commit is (see {@link #pauseSync}). The old
+   * trees' pages go to the free list, for later commits (this one writes past the last page).
+   * Falls back to the generic way (deletes and puts through a write transaction) when the
+   * store's pages are not of 4 KiB, LMDB's files do not read as {@link LmdbLayout} says, or its
+   * main database holds sub-databases that are not {@link SubDb}s. Waits for the writer lock as
+   * {@link #beginWrite()} does; may close this thread's read transactions to grow the map, as a
+   * commit does. Read transactions begun before it keep reading the old contents.
+   *
+   * @throws IllegalStateException when the store is closed, or this thread holds the write
+   *     transaction
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the files cannot be written,
+   *     {@code :store/key-size} or {@code :store/order} for a source whose keys are not 1 to 511
+   *     bytes in ascending order (nothing is then committed), {@code :store/map-full} when the
+   *     map must grow and other read transactions stay open for 30 seconds; {@code :store/io}
+   *     also when the log's checkpoint after the commit fails: the commit is then visible, and
+   *     durable once the next write takes the checkpoint
+   */
+  @Override
+  public void replaceAll(ReadTxn source) {
+    boolean direct = pageSize == LmdbTree.PAGE_SIZE && directCommit(source);
+    if (!direct) {
+      Store.super.replaceAll(source);
+    }
+  }
+
+  /**
+   * The {@link #replaceAll} calls since the open that wrote their trees directly as pages
+   * rather than falling back to the generic way.
+   */
+  public int directReplaces() {
+    return directReplaces;
+  }
+
+  private boolean directCommit(ReadTxn source) {
+    checkOpen();
+    if (writer.heldByCurrentThread()) {
+      throw new IllegalStateException(
+          "This thread already holds the write transaction (" + where + ")");
+    }
+    LmdbReadTxn.Opened opened = openReads.get();
+    if (opened.count() > 0) {
+      parked.add(opened); // its reads may be closed by a commit that must grow the map
+    }
+    try {
+      writer.acquire();
+    } finally {
+      parked.remove(opened);
+    }
+    if (state != OPEN) {
+      writer.release();
+      throw Errors.closed(where, "The store");
+    }
+    FileLock lock = writer.lockDirectory();
+    try {
+      if (wal != null) {
+        wal.own();
+      } else {
+        LmdbWalRecovery.retire(dir, env, where);
+      }
+      LmdbDirectCommit.Durability durability = !sync || syncPaused
+          ? LmdbDirectCommit.Durability.NONE
+          : wal == null ? LmdbDirectCommit.Durability.LMDB_SYNC
+          : wal.paused() ? LmdbDirectCommit.Durability.NONE
+          : LmdbDirectCommit.Durability.WAL;
+      if (!LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source)) {
+        return false;
+      }
+      directReplaces++; // under the writer lock
+      return true;
+    } finally {
+      writer.unlock(lock);
+      map.maybeGrow();
+    }
+  }
+
+  /**
    * How {@code db} lies in the file, from its tree's record, as of the last commit:
    * {@code :entries}, {@code :depth}, {@code :leaf-pages}, {@code :branch-pages} and
    * {@code :overflow-pages}.
@@ -598,7 +679,21 @@ public final class LmdbStore implements Store {
   @Override
   public SyncPause pauseSync() {
     if (wal == null) {
-      return sync ? LmdbSyncPause.begin(env, where) : () -> {};
+      if (!sync) {
+        return () -> {};
+      }
+      Store.SyncPause pause = LmdbSyncPause.begin(env, where);
+      if (!(pause instanceof LmdbSyncPause)) {
+        return pause; // commits stay durable
+      }
+      syncPaused = true;
+      return () -> {
+        try {
+          pause.close();
+        } finally {
+          syncPaused = false;
+        }
+      };
     }
     checkOpen();
     runLocked(wal::pause);

@@ -284,6 +284,22 @@ final class LmdbWal {
         + " the record cannot be cancelled; the store takes no more writes: reopen it", e);
   }
 
+  /** Whether a pause runs: commits skip the log. */
+  boolean paused() {
+    return paused;
+  }
+
+  /**
+   * Takes a checkpoint after a commit that wrote no record ({@link LmdbDirectCommit}): the log
+   * holds nothing of it, so until this checkpoint is written recovery goes back to the last
+   * one. When it fails, the next {@link #own} takes it again (before any record that would
+   * follow the missing commit). Under the writer lock.
+   */
+  void checkpointAfterDirectCommit() {
+    epoch = -1;
+    uninterrupted(this::checkpointNow);
+  }
+
   /** Begins a pause: a checkpoint, then a pause record; commits until {@link #resume} skip the log. */
   void pause() {
     uninterrupted(this::pauseNow);

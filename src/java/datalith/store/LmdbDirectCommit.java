@@ -1,0 +1,235 @@
+package datalith.store;
+
+import static datalith.store.LmdbLayout.DB_RECORD;
+import static datalith.store.LmdbLayout.F_SUBDATA;
+import static datalith.store.LmdbLayout.MD_DEPTH;
+import static datalith.store.LmdbLayout.META_END;
+import static datalith.store.LmdbLayout.MM_FREE_DB;
+import static datalith.store.LmdbLayout.MM_LAST_PG;
+import static datalith.store.LmdbLayout.MM_MAIN_DB;
+import static datalith.store.LmdbLayout.MM_MAPSIZE;
+import static datalith.store.LmdbLayout.MM_TXNID;
+
+import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.Comparator;
+import org.lmdbjava.Env;
+
+/**
+ * {@link Store#replaceAll} on an {@link LmdbStore}, written as pages rather than through LMDB's
+ * B-tree puts: under the writer lock, with no LMDB write transaction open anywhere, the
+ * source's entries of each sub-database become a fresh B+tree ({@link LmdbTreeWriter}) from
+ * the page past the last commit T's last page on, then a fresh main database whose leaf nodes
+ * are the sub-databases' records; one new meta page (transaction T + 1, in slot (T + 1) % 2)
+ * points at it, and the lock file's shared txnid (MDB_txninfo's mti_txnid, which LMDB's readers
+ * and writers read to pick a meta page) makes it the last commit.
+ *
+ * <p>Atomic: until the meta page is written, nothing refers to the new pages; read
+ * transactions begun before keep reading the old trees, whose pages nothing overwrites. The
+ * free list is written anew too: its entries as they were (their pages stay free: none is used
+ * here), and one more under T + 1 holding the pages of the old trees and of the old free list
+ * ({@link LmdbOldPages}), which LMDB's own commits reuse once no reader is older than T + 1, as
+ * they would the pages a commit T + 1 freed. When the old trees do not read soundly, the free
+ * list is kept as it is and their pages are left unreferenced (leaked). Later calls never reuse
+ * free pages: each writes its trees past the last page.
+ *
+ * <p>Durable as the store's commits are: with the option "sync" and no pause, the new pages are
+ * fdatasynced before the meta page is written; then through the write-ahead log, a checkpoint
+ * follows (it syncs the meta page; until it is written, recovery goes back to the previous
+ * checkpoint, before this commit), and with LMDB's own sync, an fdatasync. Inside a pause
+ * ({@code Store.pauseSync}) or without "sync", nothing is synced here.
+ *
+ * <p>Checked before anything is written, else the caller falls back to the generic way: pages
+ * of 4 KiB, the last commit's meta page as {@link LmdbLayout} reads it, and the lock file as
+ * LMDB 0.9 lays it out on Linux on x86-64 with POSIX robust mutexes of 40 bytes: its magic at 0
+ * and the txnid of the last commit at {@value #LOCK_TXNID}.
+ */
+final class LmdbDirectCommit {
+  /** mti_txnid's offset: after mti_magic, mti_format (u32) and mti_rmutex (40 bytes). */
+  static final int LOCK_TXNID = 48;
+  private static final int PAGE = LmdbPageSink.PAGE;
+  private static final VarHandle LONGS =
+      MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
+  private static final SubDb[] BY_NAME = byName();
+
+  private LmdbDirectCommit() {}
+
+  /** The sub-databases in the main database's key order (unsigned bytes of their names). */
+  private static SubDb[] byName() {
+    SubDb[] all = SubDb.values().clone();
+    Arrays.sort(all, Comparator.comparing(db -> name(db), Arrays::compareUnsigned));
+    return all;
+  }
+
+  private static byte[] name(SubDb db) {
+    return db.name().getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** How the commit reaches the disk. */
+  enum Durability {
+    /** Nothing synced (no "sync", or a pause). */
+    NONE,
+    /** Pages fdatasynced, then the meta page written and fdatasynced. */
+    LMDB_SYNC,
+    /** Pages fdatasynced, then the meta page written and a checkpoint of the log taken. */
+    WAL
+  }
+
+  /**
+   * Replaces every sub-database of the store in directory {@code dir} by {@code source}'s
+   * entries in one commit; false, having written nothing, when the checks of the class comment
+   * fail. The caller holds the writer lock (permit and the directory's lock) and no LMDB write
+   * transaction is open.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the files cannot be read or
+   *     written, {@code :store/key-size} or {@code :store/order} for a source whose keys are
+   *     not 1 to 511 bytes in ascending order, {@code :store/map-full} when the map must grow
+   *     and read transactions stay open
+   */
+  static boolean commit(Env<ByteBuffer> env, Path dir, String where, LmdbMapGrowth map,
+      LmdbWal wal, Durability durability, ReadTxn source) {
+    boolean interrupted = Thread.interrupted(); // with it set, a channel's I/O closes it
+    try (FileChannel data = FileChannel.open(dir.resolve(LmdbFiles.DATA),
+            StandardOpenOption.READ, StandardOpenOption.WRITE);
+        FileChannel lockFile = FileChannel.open(dir.resolve(LmdbFiles.LOCK),
+            StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      long t = env.info().lastTransactionId;
+      ByteBuffer meta = readMeta(data, t);
+      if (meta == null || lockFile.size() < PAGE) {
+        return false;
+      }
+      MappedByteBuffer lock = lockFile.map(FileChannel.MapMode.READ_WRITE, 0, PAGE);
+      lock.order(ByteOrder.nativeOrder());
+      if (lock.getInt(0) != LmdbLayout.META_MAGIC || (long) LONGS.getVolatile(lock, LOCK_TXNID)
+          != t) {
+        return false;
+      }
+      LmdbOldPages.Found old = LmdbOldPages.read(data, meta);
+      if (old != null && old.foreign) {
+        return false; // the generic way keeps the sub-databases that are not SubDbs
+      }
+      LmdbPageSink sink = new LmdbPageSink(data, meta.getLong(MM_LAST_PG) + 1);
+      ByteBuffer main = writeTrees(sink, source, where);
+      ByteBuffer free = old == null ? null : writeFreeList(sink, old, t + 1, where);
+      sink.flush();
+      long pages = sink.next();
+      if (pages * PAGE > map.mapSize()) {
+        map.growForCommit(map.grownSize(pages * PAGE)); // LMDB refuses a txn past its map
+      }
+      if (durability != Durability.NONE) {
+        data.force(false);
+      }
+      long slot = (t + 1) & 1;
+      meta.putLong(0, slot).putLong(MM_MAPSIZE, Math.max(meta.getLong(MM_MAPSIZE),
+          map.mapSize()));
+      meta.put(MM_MAIN_DB + MD_DEPTH, main, MD_DEPTH, DB_RECORD - MD_DEPTH); // pad, flags kept
+      if (free != null) {
+        meta.put(MM_FREE_DB + MD_DEPTH, free, MD_DEPTH, DB_RECORD - MD_DEPTH);
+      }
+      meta.putLong(MM_LAST_PG, pages - 1).putLong(MM_TXNID, t + 1);
+      write(data, meta.clear(), slot * PAGE);
+      if (durability == Durability.LMDB_SYNC) {
+        data.force(false);
+      }
+      LONGS.setVolatile(lock, LOCK_TXNID, t + 1); // the commit: readers pick its meta page
+      if (durability == Durability.WAL) {
+        wal.checkpointAfterDirectCommit();
+      }
+      try {
+        map.growAheadOfNeed(pages);
+      } catch (org.lmdbjava.LmdbException e) {
+        // The commit stands; a growth put off now happens when a commit needs the room.
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+      return true;
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot write the store's pages: " + e, e);
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * The first {@link LmdbLayout#META_END} bytes of the meta page of transaction {@code t} (in
+   * slot t % 2), native order; null when it does not read as LMDB's of pages of 4 KiB.
+   */
+  private static ByteBuffer readMeta(FileChannel data, long t) throws IOException {
+    ByteBuffer meta = ByteBuffer.allocate(META_END).order(ByteOrder.nativeOrder());
+    long at = (t & 1) * PAGE;
+    while (meta.hasRemaining() && data.read(meta, at + meta.position()) > 0) {
+      // reads the meta page's fields
+    }
+    boolean sound = !meta.hasRemaining()
+        && meta.getInt(LmdbLayout.MM_MAGIC) == LmdbLayout.META_MAGIC
+        && meta.getInt(LmdbLayout.MM_VERSION) == LmdbLayout.META_VERSION
+        && meta.getInt(LmdbLayout.MM_PSIZE) == PAGE
+        && meta.getLong(MM_TXNID) == t
+        && (meta.getShort(LmdbLayout.PAGE_FLAGS) & LmdbLayout.P_META) != 0;
+    return sound ? meta : null;
+  }
+
+  /** Writes every sub-database's tree, then the main database's; returns the main's record. */
+  private static ByteBuffer writeTrees(LmdbPageSink sink, ReadTxn source, String where)
+      throws IOException {
+    ByteBuffer[] records = new ByteBuffer[SubDb.values().length];
+    for (SubDb db : SubDb.values()) {
+      LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, false, where);
+      Cursor c = source.cursor(db);
+      try {
+        for (boolean more = c.first(); more; more = c.next()) {
+          tree.add(c.key(), c.val());
+        }
+      } finally {
+        c.close();
+      }
+      records[db.ordinal()] = tree.finish();
+    }
+    LmdbTreeWriter mainTree = new LmdbTreeWriter(sink, F_SUBDATA, false, where);
+    for (SubDb db : BY_NAME) {
+      mainTree.add(ByteBuffer.wrap(name(db)), records[db.ordinal()]);
+    }
+    return mainTree.finish();
+  }
+
+  /**
+   * Writes the free list anew: its entries as they were, then one under {@code txnid} holding
+   * the pages the last commit's trees leave behind (descending, after their count); returns its
+   * record.
+   */
+  private static ByteBuffer writeFreeList(LmdbPageSink sink, LmdbOldPages.Found old, long txnid,
+      String where) throws IOException {
+    LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, true, where);
+    for (ByteBuffer[] e : old.freeEntries) {
+      tree.add(e[0], e[1]);
+    }
+    if (old.pages.length > 0) {
+      ByteBuffer ids = ByteBuffer.allocate(Long.BYTES * (old.pages.length + 1))
+          .order(ByteOrder.nativeOrder());
+      ids.putLong(old.pages.length);
+      for (long n : old.pages) {
+        ids.putLong(n);
+      }
+      tree.add(ByteBuffer.allocate(Long.BYTES).order(ByteOrder.nativeOrder()).putLong(0, txnid),
+          ids.flip());
+    }
+    return tree.finish();
+  }
+
+  private static void write(FileChannel f, ByteBuffer b, long at) throws IOException {
+    while (b.hasRemaining()) {
+      at += f.write(b, at);
+    }
+  }
+}

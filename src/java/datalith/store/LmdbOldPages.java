@@ -1,0 +1,245 @@
+package datalith.store;
+
+import static datalith.store.LmdbLayout.CURSOR_DEPTH;
+import static datalith.store.LmdbLayout.DB_RECORD;
+import static datalith.store.LmdbLayout.F_BIGDATA;
+import static datalith.store.LmdbLayout.F_SUBDATA;
+import static datalith.store.LmdbLayout.MD_DEPTH;
+import static datalith.store.LmdbLayout.MD_ROOT;
+import static datalith.store.LmdbLayout.NODE_HEADER;
+import static datalith.store.LmdbLayout.NUM_METAS;
+import static datalith.store.LmdbLayout.PAGE_FLAGS;
+import static datalith.store.LmdbLayout.PAGE_HEADER;
+import static datalith.store.LmdbLayout.PAGE_LOWER;
+import static datalith.store.LmdbLayout.PAGE_PAGES;
+import static datalith.store.LmdbLayout.PAGE_UPPER;
+import static datalith.store.LmdbLayout.P_BRANCH;
+import static datalith.store.LmdbLayout.P_INVALID;
+import static datalith.store.LmdbLayout.P_LEAF;
+import static datalith.store.LmdbLayout.P_OVERFLOW;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The pages of the last commit's trees, read from the data file (never through the map), that
+ * an {@link LmdbDirectCommit} leaves behind: the main database's, every sub-database's (branch,
+ * leaf and overflow pages) and the free list's own; and the free list's entries (a transaction
+ * id, native u64, and the ids of the pages it freed: {count u64, pgno u64 ...} in descending
+ * order). The commit writes the free list anew with one more entry, under its own transaction
+ * id, holding these pages: LMDB reuses them once no reader is older.
+ *
+ * <p>Every page is checked before it is trusted: one of the snapshot's (2 to last_pg) met only
+ * once, saying it is that page, of the kind its tree's depth expects at its level, its bounds and
+ * nodes inside it; an overflow run within the snapshot. When anything fails, or the main
+ * database names a sub-database that is not a {@link SubDb}, the reading fails (null), and the
+ * commit frees nothing (or, for a foreign sub-database, falls back to the generic way, which
+ * keeps it).
+ */
+final class LmdbOldPages {
+  private static final int PAGE = LmdbPageSink.PAGE;
+  private static final int P_KINDS = P_BRANCH | P_LEAF | P_OVERFLOW | 0x08 | 0x20 | 0x40;
+
+  /** What was read: the pages to free, in descending order, and the free list's entries. */
+  static final class Found {
+    final long[] pages;
+    final List<ByteBuffer[]> freeEntries; // {key, value}, in key order
+    final boolean foreign; // the main database holds a sub-database that is not a SubDb
+
+    Found(long[] pages, List<ByteBuffer[]> freeEntries, boolean foreign) {
+      this.pages = pages;
+      this.freeEntries = freeEntries;
+      this.foreign = foreign;
+    }
+  }
+
+  /** Thrown by the walk on the first page that does not read as it should. */
+  private static final class Unsound extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    Unsound() {
+      super(null, null, false, false);
+    }
+  }
+
+  private final FileChannel data;
+  private final long last; // the snapshot's last page
+  private final BitSet seen = new BitSet();
+  private final ByteBuffer page = ByteBuffer.allocate(PAGE).order(ByteOrder.nativeOrder());
+  private final List<ByteBuffer[]> freeEntries = new ArrayList<>();
+  private final Set<String> names = new HashSet<>();
+  private boolean foreign;
+
+  private LmdbOldPages(FileChannel data, long last) {
+    this.data = data;
+    this.last = last;
+    for (SubDb db : SubDb.values()) {
+      names.add(db.name());
+    }
+  }
+
+  /**
+   * Reads the trees of the meta page {@code meta} (its first {@link LmdbLayout#META_END}
+   * bytes, native order) from {@code data}; null when they do not read soundly.
+   */
+  static Found read(FileChannel data, ByteBuffer meta) throws IOException {
+    long last = meta.getLong(LmdbLayout.MM_LAST_PG);
+    if (last < NUM_METAS || last > Integer.MAX_VALUE) {
+      return null;
+    }
+    LmdbOldPages r = new LmdbOldPages(data, last);
+    try {
+      r.walk(meta, LmdbLayout.MM_FREE_DB, Tree.FREE);
+      r.walk(meta, LmdbLayout.MM_MAIN_DB, Tree.MAIN);
+    } catch (Unsound e) {
+      return null;
+    }
+    long[] pages = new long[r.seen.cardinality()];
+    int i = 0;
+    for (int n = r.seen.length() - 1; n >= 0; n = r.seen.previousSetBit(n - 1)) {
+      pages[i++] = n;
+    }
+    return new Found(pages, r.freeEntries, r.foreign);
+  }
+
+  private enum Tree { FREE, MAIN, SUB }
+
+  /** Walks the tree of the MDB_db record at offset {@code at} of {@code b}. */
+  private void walk(ByteBuffer b, int at, Tree tree) throws IOException, Unsound {
+    int depth = Short.toUnsignedInt(b.getShort(at + MD_DEPTH));
+    long root = b.getLong(at + MD_ROOT);
+    if (depth == 0 && root == P_INVALID) {
+      return;
+    }
+    if (depth < 1 || depth > CURSOR_DEPTH) {
+      throw new Unsound();
+    }
+    ArrayDeque<long[]> todo = new ArrayDeque<>(); // {pgno, level}
+    todo.push(new long[] {root, 0});
+    while (!todo.isEmpty()) {
+      long[] next = todo.pop();
+      boolean leaf = next[1] == depth - 1;
+      read(next[0], leaf ? P_LEAF : P_BRANCH);
+      int lower = Short.toUnsignedInt(page.getShort(PAGE_LOWER));
+      int upper = Short.toUnsignedInt(page.getShort(PAGE_UPPER));
+      if (lower < PAGE_HEADER + 2 || lower > upper || upper > PAGE || (lower & 1) != 0) {
+        throw new Unsound();
+      }
+      int nodes = (lower - PAGE_HEADER) / 2;
+      List<ByteBuffer> subRecords = new ArrayList<>();
+      for (int i = 0; i < nodes; i++) {
+        int node = Short.toUnsignedInt(page.getShort(PAGE_HEADER + 2 * i));
+        int keySize = node < upper ? -1 : Short.toUnsignedInt(page.getShort(node + 6));
+        int start = node + NODE_HEADER + keySize;
+        if (keySize < 0 || start > PAGE) {
+          throw new Unsound();
+        }
+        long lo = Short.toUnsignedInt(page.getShort(node));
+        long hi = Short.toUnsignedInt(page.getShort(node + 2));
+        int flags = Short.toUnsignedInt(page.getShort(node + 4));
+        if (!leaf) {
+          todo.push(new long[] {lo | hi << 16 | (long) flags << 32, next[1] + 1});
+          continue;
+        }
+        long size = lo | hi << 16;
+        ByteBuffer value = leafValue(tree, start, size, flags);
+        if (tree == Tree.FREE) {
+          freeEntries.add(new ByteBuffer[] {copy(node + NODE_HEADER, keySize), value});
+        } else if (tree == Tree.MAIN) {
+          String name = new String(page.array(), node + NODE_HEADER, keySize,
+              StandardCharsets.ISO_8859_1);
+          foreign |= !names.contains(name) || (flags & F_SUBDATA) == 0;
+          if ((flags & F_SUBDATA) != 0) {
+            subRecords.add(value);
+          }
+        }
+      }
+      for (ByteBuffer record : subRecords) { // after this page's nodes: walk reuses the page
+        walk(record, 0, Tree.SUB);
+      }
+    }
+  }
+
+  /**
+   * The value of a leaf node at {@code start} of {@code size} bytes with node flags
+   * {@code flags}, marking its overflow pages; read (a copy) only where it is needed: the free
+   * list's and the main database's, else null.
+   */
+  private ByteBuffer leafValue(Tree tree, int start, long size, int flags)
+      throws IOException, Unsound {
+    boolean needed = tree != Tree.SUB;
+    if ((flags & F_BIGDATA) == 0) {
+      if (start + size > PAGE || tree == Tree.MAIN && (flags & F_SUBDATA) != 0
+          && size != DB_RECORD) {
+        throw new Unsound();
+      }
+      return needed ? copy(start, (int) size) : null;
+    }
+    // a free list entry holds at most every page's id (and its count)
+    if (start + 8 > PAGE || tree == Tree.FREE && size > Long.BYTES * (last + 1)) {
+      throw new Unsound();
+    }
+    long first = page.getLong(start);
+    int pages = (int) ((PAGE_HEADER - 1 + size) / PAGE + 1);
+    if (first < NUM_METAS || first > last - pages + 1) {
+      throw new Unsound();
+    }
+    ByteBuffer header = ByteBuffer.allocate(PAGE_HEADER).order(ByteOrder.nativeOrder());
+    readAt(header, first * PAGE);
+    if (header.getLong(0) != first
+        || (Short.toUnsignedInt(header.getShort(PAGE_FLAGS)) & P_KINDS) != P_OVERFLOW
+        || header.getInt(PAGE_PAGES) != pages) {
+      throw new Unsound();
+    }
+    for (long n = first; n < first + pages; n++) {
+      mark(n);
+    }
+    if (!needed) {
+      return null;
+    }
+    ByteBuffer v = ByteBuffer.allocate((int) size).order(ByteOrder.nativeOrder());
+    readAt(v, first * PAGE + PAGE_HEADER);
+    return v.flip();
+  }
+
+  /** Reads page {@code n}, checked to be one of the snapshot's, met once, of kind {@code kind}. */
+  private void read(long n, int kind) throws IOException, Unsound {
+    mark(n);
+    page.clear();
+    readAt(page, n * PAGE);
+    if (page.getLong(0) != n
+        || (Short.toUnsignedInt(page.getShort(PAGE_FLAGS)) & P_KINDS) != kind) {
+      throw new Unsound();
+    }
+  }
+
+  private void mark(long n) throws Unsound {
+    if (n < NUM_METAS || n > last || seen.get((int) n)) { // a cycle, or a page shared
+      throw new Unsound();
+    }
+    seen.set((int) n);
+  }
+
+  /** Fills {@code b} from byte {@code at} of the file. */
+  private void readAt(ByteBuffer b, long at) throws IOException, Unsound {
+    while (b.hasRemaining()) {
+      if (data.read(b, at + b.position()) < 0) {
+        throw new Unsound();
+      }
+    }
+  }
+
+  private ByteBuffer copy(int at, int size) {
+    ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.nativeOrder());
+    return b.put(0, page, at, size);
+  }
+}

@@ -1,0 +1,547 @@
+(ns datalith.lmdb-replace-test
+  "LmdbStore.replaceAll, which writes the new trees directly as pages and commits them with one
+  meta page (LmdbDirectCommit, issue #17):
+  - random contents of every shape (one key, none, one page, several levels of branch pages,
+    keys of 1 and 511 bytes, values of 0 bytes to 100 KB on either side of the overflow
+    threshold) replace a store's: every cursor op and get agrees with the source, on the Java
+    page reader and on LMDB's own; a read transaction begun before still reads the old
+    contents; then ordinary commits (puts, overwrites, runs of deletes that split and merge the
+    written pages) and reopens (in process and in a child JVM) agree with a model; twice in a
+    row, so both meta slots are written
+  - the lock file's txnid at the offset the commit writes follows LMDB's commits
+  - a map too small for the new trees grows
+  - through the public API: a database replaced from a MemStore conn's store equals it
+    (every index, history, log, as-of), and takes transactions after
+  - child JVMs killed after replaceAll returned keep the new contents; killed in the middle,
+    they hold the old or the new contents, whole (:commit :wal and :lmdb-sync, each outside
+    and inside a pause)
+  - the old trees' pages go to the free list and later commits reuse them; old trees that do
+    not read soundly are left behind; a sub-database that is not a SubDb makes replaceAll
+    take the generic way, which keeps it
+  - a source whose keys are out of order is refused, nothing committed"
+  (:require [clojure.test :refer [deftest is testing]]
+            [datalith.child-jvm :as child]
+            [datalith.core :as d]
+            [datalith.lmdb-replace-child :as rc]
+            [datalith.test-util :as tu])
+  (:import (clojure.lang ExceptionInfo)
+           (datalith.conn Conn)
+           (datalith.store Cursor LmdbStore ReadTxn Store SubDb WriteTxn)
+           (java.io File)
+           (java.nio ByteBuffer ByteOrder)
+           (java.nio.channels FileChannel)
+           (java.nio.file StandardOpenOption)
+           (java.util Arrays List Map$Entry Random TreeMap)
+           (java.util.concurrent LinkedBlockingQueue TimeUnit)))
+
+(set! *warn-on-reflection* true)
+
+(defn- open-store
+  ^LmdbStore [^File dir reader commit & [opts]]
+  (LmdbStore/open (.toPath dir) (merge {"page-reader" reader "commit" commit
+                                        "map-size" (bit-shift-left 1 30)}
+                                       opts)))
+
+(defn- bytes-of ^bytes [^ByteBuffer b]
+  (let [a (byte-array (.remaining b))]
+    (.get (.duplicate b) a)
+    a))
+
+(defn- entries
+  "[[key val] ...] of a model's TreeMap."
+  [^TreeMap m]
+  (mapv (fn [^Map$Entry e] [(.getKey e) (.getValue e)]) m))
+
+(defn- same-entries?
+  [xs ys]
+  (and (= (count xs) (count ys))
+       (every? true? (map (fn [[^bytes k1 ^bytes v1] [^bytes k2 ^bytes v2]]
+                            (and (Arrays/equals k1 k2) (Arrays/equals v1 v2)))
+                          xs ys))))
+
+(defn- scan-back [^ReadTxn txn db]
+  (with-open [c (.cursor txn db)]
+    (loop [more (.last c), out (transient [])]
+      (if more
+        (let [out (conj! out [(bytes-of (.key c)) (bytes-of (.val c))])]
+          (recur (.prev c) out))
+        (persistent! out)))))
+
+(defn- at? [^Cursor c ^Map$Entry e]
+  (and (Arrays/equals ^bytes (.getKey e) (bytes-of (.key c)))
+       (Arrays/equals ^bytes (.getValue e) (bytes-of (.val c)))))
+
+(defn- probe
+  "A key to seek: a stored one, one just past it, one just before, or random bytes."
+  ^bytes [^Random rnd keys]
+  (if (or (empty? keys) (zero? (.nextInt rnd 4)))
+    (let [b (byte-array (inc (.nextInt rnd 20)))] (.nextBytes rnd b) b)
+    (let [^bytes k (nth keys (.nextInt rnd (count keys)))]
+      (case (.nextInt rnd 3)
+        0 k
+        1 (Arrays/copyOf k (inc (alength k)))
+        (if (> (alength k) 1) (Arrays/copyOf k (dec (alength k))) k)))))
+
+(defn- check-store
+  "Every cursor op (first, last, next, prev, seek) and get of `txn` gives `model`'s entries."
+  [^ReadTxn txn model ^Random rnd]
+  (doseq [db (SubDb/values)]
+    (testing (str db)
+      (let [^TreeMap m (model db)
+            es (entries m)
+            keys (mapv first es)]
+        (is (same-entries? es (rc/scan txn db)) "first/next")
+        (is (same-entries? (rseq es) (scan-back txn db)) "last/prev")
+        (with-open [c (.cursor txn db)]
+          (dotimes [_ 60]
+            (let [p (probe rnd keys)
+                  e (.ceilingEntry m p)
+                  found (.seek c (ByteBuffer/wrap p))]
+              (is (= (some? e) found) "seek")
+              (when (and e found)
+                (is (at? c e) "seek")
+                (let [nx (.higherEntry m (.getKey e))]
+                  (is (= (some? nx) (.next c)) "next after seek")
+                  (when nx
+                    (is (at? c nx) "next after seek")
+                    (is (.prev c))
+                    (is (at? c e) "prev after next")))))))
+        (dotimes [_ 60]
+          (let [p (probe rnd keys)
+                v (.get txn db (ByteBuffer/wrap p))
+                expected (.get m p)]
+            (is (if expected (Arrays/equals ^bytes expected (bytes-of v)) (nil? v)) "get")))))))
+
+(defn- replace-with!
+  "Replaces the contents of `s` with `model`'s, and checks that the trees were written as
+  pages (not through the generic way's puts)."
+  [^LmdbStore s model]
+  (let [before (.directReplaces s)]
+    (with-open [src (rc/mem-store model)
+                r (.beginRead src)]
+      (.replaceAll s r))
+    (is (= (inc before) (.directReplaces s)) "written as pages")))
+
+(defn- random-bytes ^bytes [^Random rnd n]
+  (let [b (byte-array n)] (.nextBytes rnd b) b))
+
+(defn- random-writes!
+  "One write transaction of n random puts of new keys, overwrites and runs of deletes on
+  `s`, applied to `model` too."
+  [^Store s model ^Random rnd n]
+  (let [dbs (SubDb/values)]
+    (with-open [w (.beginWrite s)]
+      (dotimes [_ n]
+        (let [db (aget dbs (.nextInt rnd (alength dbs)))
+              ^TreeMap m (model db)
+              value #(random-bytes rnd (if (zero? (.nextInt rnd 10)) (.nextInt rnd 5000)
+                                           (.nextInt rnd 50)))]
+          (case (int (if (.isEmpty m) 0 (.nextInt rnd 3)))
+            0 (let [k (random-bytes rnd (inc (.nextInt rnd 60))), v (value)]
+                (.put w db (ByteBuffer/wrap k) (ByteBuffer/wrap v))
+                (.put m k v))
+            1 (let [k (.ceilingKey m (random-bytes rnd 4))
+                    k (or k (.firstKey m))
+                    v (value)]
+                (.put w db (ByteBuffer/wrap k) (ByteBuffer/wrap v))
+                (.put m k v))
+            2 (let [from (or (.ceilingKey m (random-bytes rnd 4)) (.firstKey m))]
+                (doseq [k (vec (take (inc (.nextInt rnd 60)) (.keySet (.tailMap m from))))]
+                  (.delete w db (ByteBuffer/wrap k))
+                  (.remove m k))))))
+      (.commit w))))
+
+(defn- child-digest
+  "The digest a child JVM reads from the store at dir."
+  [^File dir commit]
+  (let [p (child/start (child/command (.getParent dir) "datalith.lmdb-replace-child"
+                                      "digest" (.getPath dir) commit)
+                       (File. (.getParentFile dir) "digest.err"))
+        q (child/line-queue (.getInputStream p))
+        line (.poll q 120 TimeUnit/SECONDS)]
+    (.waitFor p)
+    (second (re-matches #"digest (.*)" (str line)))))
+
+(defn- stats-agree [^LmdbStore s model]
+  (doseq [db (SubDb/values)]
+    (is (= (count (model db)) (:entries (.pageStats s db))) (str db " entries"))))
+
+(defn- packed-leaf-pages
+  "The leaf pages that `m`'s entries (none on overflow pages) take when each page is filled."
+  [^TreeMap m]
+  (let [node (fn [[^bytes k ^bytes v]] (+ 2 (* 2 (quot (+ 9 (alength k) (alength v)) 2))))]
+    (loop [[e & more :as es] (entries m), used (long 0), pages 1]
+      (cond (empty? es) pages
+            (<= (+ used (long (node e))) 4080) (recur more (+ used (long (node e))) pages)
+            :else (recur more (long (node e)) (inc pages))))))
+
+(defn- replace-scenario [reader other commit]
+  (let [dir (File. (tu/temp-dir) "db")
+        rnd (Random. 7)]
+    (try
+      (let [s (open-store dir reader commit)
+            old-model (rc/contents 1 0.3)
+            new-model (rc/contents 2 1)]
+        (try
+          (with-open [w (.beginWrite s)]
+            (doseq [[db ^TreeMap m] old-model, [^bytes k ^bytes v] m]
+              (.put w db (ByteBuffer/wrap k) (ByteBuffer/wrap v)))
+            (.commit w))
+          (let [old (.beginRead s)]
+            (try
+              (replace-with! s new-model)
+              (testing "the new contents, read by a new transaction"
+                (with-open [r (.beginRead s)] (check-store r new-model rnd)))
+              (testing "a read transaction begun before reads the old contents"
+                (is (= (rc/model-digest old-model) (rc/digest #(rc/scan old %)))))
+              (finally (.close old))))
+          (stats-agree s new-model)
+          (testing "written as full pages (not through LMDB's puts, which leave them half full)"
+            (is (<= (:leaf-pages (.pageStats s SubDb/EAVT))
+                    (packed-leaf-pages (new-model SubDb/EAVT)))))
+          (testing "ordinary commits after"
+            (dotimes [_ 4] (random-writes! s new-model rnd 400))
+            (with-open [r (.beginRead s)] (check-store r new-model rnd)))
+          (testing "a second replace: the other meta slot"
+            (let [m3 (rc/contents 3 0.5)]
+              (replace-with! s m3)
+              (with-open [r (.beginRead s)] (check-store r m3 rnd))
+              (dotimes [_ 3] (random-writes! s m3 rnd 400))
+              (with-open [r (.beginRead s)] (check-store r m3 rnd))
+              (stats-agree s m3)
+              (.close s)
+              (testing "reopened, on the other page reader"
+                (with-open [s2 (open-store dir other commit)
+                            r (.beginRead s2)]
+                  (check-store r m3 rnd)))
+              (testing "reopened in a child JVM"
+                (is (= (rc/model-digest m3) (child-digest dir commit))))))
+          (finally (.close s))))
+      (finally (tu/delete-tree (.getParentFile dir))))))
+
+(deftest replace-all-writes-every-shape
+  (doseq [[reader other] [["java" "lmdb"] ["lmdb" "java"]]
+          commit ["wal" "lmdb-sync"]]
+    (testing (str "page-reader " reader ", commit " commit)
+      (replace-scenario reader other commit))))
+
+(defn- lock-txnid
+  "The u64 at the offset LmdbDirectCommit writes the lock file's txnid to."
+  [^File dir]
+  (with-open [ch (FileChannel/open (.toPath (File. dir "lock.mdb"))
+                                   (into-array StandardOpenOption [StandardOpenOption/READ]))]
+    (let [b (.order (ByteBuffer/allocate 8) (ByteOrder/nativeOrder))]
+      (.read ch b 48)
+      (.getLong b 0))))
+
+(defn- meta-txnid
+  "The larger txnid of the data file's two meta pages."
+  [^File dir]
+  (with-open [ch (FileChannel/open (.toPath (File. dir "data.mdb"))
+                                   (into-array StandardOpenOption [StandardOpenOption/READ]))]
+    (apply max (for [m [0 1]]
+                 (let [b (.order (ByteBuffer/allocate 8) (ByteOrder/nativeOrder))]
+                   (.read ch b (+ (* m 4096) 16 128))
+                   (.getLong b 0))))))
+
+(deftest lock-file-txnid-follows-commits
+  (let [dir (File. (tu/temp-dir) "db")
+        rnd (Random. 3)]
+    (try
+      (with-open [s (open-store dir "java" "wal")]
+        (let [model (rc/contents 5 0.05)]
+          (dotimes [i 4]
+            (if (even? i)
+              (random-writes! s model rnd 20)
+              (replace-with! s model))
+            (is (= (meta-txnid dir) (lock-txnid dir))))))
+      (finally (tu/delete-tree (.getParentFile dir))))))
+
+(deftest replace-grows-the-map
+  (let [dir (File. (tu/temp-dir) "db")
+        rnd (Random. 5)
+        model (rc/contents 9 1)]
+    (try
+      (with-open [s (open-store dir "java" "wal" {"map-size" (bit-shift-left 64 10)})]
+        (replace-with! s model)
+        (with-open [r (.beginRead s)] (check-store r model rnd))
+        (random-writes! s model rnd 200)
+        (with-open [r (.beginRead s)] (check-store r model rnd)))
+      (finally (tu/delete-tree (.getParentFile dir))))))
+
+(deftest replace-refuses-unsorted-sources
+  (let [dir (File. (tu/temp-dir) "db")]
+    (try
+      (with-open [s (open-store dir "java" "wal")]
+        (let [model (rc/contents 4 0.05)
+              before (rc/store-digest s)
+              unsorted (reify ReadTxn
+                         (cursor [_ db]
+                           (let [ks (atom (if (= db SubDb/AVET) [[2] [1]] []))]
+                             (reify Cursor
+                               (first [_] (boolean (seq @ks)))
+                               (next [_] (swap! ks rest) (boolean (seq @ks)))
+                               (key [_] (ByteBuffer/wrap (byte-array (first @ks))))
+                               (val [_] (ByteBuffer/allocate 0))
+                               (close [_]))))
+                         (get [_ _ _] nil)
+                         (close [_]))]
+          (replace-with! s model)
+          (is (= :store/order (try (.replaceAll s unsorted)
+                                   (catch ExceptionInfo e (:error (ex-data e))))))
+          (is (= (rc/model-digest model) (rc/store-digest s)) "nothing committed")
+          (is (not= before (rc/store-digest s)))))
+      (finally (tu/delete-tree (.getParentFile dir))))))
+
+;; ---- through the public API ------------------------------------------------
+
+(def ^:private schema
+  {:p/name {:db/valueType :db.type/string :db/unique :db.unique/identity}
+   :p/friend {:db/valueType :db.type/ref :db/cardinality :db.cardinality/many}
+   :p/age {:db/valueType :db.type/long :db/index true}
+   :p/bio {:db/valueType :db.type/string}})
+
+(defn- transact-all! [conn ^Random rnd n]
+  (d/transact! conn [{:p/name "p0" :p/age 0}])
+  (dotimes [i n]
+    (d/transact! conn [{:p/name (str "p" (.nextInt rnd 50))
+                        :p/age (.nextInt rnd 100)
+                        :p/bio (apply str (repeat (.nextInt rnd 3000) (char (+ 97 (mod i 26)))))
+                        :p/friend [[:p/name "p0"]]}])
+    (when-let [age (and (zero? (mod i 5)) (:p/age (d/entity (d/db conn) [:p/name "p0"])))]
+      (d/transact! conn [[:db/retract [:p/name "p0"] :p/age age]]))))
+
+(defn- db-view [conn]
+  (let [db (d/db conn)
+        t (quot (d/basis-t db) 2)]
+    {:indexes (into {} (for [i [:eavt :aevt :avet :vaet]] [i (vec (d/datoms db i))]))
+     :history (vec (d/datoms (d/history db) :eavt))
+     :as-of (vec (d/datoms (d/as-of db t) :eavt))
+     :log (vec (d/tx-range (d/log conn) nil nil))
+     :basis (d/basis-t db)}))
+
+(deftest replace-through-the-api
+  (let [dir (File. (tu/temp-dir) "db")]
+    (try
+      (with-open [mem (d/connect :mem {:schema schema})]
+        (transact-all! mem (Random. 1) 60)
+        (with-open [other (d/connect (.getPath dir) {:schema schema})]
+          (transact-all! other (Random. 2) 10)) ; old contents, replaced below
+        (with-open [s (LmdbStore/open (.toPath dir) {})
+                    r (.beginRead (.store ^Conn mem))]
+          (.replaceAll s r)
+          (is (= 1 (.directReplaces s))))
+        (with-open [conn (d/connect (.getPath dir) {:schema schema})]
+          (is (= (db-view mem) (db-view conn)))
+          (is (:ok? (d/verify conn)))
+          (let [tx [{:p/name "new" :p/age 1 :p/friend [[:p/name "p1"]]}
+                    {:db/id "datomic.tx" :db/txInstant (java.util.Date.)}]]
+            (d/transact! mem tx)
+            (d/transact! conn tx))
+          (is (= (db-view mem) (db-view conn)))))
+      (finally (tu/delete-tree (.getParentFile dir))))))
+
+;; ---- crashes ---------------------------------------------------------------
+
+(defn- start-replace
+  "A child replacing the store at dir with (contents seed 1); {:process :lines}."
+  [^File dir commit seed pause]
+  (let [p (child/start (apply child/command (.getParent dir) "datalith.lmdb-replace-child"
+                              "replace" (.getPath dir) commit seed 1 (when pause ["pause"]))
+                       (File. (.getParentFile dir) "replace.err"))]
+    {:process p :lines (child/line-queue (.getInputStream p))}))
+
+(defn- await-line [{:keys [^LinkedBlockingQueue lines]} line]
+  (loop []
+    (let [l (.poll lines 120 TimeUnit/SECONDS)]
+      (cond (= l line) true
+            (or (nil? l) (= l :eof)) false
+            :else (recur)))))
+
+(defn- kill! [{:keys [^Process process]}]
+  (.destroyForcibly process)
+  (.waitFor process))
+
+(defn- reopened-digest
+  "The digest of the store at dir after a reopen (recovering), with each page reader: both
+  must agree, and the forward and backward scans of every sub-database too."
+  [^File dir commit]
+  (let [ds (for [reader ["java" "lmdb"]]
+             (with-open [s (open-store dir reader commit)
+                         r (.beginRead s)]
+               (doseq [db (SubDb/values)]
+                 (is (same-entries? (rseq (rc/scan r db)) (scan-back r db))))
+               (rc/digest #(rc/scan r %))))]
+    (is (apply = ds))
+    (first ds)))
+
+(deftest replace-survives-kill-9
+  (doseq [[commit pause] [["wal" false] ["wal" true] ["lmdb-sync" false] ["lmdb-sync" true]]]
+    (testing (str commit (when pause ", inside a pause"))
+      (let [dir (File. (tu/temp-dir) "db")
+            rnd (Random. 11)
+            digests {11 (rc/model-digest (rc/contents 11 1))
+                     12 (rc/model-digest (rc/contents 12 1))}]
+        (try
+          (with-open [s (open-store dir "java" commit)]
+            (replace-with! s (rc/contents 11 1)))
+          (let [took (let [c (start-replace dir commit 12 pause)
+                           _ (is (await-line c "start"))
+                           started (System/nanoTime)]
+                       (testing "killed after replaceAll returned: the new contents"
+                         (is (await-line c "replaced"))
+                         (kill! c)
+                         (is (= (digests 12) (reopened-digest dir commit))))
+                       (max 1 (quot (- (System/nanoTime) started) 1000000)))]
+           (testing "killed in the middle: the old contents or the new, whole"
+            (loop [i 0, now 12, seen #{}]
+              (if (< i 6)
+                (let [target (if (= now 12) 11 12)
+                      c (start-replace dir commit target pause)]
+                  (is (await-line c "start"))
+                  (Thread/sleep (long (.nextInt rnd (int (+ 5 (* 3 took))))))
+                  (kill! c)
+                  (let [d (reopened-digest dir commit)
+                        got (some (fn [[seed dg]] (when (= dg d) seed)) digests)]
+                    (is (contains? #{now target} got) (str "iteration " i))
+                    (recur (inc i) (long (or got now)) (conj seen got))))
+                (println "replace-survives-kill-9" commit pause "contents seen:" seen)))))
+          (finally (tu/delete-tree (.getParentFile dir))))))))
+
+(deftest another-process-reads-the-replaced-contents
+  (testing "a store open in this process, its map smaller than what another process's replace
+  wrote, grows its map and reads the new contents at its next read"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 13)
+          model (rc/contents 12 1)]
+      (try
+        (with-open [s (open-store dir "java" "wal" {"map-size" (bit-shift-left 64 10)})]
+          (random-writes! s (rc/contents 1 0.01) rnd 10)
+          (with-open [r (.beginRead s)] (rc/scan r SubDb/EAVT)) ; a reader of the old state
+          (let [c (start-replace dir "wal" 12 false)]
+            (try
+              (is (await-line c "replaced"))
+              (doseq [reader-thread [:this :another]]
+                (testing (name reader-thread)
+                  (let [check #(with-open [r (.beginRead s)] (check-store r model rnd))]
+                    (if (= reader-thread :this)
+                      (check)
+                      (let [f (future (check))] @f)))))
+              (finally (kill! c)))))
+        (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(defn- last-page
+  "The last page of the data file's last commit (its meta page of the larger txnid)."
+  [^File dir]
+  (with-open [ch (FileChannel/open (.toPath (File. dir "data.mdb"))
+                                   (into-array StandardOpenOption [StandardOpenOption/READ]))]
+    (let [metas (for [m [0 1]]
+                  (let [b (.order (ByteBuffer/allocate 160) (ByteOrder/nativeOrder))]
+                    (.read ch b (* m 4096))
+                    [(.getLong b 144) (.getLong b 136)]))]
+      (second (last (sort-by first metas))))))
+
+(defn- write-model! [^Store s model parts]
+  (doseq [part (range parts)]
+    (with-open [w (.beginWrite s)]
+      (doseq [[db ^TreeMap m] model
+              [i [^bytes k ^bytes v]] (map-indexed vector (entries m))
+              :when (= part (mod i parts))]
+        (.put w db (ByteBuffer/wrap k) (ByteBuffer/wrap v)))
+      (.commit w))))
+
+(deftest replaced-pages-are-reused
+  (testing "the old trees' pages go to the free list, and later commits reuse them"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 17)
+          big (into {} (for [db (SubDb/values)]
+                         [db (condp = db
+                               SubDb/EAVT (#'rc/fill 20000 #(random-bytes rnd 30) #(byte-array 0))
+                               SubDb/AVET (#'rc/fill 3000 #(random-bytes rnd 450) #(byte-array 0))
+                               (TreeMap. rc/unsigned))]))
+          small (rc/contents 21 0.01)]
+      (try
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (write-model! s big 1)
+          (let [old-pages (last-page dir)]
+            (replace-with! s small)
+            (random-writes! s small rnd 1) ; the next commit: no reader older than the replace
+            (let [after-replace (last-page dir)]
+              (write-model! s big 1)
+              (is (< (- (last-page dir) after-replace) (quot old-pages 2))
+                  (str "pages: " old-pages " before the replace, " after-replace " after it, "
+                       (last-page dir) " after writing as much again")))
+            (doseq [[db ^TreeMap m] small] (.putAll ^TreeMap (big db) m))
+            (with-open [r (.beginRead s)] (check-store r big rnd))))
+        (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(deftest foreign-sub-databases-take-the-generic-way
+  (testing "a main database naming a sub-database that is not a SubDb: replaceAll falls back to
+  deletes and puts, which keep it"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 23)
+          model (rc/contents 31 0.05)
+          raw-env (fn [] (-> (org.lmdbjava.Env/create)
+                             (.setMapSize (bit-shift-left 1 26))
+                             (.setMaxDbs 20)
+                             (.open dir (make-array org.lmdbjava.EnvFlags 0))))
+          foreign-key (ByteBuffer/allocateDirect 3)]
+      (.flip (.put foreign-key (.getBytes "key")))
+      (try
+        (.mkdirs dir)
+        (with-open [^org.lmdbjava.Env env (raw-env)]
+          (let [^org.lmdbjava.Dbi dbi
+                (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                          (into-array org.lmdbjava.DbiFlags [org.lmdbjava.DbiFlags/MDB_CREATE]))]
+            (.put dbi foreign-key (.flip (.put (ByteBuffer/allocateDirect 1) (byte 7))))))
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (with-open [src (rc/mem-store model)
+                      r (.beginRead src)]
+            (.replaceAll s r))
+          (is (zero? (.directReplaces s)))
+          (with-open [r (.beginRead s)] (check-store r model rnd)))
+        (with-open [^org.lmdbjava.Env env (raw-env)]
+          (let [^org.lmdbjava.Dbi dbi
+                (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                          (make-array org.lmdbjava.DbiFlags 0))]
+            (with-open [^org.lmdbjava.Txn txn (.txnRead env)]
+              (is (= 7 (.get ^ByteBuffer (.get dbi txn foreign-key) 0))))))
+        (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(deftest damaged-old-trees-are-left-behind
+  (testing "an old tree whose pages do not read soundly is replaced all the same; its pages
+  are not freed"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 29)
+          old-model (rc/contents 41 0.3)
+          model (rc/contents 42 0.3)
+          eavt-keys (java.util.HashSet. ^java.util.Collection
+                                        (map #(vec ^bytes %) (.keySet ^TreeMap (old-model SubDb/EAVT))))]
+      (try
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (replace-with! s old-model))
+        (testing "a leaf page of EAVT says it is another page"
+          (with-open [ch (FileChannel/open (.toPath (File. dir "data.mdb"))
+                                           (into-array StandardOpenOption
+                                                       [StandardOpenOption/READ
+                                                        StandardOpenOption/WRITE]))]
+            (let [b (.order (ByteBuffer/allocate 4096) (ByteOrder/nativeOrder))
+                  leaf (first (for [n (range 2 (inc (last-page dir)))
+                                    :let [_ (.clear b)
+                                          _ (.read ch b (* n 4096))
+                                          node (bit-and 0xFFFF (.getShort b 16))
+                                          ksize (bit-and 0xFFFF (.getShort b (+ node 6)))]
+                                    :when (and (= 2 (.getShort b 10)) (< (+ node 8 ksize) 4096)
+                                               (.contains eavt-keys
+                                                          (vec (Arrays/copyOfRange (.array b) (+ node 8)
+                                                                                   (+ node 8 ksize)))))]
+                                n))]
+              (is leaf)
+              (.write ch (.putLong (.order (ByteBuffer/allocate 8) (ByteOrder/nativeOrder)) 0 12345)
+                      (long (* leaf 4096))))))
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (replace-with! s model)
+          (with-open [r (.beginRead s)] (check-store r model rnd))
+          (random-writes! s model rnd 300)
+          (with-open [r (.beginRead s)] (check-store r model rnd)))
+        (finally (tu/delete-tree (.getParentFile dir)))))))
