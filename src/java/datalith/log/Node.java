@@ -47,10 +47,11 @@ import java.util.function.BooleanSupplier;
  * ({@link TxLog#isTransient}: the broker down or moving) is retried after a pause doubling from
  * 100 ms to 5 s; waiting calls time out meanwhile, with the error as cause.
  *
- * <p>Invariants: {@code next} is the offset of the next record to apply; the store's META holds
- * the same offset once the last committed record is the last applied one (a failed record moves
- * {@code next} but writes nothing: after a restart it runs again, on the same value, and fails
- * alike). The applier stops for good on a record it cannot read, a read error that is not
+ * <p>Invariants: {@code next} is the offset of the next record applied into the store (a staged
+ * catch-up run moves it once its write is done: the connection's {@code db} holds every record
+ * before {@code next}); the store's META holds the same offset once the last committed record is
+ * the last applied one (a failed record moves {@code next} but writes nothing: after a restart
+ * it runs again, on the same value, and fails alike). The applier stops for good on a record it cannot read, a read error that is not
  * transient or a store that fails: such a record is never skipped; every waiting and later call
  * then throws that error.
  */
