@@ -4,7 +4,9 @@
   one shared identity), waits until the node applied T-EXPECTED transactions, then prints its
   basis t and every datom of EAVT and of the history, as EDN on one line. With N \"forever\",
   writes until killed, printing `ack i eid` once transaction i is acknowledged (the kill -9
-  test)."
+  test). With N \"catch-up\", only follows the topic, and `pause-in-child` (a transaction
+  function of the topic) writes the file T-EXPECTED and blocks there (the kill -9 of a staged
+  catch-up)."
   (:require [datalith.core :as d]
             [datalith.child-jvm :as child])
   (:import (datalith.index Datom)))
@@ -20,8 +22,26 @@
       (println "ack" i (get-in r [:tempids "u"]))
       (flush))))
 
+(def ^:private pause-file
+  "The file `pause-in-child` writes before it blocks: nil (it returns at once) but in a child
+  started with N \"catch-up\"."
+  (atom nil))
+
+(defn pause-in-child
+  "A transaction function that adds nothing: in a child following the topic (N \"catch-up\"),
+  it writes the pause file, then blocks its node's applier until the child is killed."
+  [_db]
+  (when-let [f @pause-file]
+    (spit f "paused")
+    (Thread/sleep Long/MAX_VALUE))
+  [])
+
 (defn -main [dir bootstrap topic name n t-expected]
   (child/exit-with-parent!)
+  (when (= n "catch-up")
+    (reset! pause-file t-expected)
+    (d/connect dir {:log {:kafka {:bootstrap-servers bootstrap :topic topic}}})
+    (Thread/sleep Long/MAX_VALUE))
   (when (= n "forever")
     (forever (d/connect dir {:log {:kafka {:bootstrap-servers bootstrap :topic topic}}}) name))
   (with-open [conn (d/connect dir {:log {:kafka {:bootstrap-servers bootstrap :topic topic}}})]

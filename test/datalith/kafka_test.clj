@@ -542,3 +542,114 @@
                 (with-open [b (d/connect target {:log log})]
                   (same-everywhere (d/sync a) (d/sync b)))))))
       (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+;; ---------------------------------------------------------------- staged catch-up (h-catchup)
+
+(defn- log-rows
+  "The transaction log of `db` (d/tx-range) as [t [datom rows]]."
+  [db]
+  (mapv (fn [{:keys [t data]}]
+          [t (mapv (fn [^Datom x] [(.e x) (.aid x) (.v x) (.tx x) (.added x)]) data)])
+        (d/tx-range db nil nil)))
+
+(defn- embedded
+  "(f db) of the LMDB directory `dir` opened embedded (no log), as the node left it."
+  [^File dir f]
+  (with-open [c (d/connect (str dir))]
+    (f (d/db c))))
+
+(defn- user-count [db]
+  (count (d/q '[:find ?e :where [?e :user/n]] db)))
+
+(deftest ^:kafka a-fresh-node-stages-its-catch-up
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (testing "a topic of upserts, cas and failing records (catch-up-writes), tempids
+                  across entities and transaction functions"
+          (is (= 48 (catch-up-writes a)))
+          (dotimes [i 10]
+            (d/transact! a [{:db/id "p" :user/name (str "p" i) :user/friend "q"}
+                            {:db/id "q" :user/n (* 100 i)}]))
+          (dotimes [_ 5]
+            (d/transact! a [['datalith.kafka-test/inc-n "fn@x"]]))
+          (is (= :tx/value-type (ex-error #(d/transact! a [{:user/email "fn@x" :user/n "x"}])))
+              "the topic's last record fails"))
+        (with-open [b (node dir-b log)]
+          (testing "a fresh node ends with the writer's datoms, history, as-of and log"
+            (same-everywhere (d/sync a) (d/sync b))
+            (is (= (log-rows (d/db a)) (log-rows (d/db b))))
+            (is (= #{[5]} (d/q '[:find ?n :where [?e :user/email "fn@x"] [?e :user/n ?n]]
+                               (d/db b))))))
+        (testing "what it wrote is in its directory, up to its last committed record"
+          (is (= (d/basis-t (d/db a)) (embedded dir-b d/basis-t))))
+        (dotimes [i 5]
+          (d/transact! a [{:user/email (str "later" i "@x") :user/n i}]))
+        (with-open [b (node dir-b log)]
+          (testing "restarted, it applies only what came later, from its stored offset"
+            (same-everywhere (d/sync a) (d/sync b))
+            (is (= (log-rows (d/db a)) (log-rows (d/db b))))
+            (is (= 5 (count (d/q '[:find ?e :where [?e :user/email ?m]
+                                   [(clojure.string/starts-with? ?m "later")]]
+                                 (d/db b))))))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+(deftest ^:kafka a-node-killed-in-its-staged-catch-up-starts-it-again
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)
+        marker (File. (str dir-a "-paused"))]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        ;; records of 120 datoms: more than a group commit's bound before the pause, so that
+        ;; applying them into the store would have committed some
+        (dotimes [i 60]
+          (d/transact! a (vec (for [j (range 40)]
+                                {:user/email (str i "." j "@x") :user/n j :user/name "k"}))))
+        (d/transact! a [['datalith.kafka-child/pause-in-child]])
+        (dotimes [i 60]
+          (d/transact! a [{:db/id "u" :user/n i}]))
+        (let [p (start-child dir-b dir-b (get-in log [:kafka :bootstrap-servers])
+                             (get-in log [:kafka :topic]) "k" "catch-up" (str marker))]
+          (try
+            (loop [waited 0]
+              (when (and (not (.exists marker)) (.isAlive p) (< waited 120000))
+                (Thread/sleep 50)
+                (recur (+ waited 50))))
+            (is (.exists marker) (slurp (File. dir-b "child.err")))
+            (finally
+              (.destroyForcibly p) ; kill -9, its applier in the middle of the staged run
+              (.waitFor p))))
+        (testing "nothing of the staged run reached its directory (nor its offset)"
+          (is (zero? (embedded dir-b user-count))))
+        (with-open [b (node dir-b log)]
+          (testing "restarted, it catches up from its stored offset and ends equal"
+            (same-everywhere (d/sync a) (d/sync b))
+            (is (= (+ (* 60 40) 60) (user-count (d/db b)))))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b) (.delete marker)))))
+
+(deftest ^:kafka a-corrupt-record-ends-a-staged-catch-up
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (dotimes [i 150]
+          (d/transact! a [{:db/id "u" :user/n i}]))
+        (with-open [raw (KafkaLog/open (get-in log [:kafka :bootstrap-servers])
+                                       (get-in log [:kafka :topic]))]
+          (.append raw (.getBytes "someone/1") (byte-array [1 2 3 4])))
+        (is (= :log/corrupt-record (ex-error #(d/sync a))))
+        (with-open [b (node dir-b log)]
+          (testing "a fresh node stops at the record with the writer's error"
+            (is (= :log/corrupt-record (ex-error #(d/sync b))))
+            (is (= :log/corrupt-record (ex-error #(d/transact! b [{:user/n 1}])))))
+          (testing "the records before it are applied"
+            (same-everywhere (d/db a) (d/db b))
+            (is (= 150 (user-count (d/db b))))))
+        (testing "and written: its directory holds them"
+          (embedded dir-b #(same-everywhere (d/db a) %)))
+        (with-open [b (node dir-b log)]
+          (testing "restarted, it stops at the same record, having applied nothing twice"
+            (is (= :log/corrupt-record (ex-error #(d/sync b))))
+            (same-everywhere (d/db a) (d/db b)))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))

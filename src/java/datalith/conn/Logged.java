@@ -53,6 +53,11 @@ public final class Logged {
       return failure == own && own != null ? new Outcome(null, (ExceptionInfo) own) : null;
     }
 
+    /** The record's offset in the log. */
+    long offset() {
+      return offset;
+    }
+
     @Override
     Object txData() {
       return txData;

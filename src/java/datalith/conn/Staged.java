@@ -31,7 +31,7 @@ import java.util.List;
  * connection commits meanwhile. Another writer of the store (another process, or another
  * connection to the directory) may: the write then refuses with {@code :import/conflict},
  * writing nothing, rather than lose that commit ({@link Guard}). Used by the import's thread
- * only.
+ * only. A node's catch-up run stages its log records the same way ({@link StagedLog}).
  */
 final class Staged implements Source {
   private final Conn conn;

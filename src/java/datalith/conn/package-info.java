@@ -17,7 +17,9 @@
  * future settles the {@code TxFuture}; an import goes chunk by chunk through the writer, in
  * {@code datalith.replica}), and {@link datalith.conn.Logged} applies the log's records to it in
  * runs through the same group commit ({@code GroupMember}: a waiting transaction or a log
- * record), each write committed with the log offset after its last record.
+ * record), each write committed with the log offset after its last record; a catch-up run into
+ * a store that holds little is staged as an import is ({@link datalith.conn.StagedLog}, over
+ * {@code Staged}), each record committed into the copy with the offset after it.
  *
  * <p>Layering: this package sits above the transactor, pull and the query engine, and only the
  * APIs ({@code datalith.api}, {@code datalith.core}) sit above it. A database value reaches its

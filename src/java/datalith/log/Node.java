@@ -2,8 +2,10 @@ package datalith.log;
 
 import clojure.lang.ExceptionInfo;
 import datalith.conn.Conn;
+import datalith.conn.Import;
 import datalith.conn.Logged;
 import datalith.conn.Replicated;
+import datalith.conn.StagedLog;
 import datalith.conn.TxReport;
 import datalith.db.Errors;
 import datalith.store.Store;
@@ -45,10 +47,11 @@ import java.util.function.BooleanSupplier;
  * ({@link TxLog#isTransient}: the broker down or moving) is retried after a pause doubling from
  * 100 ms to 5 s; waiting calls time out meanwhile, with the error as cause.
  *
- * <p>Invariants: {@code next} is the offset of the next record to apply; the store's META holds
- * the same offset once the last committed record is the last applied one (a failed record moves
- * {@code next} but writes nothing: after a restart it runs again, on the same value, and fails
- * alike). The applier stops for good on a record it cannot read, a read error that is not
+ * <p>Invariants: {@code next} is the offset of the next record applied into the store (a staged
+ * catch-up run moves it once its write is done: the connection's {@code db} holds every record
+ * before {@code next}); the store's META holds the same offset once the last committed record is
+ * the last applied one (a failed record moves {@code next} but writes nothing: after a restart
+ * it runs again, on the same value, and fails alike). The applier stops for good on a record it cannot read, a read error that is not
  * transient or a store that fails: such a record is never skipped; every waiting and later call
  * then throws that error.
  */
@@ -230,7 +233,7 @@ public final class Node implements Replicated {
   private void run() {
     try {
       while (!stopping) {
-        List<TxLog.Entry> got = readRetrying();
+        List<TxLog.Entry> got = readRetrying(next);
         if (stopping) {
           return;
         }
@@ -258,14 +261,14 @@ public final class Node implements Replicated {
   }
 
   /**
-   * The next records from the log, retrying a transient read error ({@link TxLog#isTransient})
+   * The next records from the log, from offset {@code from} on, retrying a transient read error ({@link TxLog#isTransient})
    * after a pause that doubles from 100 ms to 5 s; none when the node stops meanwhile. Any
    * other read error is thrown (it stops the applier). Applier thread only.
    */
-  private List<TxLog.Entry> readRetrying() {
+  private List<TxLog.Entry> readRetrying(long from) {
     for (long pause = BACKOFF_MIN_MS; ; pause = Math.min(2 * pause, BACKOFF_MAX_MS)) {
       try {
-        List<TxLog.Entry> entries = log.read(next, POLL);
+        List<TxLog.Entry> entries = log.read(from, POLL);
         transientError = null;
         return entries;
       } catch (ExceptionInfo e) {
@@ -294,16 +297,22 @@ public final class Node implements Replicated {
 
   /**
    * Applies {@code got}, read behind the log's end ({@link #behind}), and the reads after it
-   * while the node is still behind, for at most {@link #CATCH_UP_RUN}, with the store's fsync
+   * while the node is still behind: staged in memory when the store holds little
+   * ({@link #catchUpStaged}), else for at most {@link #CATCH_UP_RUN} with the store's fsync
    * paused ({@code Store.pauseSync}): one sync at the end of the run rather than one a write.
    * This node's own transactions applied meanwhile are acknowledged only after that sync, once
    * durable here too (the bound on the run bounds how long they wait for it).
    */
   private void catchUp(List<TxLog.Entry> got) {
+    StagedLog staged = StagedLog.begin(conn);
+    if (staged != null) {
+      catchUpStaged(got, staged);
+      return;
+    }
     List<Runnable> acks = new ArrayList<>();
     long end = System.nanoTime() + CATCH_UP_RUN.toNanos();
     try (Store.SyncPause pause = conn.store().pauseSync()) {
-      for (List<TxLog.Entry> run = got; ; run = readRetrying()) {
+      for (List<TxLog.Entry> run = got; ; run = readRetrying(next)) {
         applyRun(run, acks);
         if (!behind(run) || stopping || System.nanoTime() - end >= 0) {
           break;
@@ -314,6 +323,86 @@ public final class Node implements Replicated {
   }
 
   /**
+   * A catch-up run into a store that holds little ({@link StagedLog}): applies {@code got} and
+   * the reads after it into the staging, each record its own transaction, then writes them all
+   * into the store in one commit (LMDB's puts cost several times the staging's, and the write
+   * puts each key once, in order). The run ends when the node is no longer behind, once
+   * {@link Import#defaultBudget} datoms are staged, or {@link #CATCH_UP_RUN} after it staged the
+   * first of this node's own transactions (they are acknowledged only after the write, which
+   * bounds how long they wait for it). {@link #next} moves, and the waiting transactions
+   * complete, only after the write: until then the store and the connection's {@code db} hold
+   * the database as it was before the run. A record that stops the node (a gap, an unreadable
+   * one) ends the run: the ones before it are written, then it throws.
+   */
+  private void catchUpStaged(List<TxLog.Entry> got, StagedLog staged) {
+    List<Runnable> acks = new ArrayList<>();
+    long budget = Import.defaultBudget();
+    long end = 0;
+    boolean own = false; // whether acks holds one of this node's transactions
+    RuntimeException stop = null;
+    try (staged) {
+      try {
+        for (List<TxLog.Entry> run = got; ; run = readRetrying(staged.next())) {
+          Decoded d = decode(run, staged.next());
+          staged.apply(d.records);
+          ack(run, d.records, acks);
+          if (d.stop != null) {
+            stop = d.stop;
+            break;
+          }
+          if (!own && !acks.isEmpty()) {
+            own = true;
+            end = System.nanoTime() + CATCH_UP_RUN.toNanos();
+          }
+          if (!behind(run) || stopping || staged.datoms() >= budget
+              || own && System.nanoTime() - end >= 0) {
+            break;
+          }
+        }
+      } catch (RuntimeException e) { // staging failed: what it staged before is written
+        stop = e;
+      }
+      try {
+        staged.write();
+      } catch (RuntimeException e) { // nothing of the run written: the node stops with it
+        if (stop != null) {
+          e.addSuppressed(stop);
+        }
+        throw e;
+      }
+    }
+    advance(staged.next());
+    acks.forEach(Runnable::run);
+    if (stop != null) {
+      throw stop;
+    }
+  }
+
+  /**
+   * The records of {@code got} to apply, of consecutive offsets from {@code from} on: those
+   * before a gap or an unreadable record, and the error that stops the node there, if any.
+   */
+  private record Decoded(List<Logged.Record> records, RuntimeException stop) {}
+
+  private static Decoded decode(List<TxLog.Entry> got, long from) {
+    List<Logged.Record> run = new ArrayList<>(got.size());
+    long at = from;
+    for (TxLog.Entry e : got) {
+      if (e.offset() != at) {
+        return new Decoded(run, Errors.error("log/gap", "The log skipped from offset " + at
+            + " to " + e.offset(), "expected", at, "offset", e.offset()));
+      }
+      try {
+        run.add(new Logged.Record(Records.decode(e.value(), e.offset()), at, e.timestamp()));
+      } catch (RuntimeException x) {
+        return new Decoded(run, x);
+      }
+      at++;
+    }
+    return new Decoded(run, null);
+  }
+
+  /**
    * Applies a run of records read from the log, from offset {@code next} on, in as few store
    * writes as the connection's group commit allows ({@link Logged#apply}), then completes this
    * node's waiting transactions among them: at once, or, when {@code acks} is not null, by the
@@ -321,41 +410,41 @@ public final class Node implements Replicated {
    * ones before it are, then it throws.
    */
   private void applyRun(List<TxLog.Entry> got, List<Runnable> acks) {
-    List<Logged.Record> run = new ArrayList<>(got.size());
-    RuntimeException stop = null;
-    long at = next;
-    for (TxLog.Entry e : got) {
-      if (e.offset() != at) {
-        stop = Errors.error("log/gap", "The log skipped from offset " + at + " to " + e.offset(),
-            "expected", at, "offset", e.offset());
-        break;
-      }
-      try {
-        run.add(new Logged.Record(Records.decode(e.value(), e.offset()), at, e.timestamp()));
-      } catch (RuntimeException x) {
-        stop = x;
-        break;
-      }
-      at++;
+    Decoded d = decode(got, next);
+    Logged.apply(conn, d.records);
+    advance(next + d.records.size());
+    if (acks == null) {
+      List<Runnable> now = new ArrayList<>();
+      ack(got, d.records, now);
+      now.forEach(Runnable::run);
+    } else {
+      ack(got, d.records, acks);
     }
-    Logged.apply(conn, run);
+    if (d.stop != null) {
+      throw d.stop;
+    }
+  }
+
+  /** Makes {@code at} the offset of the next record to apply, and wakes the waiting calls. */
+  private void advance(long at) {
     synchronized (progress) {
       next = at;
       progress.notifyAll();
     }
-    for (int i = 0; i < run.size(); i++) {
+  }
+
+  /**
+   * Adds to {@code acks} the completion of this node's waiting transactions among
+   * {@code applied}, the first records of {@code got}, with their outcomes (none for a record
+   * whose applying failed the node: its caller gets the node's error).
+   */
+  private void ack(List<TxLog.Entry> got, List<Logged.Record> applied, List<Runnable> acks) {
+    for (int i = 0; i < applied.size(); i++) {
       long s = Records.seqOf(got.get(i).key(), id);
-      if (s >= 0) {
-        Logged.Outcome o = run.get(i).outcome();
-        if (acks == null) {
-          complete(s, o);
-        } else {
-          acks.add(() -> complete(s, o));
-        }
+      Logged.Outcome o = applied.get(i).outcome();
+      if (s >= 0 && o != null) {
+        acks.add(() -> complete(s, o));
       }
-    }
-    if (stop != null) {
-      throw stop;
     }
   }
 

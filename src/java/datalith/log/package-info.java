@@ -11,8 +11,11 @@
  * transaction of the node that wrote it. The applier applies what one read of the log brings as
  * a run, through the connection's group commit (one store write for many records, each still
  * its own transaction); a node far behind the log's end (a fresh one, or one restarted after a
- * while) catches up with the store's fsync paused until it is level, acknowledging its own
- * transactions among those records only after that sync.
+ * while) catches up in runs: into a store that holds little (a fresh node), staged in memory
+ * ({@code datalith.conn.StagedLog}: each record its own transaction in a {@code MemStore} copy,
+ * all of them written with one {@code Store.replaceAll}), else with the store's fsync paused
+ * until it is level; either way it acknowledges its own transactions among those records only
+ * once they are durable (after the run's write, or its sync), and moves its offset only then.
  *
  * <p>Determinism: a record is applied on the value after every record before it, dated by its
  * log time (never before the previous transaction), so every node gets the same datoms, entity
