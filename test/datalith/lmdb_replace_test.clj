@@ -545,3 +545,70 @@
           (random-writes! s model rnd 300)
           (with-open [r (.beginRead s)] (check-store r model rnd)))
         (finally (tu/delete-tree (.getParentFile dir)))))))
+
+;; ---- the safety review (h-pagesrev) ------------------------------------------
+
+(defn- published-txnid
+  "The txnid the lock file publishes (mti_txnid, LmdbDirectCommit.LOCK_TXNID), read by pread:
+  what every process's next read transaction reads."
+  ^long [^FileChannel ch]
+  (let [b (.order (ByteBuffer/allocate 8) (ByteOrder/nativeOrder))]
+    (.read ch b 48)
+    (.getLong b 0)))
+
+(deftest a-published-replace-survives-a-kill
+  (testing "a child's replace is killed the moment the lock file publishes it (every process's
+  next read transaction sees the new contents from then on): a reopen keeps the new contents,
+  whatever step after the publish the kill fell in"
+    (doseq [commit ["wal" "lmdb-sync"]]
+      (testing commit
+        (let [dir (File. (tu/temp-dir) "db")
+              digests {11 (rc/model-digest (rc/contents 11 1))
+                       12 (rc/model-digest (rc/contents 12 1))}]
+          (try
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s (rc/contents 11 1)))
+            (doseq [[i target] (map-indexed vector [12 11 12 11])]
+              (let [c (start-replace dir commit target false)]
+                (is (await-line c "start"))
+                (with-open [lock (FileChannel/open (.toPath (File. dir "lock.mdb"))
+                                                   (into-array StandardOpenOption
+                                                               [StandardOpenOption/READ]))]
+                  (let [t (published-txnid lock)
+                        deadline (+ (System/nanoTime) (* 120 1000000000))]
+                    (while (and (= t (published-txnid lock)) (< (System/nanoTime) deadline))
+                      (Thread/onSpinWait))
+                    (kill! c)
+                    (is (= (inc t) (published-txnid lock)) "published before the kill")))
+                (is (= (digests target) (reopened-digest dir commit)) (str "iteration " i))))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+(deftest a-reader-older-than-a-replace-keeps-its-pages
+  (testing "a read transaction begun before a replace reads the old contents whole after many
+  ordinary commits that take free pages (the old trees' pages, listed under the replace's
+  txnid, wait for it to end), and those commits reuse them once it ends"
+    (doseq [commit ["wal" "lmdb-sync"], reader ["java" "lmdb"]]
+      (testing (str commit ", page-reader " reader)
+        (let [dir (File. (tu/temp-dir) "db")
+              rnd (Random. 23)
+              old (rc/contents 31 0.5)
+              new (rc/contents 32 0.05)]
+          (try
+            (with-open [s (open-store dir reader commit)]
+              (replace-with! s old)
+              (random-writes! s old rnd 200) ; an ordinary commit: pages freed, then reused
+              (let [before (.beginRead s)]
+                (try
+                  (replace-with! s new)
+                  (dotimes [_ 60] (random-writes! s new rnd 100))
+                  (check-store before old rnd)
+                  (finally (.close before))))
+              (with-open [r (.beginRead s)] (check-store r new rnd)))
+            ;; reopened: with "wal", the pin of the replace's checkpoint holds its free pages
+            ;; until the next checkpoint, as it holds those of the commits after one
+            (with-open [s (open-store dir reader commit)]
+              (let [grown (last-page dir)]
+                (dotimes [_ 60] (random-writes! s new rnd 100))
+                (is (< (- (last-page dir) grown) 200) "the old trees' pages reused after it")
+                (with-open [r (.beginRead s)] (check-store r new rnd))))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))

@@ -42,11 +42,13 @@ import org.lmdbjava.Env;
  * list is kept as it is and their pages are left unreferenced (leaked). Later calls never reuse
  * free pages: each writes its trees past the last page.
  *
- * <p>Durable as the store's commits are: with the option "sync" and no pause, the new pages are
- * fdatasynced before the meta page is written; then through the write-ahead log, a checkpoint
- * follows (it syncs the meta page; until it is written, recovery goes back to the previous
- * checkpoint, before this commit), and with LMDB's own sync, an fdatasync. Inside a pause
- * ({@code Store.pauseSync}) or without "sync", nothing is synced here.
+ * <p>Durable as the store's commits are, before any process can see it: with the option "sync"
+ * and no pause, the new pages are fdatasynced before the meta page is written, and the meta
+ * page before the lock file publishes it; through the write-ahead log, a checkpoint holding
+ * the meta page is written and fdatasynced between the two (a crash before it is whole goes
+ * back to the previous checkpoint, where LMDB's last published commit was), and pins the
+ * commit after the publish. Inside a pause ({@code Store.pauseSync}) or without "sync",
+ * nothing is synced here.
  *
  * <p>Checked before anything is written, else the caller falls back to the generic way: pages
  * of 4 KiB, the last commit's meta page as {@link LmdbLayout} reads it, and the lock file as
@@ -80,7 +82,8 @@ final class LmdbDirectCommit {
     NONE,
     /** Pages fdatasynced, then the meta page written and fdatasynced. */
     LMDB_SYNC,
-    /** Pages fdatasynced, then the meta page written and a checkpoint of the log taken. */
+    /** Pages fdatasynced, the meta page written and fdatasynced, a checkpoint of the log written
+     * holding it, then the commit published and pinned. */
     WAL
   }
 
@@ -137,12 +140,15 @@ final class LmdbDirectCommit {
       }
       meta.putLong(MM_LAST_PG, pages - 1).putLong(MM_TXNID, t + 1);
       write(data, meta.clear(), slot * PAGE);
-      if (durability == Durability.LMDB_SYNC) {
+      if (durability != Durability.NONE) {
         data.force(false);
+      }
+      if (durability == Durability.WAL) {
+        wal.checkpointBeforeDirectCommit(meta.clear(), t + 1); // durable before it is seen
       }
       LONGS.setVolatile(lock, LOCK_TXNID, t + 1); // the commit: readers pick its meta page
       if (durability == Durability.WAL) {
-        wal.checkpointAfterDirectCommit();
+        wal.pinAfterDirectCommit(t + 1);
       }
       try {
         map.growAheadOfNeed(pages);
