@@ -18,7 +18,11 @@
   - the old trees' pages go to the free list and later commits reuse them; old trees that do
     not read soundly are left behind; a sub-database that is not a SubDb makes replaceAll
     take the generic way, which keeps it
-  - a source whose keys are out of order is refused, nothing committed"
+  - a source whose keys are out of order is refused, nothing committed
+  - the safety review: a child killed the moment its replace is published (the lock file's
+    txnid) keeps it after recovery; a reader older than a replace reads the old contents whole
+    after many commits, which reuse the old pages once it ends; a process committing through
+    LMDB's own write lock alone waits for a replace and its later commits stay"
   (:require [clojure.test :refer [deftest is testing]]
             [datalith.child-jvm :as child]
             [datalith.core :as d]
@@ -612,3 +616,56 @@
                 (is (< (- (last-page dir) grown) 200) "the old trees' pages reused after it")
                 (with-open [r (.beginRead s)] (check-store r new rnd))))
             (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+(deftest a-writer-of-lmdb-alone-waits-for-a-replace
+  (testing "a process that commits through LMDB's own write lock alone (a datalith from before
+  writer.lock, another program) while a replace runs: its commits wait for the replace, which
+  holds that lock too; those after it stay, on the new trees, read soundly, and none before it"
+    (let [dir (File. (tu/temp-dir) "db")
+          model (rc/contents 12 1)]
+      (try
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (replace-with! s (rc/contents 11 0.2))
+          (let [p (child/start (child/command (.getParent dir) "datalith.lmdb-replace-child"
+                                              "lmdb-writer" (.getPath dir) "lmdb-sync")
+                               (File. (.getParentFile dir) "writer.err"))
+                c {:process p :lines (child/line-queue (.getInputStream p))}
+                put (fn [] (let [l (.poll ^LinkedBlockingQueue (:lines c) 120 TimeUnit/SECONDS)]
+                             (when (string? l) (parse-long (subs l 4)))))]
+            (try
+              (is (put) "the writer commits before the replace")
+              (replace-with! s model)
+              (with-open [lock (FileChannel/open (.toPath (File. dir "lock.mdb"))
+                                                 (into-array StandardOpenOption
+                                                             [StandardOpenOption/READ]))]
+                (let [replaced (published-txnid lock)
+                      deadline (+ (System/nanoTime) (* 120 1000000000))]
+                  (while (and (< (published-txnid lock) (+ replaced 3))
+                              (< (System/nanoTime) deadline))
+                    (Thread/sleep 1))
+                  (kill! c)
+                  (is (<= (+ replaced 3) (published-txnid lock)) "3 commits after the replace")))
+              (with-open [r (.beginRead s)]
+                (let [child? (fn [[^bytes k _]] (and (= 10 (alength k)) (= -1 (aget k 0))
+                                                    (= -1 (aget k 1))))
+                      eavt (rc/scan r SubDb/EAVT)
+                      ids (set (map (fn [[^bytes k _]] (.getLong (ByteBuffer/wrap k) 2))
+                                    (filter child? eavt)))
+                      counter (some (fn [[^bytes k ^bytes v]]
+                                      (when (= "child" (String. k "US-ASCII"))
+                                        (.getLong (ByteBuffer/wrap v))))
+                                    (rc/scan r SubDb/META))]
+                  (is (some? counter))
+                  (is (<= 3 (count ids)) "the writer's commits after the replace")
+                  (is (= (set (range (apply min (or counter 0) ids) (inc (or counter 0)))) ids)
+                      "the writer's keys since the replace, and none from before it")
+                  (is (true? (same-entries? (entries (model SubDb/EAVT)) (remove child? eavt))))
+                  (doseq [db (SubDb/values) :when (not (#{SubDb/EAVT SubDb/META} db))]
+                    (is (true? (same-entries? (entries (model db)) (rc/scan r db))) (str db)))
+                  (is (true? (same-entries?
+                              (entries (model SubDb/META))
+                              (remove (fn [[^bytes k _]] (= "child" (String. k "US-ASCII")))
+                                      (rc/scan r SubDb/META)))))))
+              (finally (kill! c)))))
+        (is (some? (reopened-digest dir "lmdb-sync")) "reopened, read soundly both ways")
+        (finally (tu/delete-tree (.getParentFile dir)))))))

@@ -22,11 +22,13 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.Comparator;
+import org.lmdbjava.Dbi.MapResizedException;
 import org.lmdbjava.Env;
+import org.lmdbjava.Txn;
 
 /**
  * {@link Store#replaceAll} on an {@link LmdbStore}, written as pages rather than through LMDB's
- * B-tree puts: under the writer lock, with no LMDB write transaction open anywhere, the
+ * B-tree puts: under the writer lock and LMDB's (see below), no other LMDB write transaction open, the
  * source's entries of each sub-database become a fresh B+tree ({@link LmdbTreeWriter}) from
  * the page past the last commit T's last page on, then a fresh main database whose leaf nodes
  * are the sub-databases' records; one new meta page (transaction T + 1, in slot (T + 1) % 2)
@@ -49,6 +51,13 @@ import org.lmdbjava.Env;
  * back to the previous checkpoint, where LMDB's last published commit was), and pins the
  * commit after the publish. Inside a pause ({@code Store.pauseSync}) or without "sync",
  * nothing is synced here.
+ *
+ * <p>Writers: the caller holds datalith's writer lock, and this commit holds LMDB's own too (a
+ * write transaction, begun first and aborted after the publish, writing nothing), so that
+ * processes that know only LMDB's (a datalith from before writer.lock, another program) wait
+ * for it rather than write over the new pages or commit T + 1 themselves. When the map must
+ * grow, LMDB's lock is let go for the growth and taken again; if another commit came
+ * meanwhile, nothing refers to the pages written, and the caller takes the generic way.
  *
  * <p>Checked before anything is written, else the caller falls back to the generic way: pages
  * of 4 KiB, the last commit's meta page as {@link LmdbLayout} reads it, and the lock file as
@@ -101,11 +110,17 @@ final class LmdbDirectCommit {
   static boolean commit(Env<ByteBuffer> env, Path dir, String where, LmdbMapGrowth map,
       LmdbWal wal, Durability durability, ReadTxn source) {
     boolean interrupted = Thread.interrupted(); // with it set, a channel's I/O closes it
+    Txn<ByteBuffer> lmdbWriter = null; // holds LMDB's own write lock; aborted, writes nothing
     try (FileChannel data = FileChannel.open(dir.resolve(LmdbFiles.DATA),
             StandardOpenOption.READ, StandardOpenOption.WRITE);
         FileChannel lockFile = FileChannel.open(dir.resolve(LmdbFiles.LOCK),
             StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-      long t = env.info().lastTransactionId;
+      try {
+        lmdbWriter = env.txnWrite();
+      } catch (MapResizedException e) {
+        return false; // another process grew the file past the map: the generic way adopts it
+      }
+      long t = lmdbWriter.getId() - 1;
       ByteBuffer meta = readMeta(data, t);
       if (meta == null || lockFile.size() < PAGE) {
         return false;
@@ -126,7 +141,17 @@ final class LmdbDirectCommit {
       sink.flush();
       long pages = sink.next();
       if (pages * PAGE > map.mapSize()) {
+        lmdbWriter.close(); // LMDB grows no map while a write transaction is open
+        lmdbWriter = null;
         map.growForCommit(map.grownSize(pages * PAGE)); // LMDB refuses a txn past its map
+        try {
+          lmdbWriter = env.txnWrite();
+        } catch (MapResizedException e) {
+          return false;
+        }
+        if (lmdbWriter.getId() != t + 1) {
+          return false; // a writer of LMDB's lock alone committed meanwhile, maybe over the pages
+        }
       }
       if (durability != Durability.NONE) {
         data.force(false);
@@ -147,6 +172,8 @@ final class LmdbDirectCommit {
         wal.checkpointBeforeDirectCommit(meta.clear(), t + 1); // durable before it is seen
       }
       LONGS.setVolatile(lock, LOCK_TXNID, t + 1); // the commit: readers pick its meta page
+      lmdbWriter.close(); // LMDB's next writer, in any process, begins from T + 1
+      lmdbWriter = null;
       if (durability == Durability.WAL) {
         wal.pinAfterDirectCommit(t + 1);
       }
@@ -161,6 +188,9 @@ final class LmdbDirectCommit {
     } catch (IOException e) {
       throw Errors.error(Errors.IO, where, "Cannot write the store's pages: " + e, e);
     } finally {
+      if (lmdbWriter != null) {
+        lmdbWriter.close();
+      }
       if (interrupted) {
         Thread.currentThread().interrupt();
       }
