@@ -8,7 +8,8 @@
   digest of every sub-database's entries, see `digest`) and exits. `replace` opens it,
   prints `ready`, builds (contents SEED SCALE) in a MemStore, prints `start`, replaces the
   store's contents with it (Store.replaceAll; inside Store.pauseSync with `pause`), prints
-  `replaced` and waits to be killed (inside the pause, with `pause`).
+  `replaced` and waits to be killed (inside the pause, with `pause`); when replaceAll throws
+  an ex-info, it prints `failed E` (E its :error) and exits.
 
     java ... clojure.main -m datalith.lmdb-replace-child lmdb-writer DIR
 
@@ -141,13 +142,14 @@
   (.array (.putLong (.put (.put (ByteBuffer/allocate 10) (byte -1)) (byte -1)) i)))
 
 (defn- lmdb-writer [dir]
-  (let [env (-> (Env/create)
-                (.setMapSize (bit-shift-left 1 30))
-                (.setMaxDbs (alength (SubDb/values)))
-                (.setMaxReaders 1024)
-                (.open (java.io.File. ^String dir)
-                       (into-array EnvFlags [EnvFlags/MDB_NOTLS EnvFlags/MDB_NOSYNC])))
-        dbi (fn [^SubDb db] (.openDbi env (.name db) (into-array DbiFlags [])))
+  (let [^Env env (-> (Env/create)
+                     (.setMapSize (bit-shift-left 1 30))
+                     (.setMaxDbs (alength (SubDb/values)))
+                     (.setMaxReaders 1024)
+                     (.open (java.io.File. ^String dir)
+                            (into-array EnvFlags [EnvFlags/MDB_NOTLS EnvFlags/MDB_NOSYNC])))
+        no-flags (make-array DbiFlags 0)
+        dbi (fn [^SubDb db] (.openDbi env (.name db) ^"[Lorg.lmdbjava.DbiFlags;" no-flags))
         ^Dbi eavt (dbi SubDb/EAVT)
         ^Dbi meta (dbi SubDb/META)
         direct (fn [^bytes b] (.flip (.put (ByteBuffer/allocateDirect (alength b)) b)))]
@@ -175,12 +177,16 @@
       "replace" (let [_ (line! "ready")
                       source (mem-store (contents (parse-long seed) (parse-double scale)))]
                   (line! "start")
-                  (with-open [r (.beginRead source)]
-                    (if (= pause "pause")
-                      (with-open [_ (.pauseSync store)] ; killed inside the pause
-                        (.replaceAll store r)
-                        (line! "replaced")
-                        (Thread/sleep Long/MAX_VALUE))
-                      (do (.replaceAll store r)
+                  (try
+                    (with-open [r (.beginRead source)]
+                      (if (= pause "pause")
+                        (with-open [_ (.pauseSync store)] ; killed inside the pause
+                          (.replaceAll store r)
                           (line! "replaced")
-                          (Thread/sleep Long/MAX_VALUE))))))))
+                          (Thread/sleep Long/MAX_VALUE))
+                        (do (.replaceAll store r)
+                            (line! "replaced")
+                            (Thread/sleep Long/MAX_VALUE))))
+                    (catch clojure.lang.ExceptionInfo e
+                      (line! (str "failed " (:error (ex-data e))))
+                      (System/exit 2)))))))

@@ -23,7 +23,8 @@
     txnid) keeps it after recovery; a reader older than a replace reads the old contents whole
     after many commits, which reuse the old pages once it ends; a process committing through
     LMDB's own write lock alone waits for a replace and its later commits stay"
-  (:require [clojure.test :refer [deftest is testing]]
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
             [datalith.child-jvm :as child]
             [datalith.core :as d]
             [datalith.lmdb-replace-child :as rc]
@@ -669,3 +670,33 @@
               (finally (kill! c)))))
         (is (some? (reopened-digest dir "lmdb-sync")) "reopened, read soundly both ways")
         (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(deftest a-replace-that-cannot-write-its-pages-commits-nothing
+  (testing "a child whose file writes fail past a size (RLIMIT_FSIZE, as a full disk fails
+  them) while its replace writes the new pages: :store/io, nothing committed; the store reopens
+  with the old contents, and a replace then writes over the pages left behind"
+    (doseq [commit ["wal" "lmdb-sync"]]
+      (testing commit
+        (let [dir (File. (tu/temp-dir) "db")
+              old (rc/contents 11 0.2)
+              err (File. (.getParentFile dir) "replace.err")]
+          (try
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s old))
+            (let [limit-kb (+ 1024 (quot (.length (File. dir "data.mdb")) 1024))
+                  cmd (str "ulimit -f " limit-kb " && exec "
+                           (str/join " " (map #(str "'" % "'")
+                                              (child/command (.getParent dir)
+                                                             "datalith.lmdb-replace-child"
+                                                             "replace" (.getPath dir) commit
+                                                             12 1))))
+                  p (child/start ["sh" "-c" cmd] err)
+                  lines (child/line-queue (.getInputStream p))]
+              (is (await-line {:lines lines} "start"))
+              (is (.waitFor p 120 TimeUnit/SECONDS))
+              (is (= ["failed :store/io"] (child/drain lines)) (slurp err)))
+            (is (= (rc/model-digest old) (reopened-digest dir commit)) "the old contents")
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s (rc/contents 12 1)))
+            (is (= (rc/model-digest (rc/contents 12 1)) (reopened-digest dir commit)))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
