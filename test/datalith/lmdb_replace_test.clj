@@ -31,7 +31,7 @@
             [datalith.test-util :as tu])
   (:import (clojure.lang ExceptionInfo)
            (datalith.conn Conn)
-           (datalith.store Cursor LmdbStore ReadTxn Store SubDb WriteTxn)
+           (datalith.store Cursor LmdbBackup LmdbStore ReadTxn Store SubDb WriteTxn)
            (java.io File)
            (java.nio ByteBuffer ByteOrder)
            (java.nio.channels FileChannel)
@@ -700,3 +700,38 @@
               (replace-with! s (rc/contents 12 1)))
             (is (= (rc/model-digest (rc/contents 12 1)) (reopened-digest dir commit)))
             (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+(deftest a-backup-during-a-replace-is-whole
+  (testing "page-for-page backups (LMDB's copy takes its write lock while it copies the meta
+  pages) taken over and over while replaces run: each opens with the old contents or the new,
+  whole, never a meta page of a replace without its pages"
+    (doseq [commit ["wal" "lmdb-sync"]]
+      (testing commit
+        (let [root (tu/temp-dir)
+              dir (File. root "db")
+              models {11 (rc/contents 11 0.3) 12 (rc/contents 12 0.3)}
+              digests (into {} (for [[k m] models] [(rc/model-digest m) k]))]
+          (try
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s (models 11))
+              (let [done (promise)
+                    backups (future
+                              (loop [i 0, out []]
+                                (if (realized? done)
+                                  out
+                                  (let [d (File. root (str "backup" i))]
+                                    (.mkdirs d)
+                                    (LmdbBackup/copy s (.toPath d) false)
+                                    (recur (inc i) (conj out d))))))]
+                (try
+                  (doseq [seed (take 10 (cycle [12 11]))]
+                    (replace-with! s (models seed)))
+                  (finally (deliver done true)))
+                (is (pos? (count @backups)))
+                (doseq [^File d @backups]
+                  (let [got (try (with-open [b (LmdbStore/open (.toPath d)
+                                                               {"commit" "lmdb-sync"})]
+                                   (rc/store-digest b))
+                                 (catch ExceptionInfo e (ex-message e)))]
+                    (is (contains? digests got) (str (.getName d) ": " got))))))
+            (finally (tu/delete-tree root))))))))
