@@ -735,3 +735,25 @@
                                  (catch ExceptionInfo e (ex-message e)))]
                     (is (contains? digests got) (str (.getName d) ": " got))))))
             (finally (tu/delete-tree root))))))))
+
+(deftest a-replace-without-the-log-survives-a-switch-to-it
+  (testing "a store written through the log (its checkpoint left behind), replaced with
+  \"lmdb-sync\" (inside a pause or not), then reopened with \"wal\": recovery keeps the replace
+  (the replace retires the log's checkpoint), and commits after it stay"
+    (doseq [pause [false true]]
+      (testing (if pause "inside a pause" "outside a pause")
+        (let [dir (File. (tu/temp-dir) "db")
+              rnd (Random. 41)
+              model (rc/contents 12 0.3)]
+          (try
+            (with-open [s (open-store dir "java" "wal")]
+              (random-writes! s (rc/contents 11 0.1) rnd 50))
+            (with-open [s (open-store dir "java" "lmdb-sync")]
+              (if pause
+                (with-open [_ (.pauseSync s)] (replace-with! s model))
+                (replace-with! s model)))
+            (is (= (rc/model-digest model) (reopened-digest dir "wal")))
+            (with-open [s (open-store dir "java" "wal")]
+              (random-writes! s model rnd 50))
+            (is (= (rc/model-digest model) (reopened-digest dir "wal")))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
