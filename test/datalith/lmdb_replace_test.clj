@@ -757,3 +757,41 @@
               (random-writes! s model rnd 50))
             (is (= (rc/model-digest model) (reopened-digest dir "wal")))
             (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+(defn- field [^Class c ^String name obj]
+  (.get (doto (.getDeclaredField c name) (.setAccessible true)) obj))
+
+(deftest a-replace-whose-checkpoint-fails-is-seen-by-no-one
+  (testing "through the log, the segment the replace's checkpoint goes to fails its writes
+  (/dev/full: a full disk): replaceAll throws :store/io, and no reader, now or after a reopen,
+  sees the new contents; commits go on after"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 43)
+          old (rc/contents 11 0.2)]
+      (try
+        (with-open [s (open-store dir "java" "wal")]
+          (replace-with! s old)
+          (random-writes! s old rnd 20) ; this process owns the log's last checkpoint
+          (let [wal (field LmdbStore "wal" s)
+                ^"[Ljava.nio.channels.FileChannel;" files (field (class wal) "files" wal)
+                target (- 1 (long (field (class wal) "segment" wal)))
+                kept (aget files target)]
+            (aset files target (FileChannel/open (.toPath (File. "/dev/full"))
+                                                 (into-array StandardOpenOption
+                                                             [StandardOpenOption/READ
+                                                              StandardOpenOption/WRITE])))
+            (try
+              (is (= :store/io
+                     (try (with-open [src (rc/mem-store (rc/contents 12 0.2))
+                                      r (.beginRead src)]
+                            (.replaceAll s r))
+                          nil
+                          (catch ExceptionInfo e (:error (ex-data e))))))
+              (is (= (rc/model-digest old) (rc/store-digest s)) "a reader sees the old contents")
+              (finally
+                (.close ^FileChannel (aget files target))
+                (aset files target kept)))
+            (random-writes! s old rnd 20)
+            (is (= (rc/model-digest old) (rc/store-digest s)))))
+        (is (= (rc/model-digest old) (reopened-digest dir "wal")) "reopened: the old contents")
+        (finally (tu/delete-tree (.getParentFile dir)))))))
