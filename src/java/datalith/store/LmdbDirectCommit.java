@@ -28,12 +28,13 @@ import org.lmdbjava.Txn;
 
 /**
  * {@link Store#replaceAll} on an {@link LmdbStore}, written as pages rather than through LMDB's
- * B-tree puts: under the writer lock and LMDB's (see below), no other LMDB write transaction open, the
- * source's entries of each sub-database become a fresh B+tree ({@link LmdbTreeWriter}) from
- * the page past the last commit T's last page on, then a fresh main database whose leaf nodes
- * are the sub-databases' records; one new meta page (transaction T + 1, in slot (T + 1) % 2)
- * points at it, and the lock file's shared txnid (MDB_txninfo's mti_txnid, which LMDB's readers
- * and writers read to pick a meta page) makes it the last commit.
+ * B-tree puts: under the writer lock and LMDB's (see below), no other LMDB write transaction
+ * open, the source's entries of each sub-database become a fresh B+tree
+ * ({@link LmdbTreeWriter}) from the page past the last commit T's last page on, then a fresh
+ * main database whose leaf nodes are the sub-databases' records; one new meta page
+ * (transaction T + 1, in slot (T + 1) % 2) points at it, and the lock file's shared txnid
+ * (MDB_txninfo's mti_txnid, which LMDB's readers and writers read to pick a meta page) makes it
+ * the last commit.
  *
  * <p>Atomic: until the meta page is written, nothing refers to the new pages; read
  * transactions begun before keep reading the old trees, whose pages nothing overwrites. The
