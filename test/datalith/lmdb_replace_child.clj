@@ -8,14 +8,23 @@
   digest of every sub-database's entries, see `digest`) and exits. `replace` opens it,
   prints `ready`, builds (contents SEED SCALE) in a MemStore, prints `start`, replaces the
   store's contents with it (Store.replaceAll; inside Store.pauseSync with `pause`), prints
-  `replaced` and waits to be killed (inside the pause, with `pause`)."
+  `replaced` and waits to be killed (inside the pause, with `pause`); when replaceAll throws
+  an ex-info, it prints `failed E` (E its :error) and exits.
+
+    java ... clojure.main -m datalith.lmdb-replace-child lmdb-writer DIR
+
+  `lmdb-writer` is a writer that knows only LMDB's own write lock (a datalith from before
+  writer.lock, or another program): it opens DIR with lmdbjava alone and commits, i = 1, 2,
+  ..., the key (child-key i) into EAVT and \"child\" = i into META, printing `put i` after
+  each commit, until killed."
   (:require [clojure.string :as str]
             [datalith.child-jvm :as child])
   (:import (datalith.store Cursor LmdbStore MemStore ReadTxn Store SubDb WriteTxn)
            (java.nio ByteBuffer)
            (java.nio.file Path)
            (java.util Arrays Comparator Map Random TreeMap)
-           (java.util.zip CRC32C)))
+           (java.util.zip CRC32C)
+           (org.lmdbjava Dbi DbiFlags Env EnvFlags PutFlags)))
 
 (set! *warn-on-reflection* true)
 
@@ -127,8 +136,38 @@
   (with-open [r (.beginRead s)]
     (digest #(scan r %))))
 
+(defn child-key
+  "The EAVT key of an lmdb-writer's commit i: 0xFF 0xFF then i (8 bytes)."
+  ^bytes [^long i]
+  (.array (.putLong (.put (.put (ByteBuffer/allocate 10) (byte -1)) (byte -1)) i)))
+
+(defn- lmdb-writer [dir]
+  (let [^Env env (-> (Env/create)
+                     (.setMapSize (bit-shift-left 1 30))
+                     (.setMaxDbs (alength (SubDb/values)))
+                     (.setMaxReaders 1024)
+                     (.open (java.io.File. ^String dir)
+                            (into-array EnvFlags [EnvFlags/MDB_NOTLS EnvFlags/MDB_NOSYNC])))
+        no-flags (make-array DbiFlags 0)
+        dbi (fn [^SubDb db] (.openDbi env (.name db) ^"[Lorg.lmdbjava.DbiFlags;" no-flags))
+        ^Dbi eavt (dbi SubDb/EAVT)
+        ^Dbi meta (dbi SubDb/META)
+        direct (fn [^bytes b] (.flip (.put (ByteBuffer/allocateDirect (alength b)) b)))]
+    (loop [i 1]
+      (with-open [txn (.txnWrite env)]
+        (.put eavt txn (direct (child-key i)) (direct (byte-array 0))
+              (make-array PutFlags 0))
+        (.put meta txn (direct (.getBytes "child" "US-ASCII")) (direct (long-key i))
+              (make-array PutFlags 0))
+        (.commit txn))
+      (println "put" i)
+      (flush)
+      (recur (inc i)))))
+
 (defn -main [mode dir commit & [seed scale pause]]
   (child/exit-with-parent!)
+  (when (= mode "lmdb-writer")
+    (lmdb-writer dir))
   (let [store (LmdbStore/open (Path/of ^String dir (make-array String 0)) {"commit" commit})
         line! (fn [s] (println s) (flush))]
     (case mode
@@ -138,12 +177,16 @@
       "replace" (let [_ (line! "ready")
                       source (mem-store (contents (parse-long seed) (parse-double scale)))]
                   (line! "start")
-                  (with-open [r (.beginRead source)]
-                    (if (= pause "pause")
-                      (with-open [_ (.pauseSync store)] ; killed inside the pause
-                        (.replaceAll store r)
-                        (line! "replaced")
-                        (Thread/sleep Long/MAX_VALUE))
-                      (do (.replaceAll store r)
+                  (try
+                    (with-open [r (.beginRead source)]
+                      (if (= pause "pause")
+                        (with-open [_ (.pauseSync store)] ; killed inside the pause
+                          (.replaceAll store r)
                           (line! "replaced")
-                          (Thread/sleep Long/MAX_VALUE))))))))
+                          (Thread/sleep Long/MAX_VALUE))
+                        (do (.replaceAll store r)
+                            (line! "replaced")
+                            (Thread/sleep Long/MAX_VALUE))))
+                    (catch clojure.lang.ExceptionInfo e
+                      (line! (str "failed " (:error (ex-data e))))
+                      (System/exit 2)))))))

@@ -18,15 +18,20 @@
   - the old trees' pages go to the free list and later commits reuse them; old trees that do
     not read soundly are left behind; a sub-database that is not a SubDb makes replaceAll
     take the generic way, which keeps it
-  - a source whose keys are out of order is refused, nothing committed"
-  (:require [clojure.test :refer [deftest is testing]]
+  - a source whose keys are out of order is refused, nothing committed
+  - the safety review: a child killed the moment its replace is published (the lock file's
+    txnid) keeps it after recovery; a reader older than a replace reads the old contents whole
+    after many commits, which reuse the old pages once it ends; a process committing through
+    LMDB's own write lock alone waits for a replace and its later commits stay"
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
             [datalith.child-jvm :as child]
             [datalith.core :as d]
             [datalith.lmdb-replace-child :as rc]
             [datalith.test-util :as tu])
   (:import (clojure.lang ExceptionInfo)
            (datalith.conn Conn)
-           (datalith.store Cursor LmdbStore ReadTxn Store SubDb WriteTxn)
+           (datalith.store Cursor LmdbBackup LmdbStore ReadTxn Store SubDb WriteTxn)
            (java.io File)
            (java.nio ByteBuffer ByteOrder)
            (java.nio.channels FileChannel)
@@ -544,4 +549,249 @@
           (with-open [r (.beginRead s)] (check-store r model rnd))
           (random-writes! s model rnd 300)
           (with-open [r (.beginRead s)] (check-store r model rnd)))
+        (finally (tu/delete-tree (.getParentFile dir)))))))
+
+;; ---- the safety review (h-pagesrev) ------------------------------------------
+
+(defn- published-txnid
+  "The txnid the lock file publishes (mti_txnid, LmdbDirectCommit.LOCK_TXNID), read by pread:
+  what every process's next read transaction reads."
+  ^long [^FileChannel ch]
+  (let [b (.order (ByteBuffer/allocate 8) (ByteOrder/nativeOrder))]
+    (.read ch b 48)
+    (.getLong b 0)))
+
+(deftest a-published-replace-survives-a-kill
+  (testing "a child's replace is killed the moment the lock file publishes it (every process's
+  next read transaction sees the new contents from then on): a reopen keeps the new contents,
+  whatever step after the publish the kill fell in"
+    (doseq [commit ["wal" "lmdb-sync"]]
+      (testing commit
+        (let [dir (File. (tu/temp-dir) "db")
+              digests {11 (rc/model-digest (rc/contents 11 1))
+                       12 (rc/model-digest (rc/contents 12 1))}]
+          (try
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s (rc/contents 11 1)))
+            (doseq [[i target] (map-indexed vector [12 11 12 11])]
+              (let [c (start-replace dir commit target false)]
+                (is (await-line c "start"))
+                (with-open [lock (FileChannel/open (.toPath (File. dir "lock.mdb"))
+                                                   (into-array StandardOpenOption
+                                                               [StandardOpenOption/READ]))]
+                  (let [t (published-txnid lock)
+                        deadline (+ (System/nanoTime) (* 120 1000000000))]
+                    (while (and (= t (published-txnid lock)) (< (System/nanoTime) deadline))
+                      (Thread/onSpinWait))
+                    (kill! c)
+                    (is (= (inc t) (published-txnid lock)) "published before the kill")))
+                (is (= (digests target) (reopened-digest dir commit)) (str "iteration " i))))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+(deftest a-reader-older-than-a-replace-keeps-its-pages
+  (testing "a read transaction begun before a replace reads the old contents whole after many
+  ordinary commits that take free pages (the old trees' pages, listed under the replace's
+  txnid, wait for it to end), and those commits reuse them once it ends"
+    (doseq [commit ["wal" "lmdb-sync"], reader ["java" "lmdb"]]
+      (testing (str commit ", page-reader " reader)
+        (let [dir (File. (tu/temp-dir) "db")
+              rnd (Random. 23)
+              old (rc/contents 31 0.5)
+              new (rc/contents 32 0.05)]
+          (try
+            (with-open [s (open-store dir reader commit)]
+              (replace-with! s old)
+              (random-writes! s old rnd 200) ; an ordinary commit: pages freed, then reused
+              (let [before (.beginRead s)]
+                (try
+                  (replace-with! s new)
+                  (dotimes [_ 60] (random-writes! s new rnd 100))
+                  (check-store before old rnd)
+                  (finally (.close before))))
+              (with-open [r (.beginRead s)] (check-store r new rnd)))
+            ;; reopened: with "wal", the pin of the replace's checkpoint holds its free pages
+            ;; until the next checkpoint, as it holds those of the commits after one
+            (with-open [s (open-store dir reader commit)]
+              (let [grown (last-page dir)]
+                (dotimes [_ 60] (random-writes! s new rnd 100))
+                (is (< (- (last-page dir) grown) 200) "the old trees' pages reused after it")
+                (with-open [r (.beginRead s)] (check-store r new rnd))))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+(deftest a-writer-of-lmdb-alone-waits-for-a-replace
+  (testing "a process that commits through LMDB's own write lock alone (a datalith from before
+  writer.lock, another program) while a replace runs: its commits wait for the replace, which
+  holds that lock too; those after it stay, on the new trees, read soundly, and none before it"
+    (let [dir (File. (tu/temp-dir) "db")
+          model (rc/contents 12 1)]
+      (try
+        (with-open [s (open-store dir "java" "lmdb-sync")]
+          (replace-with! s (rc/contents 11 0.2))
+          (let [p (child/start (child/command (.getParent dir) "datalith.lmdb-replace-child"
+                                              "lmdb-writer" (.getPath dir) "lmdb-sync")
+                               (File. (.getParentFile dir) "writer.err"))
+                c {:process p :lines (child/line-queue (.getInputStream p))}
+                put (fn [] (let [l (.poll ^LinkedBlockingQueue (:lines c) 120 TimeUnit/SECONDS)]
+                             (when (string? l) (parse-long (subs l 4)))))]
+            (try
+              (is (put) "the writer commits before the replace")
+              (replace-with! s model)
+              (with-open [lock (FileChannel/open (.toPath (File. dir "lock.mdb"))
+                                                 (into-array StandardOpenOption
+                                                             [StandardOpenOption/READ]))]
+                (let [replaced (published-txnid lock)
+                      deadline (+ (System/nanoTime) (* 120 1000000000))]
+                  (while (and (< (published-txnid lock) (+ replaced 3))
+                              (< (System/nanoTime) deadline))
+                    (Thread/sleep 1))
+                  (kill! c)
+                  (is (<= (+ replaced 3) (published-txnid lock)) "3 commits after the replace")))
+              (with-open [r (.beginRead s)]
+                (let [child? (fn [[^bytes k _]] (and (= 10 (alength k)) (= -1 (aget k 0))
+                                                    (= -1 (aget k 1))))
+                      eavt (rc/scan r SubDb/EAVT)
+                      ids (set (map (fn [[^bytes k _]] (.getLong (ByteBuffer/wrap k) 2))
+                                    (filter child? eavt)))
+                      counter (some (fn [[^bytes k ^bytes v]]
+                                      (when (= "child" (String. k "US-ASCII"))
+                                        (.getLong (ByteBuffer/wrap v))))
+                                    (rc/scan r SubDb/META))]
+                  (is (some? counter))
+                  (is (<= 3 (count ids)) "the writer's commits after the replace")
+                  (is (= (set (range (apply min (or counter 0) ids) (inc (or counter 0)))) ids)
+                      "the writer's keys since the replace, and none from before it")
+                  (is (true? (same-entries? (entries (model SubDb/EAVT)) (remove child? eavt))))
+                  (doseq [db (SubDb/values) :when (not (#{SubDb/EAVT SubDb/META} db))]
+                    (is (true? (same-entries? (entries (model db)) (rc/scan r db))) (str db)))
+                  (is (true? (same-entries?
+                              (entries (model SubDb/META))
+                              (remove (fn [[^bytes k _]] (= "child" (String. k "US-ASCII")))
+                                      (rc/scan r SubDb/META)))))))
+              (finally (kill! c)))))
+        (is (some? (reopened-digest dir "lmdb-sync")) "reopened, read soundly both ways")
+        (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(deftest a-replace-that-cannot-write-its-pages-commits-nothing
+  (testing "a child whose file writes fail past a size (RLIMIT_FSIZE, as a full disk fails
+  them) while its replace writes the new pages: :store/io, nothing committed; the store reopens
+  with the old contents, and a replace then writes over the pages left behind"
+    (doseq [commit ["wal" "lmdb-sync"]]
+      (testing commit
+        (let [dir (File. (tu/temp-dir) "db")
+              old (rc/contents 11 0.2)
+              err (File. (.getParentFile dir) "replace.err")]
+          (try
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s old))
+            (let [limit-kb (+ 1024 (quot (.length (File. dir "data.mdb")) 1024))
+                  cmd (str "ulimit -f " limit-kb " && exec "
+                           (str/join " " (map #(str "'" % "'")
+                                              (child/command (.getParent dir)
+                                                             "datalith.lmdb-replace-child"
+                                                             "replace" (.getPath dir) commit
+                                                             12 1))))
+                  p (child/start ["sh" "-c" cmd] err)
+                  lines (child/line-queue (.getInputStream p))]
+              (is (await-line {:lines lines} "start"))
+              (is (.waitFor p 120 TimeUnit/SECONDS))
+              (is (= ["failed :store/io"] (child/drain lines)) (slurp err)))
+            (is (= (rc/model-digest old) (reopened-digest dir commit)) "the old contents")
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s (rc/contents 12 1)))
+            (is (= (rc/model-digest (rc/contents 12 1)) (reopened-digest dir commit)))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+(deftest a-backup-during-a-replace-is-whole
+  (testing "page-for-page backups (LMDB's copy takes its write lock while it copies the meta
+  pages) taken over and over while replaces run: each opens with the old contents or the new,
+  whole, never a meta page of a replace without its pages"
+    (doseq [commit ["wal" "lmdb-sync"]]
+      (testing commit
+        (let [root (tu/temp-dir)
+              dir (File. root "db")
+              models {11 (rc/contents 11 0.3) 12 (rc/contents 12 0.3)}
+              digests (into {} (for [[k m] models] [(rc/model-digest m) k]))]
+          (try
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s (models 11))
+              (let [done (promise)
+                    backups (future
+                              (loop [i 0, out []]
+                                (if (realized? done)
+                                  out
+                                  (let [d (File. root (str "backup" i))]
+                                    (.mkdirs d)
+                                    (LmdbBackup/copy s (.toPath d) false)
+                                    (recur (inc i) (conj out d))))))]
+                (try
+                  (doseq [seed (take 10 (cycle [12 11]))]
+                    (replace-with! s (models seed)))
+                  (finally (deliver done true)))
+                (is (pos? (count @backups)))
+                (doseq [^File d @backups]
+                  (let [got (try (with-open [b (LmdbStore/open (.toPath d)
+                                                               {"commit" "lmdb-sync"})]
+                                   (rc/store-digest b))
+                                 (catch ExceptionInfo e (ex-message e)))]
+                    (is (contains? digests got) (str (.getName d) ": " got))))))
+            (finally (tu/delete-tree root))))))))
+
+(deftest a-replace-without-the-log-survives-a-switch-to-it
+  (testing "a store written through the log (its checkpoint left behind), replaced with
+  \"lmdb-sync\" (inside a pause or not), then reopened with \"wal\": recovery keeps the replace
+  (the replace retires the log's checkpoint), and commits after it stay"
+    (doseq [pause [false true]]
+      (testing (if pause "inside a pause" "outside a pause")
+        (let [dir (File. (tu/temp-dir) "db")
+              rnd (Random. 41)
+              model (rc/contents 12 0.3)]
+          (try
+            (with-open [s (open-store dir "java" "wal")]
+              (random-writes! s (rc/contents 11 0.1) rnd 50))
+            (with-open [s (open-store dir "java" "lmdb-sync")]
+              (if pause
+                (with-open [_ (.pauseSync s)] (replace-with! s model))
+                (replace-with! s model)))
+            (is (= (rc/model-digest model) (reopened-digest dir "wal")))
+            (with-open [s (open-store dir "java" "wal")]
+              (random-writes! s model rnd 50))
+            (is (= (rc/model-digest model) (reopened-digest dir "wal")))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+(defn- field [^Class c ^String name obj]
+  (.get (doto (.getDeclaredField c name) (.setAccessible true)) obj))
+
+(deftest a-replace-whose-checkpoint-fails-is-seen-by-no-one
+  (testing "through the log, the segment the replace's checkpoint goes to fails its writes
+  (/dev/full: a full disk): replaceAll throws :store/io, and no reader, now or after a reopen,
+  sees the new contents; commits go on after"
+    (let [dir (File. (tu/temp-dir) "db")
+          rnd (Random. 43)
+          old (rc/contents 11 0.2)]
+      (try
+        (with-open [s (open-store dir "java" "wal")]
+          (replace-with! s old)
+          (random-writes! s old rnd 20) ; this process owns the log's last checkpoint
+          (let [wal (field LmdbStore "wal" s)
+                ^"[Ljava.nio.channels.FileChannel;" files (field (class wal) "files" wal)
+                target (- 1 (long (field (class wal) "segment" wal)))
+                kept (aget files target)]
+            (aset files target (FileChannel/open (.toPath (File. "/dev/full"))
+                                                 (into-array StandardOpenOption
+                                                             [StandardOpenOption/READ
+                                                              StandardOpenOption/WRITE])))
+            (try
+              (is (= :store/io
+                     (try (with-open [src (rc/mem-store (rc/contents 12 0.2))
+                                      r (.beginRead src)]
+                            (.replaceAll s r))
+                          nil
+                          (catch ExceptionInfo e (:error (ex-data e))))))
+              (is (= (rc/model-digest old) (rc/store-digest s)) "a reader sees the old contents")
+              (finally
+                (.close ^FileChannel (aget files target))
+                (aset files target kept)))
+            (random-writes! s old rnd 20)
+            (is (= (rc/model-digest old) (rc/store-digest s)))))
+        (is (= (rc/model-digest old) (reopened-digest dir "wal")) "reopened: the old contents")
         (finally (tu/delete-tree (.getParentFile dir)))))))

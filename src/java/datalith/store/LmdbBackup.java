@@ -9,7 +9,8 @@ import org.lmdbjava.LmdbException;
  * commit into an empty directory, as one data file that opens like any store. LMDB copies from
  * one read snapshot, so the copy is consistent while this and other processes go on reading and
  * writing; writers are not held up (a page-for-page copy takes LMDB's writer mutex only while it
- * reads the meta pages).
+ * reads the meta pages; a {@code replaceAll} holds that mutex while it writes, so such a copy
+ * begins before it or after it, never with its meta page and without its pages).
  *
  * <p>A page-for-page copy writes the snapshot's pages as they are and interprets none but the
  * meta pages, which {@link LmdbFiles} checked at open: a damaged page is copied, never read, so

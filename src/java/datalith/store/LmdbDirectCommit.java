@@ -22,16 +22,19 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.Comparator;
+import org.lmdbjava.Dbi.MapResizedException;
 import org.lmdbjava.Env;
+import org.lmdbjava.Txn;
 
 /**
  * {@link Store#replaceAll} on an {@link LmdbStore}, written as pages rather than through LMDB's
- * B-tree puts: under the writer lock, with no LMDB write transaction open anywhere, the
- * source's entries of each sub-database become a fresh B+tree ({@link LmdbTreeWriter}) from
- * the page past the last commit T's last page on, then a fresh main database whose leaf nodes
- * are the sub-databases' records; one new meta page (transaction T + 1, in slot (T + 1) % 2)
- * points at it, and the lock file's shared txnid (MDB_txninfo's mti_txnid, which LMDB's readers
- * and writers read to pick a meta page) makes it the last commit.
+ * B-tree puts: under the writer lock and LMDB's (see below), no other LMDB write transaction
+ * open, the source's entries of each sub-database become a fresh B+tree
+ * ({@link LmdbTreeWriter}) from the page past the last commit T's last page on, then a fresh
+ * main database whose leaf nodes are the sub-databases' records; one new meta page
+ * (transaction T + 1, in slot (T + 1) % 2) points at it, and the lock file's shared txnid
+ * (MDB_txninfo's mti_txnid, which LMDB's readers and writers read to pick a meta page) makes it
+ * the last commit.
  *
  * <p>Atomic: until the meta page is written, nothing refers to the new pages; read
  * transactions begun before keep reading the old trees, whose pages nothing overwrites. The
@@ -42,11 +45,20 @@ import org.lmdbjava.Env;
  * list is kept as it is and their pages are left unreferenced (leaked). Later calls never reuse
  * free pages: each writes its trees past the last page.
  *
- * <p>Durable as the store's commits are: with the option "sync" and no pause, the new pages are
- * fdatasynced before the meta page is written; then through the write-ahead log, a checkpoint
- * follows (it syncs the meta page; until it is written, recovery goes back to the previous
- * checkpoint, before this commit), and with LMDB's own sync, an fdatasync. Inside a pause
- * ({@code Store.pauseSync}) or without "sync", nothing is synced here.
+ * <p>Durable as the store's commits are, before any process can see it: with the option "sync"
+ * and no pause, the new pages are fdatasynced before the meta page is written, and the meta
+ * page before the lock file publishes it; through the write-ahead log, a checkpoint holding
+ * the meta page is written and fdatasynced between the two (a crash before it is whole goes
+ * back to the previous checkpoint, where LMDB's last published commit was), and pins the
+ * commit after the publish. Inside a pause ({@code Store.pauseSync}) or without "sync",
+ * nothing is synced here.
+ *
+ * <p>Writers: the caller holds datalith's writer lock, and this commit holds LMDB's own too (a
+ * write transaction, begun first and aborted after the publish, writing nothing), so that
+ * processes that know only LMDB's (a datalith from before writer.lock, another program) wait
+ * for it rather than write over the new pages or commit T + 1 themselves. When the map must
+ * grow, LMDB's lock is let go for the growth and taken again; if another commit came
+ * meanwhile, nothing refers to the pages written, and the caller takes the generic way.
  *
  * <p>Checked before anything is written, else the caller falls back to the generic way: pages
  * of 4 KiB, the last commit's meta page as {@link LmdbLayout} reads it, and the lock file as
@@ -80,7 +92,8 @@ final class LmdbDirectCommit {
     NONE,
     /** Pages fdatasynced, then the meta page written and fdatasynced. */
     LMDB_SYNC,
-    /** Pages fdatasynced, then the meta page written and a checkpoint of the log taken. */
+    /** Pages fdatasynced, the meta page written and fdatasynced, a checkpoint of the log written
+     * holding it, then the commit published and pinned. */
     WAL
   }
 
@@ -98,11 +111,17 @@ final class LmdbDirectCommit {
   static boolean commit(Env<ByteBuffer> env, Path dir, String where, LmdbMapGrowth map,
       LmdbWal wal, Durability durability, ReadTxn source) {
     boolean interrupted = Thread.interrupted(); // with it set, a channel's I/O closes it
+    Txn<ByteBuffer> lmdbWriter = null; // holds LMDB's own write lock; aborted, writes nothing
     try (FileChannel data = FileChannel.open(dir.resolve(LmdbFiles.DATA),
             StandardOpenOption.READ, StandardOpenOption.WRITE);
         FileChannel lockFile = FileChannel.open(dir.resolve(LmdbFiles.LOCK),
             StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-      long t = env.info().lastTransactionId;
+      try {
+        lmdbWriter = env.txnWrite();
+      } catch (MapResizedException e) {
+        return false; // another process grew the file past the map: the generic way adopts it
+      }
+      long t = lmdbWriter.getId() - 1;
       ByteBuffer meta = readMeta(data, t);
       if (meta == null || lockFile.size() < PAGE) {
         return false;
@@ -123,7 +142,17 @@ final class LmdbDirectCommit {
       sink.flush();
       long pages = sink.next();
       if (pages * PAGE > map.mapSize()) {
+        lmdbWriter.close(); // LMDB grows no map while a write transaction is open
+        lmdbWriter = null;
         map.growForCommit(map.grownSize(pages * PAGE)); // LMDB refuses a txn past its map
+        try {
+          lmdbWriter = env.txnWrite();
+        } catch (MapResizedException e) {
+          return false;
+        }
+        if (lmdbWriter.getId() != t + 1) {
+          return false; // a writer of LMDB's lock alone committed meanwhile, maybe over the pages
+        }
       }
       if (durability != Durability.NONE) {
         data.force(false);
@@ -137,12 +166,17 @@ final class LmdbDirectCommit {
       }
       meta.putLong(MM_LAST_PG, pages - 1).putLong(MM_TXNID, t + 1);
       write(data, meta.clear(), slot * PAGE);
-      if (durability == Durability.LMDB_SYNC) {
+      if (durability != Durability.NONE) {
         data.force(false);
       }
-      LONGS.setVolatile(lock, LOCK_TXNID, t + 1); // the commit: readers pick its meta page
       if (durability == Durability.WAL) {
-        wal.checkpointAfterDirectCommit();
+        wal.checkpointBeforeDirectCommit(meta.clear(), t + 1); // durable before it is seen
+      }
+      LONGS.setVolatile(lock, LOCK_TXNID, t + 1); // the commit: readers pick its meta page
+      lmdbWriter.close(); // LMDB's next writer, in any process, begins from T + 1
+      lmdbWriter = null;
+      if (durability == Durability.WAL) {
+        wal.pinAfterDirectCommit(t + 1);
       }
       try {
         map.growAheadOfNeed(pages);
@@ -155,6 +189,9 @@ final class LmdbDirectCommit {
     } catch (IOException e) {
       throw Errors.error(Errors.IO, where, "Cannot write the store's pages: " + e, e);
     } finally {
+      if (lmdbWriter != null) {
+        lmdbWriter.close();
+      }
       if (interrupted) {
         Thread.currentThread().interrupt();
       }

@@ -173,24 +173,15 @@ final class LmdbWal {
       if (meta.hasRemaining() || meta.getLong(LmdbLayout.MM_TXNID) != x) {
         throw io("The meta page of transaction " + x + " is not on disk after a sync", null);
       }
-      // a first checkpoint's epoch comes from the clock, past any stale record's in the segments
-      long e = last == null ? System.currentTimeMillis() * 1000 : last.epoch + 1;
-      int target = last == null ? 0 : 1 - last.segment;
-      ByteBuffer r = begin(CHECKPOINT, x, e, 8 + LmdbLayout.META_END);
-      r.putLong(owner).put(meta.flip());
-      write(target, 0, finish(r));
+      writeCheckpoint(last, x, meta.flip());
       if (pin != null) {
         pin.close();
       }
       pin = next;
       next = null;
-      epoch = e;
-      segment = target;
-      offset = CHECKPOINT_SIZE;
-      commits = 0;
       if (paused) {
         byte[] boot = bootId();
-        append(begin(PAUSE, x, e, boot.length).put(boot));
+        append(begin(PAUSE, x, epoch, boot.length).put(boot));
       }
     } catch (IOException ex) {
       throw io("Cannot write a checkpoint to the write-ahead log", ex);
@@ -201,6 +192,25 @@ final class LmdbWal {
         next.close();
       }
     }
+  }
+
+  /**
+   * Writes and fdatasyncs checkpoint X = {@code x}, whose meta page's first
+   * {@link LmdbLayout#META_END} bytes {@code meta} holds, after {@code last}; this process then
+   * owns the log. X's pages must be on disk already.
+   */
+  private void writeCheckpoint(LmdbWalRecovery.Checkpoint last, long x, ByteBuffer meta)
+      throws IOException {
+    // a first checkpoint's epoch comes from the clock, past any stale record's in the segments
+    long e = last == null ? System.currentTimeMillis() * 1000 : last.epoch + 1;
+    int target = last == null ? 0 : 1 - last.segment;
+    ByteBuffer r = begin(CHECKPOINT, x, e, 8 + LmdbLayout.META_END);
+    r.putLong(owner).put(meta);
+    write(target, 0, finish(r));
+    epoch = e;
+    segment = target;
+    offset = CHECKPOINT_SIZE;
+    commits = 0;
   }
 
   private int pageSize() {
@@ -290,14 +300,56 @@ final class LmdbWal {
   }
 
   /**
-   * Takes a checkpoint after a commit that wrote no record ({@link LmdbDirectCommit}): the log
-   * holds nothing of it, so until this checkpoint is written recovery goes back to the last
-   * one. When it fails, the next {@link #own} takes it again (before any record that would
-   * follow the missing commit). Under the writer lock.
+   * The checkpoint of a commit that writes no record ({@link LmdbDirectCommit}), taken before
+   * the commit is published: writes and fdatasyncs checkpoint X = {@code txnid} holding
+   * {@code meta} (the first {@link LmdbLayout#META_END} bytes of its meta page, which, like the
+   * pages it points to, is on disk already). So no process ever reads a commit that recovery
+   * would undo: a crash before this record is whole goes back to the last checkpoint, where
+   * LMDB's last commit (not yet published) was; after it, recovery keeps the commit. Then
+   * {@link #pinAfterDirectCommit}. Under the writer lock, no LMDB write transaction open.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the log cannot be written (the
+   *     commit must then not be published)
    */
-  void checkpointAfterDirectCommit() {
+  void checkpointBeforeDirectCommit(ByteBuffer meta, long txnid) {
+    epoch = -1; // until the checkpoint and its pin are whole, the next own() takes one anew
+    uninterrupted(() -> {
+      checkUsable();
+      try {
+        writeCheckpoint(LmdbWalRecovery.lastCheckpoint(files, where), txnid, meta);
+      } catch (IOException e) {
+        epoch = -1;
+        throw io("Cannot write a checkpoint to the write-ahead log", e);
+      }
+    });
+  }
+
+  /**
+   * After {@link #checkpointBeforeDirectCommit} and the commit's publish: pins its commit
+   * {@code txnid} (X) with a read transaction, so that LMDB reuses none of X's pages. When
+   * that fails (no reader slot), no commit follows before the next {@link #own}, which takes a
+   * checkpoint, with its pin, anew. Under the writer lock.
+   */
+  void pinAfterDirectCommit(long txnid) {
+    Txn<ByteBuffer> next = null;
+    try {
+      next = env.txnRead();
+      if (next.getId() == txnid) {
+        if (pin != null) {
+          pin.close();
+        }
+        pin = next;
+        next = null;
+        return;
+      }
+    } catch (org.lmdbjava.LmdbException e) {
+      // the commit stands, durable; the next own() pins with a checkpoint of its own
+    } finally {
+      if (next != null) {
+        next.close();
+      }
+    }
     epoch = -1;
-    uninterrupted(this::checkpointNow);
   }
 
   /** Begins a pause: a checkpoint, then a pause record; commits until {@link #resume} skip the log. */

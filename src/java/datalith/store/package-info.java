@@ -64,14 +64,16 @@
  * load may pause the fsync of commits ({@code Store.pauseSync}; on LMDB without the log,
  * MDB_NOSYNC set and cleared by {@code LmdbSyncPause}) and sync once when it ends. A bulk load
  * that built its result in memory replaces every sub-database at once ({@code Store.replaceAll});
- * on LMDB that writes no B-tree puts: under the writer lock, fresh trees are written in key
- * order, page after page past the last commit's pages, with positional writes of the file
- * ({@link datalith.store.LmdbTreeWriter}, {@link datalith.store.LmdbPageSink}), then a new
- * main database, one meta page and the lock file's txnid make them the last commit
- * ({@link datalith.store.LmdbDirectCommit}); the old trees' pages go to the free list under the
- * new transaction's id ({@link datalith.store.LmdbOldPages}), for later commits to reuse. Pages
- * not of 4 KiB, or files that do not read as the layout says, take the generic way (deletes and
- * puts through one write transaction).
+ * on LMDB that writes no B-tree puts: under the writer lock and LMDB's own (a write transaction
+ * that writes nothing, so that writers knowing only LMDB's wait), fresh trees are written in key
+ * order, page after page past the last commit's pages, with positional writes of the file ({@link
+ * datalith.store.LmdbTreeWriter}, {@link datalith.store.LmdbPageSink}), then a new main database,
+ * one meta page and the lock file's txnid make them the last commit ({@link
+ * datalith.store.LmdbDirectCommit}; through the log, the checkpoint holding that meta page is
+ * durable before the txnid publishes it); the old trees' pages go to the free list under the new
+ * transaction's id ({@link datalith.store.LmdbOldPages}), for later commits to reuse. Pages not of
+ * 4 KiB, or files that do not read as the layout says, take the generic way (deletes and puts
+ * through one write transaction).
  *
  * <p>MemStore's writes ({@link datalith.store.BTree}): a write transaction copies each node it
  * changes once, and publishes the new roots at commit. Branch keys are lower bounds of their
