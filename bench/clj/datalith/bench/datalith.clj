@@ -110,7 +110,8 @@
 
 (defn bulk-ops
   "The ops `import` (the workload's tx-data, `batch-size` issues a chunk, through
-  d/import! into a fresh database of the same kind: datoms/s) and `export` (the
+  d/import! into a fresh database of the same kind, made before the clock starts:
+  datoms/s) and `export` (the
   loaded database's history through d/export to a file in `scratch`: datoms/s),
   each run once: {op stats}."
   [^Datalith s data batch-size ^File scratch]
@@ -122,7 +123,8 @@
       {"import" (let [c (if (.-dir s)
                           (d/connect (.getPath import-dir) {:schema workload/schema})
                           (d/connect :mem {:schema workload/schema}))]
-                  (try (timed-rate #(:datoms (d/import! c (workload/import-tx-data data batch-size))))
+                  (try (let [source (doall (workload/import-tx-data data batch-size))]
+                         (timed-rate #(:datoms (d/import! c source))))
                        (finally (d/close c))))
        "export" (timed-rate #(:datoms (d/export conn export-file)))}
       (finally (system/delete-tree scratch)))))
