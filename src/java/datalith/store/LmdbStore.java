@@ -539,6 +539,19 @@ public final class LmdbStore implements Store {
    */
   @Override
   public WriteTxn beginWrite() {
+    FileLock lock = lockWriter();
+    log.clear();
+    return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
+        where, wal);
+  }
+
+  /**
+   * Takes the writer lock as every write does: this process's writer (parking this thread's
+   * read transactions meanwhile, which a commit growing the map may close), the directory's
+   * lock file, then the write-ahead log's ownership (or the log retired, without it).
+   * Returns the lock file's lock, for {@link LmdbWriterLock#unlock}.
+   */
+  private FileLock lockWriter() {
     checkOpen();
     if (writer.heldByCurrentThread()) {
       throw new IllegalStateException(
@@ -568,9 +581,7 @@ public final class LmdbStore implements Store {
       writer.unlock(lock);
       throw e;
     }
-    log.clear();
-    return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
-        where, wal);
+    return lock;
   }
 
   /**
@@ -611,31 +622,8 @@ public final class LmdbStore implements Store {
   }
 
   private boolean directCommit(ReadTxn source) {
-    checkOpen();
-    if (writer.heldByCurrentThread()) {
-      throw new IllegalStateException(
-          "This thread already holds the write transaction (" + where + ")");
-    }
-    LmdbReadTxn.Opened opened = openReads.get();
-    if (opened.count() > 0) {
-      parked.add(opened); // its reads may be closed by a commit that must grow the map
-    }
+    FileLock lock = lockWriter();
     try {
-      writer.acquire();
-    } finally {
-      parked.remove(opened);
-    }
-    if (state != OPEN) {
-      writer.release();
-      throw Errors.closed(where, "The store");
-    }
-    FileLock lock = writer.lockDirectory();
-    try {
-      if (wal != null) {
-        wal.own();
-      } else {
-        LmdbWalRecovery.retire(dir, env, where);
-      }
       LmdbDirectCommit.Durability durability = !sync || syncPaused
           ? LmdbDirectCommit.Durability.NONE
           : wal == null ? LmdbDirectCommit.Durability.LMDB_SYNC
