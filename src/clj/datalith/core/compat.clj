@@ -244,10 +244,10 @@
     (d/index-pull db {:index :avet :selector [:user/name] :start [:user/age 30]})
     ; => ({:user/name \"Ada\"} {:user/name \"Bob\"})"
   [db arg-map]
+  (when-not (map? arg-map)
+    (throw (error :db/invalid-options "index-pull takes a map {:index :selector :start}" {:arg-map arg-map})))
   (let [db (db-arg db)
         {:keys [index selector start reverse]} arg-map]
-    (when-not (map? arg-map)
-      (throw (error :db/invalid-options "index-pull takes a map {:index :selector :start}" {:arg-map arg-map})))
     (when-not (or (identical? :avet index) (identical? :aevt index))
       (throw (error :db/invalid-index "index-pull's :index is :avet or :aevt" {:index index})))
     (when-not (and (sequential? start) (seq start) (keyword? (first start)) (<= (count start) 3))
