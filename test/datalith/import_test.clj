@@ -244,7 +244,10 @@
         (.destroyForcibly p)
         (.waitFor p 60 TimeUnit/SECONDS)))))
 
-(deftest a-killed-import-leaves-a-consistent-prefix-and-resumes
+(defn- after-a-killed-import
+  "Exports a history of 150 users, kills a child importing it (`staged`) after 20 chunks, and
+  calls (f src conn file t) with the reopened directory's connection and its basis t."
+  [staged f]
   (tu/with-conn [src :mem {:schema schema}]
     (history! src)
     (dotimes [i 150]
@@ -254,38 +257,32 @@
           file (.getPath (io/file work "export.edn"))]
       (try
         (d/export src file)
-        (is (kill-after work dir file 20 false) (slurp (io/file work "stderr")))
+        (is (kill-after work dir file 20 staged) (slurp (io/file work "stderr")))
         (with-open [conn (d/connect dir)]
-          (let [t (d/basis-t (d/db conn))]
-            (testing "what the kill left: a whole prefix of the chunks, which verify passes"
-              (is (<= 21 t (d/basis-t (d/db src))))
-              (is (:ok? (d/verify conn)))
-              (is (= (vec (d/datoms (d/as-of (d/db src) t) :eavt)) (vec (d/datoms (d/db conn) :eavt)))))
-            (testing "a rerun with :resume? completes it: the same database"
-              (d/import! conn file {:resume? true})
-              (is (= (view (d/db src)) (view (d/db conn)))))))
+          (f src conn file (d/basis-t (d/db conn))))
         (finally (tu/delete-tree work))))))
 
+(defn- resumes-to-the-same-database [src conn file]
+  (testing "a rerun with :resume? completes it: the same database"
+    (d/import! conn file {:resume? true})
+    (is (= (view (d/db src)) (view (d/db conn))))))
+
+(deftest a-killed-import-leaves-a-consistent-prefix-and-resumes
+  (after-a-killed-import false
+    (fn [src conn file t]
+      (testing "what the kill left: a whole prefix of the chunks, which verify passes"
+        (is (<= 21 t (d/basis-t (d/db src))))
+        (is (:ok? (d/verify conn)))
+        (is (= (vec (d/datoms (d/as-of (d/db src) t) :eavt)) (vec (d/datoms (d/db conn) :eavt)))))
+      (resumes-to-the-same-database src conn file))))
+
 (deftest a-killed-staged-import-leaves-the-database-as-before-or-all-of-it
-  (tu/with-conn [src :mem {:schema schema}]
-    (history! src)
-    (dotimes [i 150]
-      (d/transact! src [{:user/email (str "u" i "@x") :user/tags #{(keyword (str "t" (mod i 7)))}}]))
-    (let [work (tu/temp-dir)
-          dir (.getPath (io/file work "db"))
-          file (.getPath (io/file work "export.edn"))]
-      (try
-        (d/export src file)
-        (is (kill-after work dir file 20 true) (slurp (io/file work "stderr")))
-        (with-open [conn (d/connect dir)]
-          (let [t (d/basis-t (d/db conn))]
-            (testing "the staged chunks reach the store in one commit: none of them, or all"
-              (is (contains? #{0 (d/basis-t (d/db src))} t))
-              (is (:ok? (d/verify conn))))
-            (testing "a rerun with :resume? completes it: the same database"
-              (d/import! conn file {:resume? true})
-              (is (= (view (d/db src)) (view (d/db conn)))))))
-        (finally (tu/delete-tree work))))))
+  (after-a-killed-import true
+    (fn [src conn file t]
+      (testing "the staged chunks reach the store in one commit: none of them, or all"
+        (is (contains? #{0 (d/basis-t (d/db src))} t))
+        (is (:ok? (d/verify conn))))
+      (resumes-to-the-same-database src conn file))))
 
 ;; ---------------------------------------------------------------- generated histories
 
