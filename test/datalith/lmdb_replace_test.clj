@@ -117,15 +117,48 @@
                 expected (.get m p)]
             (is (if expected (Arrays/equals ^bytes expected (bytes-of v)) (nil? v)) "get")))))))
 
+(defn- cursor-source
+  "`txn` read through cursors that are not a MemStore's: replaceAll takes its generic way of
+  reading a source (key and value buffers, copied) rather than a MemStore's leaves."
+  ^ReadTxn [^ReadTxn txn]
+  (reify ReadTxn
+    (cursor [_ db]
+      (let [^Cursor c (.cursor txn db)]
+        (reify Cursor
+          (seek [_ k] (.seek c k))
+          (first [_] (.first c))
+          (last [_] (.last c))
+          (next [_] (.next c))
+          (prev [_] (.prev c))
+          (key [_] (.key c))
+          (val [_] (.val c))
+          (close [_] (.close c)))))
+    (get [_ db k] (.get txn db k))
+    (close [_] (.close txn))))
+
+(def ^:private mem-cursor (Class/forName "datalith.store.MemCursor"))
+
+(defn- source-of
+  "A read transaction of the MemStore `src`, as replaceAll reads it by way `way`: :leaves (its
+  cursors are MemCursors: the B+trees' leaves are read) or :cursor (see cursor-source)."
+  ^ReadTxn [^Store src way]
+  (let [r (.beginRead src)
+        source (if (= way :cursor) (cursor-source r) r)]
+    (with-open [c (.cursor source SubDb/EAVT)]
+      (is (= (= way :leaves) (instance? mem-cursor c)) (str "the way " way " is taken")))
+    source))
+
 (defn- replace-with!
-  "Replaces the contents of `s` with `model`'s, and checks that the trees were written as
-  pages (not through the generic way's puts)."
-  [^LmdbStore s model]
-  (let [before (.directReplaces s)]
-    (with-open [src (rc/mem-store model)
-                r (.beginRead src)]
-      (.replaceAll s r))
-    (is (= (inc before) (.directReplaces s)) "written as pages")))
+  "Replaces the contents of `s` with `model`'s, read by way `way` (:leaves by default, see
+  source-of), and checks that the trees were written as pages (not through the generic way's
+  puts)."
+  ([s model] (replace-with! s model :leaves))
+  ([^LmdbStore s model way]
+   (let [before (.directReplaces s)]
+     (with-open [src (rc/mem-store model)
+                 r (source-of src way)]
+       (.replaceAll s r))
+     (is (= (inc before) (.directReplaces s)) "written as pages"))))
 
 (defn- random-bytes ^bytes [^Random rnd n]
   (let [b (byte-array n)] (.nextBytes rnd b) b))
@@ -180,7 +213,7 @@
             (<= (+ used (long (node e))) 4080) (recur more (+ used (long (node e))) pages)
             :else (recur more (long (node e)) (inc pages))))))
 
-(defn- replace-scenario [reader other commit]
+(defn- replace-scenario [reader other commit way]
   (let [dir (File. (tu/temp-dir) "db")
         rnd (Random. 7)]
     (try
@@ -194,7 +227,7 @@
             (.commit w))
           (let [old (.beginRead s)]
             (try
-              (replace-with! s new-model)
+              (replace-with! s new-model way)
               (testing "the new contents, read by a new transaction"
                 (with-open [r (.beginRead s)] (check-store r new-model rnd)))
               (testing "a read transaction begun before reads the old contents"
@@ -209,7 +242,7 @@
             (with-open [r (.beginRead s)] (check-store r new-model rnd)))
           (testing "a second replace: the other meta slot"
             (let [m3 (rc/contents 3 0.5)]
-              (replace-with! s m3)
+              (replace-with! s m3 way)
               (with-open [r (.beginRead s)] (check-store r m3 rnd))
               (dotimes [_ 3] (random-writes! s m3 rnd 400))
               (with-open [r (.beginRead s)] (check-store r m3 rnd))
@@ -228,7 +261,31 @@
   (doseq [[reader other] [["java" "lmdb"] ["lmdb" "java"]]
           commit ["wal" "lmdb-sync"]]
     (testing (str "page-reader " reader ", commit " commit)
-      (replace-scenario reader other commit))))
+      (replace-scenario reader other commit :leaves)))
+  (testing "a source that is not a MemStore's (read through its cursors)"
+    (replace-scenario "java" "lmdb" "wal" :cursor)))
+
+(defn- file-bytes ^bytes [^File f]
+  (java.nio.file.Files/readAllBytes (.toPath f)))
+
+(deftest both-ways-of-reading-write-the-same-file
+  (testing "a MemStore source read from its leaves and the same read through cursors make data
+  files equal byte for byte, for contents of every shape"
+    (let [root (tu/temp-dir)]
+      (try
+        (doseq [[seed scale] [[1 0.3] [2 1] [3 0.02] [4 0]]
+                :let [model (if (zero? scale)
+                              (into {} (for [db (SubDb/values)] [db (TreeMap. rc/unsigned)]))
+                              (rc/contents seed scale))]]
+          (testing (str "contents " seed ", scale " scale)
+            (let [files (for [way [:leaves :cursor]]
+                          (let [dir (File. root (str "db-" seed "-" (name way)))]
+                            (with-open [s (open-store dir "java" "wal")]
+                              (replace-with! s model way)
+                              (with-open [r (.beginRead s)] (check-store r model (Random. 1))))
+                            (file-bytes (File. dir "data.mdb"))))]
+              (is (Arrays/equals ^bytes (first files) ^bytes (second files))))))
+        (finally (tu/delete-tree root))))))
 
 (defn- lock-txnid
   "The u64 at the offset LmdbDirectCommit writes the lock file's txnid to."

@@ -76,7 +76,11 @@ final class Errors {
 
   /** Throws unless {@code key} has 1 to {@link #MAX_KEY_SIZE} bytes remaining. */
   static void checkKey(String where, ByteBuffer key) {
-    int size = key.remaining();
+    checkKeySize(where, key.remaining());
+  }
+
+  /** Throws unless {@code size}, a key's, is 1 to {@link #MAX_KEY_SIZE}. */
+  static void checkKeySize(String where, int size) {
     if (size < 1 || size > MAX_KEY_SIZE) {
       throw error(KEY_SIZE, where,
           "Key of " + size + " bytes, must be 1 to " + MAX_KEY_SIZE + " bytes", null,

@@ -217,7 +217,12 @@ final class LmdbDirectCommit {
     return sound ? meta : null;
   }
 
-  /** Writes every sub-database's tree, then the main database's; returns the main's record. */
+  /**
+   * Writes every sub-database's tree, then the main database's; returns the main's record. A
+   * sub-database whose cursor is a {@link MemCursor} is read from its B+tree's leaves, their
+   * key arrays given to the writer as they are ({@link #addLeaves}); any other through the
+   * cursor, whose keys the writer copies.
+   */
   private static ByteBuffer writeTrees(LmdbPageSink sink, ReadTxn source, String where)
       throws IOException {
     ByteBuffer[] records = new ByteBuffer[SubDb.values().length];
@@ -225,8 +230,12 @@ final class LmdbDirectCommit {
       LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, false, where);
       Cursor c = source.cursor(db);
       try {
-        for (boolean more = c.first(); more; more = c.next()) {
-          tree.add(c.key(), c.val());
+        if (c instanceof MemCursor) {
+          addLeaves(tree, ((MemCursor) c).root());
+        } else {
+          for (boolean more = c.first(); more; more = c.next()) {
+            tree.add(c.key(), c.val());
+          }
         }
       } finally {
         c.close();
@@ -238,6 +247,24 @@ final class LmdbDirectCommit {
       mainTree.add(ByteBuffer.wrap(name(db)), records[db.ordinal()]);
     }
     return mainTree.finish();
+  }
+
+  /**
+   * Adds the entries beneath {@code node} (null: none), a MemStore snapshot's immutable B+tree,
+   * in key order: its leaves' keys and values, left to right, without a cursor's key views.
+   */
+  private static void addLeaves(LmdbTreeWriter tree, BTree.Node node) throws IOException {
+    if (node instanceof BTree.Leaf) {
+      BTree.Leaf leaf = (BTree.Leaf) node;
+      for (int i = 0; i < leaf.size; i++) {
+        tree.add(leaf.keys[i], leaf.val(i));
+      }
+    } else if (node != null) {
+      BTree.Branch branch = (BTree.Branch) node;
+      for (int i = 0; i < branch.size; i++) {
+        addLeaves(tree, branch.children[i]);
+      }
+    }
   }
 
   /**

@@ -18,6 +18,8 @@ import static datalith.store.LmdbLayout.P_INVALID;
 import static datalith.store.LmdbLayout.P_LEAF;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -48,13 +50,13 @@ final class LmdbTreeWriter {
     long[] pages = new long[64];
     int count;
 
-    void add(ByteBuffer key, long page) {
-      int k = key.remaining();
+    /** Adds the page {@code page} whose first key is {@code key[from .. from + k)}. */
+    void add(byte[] key, int from, int k, long page) {
       int start = count == 0 ? 0 : ends[count - 1];
       if (start + k > keys.length) {
         keys = Arrays.copyOf(keys, Math.max(2 * keys.length, start + k));
       }
-      key.duplicate().get(keys, start, k);
+      System.arraycopy(key, from, keys, start, k);
       if (count == ends.length) {
         ends = Arrays.copyOf(ends, 2 * count);
         pages = Arrays.copyOf(pages, 2 * count);
@@ -73,15 +75,20 @@ final class LmdbTreeWriter {
     }
   }
 
+  private static final VarHandle LONGS =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.nativeOrder());
+
   private final LmdbPageSink sink;
   private final String where; // the store's directory, for messages
   private final int nodeFlags; // of every leaf node whose value is not on overflow pages
   private final boolean integerKeys; // keys are native u64s, in numeric order (MDB_INTEGERKEY)
-  private final ByteBuffer page = ByteBuffer.allocateDirect(PAGE).order(ByteOrder.nativeOrder());
+  private final ByteBuffer page = ByteBuffer.allocate(PAGE).order(ByteOrder.nativeOrder());
   private Level level = new Level(); // the leaves written so far
-  private ByteBuffer firstKey; // the leaf page being filled's first key, a copy
-  // the last key added, a copy (limit 0: none yet)
-  private final ByteBuffer previous = ByteBuffer.allocate(Errors.MAX_KEY_SIZE).limit(0);
+  private byte[] firstKey; // the leaf page being filled's first key, all of the array
+  // the copies of keys given as buffers: the last one's and the one before (see add)
+  private final byte[][] copies = {new byte[Errors.MAX_KEY_SIZE], new byte[Errors.MAX_KEY_SIZE]};
+  private byte[] previous; // the last key added is previous[0 .. previousSize); null: none yet
+  private int previousSize;
   private int nodes; // on the leaf page being filled
   private int upper = PAGE; // its lowest node's offset
   private long entries;
@@ -106,15 +113,39 @@ final class LmdbTreeWriter {
   }
 
   /**
-   * Adds the entry {@code key} (1 to 511 bytes, past the last one added), {@code val}.
+   * Adds the entry {@code key} (its remaining bytes: 1 to 511, past the last key added),
+   * {@code val}; both are read before the call returns.
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/key-size} for a key of another size,
    *     {@code :store/order} for one not past the last (nothing of the tree is then committed)
    */
   void add(ByteBuffer key, ByteBuffer val) throws IOException {
-    Errors.checkKey(where, key);
-    checkOrder(key);
     int k = key.remaining();
+    Errors.checkKeySize(where, k);
+    byte[] copy = copies[(int) entries & 1]; // not previous's: that is the other one
+    key.get(key.position(), copy, 0, k);
+    add(copy, k, false, val);
+  }
+
+  /**
+   * Adds the entry {@code key} (all of the array: 1 to 511 bytes, past the last key added),
+   * {@code val}; {@code key} is kept, unchanged by the caller, until {@link #finish()}, and
+   * {@code val} read before the call returns. The way of a source whose keys are arrays already
+   * (a MemStore's): no copy of the key.
+   *
+   * @throws clojure.lang.ExceptionInfo as {@link #add(ByteBuffer, ByteBuffer)}
+   */
+  void add(byte[] key, ByteBuffer val) throws IOException {
+    Errors.checkKeySize(where, key.length);
+    add(key, key.length, true, val);
+  }
+
+  /**
+   * Adds {@code key[0 .. k)}, {@code val}; {@code kept}: the array is kept unchanged until
+   * {@link #finish()} (else it is copied when it is a leaf page's first key).
+   */
+  private void add(byte[] key, int k, boolean kept, ByteBuffer val) throws IOException {
+    checkOrder(key, k);
     long d = val.remaining();
     boolean big = NODE_HEADER + k + d > NODE_MAX;
     int size = even(NODE_HEADER + k + (big ? 8 : d));
@@ -122,16 +153,16 @@ final class LmdbTreeWriter {
       finishLeaf();
     }
     if (nodes == 0) {
-      firstKey = ByteBuffer.allocate(k).put(0, key, key.position(), k);
+      firstKey = kept ? key : Arrays.copyOf(key, k);
     }
     long overflow = big ? sink.overflow(val) : 0; // numbered before the leaf page
     upper -= size;
     page.putShort(upper, (short) d).putShort(upper + 2, (short) (d >>> 16))
         .putShort(upper + 4, (short) (big ? F_BIGDATA : nodeFlags)).putShort(upper + 6, (short) k)
-        .put(upper + NODE_HEADER, key, key.position(), k);
+        .put(upper + NODE_HEADER, key, 0, k);
     if (big) {
       page.putLong(upper + NODE_HEADER + k, overflow);
-    } else {
+    } else if (d > 0) {
       page.put(upper + NODE_HEADER + k, val, val.position(), (int) d);
     }
     page.putShort(PAGE_HEADER + 2 * nodes, (short) upper);
@@ -139,41 +170,32 @@ final class LmdbTreeWriter {
     entries++;
   }
 
-  /** Throws unless {@code key} sorts after the last key added (unsigned bytes), and keeps it. */
-  private void checkOrder(ByteBuffer key) {
-    if (integerKeys && key.remaining() != Long.BYTES) {
-      throw Errors.error(Errors.KEY_SIZE, where, "An integer key of " + key.remaining()
-          + " bytes", null);
+  /**
+   * Throws unless {@code key[0 .. k)} sorts after the last key added (unsigned bytes, or native
+   * u64s with integer keys), and makes it the last.
+   */
+  private void checkOrder(byte[] key, int k) {
+    if (integerKeys && k != Long.BYTES) {
+      throw Errors.error(Errors.KEY_SIZE, where, "An integer key of " + k + " bytes", null);
     }
-    if (previous.hasRemaining() && compare(previous, key) >= 0) {
+    if (previous != null && compare(previous, previousSize, key, k) >= 0) {
       throw Errors.error(Errors.ORDER, where, "The entries to write are not in ascending key"
           + " order", null);
     }
-    previous.clear().put(0, key, key.position(), key.remaining()).limit(key.remaining());
+    previous = key;
+    previousSize = k;
   }
 
-  /**
-   * Unsigned lexicographic comparison of the remaining bytes of {@code a} and {@code b}, or of
-   * their native u64s with integer keys.
-   */
-  private int compare(ByteBuffer a, ByteBuffer b) {
+  /** Unsigned comparison of {@code a[0 .. m)} and {@code b[0 .. n)} as the tree orders keys. */
+  private int compare(byte[] a, int m, byte[] b, int n) {
     if (integerKeys) {
-      return Long.compareUnsigned(a.order(ByteOrder.nativeOrder()).getLong(a.position()),
-          b.duplicate().order(ByteOrder.nativeOrder()).getLong(b.position()));
+      return Long.compareUnsigned((long) LONGS.get(a, 0), (long) LONGS.get(b, 0));
     }
-    int i = a.mismatch(b);
-    if (i < 0) {
-      return 0;
-    }
-    if (i == a.remaining() || i == b.remaining()) {
-      return a.remaining() - b.remaining();
-    }
-    return Byte.toUnsignedInt(a.get(a.position() + i))
-        - Byte.toUnsignedInt(b.get(b.position() + i));
+    return Arrays.compareUnsigned(a, 0, m, b, 0, n);
   }
 
   private void finishLeaf() throws IOException {
-    level.add(firstKey, finish(P_LEAF));
+    level.add(firstKey, 0, firstKey.length, finish(P_LEAF));
     leafPages++;
   }
 
@@ -182,7 +204,7 @@ final class LmdbTreeWriter {
     int lower = PAGE_HEADER + 2 * nodes;
     page.putShort(8, (short) 0).putShort(PAGE_FLAGS, (short) flags)
         .putShort(PAGE_LOWER, (short) lower).putShort(PAGE_UPPER, (short) upper);
-    page.put(lower, LmdbPageSink.ZEROS, 0, upper - lower); // no stale bytes in the file
+    Arrays.fill(page.array(), lower, upper, (byte) 0); // no stale bytes in the file
     long n = sink.page(page);
     nodes = 0;
     upper = PAGE;
@@ -248,8 +270,7 @@ final class LmdbTreeWriter {
         nodes++;
       }
       int first = starts[p];
-      up.add(ByteBuffer.wrap(below.keys, below.start(first), below.keySize(first)),
-          finish(P_BRANCH));
+      up.add(below.keys, below.start(first), below.keySize(first), finish(P_BRANCH));
       branchPages++;
     }
     return up;

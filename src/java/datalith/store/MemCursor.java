@@ -30,6 +30,17 @@ final class MemCursor implements Cursor {
     this.index = new int[depth];
   }
 
+  /**
+   * The root of the tree this cursor reads (null: empty), immutable: for a reader that walks
+   * the leaves' key arrays itself ({@link LmdbDirectCommit}), valid while the transaction is.
+   *
+   * @throws IllegalStateException when the cursor or its transaction is closed
+   */
+  BTree.Node root() {
+    check();
+    return root;
+  }
+
   private void check() {
     txn.roots(); // throws once the transaction is closed
     if (!open) {

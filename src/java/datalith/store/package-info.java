@@ -67,7 +67,9 @@
  * on LMDB that writes no B-tree puts: under the writer lock and LMDB's own (a write transaction
  * that writes nothing, so that writers knowing only LMDB's wait), fresh trees are written in key
  * order, page after page past the last commit's pages, with positional writes of the file ({@link
- * datalith.store.LmdbTreeWriter}, {@link datalith.store.LmdbPageSink}), then a new main database,
+ * datalith.store.LmdbTreeWriter}, {@link datalith.store.LmdbPageSink}; a sub-database whose
+ * source cursor is a MemStore's is read from its B+tree's leaves, their key arrays as they are,
+ * any other through its cursor, each key copied), then a new main database,
  * one meta page and the lock file's txnid make them the last commit ({@link
  * datalith.store.LmdbDirectCommit}; through the log, the checkpoint holding that meta page is
  * durable before the txnid publishes it); the old trees' pages go to the free list under the new
