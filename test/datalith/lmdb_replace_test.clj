@@ -7,7 +7,9 @@
     page reader and on LMDB's own; a read transaction begun before still reads the old
     contents; then ordinary commits (puts, overwrites, runs of deletes that split and merge the
     written pages) and reopens (in process and in a child JVM) agree with a model; twice in a
-    row, so both meta slots are written
+    row, so both meta slots are written; once more from a source that is not a MemStore's
+  - a MemStore source is read from its B+trees' leaves, any other through its cursors: both
+    ways write the same data file, byte for byte, for contents of every shape
   - the lock file's txnid at the offset the commit writes follows LMDB's commits
   - a map too small for the new trees grows
   - through the public API: a database replaced from a MemStore conn's store equals it
