@@ -87,15 +87,21 @@ final class LogReader implements AutoCloseable {
   }
 
   /**
-   * The next batch, waiting at most {@code wait} for one; null when none came by then or the
-   * reader was closed. The consumer thread only.
+   * The next batch, waiting at most {@code wait} for one; null when none came by then, or once
+   * the reader is closed (even with batches queued). The consumer thread only.
    */
   Batch take(Duration wait) {
     long left = wait.toNanos();
     lock.lock();
     try {
-      while (queue.isEmpty()) {
-        if (closed || left <= 0) {
+      while (!closed) {
+        Batch b = queue.poll();
+        if (b != null) {
+          queuedBytes -= b.bytes;
+          taken.signal();
+          return b;
+        }
+        if (left <= 0) {
           return null;
         }
         try {
@@ -105,10 +111,7 @@ final class LogReader implements AutoCloseable {
           return null;
         }
       }
-      Batch b = queue.poll();
-      queuedBytes -= b.bytes;
-      taken.signal();
-      return b;
+      return null;
     } finally {
       lock.unlock();
     }
