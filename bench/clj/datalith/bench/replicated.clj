@@ -65,8 +65,9 @@
              :when (contains? node-threads (.getName t))]
          (.getId t))))
 
-(defn- catch-up
-  "Connects a fresh node in `dir` and waits until it applied the whole topic: [conn row]."
+(defn catch-up
+  "Connects a fresh node in `dir` and waits until it applied the whole topic: [conn row]
+  (wall time after the connect, and the CPU time of the node's applier and reader threads)."
   [^File dir log-opts datoms op]
   (delete-tree dir)
   (let [before (node-thread-ids)
