@@ -6,7 +6,8 @@
             [clojure.test :refer [deftest is testing use-fixtures]]
             [datalith.core :as d]
             [datalith.kafka-broker :as broker]
-            [datalith.test-util :as tu])
+            [datalith.test-util :as tu]
+            [taoensso.nippy :as nippy])
   (:import (clojure.lang ExceptionInfo)
            (datalith.index Datom)
            (datalith.api Datalith DatalithException)
@@ -657,4 +658,154 @@
           (testing "restarted, it stops at the same record, having applied nothing twice"
             (is (= :log/corrupt-record (ex-error #(d/sync b))))
             (same-everywhere (d/db a) (d/db b)))))
+      (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))
+
+;; ---------------------------------------------------------------- the reader thread (h-catchup2)
+
+(defn- raw-writes
+  "Appends to `log`'s topic, past the records there, one record a tx-data of `txs`, as a
+  node writes them (nippy, under keys no node wrote), and one record `corrupt` when not
+  nil, after the first `corrupt-after` of them. Returns the offset of the first one."
+  [log txs corrupt corrupt-after]
+  (with-open [raw (KafkaLog/open (get-in log [:kafka :bootstrap-servers])
+                                 (get-in log [:kafka :topic]))]
+    (let [opts {:compressor nil :incl-metadata? false}
+          values (map #(nippy/freeze % opts) txs)
+          values (if corrupt
+                   (concat (take corrupt-after values) [corrupt] (drop corrupt-after values))
+                   values)
+          offsets (mapv deref (doall (map-indexed #(.appendAsync raw (.getBytes (str "raw/" %1))
+                                                                 ^bytes %2)
+                                                  values)))]
+      (first offsets))))
+
+(defn- gap-log
+  "The real KafkaLog of `log` behind reads that leave out the record at offset `missing`."
+  ^TxLog [log missing]
+  (let [^KafkaLog k (KafkaLog/open (get-in log [:kafka :bootstrap-servers])
+                                   (get-in log [:kafka :topic]))]
+    (reify TxLog
+      (append [_ key value] (.append k key value))
+      (appendAsync [_ key value] (.appendAsync k key value))
+      (read [_ from wait]
+        (vec (remove #(= missing (.offset ^datalith.log.TxLog$Entry %)) (.read k from wait))))
+      (wakeup [_] (.wakeup k))
+      (endOffset [_] (.endOffset k))
+      (close [_] (.close k)))))
+
+(defn- stop-error
+  "The ex-info `f` throws."
+  [f]
+  (try (f) nil (catch ExceptionInfo e e)))
+
+(deftest ^:kafka a-record-that-stops-the-node-mid-catch-up
+  (let [dir-a (tu/temp-dir) dirs (atom []) log (log-opts)
+        target (fn [store] (if (= store :lmdb) (str (peek (swap! dirs conj (tu/temp-dir)))) :mem))]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        ;; 300 records, an unreadable one, 1,200 more: more than a read brings (Kafka's
+        ;; max.poll.records), so that the reader has records past it to read ahead
+        (let [first-raw (raw-writes log (concat (for [i (range 300)] [{:user/name (str "before" i) :user/n i}])
+                                                (for [i (range 1200)] [{:user/name (str "after" i) :user/n i}]))
+                                    (byte-array [1 2 3 4]) 300)
+              corrupt (+ first-raw 300)
+              after? #(seq (d/q '[:find ?e :where [?e :user/name ?m]
+                                  [(clojure.string/starts-with? ?m "after")]] %))]
+          (is (= corrupt (:offset (ex-data (stop-error #(d/sync a))))) "the writer stops there too")
+          (doseq [store [:lmdb :mem]]
+            (testing (str store ": a fresh node stops at the unreadable record, with its error and
+                      offset; the records before it are applied, none after it")
+              (with-open [b (d/connect (target store))]
+                (let [n (Node/start b (KafkaLog/open (get-in log [:kafka :bootstrap-servers])
+                                                     (get-in log [:kafka :topic])))
+                      e (stop-error #(d/sync b))]
+                  (is (= :log/corrupt-record (:error (ex-data e))))
+                  (is (= corrupt (:offset (ex-data e))))
+                  (is (= corrupt (.nextOffset n)))
+                  (is (= :log/corrupt-record (ex-error #(d/transact! b [{:user/n 1}]))))
+                  (is (= 300 (user-count (d/db b))))
+                  (is (not (after? (d/db b))))
+                  (same-everywhere (d/db a) (d/db b))))))
+          (testing "lmdb: and its directory holds the records before it, and its offset"
+            (embedded (first @dirs) #(same-everywhere (d/db a) %)))
+          (doseq [store [:lmdb :mem]]
+            (testing (str store ": a record missing from a read (a gap) stops the node at it")
+              (with-open [b (d/connect (target store))]
+                (let [missing (+ first-raw 100)
+                      n (Node/start b (gap-log log missing))
+                      e (stop-error #(d/sync b))]
+                  (is (= :log/gap (:error (ex-data e))))
+                  (is (= [missing (inc missing)] [(:expected (ex-data e)) (:offset (ex-data e))]))
+                  (is (= missing (.nextOffset n)))
+                  (is (= 100 (user-count (d/db b))))
+                  (is (not (after? (d/db b))))))))))
+      (finally (tu/delete-tree dir-a) (run! tu/delete-tree @dirs)))))
+
+(def ^:private pause-at
+  "nil, or the promises [reached release]: a node applying `pause-here` delivers reached
+  and waits for release."
+  (atom nil))
+
+(defn pause-here
+  "A transaction function that adds nothing; while `pause-at` is set, it pauses the
+  applier of the node applying it until released."
+  [_db]
+  (when-let [[reached release] @pause-at]
+    (deliver reached true)
+    (deref release))
+  [])
+
+(defn- node-threads
+  "The live threads of log nodes (appliers and readers)."
+  []
+  (set (filter (fn [^Thread t] (and (.isAlive t) (#{"datalith-log-applier" "datalith-log-reader"}
+                                                  (.getName t))))
+               (keys (Thread/getAllStackTraces)))))
+
+(defn- await-true
+  "Waits (at most 60 s) until (f) is true; its last value."
+  [f]
+  (let [deadline (+ (System/nanoTime) 60000000000)]
+    (loop []
+      (or (f) (if (< (System/nanoTime) deadline) (do (Thread/sleep 20) (recur)) (f))))))
+
+(deftest ^:kafka closing-a-node-in-its-catch-up
+  (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
+    (try
+      (with-open [a (node dir-a log)]
+        (d/transact! a (vec (for [[k v] schema] (assoc v :db/ident k))))
+        (raw-writes log (for [i (range 300)] [{:user/name (str "before" i) :user/n i}]) nil 0)
+        (d/transact! a [['datalith.kafka-test/pause-here]])
+        ;; more than a read brings: the reader is ahead of the paused applier, its queue full
+        (raw-writes log (for [i (range 3000)] [{:user/name (str "after" i) :user/n i}]) nil 0)
+        (let [db-a (d/sync a)]
+          (doseq [[store target] [[:lmdb (str dir-b)] [:mem :mem]]]
+            (testing (str store ": closed while its applier is in the middle of a catch-up run,
+                      a fresh node stops its reader and applier, and keeps a prefix of the log")
+              (let [reached (promise) release (promise) before (node-threads)
+                    mine #(remove before (node-threads))]
+                (reset! pause-at [reached release])
+                (try
+                  (let [b (d/connect target {:log log})]
+                    (is (deref reached 60000 false) "the applier reached the paused record")
+                    (let [closing (future (d/close b) :closed)]
+                      (is (await-true #(not-any? (fn [^Thread t] (= "datalith-log-reader" (.getName t)))
+                                                 (mine)))
+                          "the reader stopped first, its applier still paused")
+                      (is (= ["datalith-log-applier"] (map (fn [^Thread t] (.getName t)) (mine)))
+                          "its applier waits in the record")
+                      (deliver release true)
+                      (is (= :closed (deref closing 60000 :hung)))
+                      (is (empty? (mine)) "the node's threads ended")))
+                  (finally (reset! pause-at nil) (deliver release true)))
+                (when (= store :lmdb)
+                  (testing "its directory holds the records up to its stored offset, no more"
+                    (let [t (embedded dir-b d/basis-t)]
+                      (is (< t (d/basis-t db-a)) "not all of them")
+                      (embedded dir-b #(is (= (rows (d/as-of db-a t) :eavt) (rows (d/as-of % t) :eavt))))))
+                  (testing "reopened, it catches up the rest, nothing twice"
+                    (with-open [b (node dir-b log)]
+                      (same-everywhere (d/sync a) (d/sync b))
+                      (is (= 3300 (user-count (d/db b))))))))))))
       (finally (tu/delete-tree dir-a) (tu/delete-tree dir-b)))))

@@ -45,35 +45,44 @@
 
 (defn- log [& xs] (binding [*out* *err*] (apply println xs) (flush)))
 
-(defn- applier-cpu-ns
-  "CPU time so far of the log applier threads started since `before` (a set of thread ids)."
-  ^long [before]
+(def ^:private node-threads
+  "The names of a node's threads: its applier, and its reader (reads and decodes the log
+  ahead of the applier)."
+  #{"datalith-log-applier" "datalith-log-reader"})
+
+(defn- node-cpu-ns
+  "CPU time so far of the node threads named `thread-name` started since `before` (a set
+  of thread ids)."
+  ^long [before thread-name]
   (let [mx (ManagementFactory/getThreadMXBean)]
     (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
-                      :when (and (= "datalith-log-applier" (.getName t))
+                      :when (and (= thread-name (.getName t))
                                  (not (contains? before (.getId t))))]
                   (max 0 (.getThreadCpuTime mx (.getId t)))))))
 
-(defn- applier-ids []
+(defn- node-thread-ids []
   (set (for [^Thread t (keys (Thread/getAllStackTraces))
-             :when (= "datalith-log-applier" (.getName t))]
+             :when (contains? node-threads (.getName t))]
          (.getId t))))
 
-(defn- catch-up
-  "Connects a fresh node in `dir` and waits until it applied the whole topic: [conn row]."
+(defn catch-up
+  "Connects a fresh node in `dir` and waits until it applied the whole topic: [conn row]
+  (wall time after the connect, and the CPU time of the node's applier and reader threads)."
   [^File dir log-opts datoms op]
   (delete-tree dir)
-  (let [before (applier-ids)
+  (let [before (node-thread-ids)
         t0 (System/nanoTime)
         conn (d/connect (.getPath dir) {:log log-opts})
         t1 (System/nanoTime)
         _ (d/sync conn)
         s (/ (- (System/nanoTime) t1) 1e9)
-        cpu (/ (applier-cpu-ns before) 1e9)]
-    (log (format "  %s: connect %.2f s, then %,d datoms in %.2f s (applier CPU %.2f s)"
-                 op (/ (- t1 t0) 1e9) datoms s cpu))
+        cpu (/ (node-cpu-ns before "datalith-log-applier") 1e9)
+        reader-cpu (/ (node-cpu-ns before "datalith-log-reader") 1e9)]
+    (log (format "  %s: connect %.2f s, then %,d datoms in %.2f s (applier CPU %.2f s, reader CPU %.2f s)"
+                 op (/ (- t1 t0) 1e9) datoms s cpu reader-cpu))
     [conn {:op op :datoms datoms :connect-s (/ (- t1 t0) 1e9) :seconds s
-           :datoms-per-s (/ datoms s) :applier-cpu-s cpu :datoms-per-cpu-s (/ datoms cpu)}]))
+           :datoms-per-s (/ datoms s) :applier-cpu-s cpu :reader-cpu-s reader-cpu
+           :datoms-per-cpu-s (/ datoms (+ cpu reader-cpu))}]))
 
 (defn- tx-instant
   "The :db/txInstant of the transaction of `tx-data` (the datom of the transaction entity)."

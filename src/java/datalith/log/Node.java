@@ -18,7 +18,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -56,13 +55,10 @@ import java.util.function.BooleanSupplier;
  * then throws that error.
  */
 public final class Node implements Replicated {
+  /** How long the applier waits for the reader's next batch before it looks again. */
   private static final Duration POLL = Duration.ofMillis(200);
   /** How long {@link #sync()} waits for the applier at most. */
   public static final Duration SYNC_TIMEOUT = Duration.ofSeconds(60);
-  private static final long BACKOFF_MIN_MS = 100;
-  private static final long BACKOFF_MAX_MS = 5_000;
-  /** A read of this many records or more finds the node catching up ({@link #behind}). */
-  private static final int CATCH_UP = 100;
   /** The longest run of writes a catch-up applies with the fsync paused ({@link #catchUp}). */
   private static final Duration CATCH_UP_RUN = Duration.ofSeconds(1);
 
@@ -76,15 +72,16 @@ public final class Node implements Replicated {
   private final Object progress = new Object(); // notified when next grows or the applier ends
   private volatile long next;
   private volatile RuntimeException failure; // why the applier stopped; null while it runs
-  private volatile ExceptionInfo transientError; // the applier's last read error it retries
   private volatile boolean stopping;
   private boolean closeOnExit; // applier thread only: stop was called on it, it closes the log
+  private final LogReader reader; // reads and decodes from next on, ahead of the applier
   private final Thread applier;
 
   private Node(Conn conn, TxLog log) {
     this.conn = conn;
     this.log = log;
     this.next = Logged.offset(conn);
+    this.reader = new LogReader(log, id, next);
     this.applier = new Thread(this::run, "datalith-log-applier");
     applier.setDaemon(true);
   }
@@ -96,6 +93,7 @@ public final class Node implements Replicated {
   public static Node start(Conn conn, TxLog log) {
     Node n = new Node(conn, log);
     conn.replicate(n);
+    n.reader.start();
     n.applier.start();
     return n;
   }
@@ -202,7 +200,7 @@ public final class Node implements Replicated {
         check();
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-          ExceptionInfo why = transientError;
+          ExceptionInfo why = reader.transientError();
           throw Errors.errorWithCause(why, "log/timeout", "The node did not reach " + what
               + " within " + timeout.toMillis() + " ms (it applied up to offset " + (next - 1)
               + ")" + (why == null ? "" : ": the log is unavailable, " + why.getMessage()),
@@ -229,15 +227,18 @@ public final class Node implements Replicated {
     return f != null ? f : Errors.error("db/closed", "The connection is closed");
   }
 
-  /** The applier: applies the log's records in order until stopped or failed. */
+  /**
+   * The applier: applies the reader's batches, the log's records in order, until stopped or
+   * failed. It stops the reader when it ends, before the log may be closed.
+   */
   private void run() {
     try {
       while (!stopping) {
-        List<TxLog.Entry> got = readRetrying(next);
-        if (stopping) {
-          return;
+        LogReader.Batch got = reader.take(POLL);
+        if (got == null || stopping) {
+          continue;
         }
-        if (behind(got)) {
+        if (got.behind()) {
           catchUp(got);
         } else {
           applyRun(got, null);
@@ -249,6 +250,7 @@ public final class Node implements Replicated {
             "The node stopped following the log: " + e);
       }
     } finally {
+      reader.close();
       if (closeOnExit) {
         log.close();
       }
@@ -261,49 +263,15 @@ public final class Node implements Replicated {
   }
 
   /**
-   * The next records from the log, from offset {@code from} on, retrying a transient read error ({@link TxLog#isTransient})
-   * after a pause that doubles from 100 ms to 5 s; none when the node stops meanwhile. Any
-   * other read error is thrown (it stops the applier). Applier thread only.
-   */
-  private List<TxLog.Entry> readRetrying(long from) {
-    for (long pause = BACKOFF_MIN_MS; ; pause = Math.min(2 * pause, BACKOFF_MAX_MS)) {
-      try {
-        List<TxLog.Entry> entries = log.read(from, POLL);
-        transientError = null;
-        return entries;
-      } catch (ExceptionInfo e) {
-        if (stopping || !TxLog.isTransient(e)) {
-          throw e;
-        }
-        transientError = e;
-        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause);
-        while (!stopping && System.nanoTime() < until) {
-          LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
-        }
-        if (stopping) {
-          return List.of();
-        }
-      }
-    }
-  }
-
-  /**
-   * Whether the node, having read {@code got}, is catching up: the log held more records past
-   * them as the read learnt it, or the read brought at least {@link #CATCH_UP}.
-   */
-  private boolean behind(List<TxLog.Entry> got) {
-    return got.size() >= CATCH_UP || log.behind() > 0;
-  }
-
-  /**
-   * Applies {@code got}, read behind the log's end ({@link #behind}), and the reads after it
-   * while the node is still behind: staged in memory when the store holds little
-   * ({@link #catchUpStaged}), else for at most {@link #CATCH_UP_RUN} with the store's fsync
-   * paused ({@code Store.pauseSync}): one sync at the end of the run rather than one a write.
+   * Applies {@code got}, read behind the log's end ({@link LogReader.Batch#behind}), and the
+   * reader's batches after it while the node is still behind: staged in memory when the store
+   * holds little ({@link #catchUpStaged}), else for at most {@link #CATCH_UP_RUN} with the
+   * store's fsync paused ({@code Store.pauseSync}): one sync at the end of the run rather than
+   * one a write.
    * This node's own transactions applied meanwhile are acknowledged only after that sync, once
    * durable here too (the bound on the run bounds how long they wait for it).
    */
-  private void catchUp(List<TxLog.Entry> got) {
+  private void catchUp(LogReader.Batch got) {
     StagedLog staged = StagedLog.begin(conn);
     if (staged != null) {
       catchUpStaged(got, staged);
@@ -312,9 +280,9 @@ public final class Node implements Replicated {
     List<Runnable> acks = new ArrayList<>();
     long end = System.nanoTime() + CATCH_UP_RUN.toNanos();
     try (Store.SyncPause pause = conn.store().pauseSync()) {
-      for (List<TxLog.Entry> run = got; ; run = readRetrying(next)) {
+      for (LogReader.Batch run = got; run != null; run = reader.take(POLL)) {
         applyRun(run, acks);
-        if (!behind(run) || stopping || System.nanoTime() - end >= 0) {
+        if (!run.behind() || stopping || System.nanoTime() - end >= 0) {
           break;
         }
       }
@@ -324,7 +292,7 @@ public final class Node implements Replicated {
 
   /**
    * A catch-up run into a store that holds little ({@link StagedLog}): applies {@code got} and
-   * the reads after it into the staging, each record its own transaction, then writes them all
+   * the reader's batches after it into the staging, each record its own transaction, then writes them all
    * into the store in one commit (LMDB's puts cost several times the staging's, and the write
    * puts each key once, in order). The run ends when the node is no longer behind, once
    * {@link Import#defaultBudget} datoms are staged, or {@link #CATCH_UP_RUN} after it staged the
@@ -334,7 +302,7 @@ public final class Node implements Replicated {
    * the database as it was before the run. A record that stops the node (a gap, an unreadable
    * one) ends the run: the ones before it are written, then it throws.
    */
-  private void catchUpStaged(List<TxLog.Entry> got, StagedLog staged) {
+  private void catchUpStaged(LogReader.Batch got, StagedLog staged) {
     List<Runnable> acks = new ArrayList<>();
     long budget = Import.defaultBudget();
     long end = 0;
@@ -342,19 +310,19 @@ public final class Node implements Replicated {
     RuntimeException stop = null;
     try (staged) {
       try {
-        for (List<TxLog.Entry> run = got; ; run = readRetrying(staged.next())) {
-          Decoded d = decode(run, staged.next());
-          staged.apply(d.records);
-          ack(run, d.records, acks);
-          if (d.stop != null) {
-            stop = d.stop;
+        for (LogReader.Batch run = got; run != null; run = reader.take(POLL)) {
+          follows(run, staged.next());
+          staged.apply(run.records());
+          ack(run, acks);
+          if (run.stop() != null) {
+            stop = run.stop();
             break;
           }
           if (!own && !acks.isEmpty()) {
             own = true;
             end = System.nanoTime() + CATCH_UP_RUN.toNanos();
           }
-          if (!behind(run) || stopping || staged.datoms() >= budget
+          if (!run.behind() || stopping || staged.datoms() >= budget
               || own && System.nanoTime() - end >= 0) {
             break;
           }
@@ -379,49 +347,36 @@ public final class Node implements Replicated {
   }
 
   /**
-   * The records of {@code got} to apply, of consecutive offsets from {@code from} on: those
-   * before a gap or an unreadable record, and the error that stops the node there, if any.
+   * Checks that {@code run} starts at offset {@code at}, the next record to apply: the reader
+   * hands over every record once, in order, from the node's offset on.
    */
-  private record Decoded(List<Logged.Record> records, RuntimeException stop) {}
-
-  private static Decoded decode(List<TxLog.Entry> got, long from) {
-    List<Logged.Record> run = new ArrayList<>(got.size());
-    long at = from;
-    for (TxLog.Entry e : got) {
-      if (e.offset() != at) {
-        return new Decoded(run, Errors.error("log/gap", "The log skipped from offset " + at
-            + " to " + e.offset(), "expected", at, "offset", e.offset()));
-      }
-      try {
-        run.add(new Logged.Record(Records.decode(e.value(), e.offset()), at, e.timestamp()));
-      } catch (RuntimeException x) {
-        return new Decoded(run, x);
-      }
-      at++;
+  private static void follows(LogReader.Batch run, long at) {
+    if (run.from() != at) {
+      throw new IllegalStateException("The reader's batch starts at offset " + run.from()
+          + ", the next record to apply is at " + at);
     }
-    return new Decoded(run, null);
   }
 
   /**
-   * Applies a run of records read from the log, from offset {@code next} on, in as few store
-   * writes as the connection's group commit allows ({@link Logged#apply}), then completes this
-   * node's waiting transactions among them: at once, or, when {@code acks} is not null, by the
-   * tasks it adds to {@code acks}. Records past a gap or an unreadable one are not applied: the
-   * ones before it are, then it throws.
+   * Applies a batch of records, from offset {@code next} on, in as few store writes as the
+   * connection's group commit allows ({@link Logged#apply}), then completes this node's waiting
+   * transactions among them: at once, or, when {@code acks} is not null, by the tasks it adds
+   * to {@code acks}. When the batch ends with an error that stops the node (a gap, an unreadable
+   * record), the records before it are applied, then it throws.
    */
-  private void applyRun(List<TxLog.Entry> got, List<Runnable> acks) {
-    Decoded d = decode(got, next);
-    Logged.apply(conn, d.records);
-    advance(next + d.records.size());
+  private void applyRun(LogReader.Batch got, List<Runnable> acks) {
+    follows(got, next);
+    Logged.apply(conn, got.records());
+    advance(next + got.records().size());
     if (acks == null) {
       List<Runnable> now = new ArrayList<>();
-      ack(got, d.records, now);
+      ack(got, now);
       now.forEach(Runnable::run);
     } else {
-      ack(got, d.records, acks);
+      ack(got, acks);
     }
-    if (d.stop != null) {
-      throw d.stop;
+    if (got.stop() != null) {
+      throw got.stop();
     }
   }
 
@@ -434,13 +389,14 @@ public final class Node implements Replicated {
   }
 
   /**
-   * Adds to {@code acks} the completion of this node's waiting transactions among
-   * {@code applied}, the first records of {@code got}, with their outcomes (none for a record
-   * whose applying failed the node: its caller gets the node's error).
+   * Adds to {@code acks} the completion of this node's waiting transactions among the records
+   * of {@code got}, applied, with their outcomes (none for a record whose applying failed the
+   * node: its caller gets the node's error).
    */
-  private void ack(List<TxLog.Entry> got, List<Logged.Record> applied, List<Runnable> acks) {
+  private void ack(LogReader.Batch got, List<Runnable> acks) {
+    List<Logged.Record> applied = got.records();
     for (int i = 0; i < applied.size(); i++) {
-      long s = Records.seqOf(got.get(i).key(), id);
+      long s = got.seqs()[i];
       Logged.Outcome o = applied.get(i).outcome();
       if (s >= 0 && o != null) {
         acks.add(() -> complete(s, o));
@@ -462,7 +418,7 @@ public final class Node implements Replicated {
       return;
     }
     stopping = true;
-    log.wakeup();
+    reader.close(); // the applier's wait for a batch ends too
     if (Thread.currentThread() == applier) { // a listener of the connection closed it
       closeOnExit = true;
       return;

@@ -8,7 +8,10 @@
  * {@code transact} appends the tx-data ({@code Records}: nippy, data only) and waits for its own
  * applier thread, which applies every record in log order through {@code datalith.conn.Logged}
  * (each write commits its transactions with the next offset) and completes the waiting
- * transaction of the node that wrote it. The applier applies what one read of the log brings as
+ * transaction of the node that wrote it. Its reader thread ({@code LogReader})
+ * reads the log and decodes the records ahead of it, handing them over in log order, each once,
+ * through a bounded queue (a few reads ahead), so that decoding overlaps applying; the reader
+ * alone calls the log's {@code read}. The applier applies what one read of the log brings as
  * a run, through the connection's group commit (one store write for many records, each still
  * its own transaction); a node far behind the log's end (a fresh one, or one restarted after a
  * while) catches up in runs: into a store that holds little (a fresh node), staged in memory
@@ -20,8 +23,10 @@
  * <p>Determinism: a record is applied on the value after every record before it, dated by its
  * log time (never before the previous transaction), so every node gets the same datoms, entity
  * ids and ts, and the same failures. A record the node cannot read, or a store that fails, stops
- * the applier with that error; a record is never skipped. A transient read error (Kafka's
- * retriable ones) is retried with a backoff instead.
+ * the applier with that error; a record is never skipped (the reader stops there too, and the
+ * applier applies the records before it, then stops). A transient read error (Kafka's
+ * retriable ones) is retried by the reader with a backoff instead. Closing the node stops the
+ * reader, then the applier, then closes the log: no read is running when it closes.
  *
  * <p>Outcomes: an append Kafka does not acknowledge in time fails with
  * {@code :log/unknown-outcome} (the record may be in the log, and then applies on every node);
