@@ -103,8 +103,9 @@
   "Fills a base of `kind` from `seed`, lays a store over it, commits random transactions there
   (some discarded) checking every read, and keeps a snapshot of each commit open to check at
   the end; then writes the delta back into the base (`how`: :delta or :replace-all) and checks
-  the base. True when everything agreed."
-  [kind seed how]
+  the base. `absorb`: LayeredStore/over's (the base is small: 0 merges every read, a large one
+  copies the base into the delta). True when everything agreed."
+  [kind seed how absorb]
   (call-with-base
    kind
    (fn [^Store base]
@@ -120,7 +121,7 @@
                    (if (= db SubDb/AEVT) (byte-array 0) (rand-val))]))
            base-model (write! base (empty-model)
                               (repeatedly 250 #(op [SubDb/EAVT SubDb/AEVT])) true)]
-       (with-open [layered (LayeredStore/over base)]
+       (with-open [layered (LayeredStore/over base absorb)]
          (let [kept (atom [])
                model (reduce (fn [model i]
                                (let [m (write! layered model (repeatedly (.nextInt rnd 60) #(op dbs))
@@ -148,14 +149,19 @@
 (deftest layered-store-against-a-sorted-map
   (doseq [kind [:lmdb :mem], how [:delta :replace-all], seed (range 6)]
     (testing (str kind " base, written back by " how ", seed " seed)
-      (is (trial kind seed how)))))
+      (is (trial kind seed how 0)))))
+
+(deftest a-small-base-copied-into-the-delta-against-a-sorted-map
+  (doseq [kind [:lmdb :mem], seed (range 3)]
+    (testing (str kind " base, seed " seed)
+      (is (trial kind seed :replace-all 100000)))))
 
 (deftest an-empty-base-reads-through-the-deltas-own-cursor
   (call-with-base
    :lmdb
    (fn [^Store base]
      (write! base (empty-model) [[:put SubDb/EAVT (byte-array [1]) (byte-array [2])]] true)
-     (with-open [layered (LayeredStore/over base)]
+     (with-open [layered (LayeredStore/over base 0)]
        (write! layered (empty-model) [[:put SubDb/AEVT (byte-array [1]) (byte-array 0)]
                                       [:put SubDb/EAVT (byte-array [3]) (byte-array 0)]
                                       [:delete SubDb/EAVT (byte-array [1]) nil]] true)
@@ -164,14 +170,19 @@
                    eavt (.cursor r SubDb/EAVT)]
          (is (= "MemCursor" (.getSimpleName (class aevt))) "AEVT: nothing in the base")
          (is (= "MergedCursor" (.getSimpleName (class eavt))))
-         (is (= [[[3] []]] (scan r SubDb/EAVT true)) "the base's key deleted"))))))
+         (is (= [[[3] []]] (scan r SubDb/EAVT true)) "the base's key deleted")))
+     (with-open [layered (LayeredStore/over base 1)]
+       (with-open [r (.beginRead layered) eavt (.cursor r SubDb/EAVT)]
+         (is (= "MemCursor" (.getSimpleName (class eavt))) "a base of 1 entry copied into the delta"))
+       (is (.replacesAll layered) "written back only by replaceAll")
+       (is (thrown? IllegalStateException (with-open [w (.beginWrite base)] (.writeDelta layered w))))))))
 
 (deftest the-delta-is-large-or-small-against-the-base
   (call-with-base
    :lmdb
    (fn [^Store base]
      (write! base (empty-model) (for [i (range 800)] [:put SubDb/EAVT (.toByteArray (biginteger (+ 1000 i))) (byte-array 0)]) true)
-     (with-open [layered (LayeredStore/over base)]
+     (with-open [layered (LayeredStore/over base 0)]
        (write! layered (empty-model) [[:put SubDb/EAVT (byte-array [1]) (byte-array 0)]] true)
        (is (not (.replacesAll layered)) "1 write over 800 entries: puts")
        (write! layered (empty-model) (for [i (range (quot 800 LayeredStore/REPLACE_RATIO))]

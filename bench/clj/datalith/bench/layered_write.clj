@@ -63,7 +63,7 @@
   (let [^Store store (LmdbStore/open (.toPath dir) {"sync" false})]
     (try
       (fill-base! store n)
-      (with-open [layered (LayeredStore/over store)]
+      (with-open [layered (LayeredStore/over store 0)]
         (stage! layered n d)
         (timed (name how)
                #(case how

@@ -109,7 +109,7 @@ public final class Import {
 
   /**
    * The heap a staged datom takes, rounded up: its index entries and log bytes in the staging's
-   * MemStore (the 1M tracker import: 442 bytes a datom retained).
+   * delta, a {@code MemStore} (the 1M tracker import: 442 bytes a datom retained).
    */
   static final long STAGED_BYTES_PER_DATOM = 500;
 

@@ -37,6 +37,14 @@ import java.util.List;
  * thread). A node's catch-up run stages its log records the same way ({@link StagedLog}).
  */
 final class Staged implements Source {
+  /**
+   * The system property that sets how many entries a store may hold for a staging to copy them
+   * into its delta ({@link LayeredStore#ABSORB_ENTRIES} by default): 0 makes every staging
+   * merge its reads with the store's, the path of large databases, which the tests run on
+   * small ones with it.
+   */
+  static final String ABSORB_PROPERTY = "datalith.staged.absorb";
+
   private final Conn conn;
   private final Store target;
   private final Latest base; // the connection's value the layered store is over
@@ -68,7 +76,7 @@ final class Staged implements Source {
       try (Snapshot s = Snapshot.of(target)) {
         base = conn.refreshForImport(s);
       }
-      st = new Staged(conn, target, base, LayeredStore.over(target));
+      st = new Staged(conn, target, base, LayeredStore.over(target, Long.getLong(ABSORB_PROPERTY, LayeredStore.ABSORB_ENTRIES)));
     }
     try (Snapshot s = Snapshot.of(st.layered)) {
       st.latest = Latest.load(st, s);

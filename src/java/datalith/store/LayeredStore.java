@@ -35,11 +35,20 @@ public final class LayeredStore implements Store {
    */
   public static final long REPLACE_RATIO = 8;
 
+  /**
+   * A base of at most this many entries is copied into the delta, so that no read merges: a
+   * new database's (its bootstrap, a few hundred), and others small enough that the copy costs
+   * less than a millisecond or two. The delta's cursors then go to {@code replaceAll} as
+   * {@code MemStore}'s own, which it may read leaf by leaf.
+   */
+  public static final long ABSORB_ENTRIES = 10_000;
+
   private static final Keyword ENTRIES = Keyword.intern("entries");
 
   private final ReadTxn snapshot; // of the base, open until close
   private final Store base;
-  private final boolean[] baseEmpty; // by SubDb ordinal: the snapshot holds no key of it
+  private final boolean absorbed; // the snapshot's entries were copied into the delta
+  private final boolean[] baseEmpty; // by SubDb ordinal: reads need not look at the snapshot
   private final boolean[] deletes; // by SubDb ordinal: gone may hold keys of it (a hint)
   private final MemStore puts = MemStore.open();
   private final MemStore gone = MemStore.open(); // keys deleted from the snapshot, empty values
@@ -47,27 +56,41 @@ public final class LayeredStore implements Store {
   private long written; // puts and deletes committed (a key written twice counts twice)
   private volatile boolean closed;
 
-  private LayeredStore(Store base, ReadTxn snapshot) {
+  private LayeredStore(Store base, ReadTxn snapshot, long absorb) {
     this.base = base;
     this.snapshot = snapshot;
     SubDb[] dbs = SubDb.values();
     this.baseEmpty = new boolean[dbs.length];
     this.deletes = new boolean[dbs.length];
+    this.absorbed = absorb > 0 && baseEntries(absorb + 1) <= absorb;
+    if (absorbed) {
+      try (WriteTxn w = puts.beginWrite()) {
+        for (SubDb db : dbs) {
+          try (Cursor c = snapshot.cursor(db)) {
+            for (boolean more = c.first(); more; more = c.next()) {
+              w.put(db, c.key(), c.val());
+            }
+          }
+        }
+        w.commit();
+      }
+    }
     for (SubDb db : dbs) {
       try (Cursor c = snapshot.cursor(db)) {
-        baseEmpty[db.ordinal()] = !c.first();
+        baseEmpty[db.ordinal()] = absorbed || !c.first();
       }
     }
   }
 
   /**
-   * A new store over the last commit of {@code base}, with an empty delta; holds a read
-   * transaction of {@code base} until closed.
+   * A new store over the last commit of {@code base}, with an empty delta, or with the base's
+   * entries in it when there are at most {@code absorb} (then no read merges); holds a read
+   * transaction of {@code base} until closed. Staged imports absorb {@link #ABSORB_ENTRIES}.
    */
-  public static LayeredStore over(Store base) {
+  public static LayeredStore over(Store base, long absorb) {
     ReadTxn snapshot = base.beginRead();
     try {
-      return new LayeredStore(base, snapshot);
+      return new LayeredStore(base, snapshot, absorb);
     } catch (RuntimeException | Error e) {
       snapshot.close();
       throw e;
@@ -111,12 +134,13 @@ public final class LayeredStore implements Store {
   /**
    * Whether the delta is large enough against the base ({@link #REPLACE_RATIO}) that writing
    * it back should rewrite every tree ({@link Store#replaceAll} of {@link #beginRead()}) rather
-   * than put its keys ({@link #writeDelta}). Counts the base's entries (LMDB: from its trees'
-   * records; another store: by walking its snapshot).
+   * than put its keys ({@link #writeDelta}); always when the base was absorbed (the delta
+   * holds no deletion of its keys). Counts the base's entries (LMDB: from its trees' records;
+   * another store: by walking its snapshot).
    */
   public boolean replacesAll() {
     checkOpen();
-    return written * REPLACE_RATIO >= baseEntries(written * REPLACE_RATIO);
+    return absorbed || written * REPLACE_RATIO >= baseEntries(written * REPLACE_RATIO);
   }
 
   /** The base's entries, or any count of at least {@code enough} once that many are seen. */
@@ -140,8 +164,13 @@ public final class LayeredStore implements Store {
    * Writes the delta as of its last commit into {@code w}, a write transaction of a store that
    * holds the base snapshot (the caller checks it): per sub-database, its puts and deletes in
    * key order. Commits nothing.
+   *
+   * @throws IllegalStateException when the base was absorbed: only {@code replaceAll} writes it
    */
   public void writeDelta(WriteTxn w) {
+    if (absorbed) {
+      throw new IllegalStateException("The base was copied into the delta: replace it all");
+    }
     try (Read r = (Read) beginRead()) {
       for (SubDb db : SubDb.values()) {
         try (Cursor p = r.puts.cursor(db); Cursor g = r.gone.cursor(db)) {
@@ -211,7 +240,7 @@ public final class LayeredStore implements Store {
     public ByteBuffer get(SubDb db, ByteBuffer key) {
       checkOpen();
       ByteBuffer v = puts.get(db, key);
-      if (v != null || gone.get(db, key) != null) {
+      if (v != null || baseEmpty[db.ordinal()] || gone.get(db, key) != null) {
         return v;
       }
       return snapshot.get(db, key);
