@@ -30,10 +30,15 @@ public final class LayeredStore implements Store {
   /**
    * The delta's entries (its puts and deletes, overwrites counted again) from which
    * {@link #replacesAll} rewrites every tree rather than put the delta's keys into the base's:
-   * one in this many of the base's entries. Writing a tree afresh costs per entry a small
-   * fraction of a B-tree put into LMDB (bench: {@code datalith.bench.layered-write}).
+   * one in this many of the base's entries. Putting costs per key of the delta, rewriting per
+   * entry of both, and they cost alike at a delta of half to all of the base: {@code lein
+   * with-profile +bench run -m datalith.bench.layered-write --base 500000} (a base of 1M keys,
+   * the delta's keys spread over it; CPU of the writing thread, load 25-45 on 2 cores): a delta
+   * of 1/1 of the base, puts 0.80 s, rewrite 0.81 s; 1/2, 0.39 and 0.38 s (0.53 and 0.73 in
+   * another run); 1/4, 0.32 and 0.58 s; 1/8, 0.18 and 0.58 s. At a tie, rewriting wins: it
+   * leaves the trees' pages full, where puts into the middle of a tree split them.
    */
-  public static final long REPLACE_RATIO = 8;
+  public static final long REPLACE_RATIO = 2;
 
   /**
    * A base of at most this many entries is copied into the delta, so that no read merges: a
