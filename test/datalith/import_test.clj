@@ -369,6 +369,15 @@
 
 ;; ---------------------------------------------------------------- import against transact! (#17)
 
+(defn- merging
+  "Calls `f` with stagings that merge their reads with the store's however small it is (none
+  copied into the delta: the path of a large database), when `merge?`."
+  [merge? f]
+  (if merge?
+    (do (System/setProperty "datalith.staged.absorb" "0")
+        (try (f) (finally (System/clearProperty "datalith.staged.absorb"))))
+    (f)))
+
 (defn- accepted-tx-data!
   "Runs the generated transactions `txs` on `conn` as generated-history! does;
   returns the tx-data of those transact! accepted, in order."
@@ -402,8 +411,10 @@
 (deftest generated-tx-data-imports-as-transact-wrote-it
   (testing "the tx-data transact! accepted (tempids, upserts, lookup refs, retractions,
             cardinality many, reverse refs, tx ids), imported as chunks into a fresh database
-            of the same schema: the same datoms, ids, history and log, t by t; staged or not,
-            the staging written after a few datoms (its budget) and the rest chunk by chunk"
+            of the same schema, the first of them transacted there before (the staging lies over
+            them, and its upserts and retractions reach them): the same datoms, ids, history and
+            log, t by t; staged or not, the staging written after a few datoms (its budget) and
+            the rest chunk by chunk"
     (let [result (tc/quick-check
                   trials
                   (prop/for-all [schema txp/gen-schema
@@ -411,14 +422,19 @@
                                  from (gen/elements tu/stores)
                                  into (gen/elements tu/stores)
                                  staged gen/boolean
-                                 budget (gen/elements [nil 1 5 20])]
+                                 budget (gen/elements [nil 1 5 20])
+                                 transacted gen/nat
+                                 merge? gen/boolean]
                     (let [engine-schema (txp/engine-schema schema)]
                       (tu/with-conn [src from {:schema engine-schema}]
-                        (let [tx-data (accepted-tx-data! src schema txs)]
+                        (let [tx-data (accepted-tx-data! src schema txs)
+                              ;; the first ones transacted into dst: the import stages over them
+                              [before imported] (split-at (mod transacted (inc (count tx-data))) tx-data)]
                           (tu/with-conn [dst into {:schema engine-schema}]
-                            (let [r (d/import! dst tx-data (cond-> {:staged staged}
-                                                             budget (assoc :staged-budget budget)))]
-                              (and (= (count tx-data) (:transactions r))
+                            (doseq [tx before] (d/transact! dst tx))
+                            (let [r (merging merge? #(d/import! dst imported (cond-> {:staged staged}
+                                                                               budget (assoc :staged-budget budget))))]
+                              (and (= (count imported) (:transactions r))
                                    (= (instant-free (d/db src)) (instant-free (d/db dst)))))))))))]
       (is (:pass? result) (pr-str (select-keys result [:seed :shrunk]))))))
 
@@ -551,8 +567,8 @@
       (is (:pass? result) (pr-str (select-keys result [:seed :shrunk]))))))
 
 ;; ---------------------------------------------------------------- staged imports (#17, h-staged)
-;; An import into a small LMDB database (or any, with :staged true) commits its chunks into a
-;; MemStore, each its own transaction, and writes them into the store in one commit at its end
+;; An import into an LMDB database (or any, with :staged true) commits its chunks into a layered
+;; store over it, each its own transaction, and writes them into the store in one commit at its end
 ;; (also when a chunk or the source fails, or :progress stops it). The oracle above runs both
 ;; ways; these check what the staging changes: when the store sees the chunks, the budget past
 ;; which it writes and goes on chunk by chunk, failures, another writer, the values it hands out.
@@ -584,13 +600,13 @@
                            (count (remove #(= :db/txInstant (:a %)) data))))
               "each chunk its own transaction"))))))
 
-(deftest auto-stages-only-into-a-small-lmdb-database
+(deftest auto-stages-into-an-lmdb-database-of-any-size
   (tu/with-conn [conn :lmdb {:schema {:k/id {:db/unique :db.unique/identity}}}]
-    (d/transact! conn (vec (for [i (range (inc (quot datalith.conn.Import/AUTO_BASE_ENTRIES 3)))]
-                             {:k/id i})))
+    (d/transact! conn (vec (for [i (range 40000)] {:k/id i})))
     (let [t0 (d/basis-t (d/db conn))
-          [seen _] (import-seeing conn [[{:k/id -1}] [{:k/id -2}]] {})]
-      (is (= [(+ t0 1) (+ t0 2)] seen) "past AUTO_BASE_ENTRIES entries: chunk by chunk"))))
+          [seen r] (import-seeing conn [[{:k/id -1}] [{:k/id -2}]] {})]
+      (is (= [t0 t0] seen) "160,000 entries and more in the store: staged all the same")
+      (is (= (+ t0 2) (:t-last r) (d/basis-t (d/db conn)))))))
 
 (deftest past-its-budget-a-staged-import-writes-and-goes-on-chunk-by-chunk
   (doseq [store tu/stores]
@@ -623,8 +639,9 @@
             (is (= (set (range n)) (set (map :v (d/datoms (d/db conn) :aevt :k/n)))))))))))
 
 (deftest another-writer-during-a-staged-import-makes-it-commit-nothing
-  (doseq [store tu/stores]
-    (testing (str store ": two connections over one store, the other commits while it stages")
+  (doseq [store tu/stores
+          [way base-n] [[:puts 300] [:replace-all 0]]]
+    (testing (str store ", " way ": two connections over one store, the other commits while it stages")
       (let [dir (when (= store :lmdb) (tu/temp-dir))
             s (if dir
                 (datalith.store.LmdbStore/open (.toPath ^File dir) {})
@@ -632,20 +649,46 @@
             a (datalith.conn.Conn/open s)
             b (datalith.conn.Conn/open s)]
         (try
-          (let [ex (try (d/import! a [[{:k/n 1}] [{:k/n 2}]]
-                                   {:staged true
-                                    :progress (fn [{:keys [chunk]}]
-                                                (when (= 0 chunk)
-                                                  @(future (d/transact! b [{:k/other 7}])))
-                                                nil)})
+          (when (pos? base-n) ; a base large against the import: its delta is written by puts
+            (d/transact! a (vec (for [i (range base-n)] {:k/base i}))))
+          (let [t0 (d/basis-t (d/db a))
+                replaced (when dir (.directReplaces ^datalith.store.LmdbStore s))
+                big (when (= way :replace-all) [(vec (for [i (range 500)] {:k/x i}))])
+                ex (try (merging (= way :puts)
+                                 #(d/import! a (concat [[{:k/n 1}] [{:k/n 2}]] big)
+                                             {:staged true
+                                              :progress (fn [{:keys [chunk]}]
+                                                          (when (= 0 chunk)
+                                                            @(future (d/transact! b [{:k/other 7}])))
+                                                          nil)}))
                         nil
                         (catch clojure.lang.ExceptionInfo e e))]
             (is (= :import/conflict (:error (ex-data ex))))
             (is (= 0 (:transactions (:import/report (ex-data ex)))))
-            (is (= 1 (d/basis-t (d/db a)) (d/basis-t (d/db b))) "the other's commit stands")
+            (is (= (inc t0) (d/basis-t (d/db a)) (d/basis-t (d/db b))) "the other's commit stands")
             (is (empty? (d/datoms (d/db a) :aevt :k/n)) "none of the import")
-            (is (= [7] (map :v (d/datoms (d/db a) :aevt :k/other)))))
+            (is (= [7] (map :v (d/datoms (d/db a) :aevt :k/other))))
+            (when dir
+              (is (= replaced (.directReplaces ^datalith.store.LmdbStore s)) "no tree replaced")))
           (finally (d/close a) (d/close b) (some-> dir tu/delete-tree)))))))
+
+(deftest a-staged-import-writes-its-delta-by-puts-or-by-rewriting-every-tree
+  (doseq [[way base-n] [[:puts 300] [:replace-all 5]]]
+    (testing (str way)
+      (tu/with-conn [conn :lmdb]
+        (d/transact! conn (vec (for [i (range base-n)] {:k/base i :k/n i})))
+        (let [^datalith.store.LmdbStore s (.store ^datalith.conn.Conn conn)
+              e0 (:e (first (d/datoms (d/db conn) :avet :k/base 0)))
+              replaced (.directReplaces s)
+              ;; 500 new entities: a delta large against an empty database
+              more (when (= way :replace-all) [(vec (for [i (range 500)] {:k/x i}))])
+              r (merging (= way :puts)
+                         #(d/import! conn (concat [[{:k/n -1}] [[:db/retract e0 :k/n 0]]] more)
+                                     {:staged true}))]
+          (is (= (+ 2 (count more)) (:transactions r)))
+          (is (= (if (= way :puts) replaced (inc replaced)) (.directReplaces s)))
+          (is (= (set (cons -1 (range 1 base-n))) (set (map :v (d/datoms (d/db conn) :aevt :k/n)))))
+          (is (:ok? (d/verify conn))))))))
 
 (deftest a-staged-imports-values-stay-readable-and-the-store-reopens
   (let [dir (tu/temp-dir)]

@@ -39,19 +39,18 @@ import java.util.Map;
  * after every committed (or staged) chunk; when it returns {@code :stop}, the import stops there
  * and its report says where ({@code :stopped-at}, the index of the next chunk).
  *
- * <p>Staging: into an LMDB store that holds little yet (at most {@link #AUTO_BASE_ENTRIES}
- * entries, an empty database among them), or whenever {@link Staging} says so, the import
- * copies the database into memory ({@code Staged}, a {@code MemStore}), commits its chunks there
- * exactly as above (each its own transaction), and at the end writes the result into the store
- * in one commit ({@link Store#replaceAll}); also when a chunk or the source fails, or the
- * progress function stops it (what was staged before is written, then the error thrown or the
- * report returned). Past its budget of staged datoms it writes what it staged and commits the
- * rest chunk by chunk into the store. While it stages, the connection's {@code db} (and every
- * other reader of the store) sees the database as it was before the import; the database
- * values of the staged chunks' reports (for the listeners) read the staging's memory, and stay
- * valid afterwards. Another writer committing to the store meanwhile (another process) makes
- * the final write refuse ({@code :import/conflict}) rather than lose that commit: the import
- * then commits nothing.
+ * <p>Staging: into an LMDB store, whatever it holds already, or whenever {@link Staging} says
+ * so, the import lays a store in memory over a snapshot of the database ({@code Staged}, a
+ * {@code LayeredStore}: nothing is copied), commits its chunks there exactly as above (each its
+ * own transaction), and at the end writes what they changed into the store in one commit; also
+ * when a chunk or the source fails, or the progress function stops it (what was staged before
+ * is written, then the error thrown or the report returned). Past its budget of staged datoms
+ * it writes what it staged and commits the rest chunk by chunk into the store. While it
+ * stages, the connection's {@code db} (and every other reader of the store) sees the database
+ * as it was before the import; the database values of the staged chunks' reports (for the
+ * listeners) stay valid afterwards. Another writer committing to the store meanwhile (another
+ * process) makes the final write refuse ({@code :import/conflict}) rather than lose that
+ * commit: the import then commits nothing.
  *
  * <p>Durability: while chunks commit into the store, a crash of the JVM loses nothing committed,
  * and one of the operating system may lose the chunks committed since the import began (LMDB's
@@ -99,7 +98,7 @@ public final class Import {
 
   /**
    * Whether an import stages its chunks in memory: {@code staged} true always, false never,
-   * null (auto) into an LMDB store holding at most {@link #AUTO_BASE_ENTRIES} entries; once
+   * null (auto) into an LMDB store (a {@code MemStore}'s puts are what staging would do); once
    * {@code budget} datoms are staged, they are written and the rest of the import commits chunk
    * by chunk into the store.
    */
@@ -109,17 +108,8 @@ public final class Import {
   }
 
   /**
-   * The most entries (of all sub-databases) a store may hold for an import to stage by
-   * default. Staging copies them into memory and writes them back at the end: up to this
-   * many that costs about what committing 20,000 datoms chunk by chunk does (each datom is
-   * 4 to 6 entries), a fraction of a second, which an import big enough to matter saves many
-   * times over, and which a small one into a small database hardly notices.
-   */
-  public static final long AUTO_BASE_ENTRIES = 100_000;
-
-  /**
    * The heap a staged datom takes, rounded up: its index entries and log bytes in the staging's
-   * MemStore (the 1M tracker import: 442 bytes a datom retained).
+   * delta, a {@code MemStore} (the 1M tracker import: 442 bytes a datom retained).
    */
   static final long STAGED_BYTES_PER_DATOM = 500;
 
@@ -163,10 +153,8 @@ public final class Import {
     Store store = conn.store();
     conn.lockForImport();
     try (Store.SyncPause pause = store.pauseSync()) {
-      boolean stage = staging.staged() != null ? staging.staged() : store instanceof LmdbStore;
-      if (stage) {
-        long most = staging.staged() != null ? Long.MAX_VALUE : AUTO_BASE_ENTRIES;
-        im.staged = Staged.copy(conn, store, most);
+      if (staging.staged() != null ? staging.staged() : store instanceof LmdbStore) {
+        im.staged = Staged.begin(conn, store);
       }
       try {
         im.each(store, chunks, skip, resume, staging.budget());
@@ -269,7 +257,7 @@ public final class Import {
    */
   private boolean one(Store store, Object data, long recordT, boolean resume) {
     Staged st = staged;
-    Store into = st != null ? st.store() : store;
+    Store into = st != null ? st.staging() : store;
     try (WriteTxn wt = into.beginWrite()) {
       Latest base;
       Transactor.Result r;

@@ -6,7 +6,7 @@ import datalith.db.Snapshot;
 import datalith.db.Source;
 import datalith.db.ValidCache;
 import datalith.store.Cursor;
-import datalith.store.MemStore;
+import datalith.store.LayeredStore;
 import datalith.store.ReadTxn;
 import datalith.store.Store;
 import datalith.store.SubDb;
@@ -16,81 +16,89 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * An import staged in memory ({@link Import}): the connection's database copied into a fresh
- * {@link MemStore}, the import's chunks committed there one by one, each its own transaction as
- * on the store itself, then all of it written into the connection's store in one commit
- * ({@link Store#replaceAll}). LMDB's B-tree puts cost several times a MemStore's, and the
- * final write puts every key in order once.
+ * An import staged in memory ({@link Import}): a {@link LayeredStore} over a snapshot of the
+ * connection's store, the import's chunks committed there one by one, each its own transaction
+ * as on the store itself, then the delta they made written into the connection's store in one
+ * commit ({@link #write}). Nothing of the base is copied; LMDB's B-tree puts cost several times
+ * a MemStore's, and the final write puts the delta's keys in order, once.
  *
- * <p>It is the source of the values its chunks make (the database values of their reports,
- * database values read the MemStore, which is never closed: they stay valid, and immutable,
- * once the import has ended). Nothing but those values holds the MemStore: the connection's
- * latest value stays the store's until {@link #write}, which publishes the store's new one.
+ * <p>It is the source of the values its chunks make (the database values of their reports):
+ * they read the layered store while the import stages, and the connection's store once the
+ * write is done (it then holds everything they hold; a value reads a store that moved past it
+ * as it reads any later commit), so they stay valid, and immutable, once the import has ended.
+ * The connection's latest value stays the store's until {@link #write}, which publishes the
+ * store's new one.
  *
  * <p>The import holds the connection's transaction lock throughout, so no transaction of this
  * connection commits meanwhile. Another writer of the store (another process, or another
  * connection to the directory) may: the write then refuses with {@code :import/conflict},
- * writing nothing, rather than lose that commit ({@link Guard}). Used by the import's thread
- * only. A node's catch-up run stages its log records the same way ({@link StagedLog}).
+ * writing nothing, rather than lose that commit ({@link #checkUnchanged}). Used by the
+ * import's thread only (the layered store's base snapshot is a read transaction of that
+ * thread). A node's catch-up run stages its log records the same way ({@link StagedLog}).
  */
 final class Staged implements Source {
+  /**
+   * The system property that sets how many entries a store may hold for a staging to copy them
+   * into its delta ({@link LayeredStore#ABSORB_ENTRIES} by default): 0 makes every staging
+   * merge its reads with the store's, the path of large databases, which the tests run on
+   * small ones with it.
+   */
+  static final String ABSORB_PROPERTY = "datalith.staged.absorb";
+
   private final Conn conn;
   private final Store target;
-  private final Latest base; // the connection's value that was copied, read from target
-  private final MemStore mem = MemStore.open(); // never closed: the staged values read it
+  private final Latest base; // the connection's value the layered store is over
+  private final LayeredStore layered;
+  private volatile Store reads; // what the staged values read: layered, then target once written
   private final ValidCache validCache = new ValidCache();
   private final List<TxReport> reports = new ArrayList<>(); // for the listeners, commit order
-  private Latest latest; // the value after the last staged chunk, read from mem
+  private Latest latest; // the value after the last staged chunk, read from layered
   private long chunks; // staged
   private long datoms; // of the staged chunks
 
-  private Staged(Conn conn, Store target, Latest base) {
+  private Staged(Conn conn, Store target, Latest base, LayeredStore layered) {
     this.conn = conn;
     this.target = target;
     this.base = base;
+    this.layered = layered;
+    this.reads = layered;
   }
 
   /**
-   * Copies the database of {@code conn} (its store {@code target}) into a new staging; null,
-   * copying nothing, when the store holds more than {@code maxEntries} entries (of every
-   * sub-database). Holds the store's write transaction while it reads, so that the copy and
-   * the value it is of are one commit; writes nothing there.
+   * A new staging over the database of {@code conn} (its store {@code target}). Holds the
+   * store's write transaction while it reads the connection's value and takes the snapshot,
+   * so that the two are of one commit; writes nothing there.
    */
-  static Staged copy(Conn conn, Store target, long maxEntries) {
+  static Staged begin(Conn conn, Store target) {
+    Staged st;
     try (WriteTxn lock = target.beginWrite()) {
       Latest base;
       try (Snapshot s = Snapshot.of(target)) {
         base = conn.refreshForImport(s);
       }
-      Staged st = new Staged(conn, target, base);
-      try (ReadTxn from = target.beginRead(); WriteTxn to = st.mem.beginWrite()) {
-        long entries = 0;
-        for (SubDb db : SubDb.values()) {
-          Cursor c = from.cursor(db);
-          try {
-            for (boolean more = c.first(); more; more = c.next()) {
-              if (++entries > maxEntries) {
-                return null;
-              }
-              to.put(db, c.key(), c.val());
-            }
-          } finally {
-            c.close();
-          }
-        }
-        to.commit();
-      }
-      try (Snapshot s = Snapshot.of(st.mem)) {
-        st.latest = Latest.load(st, s);
-      }
-      return st;
+      st = new Staged(conn, target, base, LayeredStore.over(target, Long.getLong(ABSORB_PROPERTY, LayeredStore.ABSORB_ENTRIES)));
     }
+    try (Snapshot s = Snapshot.of(st.layered)) {
+      st.latest = Latest.load(st, s);
+    } catch (RuntimeException | Error e) {
+      st.layered.close();
+      throw e;
+    }
+    return st;
   }
 
-  /** The staging's store: every value of the staged chunks reads it. */
+  /**
+   * What every value of the staged chunks reads: the layered store while the import stages,
+   * the connection's once the chunks are written.
+   */
   @Override
   public Store store() {
-    return mem;
+    return reads;
+  }
+
+  /** The store the chunks commit into. */
+  Store staging() {
+    return layered;
   }
 
   @Override
@@ -103,7 +111,7 @@ final class Staged implements Source {
     return validCache;
   }
 
-  /** The value after the last staged chunk (the copy's, before the first). */
+  /** The value after the last staged chunk (the connection's, before the first). */
   Latest latest() {
     return latest;
   }
@@ -128,26 +136,65 @@ final class Staged implements Source {
 
   /**
    * Writes the staged chunks into the store in one commit, publishes the store's new value on
-   * the connection and hands the chunks' reports to its listeners. Nothing to write when no
-   * chunk was staged.
+   * the connection and hands the chunks' reports to its listeners; then closes the layered
+   * store (the staged values read the connection's store from then on). Nothing to write when
+   * no chunk was staged. The delta goes in as the layered store says
+   * ({@link LayeredStore#replacesAll}): every tree rewritten from the merge of the snapshot and
+   * the delta ({@link Store#replaceAll}), or the delta's puts and deletes in one write
+   * transaction.
    *
    * @throws clojure.lang.ExceptionInfo {@code :import/conflict}, writing nothing, when another
-   *     writer committed to the store since the copy; the store's own errors (the map full, say)
+   *     writer committed to the store since the snapshot; the store's own errors (the map
+   *     full, say)
    */
   void write() {
-    if (chunks == 0) {
-      return;
+    try {
+      if (chunks == 0) {
+        return;
+      }
+      if (layered.replacesAll()) {
+        try (ReadTxn source = new Guard(layered.beginRead())) {
+          target.replaceAll(source);
+        }
+      } else {
+        try (WriteTxn w = target.beginWrite()) {
+          checkUnchanged();
+          layered.writeDelta(w);
+          w.commit();
+        }
+      }
+      reads = target;
+      conn.writtenByImport(reports);
+    } finally {
+      close();
     }
-    try (ReadTxn source = new Guard(mem.beginRead())) {
-      target.replaceAll(source);
+  }
+
+  /** Closes the layered store (its snapshot of the connection's store). Idempotent. */
+  void close() {
+    layered.close();
+  }
+
+  /**
+   * Throws {@code :import/conflict} unless the store's last commit is still the one the
+   * staging is over. Called holding the store's writer lock, so that none comes after it.
+   */
+  private void checkUnchanged() {
+    try (Snapshot s = Snapshot.of(target)) {
+      long t = conn.refreshForImport(s).db().basisT();
+      if (t != base.db().basisT()) {
+        throw Errors.error("import/conflict", "Another writer committed to the store during"
+            + " this staged import (t " + t + "), which was staged on t " + base.db().basisT()
+            + ": none of the import was written. Rerun it, or import with :staged false",
+            "t", t, "staged-on-t", base.db().basisT());
+      }
     }
-    conn.writtenByImport(reports);
   }
 
   /**
    * The staged entries as {@link Store#replaceAll} reads them, which it does holding the
-   * store's writer lock: before the first read, checks that the store's last commit is still
-   * the one copied, else throws (and the store writes nothing).
+   * store's writer lock: before the first read, {@link #checkUnchanged} (a conflict throws, and
+   * the store writes nothing).
    */
   private final class Guard implements ReadTxn {
     private final ReadTxn staged;
@@ -158,19 +205,10 @@ final class Staged implements Source {
     }
 
     private void check() {
-      if (checked) {
-        return;
+      if (!checked) {
+        checkUnchanged();
+        checked = true;
       }
-      try (Snapshot s = Snapshot.of(target)) {
-        long t = conn.refreshForImport(s).db().basisT();
-        if (t != base.db().basisT()) {
-          throw Errors.error("import/conflict", "Another writer committed to the store during"
-              + " this staged import (t " + t + "), which was staged on t " + base.db().basisT()
-              + ": none of the import was written. Rerun it, or import with :staged false",
-              "t", t, "staged-on-t", base.db().basisT());
-        }
-      }
-      checked = true;
     }
 
     @Override

@@ -10,12 +10,12 @@ import datalith.tx.Transactor;
 import java.util.List;
 
 /**
- * A node's catch-up run staged in memory, as a staged import is ({@link Staged}): the
- * connection's database copied into a {@code MemStore}, the log's records applied there in
- * order, each its own transaction (its t, its instant, its report, its failure, as
- * {@link Logged#apply} gives them) committed with the log offset after it ({@link LogOffset}),
- * then all of it written into the connection's store in one commit ({@link #write}): the
- * datoms and the offset the last committed record left land together, or neither does.
+ * A node's catch-up run staged in memory, as a staged import is ({@link Staged}): a layered
+ * store over the connection's database, the log's records applied there in order, each its own
+ * transaction (its t, its instant, its report, its failure, as {@link Logged#apply} gives them)
+ * committed with the log offset after it ({@link LogOffset}), then all of it written into the
+ * connection's store in one commit ({@link #write}): the datoms and the offset the last
+ * committed record left land together, or neither does.
  *
  * <p>Holds the connection's transaction lock from {@link #begin} to {@link #close}, as
  * {@link Logged#apply} does. Until {@link #write}, the store (and the connection's
@@ -35,9 +35,8 @@ public final class StagedLog implements AutoCloseable {
   }
 
   /**
-   * Takes the connection's transaction lock and copies its database into a new staging; null,
-   * the lock released, when its store is not an LMDB store or holds more than
-   * {@link Import#AUTO_BASE_ENTRIES} entries, as an import's automatic staging decides: the
+   * Takes the connection's transaction lock and begins a staging over its database, whatever
+   * the size of its store; null, the lock released, when its store is not an LMDB store: the
    * run then applies its records into the store ({@link Logged#apply}).
    */
   public static StagedLog begin(Conn conn) {
@@ -47,16 +46,17 @@ public final class StagedLog implements AutoCloseable {
     }
     conn.lockForLog();
     try {
-      Staged st = Staged.copy(conn, store, Import.AUTO_BASE_ENTRIES);
-      if (st != null) {
+      Staged st = Staged.begin(conn, store);
+      try {
         return new StagedLog(conn, st, Logged.offset(conn));
+      } catch (RuntimeException | Error e) {
+        st.close();
+        throw e;
       }
     } catch (RuntimeException | Error e) {
       conn.unlockAfterImport();
       throw e;
     }
-    conn.unlockAfterImport();
-    return null;
   }
 
   /**
@@ -76,7 +76,7 @@ public final class StagedLog implements AutoCloseable {
   }
 
   private void one(Logged.Record rec) {
-    Store mem = staged.store();
+    Store mem = staged.staging();
     try (WriteTxn wt = mem.beginWrite()) {
       Latest base = staged.latest();
       Transactor.Result r;
@@ -108,20 +108,27 @@ public final class StagedLog implements AutoCloseable {
   }
 
   /**
-   * Writes the staged records into the store in one commit ({@link Store#replaceAll}), with the
+   * Writes the staged records into the store in one commit ({@link Staged#write}), with the
    * offset after the last one committed, and publishes the store's new value on the connection
    * (its listeners get the records' reports); nothing when none committed.
    *
    * @throws clojure.lang.ExceptionInfo {@code :import/conflict}, writing nothing, when another
-   *     writer committed to the store since the copy; the store's own errors
+   *     writer committed to the store since the run began; the store's own errors
    */
   public void write() {
     staged.write();
   }
 
-  /** Releases the connection's transaction lock, then delivers the reports to its listeners. */
+  /**
+   * Ends the staging (what {@link #write} did not write is dropped), releases the connection's
+   * transaction lock, then delivers the reports to its listeners.
+   */
   @Override
   public void close() {
-    conn.unlockAfterImport();
+    try {
+      staged.close();
+    } finally {
+      conn.unlockAfterImport();
+    }
   }
 }

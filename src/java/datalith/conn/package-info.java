@@ -8,8 +8,8 @@
  * {@link datalith.conn.TxReport} says what either did; {@link datalith.conn.Import} commits a
  * sequence of chunks of tx-data, each a transaction, holding the lock throughout with the
  * store's fsync paused until it ends, into the store or, staged ({@code Staged}), into a
- * {@code MemStore} copy of the database that it writes into the store in one commit at its end
- * (the connection's value stays the store's until then). {@code Listeners} hands each committed
+ * {@code LayeredStore} over a snapshot of the store (nothing copied), whose delta it writes into
+ * the store in one commit at its end (the connection's value stays the store's until then). {@code Listeners} hands each committed
  * report to the connection's listeners and report queue; {@link datalith.conn.TxFuture} is one
  * waiting transaction and its result (the pending report of {@code Conn.transactAsync}).
  * A connection that follows a replicated log ({@code datalith.log}) hands its transactions to
@@ -18,8 +18,8 @@
  * {@code datalith.replica}), and {@link datalith.conn.Logged} applies the log's records to it in
  * runs through the same group commit ({@code GroupMember}: a waiting transaction or a log
  * record), each write committed with the log offset after its last record; a catch-up run into
- * a store that holds little is staged as an import is ({@link datalith.conn.StagedLog}, over
- * {@code Staged}), each record committed into the copy with the offset after it.
+ * an LMDB store, whatever it holds, is staged as an import is ({@link datalith.conn.StagedLog},
+ * over {@code Staged}), each record committed into the staging with the offset after it.
  *
  * <p>Layering: this package sits above the transactor, pull and the query engine, and only the
  * APIs ({@code datalith.api}, {@code datalith.core}) sit above it. A database value reaches its

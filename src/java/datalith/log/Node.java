@@ -264,8 +264,8 @@ public final class Node implements Replicated {
 
   /**
    * Applies {@code got}, read behind the log's end ({@link LogReader.Batch#behind}), and the
-   * reader's batches after it while the node is still behind: staged in memory when the store
-   * holds little ({@link #catchUpStaged}), else for at most {@link #CATCH_UP_RUN} with the
+   * reader's batches after it while the node is still behind: staged in memory on an LMDB
+   * store ({@link #catchUpStaged}), else for at most {@link #CATCH_UP_RUN} with the
    * store's fsync paused ({@code Store.pauseSync}): one sync at the end of the run rather than
    * one a write.
    * This node's own transactions applied meanwhile are acknowledged only after that sync, once
@@ -291,7 +291,7 @@ public final class Node implements Replicated {
   }
 
   /**
-   * A catch-up run into a store that holds little ({@link StagedLog}): applies {@code got} and
+   * A catch-up run staged in memory ({@link StagedLog}): applies {@code got} and
    * the reader's batches after it into the staging, each record its own transaction, then writes them all
    * into the store in one commit (LMDB's puts cost several times the staging's, and the write
    * puts each key once, in order). The run ends when the node is no longer behind, once

@@ -14,9 +14,9 @@
  * alone calls the log's {@code read}. The applier applies what one read of the log brings as
  * a run, through the connection's group commit (one store write for many records, each still
  * its own transaction); a node far behind the log's end (a fresh one, or one restarted after a
- * while) catches up in runs: into a store that holds little (a fresh node), staged in memory
- * ({@code datalith.conn.StagedLog}: each record its own transaction in a {@code MemStore} copy,
- * all of them written with one {@code Store.replaceAll}), else with the store's fsync paused
+ * while) catches up in runs: into an LMDB store, staged in memory whatever the store holds
+ * ({@code datalith.conn.StagedLog}: each record its own transaction in a layered store over
+ * the store's snapshot, all of them written in one commit), else with the store's fsync paused
  * until it is level; either way it acknowledges its own transactions among those records only
  * once they are durable (after the run's write, or its sync), and moves its offset only then.
  *

@@ -20,6 +20,11 @@ final class MemReadTxn implements ReadTxn {
     return r;
   }
 
+  /** Whether {@code db} holds no key in this snapshot. */
+  boolean isEmpty(SubDb db) {
+    return roots()[db.ordinal()] == null;
+  }
+
   @Override
   public Cursor cursor(SubDb db) {
     return new MemCursor(this, roots()[db.ordinal()]);

@@ -85,6 +85,18 @@
  * An index's leaves hold no values (all empty), and a leaf's key views are made on its first
  * read, once it is immutable.
  *
+ * <p>Layers: a {@link datalith.store.LayeredStore} lays a delta in memory over a snapshot of
+ * another store (one read transaction of it, held until it closes): its writes go to two
+ * {@code MemStore}s, one of the entries put and one of the base's keys deleted (an index's
+ * values are empty, so a deletion is a key of its own tree, not a value), published together
+ * on commit; its reads merge the base with the delta in key order
+ * ({@link datalith.store.MergedCursor}, a merge join that steps each cursor once a key; a
+ * sub-database the base holds nothing of, with no deletion, reads the delta's own
+ * {@code MemStore} cursor). The delta goes back into the base store in one commit, by one write
+ * transaction of its puts and deletes in key order, or, when it is large against the base, by
+ * {@code replaceAll} of the merged view. Its transactions are for one thread at a time (the
+ * base snapshot's rule). Staged imports ({@code datalith.conn.Staged}) are its use.
+ *
  * <p>Durability ({@code LmdbStore.open}'s option {@code "commit"}): with {@code "wal"}, LMDB
  * runs with MDB_NOSYNC and a commit is durable once its one record (its logged puts and deletes,
  * the txnid LMDB gives it, a length and a crc32c) is in the write-ahead log ({@code wal.0},
