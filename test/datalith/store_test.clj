@@ -426,6 +426,47 @@
         (doseq [db dbs]
           (is (= (view (models db)) (view (scan r db))) (str db)))))))
 
+;; An LMDB write transaction replays its writes in key order a batch (256 KiB) at a time: a
+;; transaction of several batches, with a value larger than a batch, keys written twice, and a
+;; run of keys in the middle of the tree across batches, ends as the model does, and the run
+;; still fills its pages.
+(deftest writes-larger-than-a-replay-batch
+  (with-each-store [s {"map-size" (* 64 1024 1024) "sync" false}]
+    (let [key-of (fn [prefix i] (let [b (ByteBuffer/allocate 40)]
+                                  (.put b 0 (byte prefix))
+                                  (.putLong b 1 (long i))
+                                  (.array b)))
+          fence (mapv #(key-of 2 %) (range 100)) ; the runs land before these
+          big (byte-array (* 3 512 1024) (byte 5)) ; 1.5 MiB
+          run (fn [from n v] (for [i (range from (+ from n))] [SubDb/EAVT (key-of 1 i) v]))
+          rounds [(concat (map (fn [k] [SubDb/EAVT k "fence"]) fence)
+                          (run 0 100 "first"))
+                  (concat (run 100 60000 "run") ; about 3 MiB of entries
+                          [[SubDb/EAVT (key-of 0 1) big]
+                           [SubDb/EAVT (key-of 1 5) nil]
+                           [SubDb/EAVT (key-of 1 30000) "overwritten"]
+                           [SubDb/EAVT (key-of 1 30000) "twice"]
+                           [SubDb/EAVT (key-of 1 30001) nil]
+                           [SubDb/EAVT (key-of 1 30001) "deleted, then put"]
+                           [SubDb/AVET (key-of 1 1) big]
+                           [SubDb/AVET (key-of 1 2) "after the big one"]])]
+          models (reduce (fn [models writes]
+                           (commit! s writes)
+                           (reduce (fn [m [db k v]]
+                                     (if v (update m db assoc k (->bytes v)) (update m db dissoc k)))
+                                   models writes))
+                         {SubDb/EAVT (sorted-map-by unsigned-byte-comparator)
+                          SubDb/AVET (sorted-map-by unsigned-byte-comparator)}
+                         rounds)]
+      (with-open [r (.beginRead s)]
+        (doseq [db [SubDb/EAVT SubDb/AVET]]
+          (is (= (view (models db)) (view (scan r db))) (str db))))
+      (when (= *kind* :lmdb) ; :lmdb-plain leaves every put to LMDB
+        ;; 40-byte keys and 3-byte values: about 75 fit on a page
+        (let [{:keys [entries leaf-pages]} (.pageStats ^LmdbStore s SubDb/EAVT)]
+          (is (= (count (models SubDb/EAVT)) entries))
+          (is (< (* 60 leaf-pages) entries) (str leaf-pages " leaf pages")))))))
+
 ;; ---- isolation -------------------------------------------------------------
 
 (deftest snapshot-isolation

@@ -43,6 +43,7 @@ final class WriteLog {
   private static final int PREFIX = 32;
   private static final int LONGS = PREFIX / 8;
   private static final int KEPT_ENTRIES = 64 * 1024; // entry arrays retained up to this size
+  private static final int ORDERED = 256 << 10; // bytes of entries a replay batch copies in order
 
   private final ArrayList<ByteBuffer> chunks = new ArrayList<>(); // heap, each filled to position
   private int current; // index of the chunk being filled
@@ -53,8 +54,12 @@ final class WriteLog {
   private long[] entries = new long[INITIAL_ENTRIES];
   private byte[] dbs = new byte[INITIAL_ENTRIES];
   private long[] prefixes = new long[LONGS * INITIAL_ENTRIES];
-  private ByteBuffer key = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
-  private ByteBuffer val = ByteBuffer.allocateDirect(CHUNK); // grows for larger values
+  // the entries of a replay in its order, a batch at a time (grown for one larger entry), and
+  // views of it: the key and value of the entry replayed, and the key of the next one
+  private ByteBuffer ordered; // made by the first replay
+  private final ByteBuffer key = ReadOnlyBufferProxy.newView();
+  private final ByteBuffer val = ReadOnlyBufferProxy.newView();
+  private final ByteBuffer nextKey = ReadOnlyBufferProxy.newView();
 
   /** Bytes logged since the last {@link #clear()}. */
   long bytes() {
@@ -86,51 +91,107 @@ final class WriteLog {
       dbs = new byte[INITIAL_ENTRIES];
       prefixes = new long[LONGS * INITIAL_ENTRIES];
     }
-    if (val.capacity() > CHUNK) {
-      val = ByteBuffer.allocateDirect(CHUNK);
+    if (ordered != null && ordered.capacity() > ORDERED) {
+      ordered = null;
     }
   }
 
-  /** Calls {@code to} once per entry, in the order {@link Replay} describes. */
+  /**
+   * Calls {@code to} once per entry, in the order {@link Replay} describes. The entries are first
+   * copied in that order into a direct buffer, a batch at a time, and passed to {@code to} where
+   * they lie there: read one after another, rather than each from its place in the order logged
+   * (a cache miss each, behind LMDB's put of the one before, which evicts them).
+   */
   void replay(Replay to) {
     int[] order = sorted();
-    for (int i = 0; i < order.length; i++) {
-      int x = order[i];
-      ByteBuffer chunk = chunks.get((int) (entries[x] >>> 32));
-      byte[] array = chunk.array();
-      int at = (int) entries[x];
-      byte op = array[at];
-      SubDb db = DBS[dbs[x]];
-      int keySize = keySize(array, at);
-      int valSize = chunk.getInt(at + 4);
-      key.clear();
-      key.put(array, at + HEADER, keySize).flip();
-      if (op == PUT) {
-        if (val.capacity() < valSize) {
-          val = ByteBuffer.allocateDirect(Math.max(valSize, 2 * val.capacity()));
-        }
-        val.clear();
-        val.put(array, at + HEADER + keySize, valSize).flip();
-        ByteBuffer nextPut = null;
-        int nextValSize = 0;
-        if (i + 1 < order.length && dbs[order[i + 1]] == dbs[x]) {
-          long y = entries[order[i + 1]];
-          ByteBuffer next = chunks.get((int) (y >>> 32));
-          int nat = (int) y;
-          if (next.get(nat) == PUT) {
-            nextPut = next.duplicate().limit(nat + HEADER + keySize(next.array(), nat))
-                .position(nat + HEADER);
-            nextValSize = next.getInt(nat + 4);
+    ByteBuffer[] views = new ByteBuffer[chunks.size()]; // of each chunk, for a nextPut past a batch
+    try {
+      for (int from = 0; from < order.length; ) {
+        int end = gather(order, from);
+        long base = ReadOnlyBufferProxy.base(ordered);
+        int at = 0; // in ordered, of entry i
+        for (int i = from; i < end; i++) {
+          int x = order[i];
+          SubDb db = DBS[dbs[x]];
+          int keySize = Short.toUnsignedInt(ordered.getShort(at + 2));
+          int valSize = ordered.getInt(at + 4);
+          int next = at + HEADER + keySize + valSize;
+          ReadOnlyBufferProxy.point(key, base + at + HEADER, keySize);
+          if (ordered.get(at) == PUT) {
+            ReadOnlyBufferProxy.point(val, base + at + HEADER + keySize, valSize);
+            ByteBuffer nextPut = null;
+            int nextValSize = 0;
+            if (i + 1 < order.length && dbs[order[i + 1]] == dbs[x]) {
+              if (i + 1 < end) {
+                if (ordered.get(next) == PUT) {
+                  ReadOnlyBufferProxy.point(nextKey, base + next + HEADER,
+                      Short.toUnsignedInt(ordered.getShort(next + 2)));
+                  nextPut = nextKey;
+                  nextValSize = ordered.getInt(next + 4);
+                }
+              } else { // the next batch's first entry, read where it was logged
+                long y = entries[order[i + 1]];
+                int c = (int) (y >>> 32);
+                ByteBuffer chunk = chunks.get(c);
+                int nat = (int) y;
+                if (chunk.get(nat) == PUT) {
+                  if (views[c] == null) {
+                    views[c] = chunk.duplicate();
+                  }
+                  nextPut = views[c].clear().limit(nat + HEADER + keySize(chunk.array(), nat))
+                      .position(nat + HEADER);
+                  nextValSize = chunk.getInt(nat + 4);
+                }
+              }
+            }
+            to.put(db, key, val, nextPut, nextValSize);
+          } else {
+            to.delete(db, key);
           }
+          if (i + 1 == order.length || dbs[order[i + 1]] != dbs[x]) {
+            to.end(db);
+          }
+          at = next;
         }
-        to.put(db, key, val, nextPut, nextValSize);
-      } else {
-        to.delete(db, key);
+        from = end;
       }
-      if (i + 1 == order.length || dbs[order[i + 1]] != dbs[x]) {
-        to.end(db);
-      }
+    } finally {
+      ReadOnlyBufferProxy.detach(key);
+      ReadOnlyBufferProxy.detach(val);
+      ReadOnlyBufferProxy.detach(nextKey);
     }
+  }
+
+  /**
+   * Copies the entries {@code order[from..]} into {@link #ordered}, one after another from its
+   * start, as many as it holds (at least one: it grows for an entry larger than it); returns the
+   * index past the last one copied.
+   */
+  private int gather(int[] order, int from) {
+    if (ordered == null) {
+      ordered = ByteBuffer.allocateDirect(ORDERED);
+    }
+    ordered.clear();
+    int i = from;
+    for (; i < order.length; i++) {
+      long e = entries[order[i]];
+      byte[] array = chunks.get((int) (e >>> 32)).array();
+      int at = (int) e;
+      int size = HEADER + keySize(array, at) + intAt(array, at + 4);
+      if (ordered.remaining() < size) {
+        if (i > from) {
+          break;
+        }
+        ordered = ByteBuffer.allocateDirect(size);
+      }
+      ordered.put(array, at, size);
+    }
+    return i;
+  }
+
+  private static int intAt(byte[] array, int at) {
+    return (array[at] & 0xFF) << 24 | (array[at + 1] & 0xFF) << 16 | (array[at + 2] & 0xFF) << 8
+        | (array[at + 3] & 0xFF);
   }
 
   /** Copies every entry, in the order logged, into {@code to} ({@link #bytes()} bytes). */

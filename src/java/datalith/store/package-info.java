@@ -56,7 +56,9 @@
  * are LMDB's own: a commit reads and writes the pages it changes in C, unchecked.
 
  * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
- * transaction in key order ({@link datalith.store.LmdbWrite}, holding the
+ * transaction in key order, copied in that order a batch at a time into a direct buffer whose
+ * bytes LMDB reads where they lie ({@link datalith.store.WriteLog};
+ * {@link datalith.store.LmdbWrite}, holding the
  * {@link datalith.store.LmdbWriterLock}; the map grows by {@link datalith.store.LmdbMapGrowth},
  * and read transactions are pooled by {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new entities' datoms
  * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
