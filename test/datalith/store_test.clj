@@ -350,6 +350,43 @@
                            (repeatedly 5000 (fn [] [(rand-key) (rand-bytes (.nextInt rnd 16))])))
                    20000 rnd rand-key))))
 
+;; Cursor.warm makes the descents (and on LMDB's Java page reader, the search of the leaf page)
+;; of the seeks that follow it: each such seek must land where a seek alone does, on a tree four
+;; pages deep, for probes that are keys, prefixes of keys, between keys and past either end,
+;; warmed in batches and sought in order with probes that were not warmed among them.
+(deftest warmed-seeks-land-where-seeks-do
+  (with-each-store [s {"map-size" (* 16 1024 1024) "sync" false}]
+    (let [rnd (java.util.Random. 13)
+          rand-bytes (fn [n] (let [b (byte-array n)] (.nextBytes rnd b) b))
+          model (into (sorted-map-by unsigned-byte-comparator)
+                      (repeatedly 5000 (fn [] [(rand-bytes (+ 300 (.nextInt rnd 200)))
+                                               (rand-bytes (.nextInt rnd 16))])))
+          ks (vec (keys model))
+          probe (fn []
+                  (let [^bytes k (ks (.nextInt rnd (count ks)))]
+                    (case (int (.nextInt rnd 5))
+                      0 k
+                      1 (Arrays/copyOf k (inc (.nextInt rnd 8))) ; a prefix: lands on k or before
+                      2 (rand-bytes (inc (.nextInt rnd 12)))
+                      3 (byte-array [(unchecked-byte -1) (unchecked-byte -1)]) ; past the last key
+                      (byte-array [(byte 0)]))))
+          ceiling (fn [p] (some-> (first (subseq model >= p)) key vec))
+          direct (fn ^ByteBuffer [^bytes b]
+                   (.flip (.put (ByteBuffer/allocateDirect (alength b)) b)))]
+      (commit! s (map (fn [[k v]] [SubDb/EAVT k v]) model))
+      (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
+        (dotimes [_ 60]
+          (let [batch (vec (sort unsigned-byte-comparator
+                                 (repeatedly (inc (.nextInt rnd 40)) probe)))
+                n (.nextInt rnd (inc (count batch))) ; the first n are warmed
+                sought (if (zero? (.nextInt rnd 3))
+                         (vec (sort unsigned-byte-comparator (into batch (repeatedly 3 probe))))
+                         batch)]
+            (.warm c (into-array ByteBuffer (map direct batch)) n)
+            (doseq [^bytes p sought]
+              (is (= (ceiling p)
+                     (when (.seek c (direct p)) (vec (bytes-of (.key c)))))))))))))
+
 ;; New entities' datoms land at the end of an attribute's keys, before the next attribute's:
 ;; LmdbReplay writes such runs at the end of full pages (LMDB alone splits the page in the middle
 ;; each time, leaving pages half full). Other writes in the same transactions touch the keys it

@@ -692,6 +692,9 @@ public final class IndexScan {
 
   // A few recently decoded short values: attributes with few distinct values
   // (states, types, flags) then decode each value once per scan, not per datom.
+  // An entry hit since the last insertion passed it is passed over once more
+  // (a clock), so that values decoded once (titles read beside states) replace
+  // each other rather than the values hit again.
   // Each entry is a whole key part (never an overflow form or bytes) of length
   // len: its big-endian 8-byte words at 0, 8, ... before the last 8 bytes, then
   // the word of its last 8 bytes; shorter than 8 bytes, the bytes left-aligned
@@ -703,6 +706,7 @@ public final class IndexScan {
   private Object[] cacheVals;
   private int cacheNext;
   private int cacheLast; // the entry of the last hit
+  private int cacheUsed; // bit i: entry i was hit since an insertion last passed it
   private int cacheHits;
   private int cacheMisses;
 
@@ -721,11 +725,13 @@ public final class IndexScan {
       int last = cacheLast;
       if (cachedAt(last, k, off, avail)) {
         cacheHits++;
+        cacheUsed |= 1 << last;
         return cacheVals[last];
       }
       for (int i = 0; i < CACHE_SIZE; i++) {
         if (i != last && cachedAt(i, k, off, avail)) {
           cacheHits++;
+          cacheUsed |= 1 << i;
           cacheLast = i;
           return cacheVals[i];
         }
@@ -746,6 +752,10 @@ public final class IndexScan {
       cacheVals = new Object[CACHE_SIZE];
     }
     int at = cacheNext;
+    while ((cacheUsed & 1 << at) != 0) { // ends: each pass clears the bit it passes
+      cacheUsed &= ~(1 << at);
+      at = (at + 1) % CACHE_SIZE;
+    }
     long[] w = cacheWords[at];
     if (w == null) {
       w = cacheWords[at] = new long[CACHE_MAX_BYTES / 8 + 1];

@@ -143,12 +143,13 @@ final class LmdbCursor implements Cursor {
         return at(i);
       }
     }
-    int keys = t.seek(probe);
+    long found = t.seek(probe);
+    int keys = LmdbTree.foundKeys(found);
     if (keys == 0) {
       return off();
     }
     enterLeaf(keys);
-    int i = t.lowerBound(pgno, keys, probe);
+    int i = LmdbTree.foundPlace(found);
     if (i < keys) {
       return at(i);
     }

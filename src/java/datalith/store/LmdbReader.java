@@ -165,12 +165,13 @@ final class LmdbReader {
     }
     LmdbTree t = lookup;
     t.open(snapshot, db);
-    int keys = t.seek(key);
+    long found = t.seek(key);
+    int keys = LmdbTree.foundKeys(found);
     if (keys == 0) {
       return null;
     }
     long n = t.page(t.depth() - 1);
-    int i = t.lowerBound(n, keys, key);
+    int i = LmdbTree.foundPlace(found);
     if (i == keys) {
       return null;
     }

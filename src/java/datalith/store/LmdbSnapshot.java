@@ -167,9 +167,10 @@ final class LmdbSnapshot {
     LmdbTree t = lookup;
     t.open(this, null, root(main), depth(main));
     ByteBuffer name = NAMES[db.ordinal()];
-    int keys = t.seek(name);
+    long found = t.seek(name);
+    int keys = LmdbTree.foundKeys(found);
     long n = keys == 0 ? -1 : t.page(t.depth() - 1);
-    int i = keys == 0 ? 0 : t.lowerBound(n, keys, name);
+    int i = LmdbTree.foundPlace(found);
     if (i == keys) {
       throw corrupt(db, n, "The main database does not record " + db);
     }

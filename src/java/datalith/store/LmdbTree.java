@@ -60,6 +60,7 @@ final class LmdbTree {
   private byte[][] warmKeys = new byte[0][];
   private long[][] warmPath = new long[0][];
   private int[][] warmIndex = new int[0][];
+  private int[] warmPlace = new int[0]; // per probe, its place on its leaf page (lowerBound's)
   private int warmCount;
   private int warmNext;
 
@@ -119,21 +120,37 @@ final class LmdbTree {
   }
 
   /**
-   * The number of keys of the leaf page where {@code probe} belongs, reached as LMDB's search
-   * reaches it; 0 when the tree is empty. Its first key at least the probe, if any, is found by
-   * {@link #lowerBound}.
+   * Descends to the leaf page where {@code probe} belongs, as LMDB's search reaches it, and
+   * returns its number of keys and the place there of its first key at least the probe (the
+   * number of keys when there is none, as {@link #lowerBound}): {@code keys << 32 | place}, read
+   * by {@link #foundKeys} and {@link #foundPlace}; 0 when the tree is empty.
    */
-  int seek(ByteBuffer probe) {
+  long seek(ByteBuffer probe) {
     for (int k = warmNext; k < warmCount; k++) {
       if (sameBytes(probe, warmKeys[k])) {
-        // warm() made this very descent: its path, checked as it was read
+        // warm() made this very descent and search of the leaf page: checked as they were read
         warmNext = k + 1;
         System.arraycopy(warmPath[k], 0, path, 0, depth);
         System.arraycopy(warmIndex[k], 0, index, 0, depth - 1);
-        return keys(path[depth - 1], P_LEAF);
+        return found(keys(path[depth - 1], P_LEAF), warmPlace[k]);
       }
     }
-    return start(PROBE, probe);
+    int keys = start(PROBE, probe);
+    return keys == 0 ? 0 : found(keys, lowerBound(path[depth - 1], keys, probe));
+  }
+
+  private static long found(int keys, int place) {
+    return (long) keys << 32 | place;
+  }
+
+  /** The number of keys of the leaf page of {@link #seek}'s result; 0: the tree is empty. */
+  static int foundKeys(long found) {
+    return (int) (found >>> 32);
+  }
+
+  /** The place on the leaf page of {@link #seek}'s result. */
+  static int foundPlace(long found) {
+    return (int) found;
   }
 
   private static boolean sameBytes(ByteBuffer probe, byte[] k) {
@@ -175,10 +192,10 @@ final class LmdbTree {
    * Makes the descents of seeks of {@code probes[0 .. n)} (each probe's bytes from its position
    * to its limit) now, side by side: one binary-search step of each probe in turn, level by
    * level, so that the cache misses of the probes overlap where a seek's follow one another.
-   * A later {@link #seek} of one of those probes takes its descent over, and finds the leaf
-   * page's lines in the cache. It reads what the seeks would, checked as they check it, leaves
-   * the path as it was, and stops at the first damage (keeping no descent), which the seeks
-   * then meet and report.
+   * A later {@link #seek} of one of those probes takes its descent and its place on the leaf
+   * page over. It reads what the seeks would, checked as they check it, leaves the path as it
+   * was, and stops at the first damage (keeping no descent), which the seeks then meet and
+   * report.
    */
   void warm(ByteBuffer[] probes, int n) {
     warmCount = 0;
@@ -190,6 +207,7 @@ final class LmdbTree {
       warmKeys = new byte[n][];
       warmPath = new long[n][CURSOR_DEPTH];
       warmIndex = new int[n][CURSOR_DEPTH];
+      warmPlace = new int[n];
     }
     long[] page = new long[n];
     int[] lo = new int[n];
@@ -218,8 +236,10 @@ final class LmdbTree {
             }
           }
         }
-        if (!leaf) {
-          for (int k = 0; k < n; k++) {
+        for (int k = 0; k < n; k++) {
+          if (leaf) {
+            warmPlace[k] = hi[k];
+          } else {
             warmIndex[k][l] = lo[k];
             page[k] = child(page[k], lo[k]);
           }

@@ -31,9 +31,9 @@
  * tree from its root, its steps within a leaf page read that page, and its crossings to the next
  * or previous leaf follow the branch pages it descended; a cursor warmed for a few seeks
  * ({@code Cursor.warm}) descends for all of them at once, side by side so that their cache misses
- * overlap, and each of those seeks takes its descent over; point gets descend the same way; the
- * sub-databases' roots are read from the main database's pages (see
- * {@link datalith.store.LmdbTree}, {@link datalith.store.LmdbSnapshot},
+ * overlap, and each of those seeks takes its descent and its place on the leaf page over; point
+ * gets descend the same way; the sub-databases' roots are read from the main database's pages
+ * (see {@link datalith.store.LmdbTree}, {@link datalith.store.LmdbSnapshot},
  * {@link datalith.store.LmdbCursor}). LMDB's code reads no page of a read transaction: it only
  * begins and ends it. The option {@code "page-reader" "lmdb"} turns this off (and the page
  * filling of writes): every read is then a call into LMDB, the plain path the tests check the
