@@ -82,7 +82,9 @@
  * node it changes once, and publishes the new roots at commit. Branch keys are lower bounds of their
  * children (LMDB's layout), so a run of ascending keys landing anywhere in a tree appends to one
  * leaf, and a node that overflows during a run splits after the run (one filled by an append
- * stays full), so that runs leave full nodes behind; a put tries first where the last one went.
+ * stays full), so that runs leave full nodes behind; a put tries first where the last one went,
+ * and a branch then searches forward from there in doubling steps (sorted puts that scatter over a
+ * tree, such as the AVET keys of a chunk's refs, go a few children on).
  * An index's leaves hold no values (all empty), and a leaf's key views are made on its first
  * read, once it is immutable.
  *
