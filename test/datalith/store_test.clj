@@ -426,19 +426,21 @@
           (is (= (count model) entries))
           (is (< (* 60 leaf-pages) entries) (str leaf-pages " leaf pages")))))))
 
-;; An LMDB write transaction sorts its logged writes by sub-database and key before applying
-;; them, comparing each key's first 32 bytes as numbers first: keys that tie there (long shared
-;; prefixes, keys that end in zeros or are zero-padded prefixes of others) must still land in
-;; LMDB's order, and one key's writes keep the order they were made in, in every sub-database.
+;; A write transaction sorts its logged writes by sub-database and key before applying them
+;; (LMDB's WriteLog, MemStore's MemWrites), comparing each key's first bytes as numbers first
+;; (LMDB's 32, MemStore's 48, which orders keys that tie there as they were made): keys that tie
+;; there (long shared prefixes, keys that end in zeros or are zero-padded prefixes of others) must
+;; still land in key order, and one key's writes keep the order they were made in, in every
+;; sub-database.
 (deftest writes-sort-by-key-past-their-prefixes
   (with-each-store [s {"map-size" (* 32 1024 1024) "sync" false}]
     (let [rnd (java.util.Random. 17)
           dbs [SubDb/EAVT SubDb/AVET SubDb/LOG SubDb/META]
-          shared (byte-array 40 (byte -1))
+          shared (byte-array 60 (byte -1))
           gen-key (fn []
                     (case (int (.nextInt rnd 4))
-                      0 (byte-array (inc (.nextInt rnd 40))) ; zeros of any length
-                      1 (let [b (Arrays/copyOf shared (+ 30 (.nextInt rnd 12)))] ; ties past 32
+                      0 (byte-array (inc (.nextInt rnd 60))) ; zeros of any length
+                      1 (let [b (Arrays/copyOf shared (+ 30 (.nextInt rnd 30)))] ; ties past 32, 48
                           (aset-byte b (dec (alength b)) (byte (.nextInt rnd 3)))
                           b)
                       2 (let [b (byte-array (+ 8 (.nextInt rnd 40)))] ; one differing byte

@@ -302,7 +302,11 @@ final class BTree {
       return search(leaf, key, key.length, h + 2, n);
     }
 
-    /** {@link #child} of a put, tried first at the child the last put went to. */
+    /**
+     * {@link #child} of a put, tried first at the child the last put went to: searched back from
+     * it when the key lies before it, else forward from it in steps that double (puts in key
+     * order, as {@link MemWrites} makes them, go a few children on).
+     */
     private static int childNear(Branch branch, byte[] key) {
       int h = branch.lastChild;
       int n = branch.size;
@@ -312,10 +316,17 @@ final class BTree {
       if (h > 0 && Arrays.compareUnsigned(branch.keys[h], key) > 0) {
         return child(branch, key, key.length, 1, h);
       }
-      if (h + 1 == n || Arrays.compareUnsigned(branch.keys[h + 1], key) > 0) {
-        return h;
+      int lo = h + 1; // keys [1, lo) are <= key
+      for (int step = 1; ; step <<= 1) {
+        int probe = lo + step - 1;
+        if (probe >= n) {
+          return child(branch, key, key.length, lo, n);
+        }
+        if (Arrays.compareUnsigned(branch.keys[probe], key) > 0) {
+          return child(branch, key, key.length, lo, probe);
+        }
+        lo = probe + 1;
       }
-      return child(branch, key, key.length, h + 2, n);
     }
 
     private Node insert(Node node, byte[] key, ByteBuffer val) {

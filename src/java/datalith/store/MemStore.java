@@ -25,6 +25,7 @@ public final class MemStore implements Store {
   private volatile BTree.Node[] roots = new BTree.Node[SubDb.values().length]; // never modified
   private volatile boolean closed;
   private volatile Thread writerThread; // the thread that began the open write transaction
+  private final MemWrites writes = new MemWrites(); // the open write transaction's
 
   private MemStore() {}
 
@@ -99,6 +100,17 @@ public final class MemStore implements Store {
     writer.release();
   }
 
+  /** A copy of {@code from}'s remaining bytes, its position unmoved. */
+  private static byte[] bytes(ByteBuffer from) {
+    byte[] to = new byte[from.remaining()];
+    if (from.hasArray()) {
+      System.arraycopy(from.array(), from.arrayOffset() + from.position(), to, 0, to.length);
+    } else {
+      from.get(from.position(), to);
+    }
+    return to;
+  }
+
   private static ByteBuffer copy(ByteBuffer from, byte[] into) {
     from.get(from.position(), into);
     return ByteBuffer.wrap(into).asReadOnlyBuffer();
@@ -107,7 +119,7 @@ public final class MemStore implements Store {
   /** The write transaction: edits its own copy of the roots, published by commit. */
   private final class Write implements WriteTxn {
     private final BTree.Editor editor = new BTree.Editor();
-    private final BTree.Node[] next; // the roots being built
+    private final BTree.Node[] next; // the roots being built, by the writes at commit
     private final List<Expected> expected = new ArrayList<>();
     private boolean open = true;
     private boolean committed;
@@ -129,19 +141,16 @@ public final class MemStore implements Store {
     public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
       checkWritable();
       Errors.checkKey(WHERE, key);
-      byte[] k = new byte[key.remaining()];
-      key.get(key.position(), k);
+      byte[] k = bytes(key);
       ByteBuffer valView = val.hasRemaining() ? copy(val, new byte[val.remaining()]) : BTree.EMPTY;
-      next[db.ordinal()] = editor.put(next[db.ordinal()], k, valView);
+      writes.put(db, k, valView);
     }
 
     @Override
     public void delete(SubDb db, ByteBuffer key) {
       checkWritable();
       Errors.checkKey(WHERE, key);
-      byte[] k = new byte[key.remaining()];
-      key.get(key.position(), k);
-      next[db.ordinal()] = editor.delete(next[db.ordinal()], k);
+      writes.delete(db, bytes(key));
     }
 
     @Override
@@ -157,6 +166,7 @@ public final class MemStore implements Store {
         byte[] k = x.key();
         x.check(WHERE, BTree.get(roots[x.db.ordinal()], k, k.length));
       }
+      writes.apply(editor, next);
       roots = next;
       committed = true;
     }
@@ -165,6 +175,7 @@ public final class MemStore implements Store {
     public void close() {
       if (open) {
         open = false;
+        writes.clear();
         writerThread = null;
         writer.release();
       }

@@ -79,11 +79,16 @@
  * 4 KiB, or files that do not read as the layout says, take the generic way (deletes and puts
  * through one write transaction).
  *
- * <p>MemStore's writes ({@link datalith.store.BTree}): a write transaction copies each node it
- * changes once, and publishes the new roots at commit. Branch keys are lower bounds of their
+ * <p>MemStore's writes ({@link datalith.store.BTree}): a write transaction keeps its puts and
+ * deletes and applies them at commit, sorted by sub-database and key (its first 48 bytes; a
+ * stable sort: writes of one key keep their order; {@link datalith.store.MemWrites}), as LMDB's
+ * log is; it copies each
+ * node it changes once, and publishes the new roots at commit. Branch keys are lower bounds of their
  * children (LMDB's layout), so a run of ascending keys landing anywhere in a tree appends to one
  * leaf, and a node that overflows during a run splits after the run (one filled by an append
- * stays full), so that runs leave full nodes behind; a put tries first where the last one went.
+ * stays full), so that runs leave full nodes behind; a put tries first where the last one went,
+ * and a branch then searches forward from there in doubling steps (sorted puts that scatter over a
+ * tree, such as the AVET keys of a chunk's refs, go a few children on).
  * An index's leaves hold no values (all empty), and a leaf's key views are made on its first
  * read, once it is immutable.
  *

@@ -1,0 +1,191 @@
+package datalith.store;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+
+/**
+ * A {@link MemStore} write transaction's puts and deletes, kept in the order made and applied to
+ * the trees in key order at commit (by the keys' first {@code PREFIX} bytes; as {@link LmdbWrite}
+ * applies its log to LMDB). A transaction's
+ * datoms come entity by entity, which scatters their keys over the AEVT, AVET and VAET trees, and
+ * a put there descends from the root with a binary search at every level; in key order, the keys
+ * of one attribute (AEVT), of one value (AVET) or to one entity (VAET) come as runs, and each put
+ * continues where the last one went ({@link BTree}'s hints). Writes of one key keep their order:
+ * the sort is stable. Its arrays are kept from one transaction to the next (one writer at a
+ * time): used by the thread holding the write transaction only.
+ */
+final class MemWrites {
+  private static final SubDb[] DBS = SubDb.values();
+  // the bytes of a key kept with its entry as numbers, the whole of its sort key: enough to tell
+  // apart the index keys of most datoms (an AVET key of a ref is 33 bytes, its datom's e ends at
+  // 25; one of a keyword or a short string, its e ends before 48)
+  private static final int LONGS = 6;
+  private static final int PREFIX = 8 * LONGS;
+  private static final int RUN = 16; // sorted by insertion, then merged
+  private static final VarHandle LONG_AT =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+  private static final int INITIAL_ENTRIES = 1024;
+  private static final int KEPT_ENTRIES = 256 * 1024; // arrays kept up to this size
+
+  // per entry, in the order made: its key, its value (null for a delete), its sub-database's
+  // ordinal and its key's first PREFIX bytes as LONGS numbers
+  private int count;
+  private byte[][] keys = new byte[INITIAL_ENTRIES][];
+  private ByteBuffer[] vals = new ByteBuffer[INITIAL_ENTRIES];
+  private byte[] dbs = new byte[INITIAL_ENTRIES];
+  private long[] prefixes = new long[LONGS * INITIAL_ENTRIES];
+  private int[] order = new int[INITIAL_ENTRIES]; // entry numbers, sorted at commit
+  private int[] other = new int[INITIAL_ENTRIES]; // the merge sort's second array
+
+  /** Logs the put of {@code key} (kept, not copied) with {@code val} into {@code db}. */
+  void put(SubDb db, byte[] key, ByteBuffer val) {
+    add(db, key, val);
+  }
+
+  /** Logs the delete of {@code key} (kept, not copied) from {@code db}. */
+  void delete(SubDb db, byte[] key) {
+    add(db, key, null);
+  }
+
+  /** Applies the writes to {@code roots} (indexed by sub-database ordinal), in key order. */
+  void apply(BTree.Editor editor, BTree.Node[] roots) {
+    int[] inKeyOrder = sorted();
+    for (int i = 0; i < count; i++) {
+      int x = inKeyOrder[i];
+      int d = dbs[x];
+      roots[d] = vals[x] == null ? editor.delete(roots[d], keys[x])
+          : editor.put(roots[d], keys[x], vals[x]);
+    }
+  }
+
+  /** Forgets the writes, for the next transaction; drops the arrays when they grew large. */
+  void clear() {
+    if (keys.length > KEPT_ENTRIES) {
+      keys = new byte[INITIAL_ENTRIES][];
+      vals = new ByteBuffer[INITIAL_ENTRIES];
+      dbs = new byte[INITIAL_ENTRIES];
+      prefixes = new long[LONGS * INITIAL_ENTRIES];
+      order = new int[INITIAL_ENTRIES];
+      other = new int[INITIAL_ENTRIES];
+    } else {
+      Arrays.fill(keys, 0, count, null);
+      Arrays.fill(vals, 0, count, null);
+    }
+    count = 0;
+  }
+
+  private void add(SubDb db, byte[] key, ByteBuffer val) {
+    if (count == keys.length) {
+      keys = Arrays.copyOf(keys, 2 * count);
+      vals = Arrays.copyOf(vals, 2 * count);
+      dbs = Arrays.copyOf(dbs, 2 * count);
+      prefixes = Arrays.copyOf(prefixes, 2 * LONGS * count);
+    }
+    keys[count] = key;
+    vals[count] = val;
+    dbs[count] = (byte) db.ordinal();
+    for (int i = 0; i < LONGS; i++) {
+      prefixes[LONGS * count + i] = prefix(key, 8 * i);
+    }
+    count++;
+  }
+
+  /** Bytes {@code from..from+8} of {@code key}, big-endian, zeros past its end. */
+  private static long prefix(byte[] key, int from) {
+    if (key.length >= from + 8) {
+      return (long) LONG_AT.get(key, from);
+    }
+    long p = 0;
+    for (int i = from; i < from + 8; i++) {
+      p = p << 8 | (i < key.length ? key[i] & 0xFF : 0);
+    }
+    return p;
+  }
+
+  /** The entries by sub-database, then key prefix, then the order they were made in. */
+  private int[] sorted() {
+    int[] starts = new int[DBS.length + 1];
+    for (int i = 0; i < count; i++) {
+      starts[dbs[i] + 1]++;
+    }
+    for (int d = 0; d < DBS.length; d++) {
+      starts[d + 1] += starts[d];
+    }
+    if (order.length < count) {
+      order = new int[keys.length];
+      other = new int[keys.length];
+    }
+    int[] fill = Arrays.copyOf(starts, DBS.length);
+    for (int i = 0; i < count; i++) {
+      order[fill[dbs[i]]++] = i;
+    }
+    for (int d = 0; d < DBS.length; d++) {
+      if (sort(order, other, starts[d], starts[d + 1]) != order) {
+        System.arraycopy(other, starts[d], order, starts[d], starts[d + 1] - starts[d]);
+      }
+    }
+    return order;
+  }
+
+  /**
+   * Sorts {@code order[from..to)} by key prefix, then number: runs of {@code RUN} by insertion, then
+   * merges between {@code order} and {@code other}; returns the array that holds the result.
+   */
+  private int[] sort(int[] order, int[] other, int from, int to) {
+    for (int lo = from; lo < to; lo += RUN) {
+      int hi = Math.min(lo + RUN, to);
+      for (int i = lo + 1; i < hi; i++) {
+        int x = order[i];
+        int j = i - 1;
+        for (; j >= lo && compare(order[j], x) > 0; j--) {
+          order[j + 1] = order[j];
+        }
+        order[j + 1] = x;
+      }
+    }
+    int[] in = order;
+    int[] out = other;
+    for (int width = RUN; width < to - from; width *= 2) {
+      for (int lo = from; lo < to; lo += 2 * width) {
+        int mid = Math.min(lo + width, to);
+        int hi = Math.min(lo + 2 * width, to);
+        if (mid == hi || compare(in[mid - 1], in[mid]) <= 0) {
+          System.arraycopy(in, lo, out, lo, hi - lo); // already in order
+          continue;
+        }
+        int i = lo;
+        int j = mid;
+        int k = lo;
+        while (i < mid && j < hi) {
+          out[k++] = compare(in[i], in[j]) <= 0 ? in[i++] : in[j++];
+        }
+        System.arraycopy(in, i, out, k, mid - i);
+        System.arraycopy(in, j, out, k + mid - i, hi - j);
+      }
+      int[] t = in;
+      in = out;
+      out = t;
+    }
+    return in;
+  }
+
+  /**
+   * The order of entries {@code x} and {@code y} of one sub-database: by their keys' first
+   * {@code PREFIX} bytes as numbers, then by number. Keys that tie there keep the order they were
+   * made in: the trees take keys in any order (key order only makes runs), and one key's writes
+   * must keep theirs.
+   */
+  private int compare(int x, int y) {
+    int px = LONGS * x;
+    int py = LONGS * y;
+    for (int i = 0; i < LONGS; i++) {
+      if (prefixes[px + i] != prefixes[py + i]) {
+        return Long.compareUnsigned(prefixes[px + i], prefixes[py + i]);
+      }
+    }
+    return Integer.compare(x, y);
+  }
+}
