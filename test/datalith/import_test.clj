@@ -672,6 +672,35 @@
               (is (= replaced (.directReplaces ^datalith.store.LmdbStore s)) "no tree replaced")))
           (finally (d/close a) (d/close b) (some-> dir tu/delete-tree)))))))
 
+;; LmdbStore.replaceAll's direct commit reads the source, and gives up when another writer of
+;; LMDB's lock committed while it grew the map; the generic way then reads the source again,
+;; under a writer lock of its own. A store that does so here: the staging's check must hold on
+;; the second reading too, else the other writer's commit is replaced away.
+(deftest a-store-that-reads-a-staged-write-twice-finds-the-other-writer-the-second-time
+  (let [mem (datalith.store.MemStore/open)
+        b (datalith.conn.Conn/open mem)
+        s (reify datalith.store.Store
+            (beginRead [_] (.beginRead mem))
+            (beginWrite [_] (.beginWrite mem))
+            (durable [_] false)
+            (close [_] (.close mem))
+            (replaceAll [_ source]
+              ;; a first reading, which gives up writing nothing; another writer commits
+              (with-open [c (.cursor ^datalith.store.ReadTxn source datalith.store.SubDb/EAVT)]
+                (.first c))
+              @(future (d/transact! b [{:k/other 7}]))
+              (.replaceAll mem source)))
+        a (datalith.conn.Conn/open s)]
+    (try
+      (let [t0 (d/basis-t (d/db a))
+            ex (try (d/import! a [[{:k/n 1}] [{:k/n 2}]] {:staged true}) nil
+                    (catch clojure.lang.ExceptionInfo e e))]
+        (is (= :import/conflict (:error (ex-data ex))))
+        (is (= (inc t0) (d/basis-t (d/db b))) "the other's commit stands")
+        (is (= [7] (map :v (d/datoms (d/db b) :aevt :k/other))))
+        (is (empty? (d/datoms (d/db b) :aevt :k/n)) "none of the import"))
+      (finally (d/close a) (d/close b)))))
+
 (deftest a-staged-import-writes-its-delta-by-puts-or-by-rewriting-every-tree
   (doseq [[way base-n] [[:puts 300] [:replace-all 5]]]
     (testing (str way)

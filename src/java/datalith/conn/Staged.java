@@ -193,22 +193,21 @@ final class Staged implements Source {
 
   /**
    * The staged entries as {@link Store#replaceAll} reads them, which it does holding the
-   * store's writer lock: before the first read, {@link #checkUnchanged} (a conflict throws, and
-   * the store writes nothing).
+   * store's writer lock: before every read, {@link #checkUnchanged} (a conflict throws, and
+   * the store writes nothing). Every read, not only the first: a store may read the source
+   * more than once, each time under a writer lock of its own (LMDB's direct commit, which
+   * gives up when another writer of LMDB's lock committed while it grew the map, then the
+   * generic way), and a check of an earlier pass says nothing of a later one.
    */
   private final class Guard implements ReadTxn {
     private final ReadTxn staged;
-    private boolean checked;
 
     Guard(ReadTxn staged) {
       this.staged = staged;
     }
 
     private void check() {
-      if (!checked) {
-        checkUnchanged();
-        checked = true;
-      }
+      checkUnchanged();
     }
 
     @Override

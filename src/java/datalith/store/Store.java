@@ -61,8 +61,9 @@ public interface Store extends AutoCloseable {
    * write its trees directly instead. Either way it reads {@code source} only while it holds
    * the store's writer lock (no other writer, of any process, commits until it is done; a read
    * of the store begun then sees the last commit), and an exception from {@code source} makes
-   * it write nothing: a source may check, on its first read, that the store still holds what
-   * it was built on ({@code datalith.conn.Staged}).
+   * it write nothing: a source may check, on its reads, that the store still holds what it
+   * was built on ({@code datalith.conn.Staged}). A store may read the source more than once,
+   * each time under the lock (LMDB: a direct commit that gives up, then the generic way).
    */
   default void replaceAll(ReadTxn source) {
     try (WriteTxn w = beginWrite()) {
