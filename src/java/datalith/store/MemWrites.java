@@ -17,14 +17,12 @@ import java.util.Arrays;
  * the sort is stable. Its arrays are kept from one transaction to the next (one writer at a
  * time): used by the thread holding the write transaction only.
  */
-final class MemWrites {
-  private static final SubDb[] DBS = SubDb.values();
+final class MemWrites extends EntrySort {
   // the bytes of a key kept with its entry as numbers, the whole of its sort key: enough to tell
   // apart the index keys of most datoms (an AVET key of a ref is 33 bytes, its datom's e ends at
   // 25; one of a keyword or a short string, its e ends before 48)
   private static final int LONGS = 6;
   private static final int PREFIX = 8 * LONGS;
-  private static final int RUN = 16; // sorted by insertion, then merged
   private static final VarHandle LONG_AT =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
   private static final int INITIAL_ENTRIES = 1024;
@@ -107,69 +105,11 @@ final class MemWrites {
 
   /** The entries by sub-database, then key prefix, then the order they were made in. */
   private int[] sorted() {
-    int[] starts = new int[DBS.length + 1];
-    for (int i = 0; i < count; i++) {
-      starts[dbs[i] + 1]++;
-    }
-    for (int d = 0; d < DBS.length; d++) {
-      starts[d + 1] += starts[d];
-    }
     if (order.length < count) {
       order = new int[keys.length];
       other = new int[keys.length];
     }
-    int[] fill = Arrays.copyOf(starts, DBS.length);
-    for (int i = 0; i < count; i++) {
-      order[fill[dbs[i]]++] = i;
-    }
-    for (int d = 0; d < DBS.length; d++) {
-      if (sort(order, other, starts[d], starts[d + 1]) != order) {
-        System.arraycopy(other, starts[d], order, starts[d], starts[d + 1] - starts[d]);
-      }
-    }
-    return order;
-  }
-
-  /**
-   * Sorts {@code order[from..to)} by key prefix, then number: runs of {@code RUN} by insertion, then
-   * merges between {@code order} and {@code other}; returns the array that holds the result.
-   */
-  private int[] sort(int[] order, int[] other, int from, int to) {
-    for (int lo = from; lo < to; lo += RUN) {
-      int hi = Math.min(lo + RUN, to);
-      for (int i = lo + 1; i < hi; i++) {
-        int x = order[i];
-        int j = i - 1;
-        for (; j >= lo && compare(order[j], x) > 0; j--) {
-          order[j + 1] = order[j];
-        }
-        order[j + 1] = x;
-      }
-    }
-    int[] in = order;
-    int[] out = other;
-    for (int width = RUN; width < to - from; width *= 2) {
-      for (int lo = from; lo < to; lo += 2 * width) {
-        int mid = Math.min(lo + width, to);
-        int hi = Math.min(lo + 2 * width, to);
-        if (mid == hi || compare(in[mid - 1], in[mid]) <= 0) {
-          System.arraycopy(in, lo, out, lo, hi - lo); // already in order
-          continue;
-        }
-        int i = lo;
-        int j = mid;
-        int k = lo;
-        while (i < mid && j < hi) {
-          out[k++] = compare(in[i], in[j]) <= 0 ? in[i++] : in[j++];
-        }
-        System.arraycopy(in, i, out, k, mid - i);
-        System.arraycopy(in, j, out, k + mid - i, hi - j);
-      }
-      int[] t = in;
-      in = out;
-      out = t;
-    }
-    return in;
+    return sortEntries(dbs, count, order, other);
   }
 
   /**
@@ -178,7 +118,8 @@ final class MemWrites {
    * made in: the trees take keys in any order (key order only makes runs), and one key's writes
    * must keep theirs.
    */
-  private int compare(int x, int y) {
+  @Override
+  int compare(int x, int y) {
     int px = LONGS * x;
     int py = LONGS * y;
     for (int i = 0; i < LONGS; i++) {

@@ -11,7 +11,7 @@ import java.util.Arrays;
  * sub-database and its key's first {@code PREFIX} bytes as numbers, so that sorting them
  * compares numbers and reads a key only when those tie. Used by the writer thread only.
  */
-final class WriteLog {
+final class WriteLog extends EntrySort {
 
   /**
    * Receives the logged operations sorted by sub-database, and by key within each (LMDB's order:
@@ -237,76 +237,15 @@ final class WriteLog {
    * entries keep their order): grouped by sub-database, then each group merge sorted.
    */
   private int[] sorted() {
-    int[] starts = new int[DBS.length + 1];
-    for (int i = 0; i < count; i++) {
-      starts[dbs[i] + 1]++;
-    }
-    for (int d = 0; d < DBS.length; d++) {
-      starts[d + 1] += starts[d];
-    }
-    int[] order = new int[count];
-    int[] fill = Arrays.copyOf(starts, DBS.length);
-    for (int i = 0; i < count; i++) {
-      order[fill[dbs[i]]++] = i;
-    }
-    int[] other = new int[count];
-    for (int d = 0; d < DBS.length; d++) {
-      if (sort(order, other, starts[d], starts[d + 1]) != order) {
-        System.arraycopy(other, starts[d], order, starts[d], starts[d + 1] - starts[d]);
-      }
-    }
-    return order;
+    return sortEntries(dbs, count, new int[count], new int[count]);
   }
-
-  /**
-   * Sorts {@code order[from..to)} by key, then number: runs of {@code RUN} by insertion, then
-   * merges between {@code order} and {@code other}; returns the array that holds the result.
-   */
-  private int[] sort(int[] order, int[] other, int from, int to) {
-    for (int lo = from; lo < to; lo += RUN) {
-      int hi = Math.min(lo + RUN, to);
-      for (int i = lo + 1; i < hi; i++) {
-        int x = order[i];
-        int j = i - 1;
-        for (; j >= lo && compare(order[j], x) > 0; j--) {
-          order[j + 1] = order[j];
-        }
-        order[j + 1] = x;
-      }
-    }
-    int[] in = order;
-    int[] out = other;
-    for (int width = RUN; width < to - from; width *= 2) {
-      for (int lo = from; lo < to; lo += 2 * width) {
-        int mid = Math.min(lo + width, to);
-        int hi = Math.min(lo + 2 * width, to);
-        if (mid == hi || compare(in[mid - 1], in[mid]) <= 0) {
-          System.arraycopy(in, lo, out, lo, hi - lo); // already in order
-          continue;
-        }
-        int i = lo;
-        int j = mid;
-        int k = lo;
-        while (i < mid && j < hi) {
-          out[k++] = compare(in[i], in[j]) <= 0 ? in[i++] : in[j++];
-        }
-        System.arraycopy(in, i, out, k, mid - i);
-        System.arraycopy(in, j, out, k + mid - i, hi - j);
-      }
-      int[] t = in;
-      in = out;
-      out = t;
-    }
-    return in;
-  }
-
-  private static final int RUN = 16;
 
   /**
    * The order of entries {@code x} and {@code y} of one sub-database: by key as LMDB's (the
    * first {@code PREFIX} bytes as numbers, then the rest), then by number.
    */
-  private int compare(int x, int y) {
+  @Override
+  int compare(int x, int y) {
     int px = LONGS * x;
     int py = LONGS * y;
     for (int i = 0; i < LONGS; i++) {
