@@ -177,7 +177,8 @@
                  transaction, and writes them into the store in one commit
                  at the end (also when a chunk fails or :progress stops it);
                  false commits chunk by chunk. Default: staged into an LMDB
-                 database of at most 100,000 entries (an empty one). While
+                 database, whatever it holds (laid over it in memory,
+                 nothing copied); not into an in-memory one. While
                  it stages, d/db and other processes see the database as it
                  was; a crash loses the staged chunks (the database stays as
                  before the import: rerun it); another process committing
