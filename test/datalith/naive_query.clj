@@ -280,15 +280,25 @@
 (def ^:dynamic *max-work*
   "When a number: the most (binding, datom) pairs one pattern may try before the
   evaluator gives up with an ex-info whose data has ::too-much-work (a generated
-  query whose cross products the naive evaluator cannot finish); nil: no limit."
+  query whose cross products the naive evaluator cannot finish); nil: no limit.
+  The patterns of one evaluation may try twice as many in all (a `not` tries its
+  body once a row, each time under the limit)."
+  nil)
+
+(def ^:dynamic *work-done*
+  "With *max-work*: an atom counting the pairs every pattern of one evaluation
+  tried, or nil (no count)."
   nil)
 
 (defn- eval-pattern [ctx clause rows]
   (let [[src terms] (strip-src clause)
         data (source ctx src)]
-    (when (and *max-work* (db? data)
-               (> (* (count rows) (count (::datoms data))) *max-work*))
-      (throw (ex-info "the naive evaluator's work limit" {::too-much-work true :clause clause})))
+    (when (and *max-work* (db? data))
+      (let [work (* (count rows) (count (::datoms data)))]
+        (when (or (> work *max-work*)
+                  (and *work-done* (> (long (swap! *work-done* + work)) (* 2 *max-work*))))
+          (throw (ex-info "the naive evaluator's work limit"
+                          {::too-much-work true :clause clause})))))
     (if (db? data)
       (let [const (fn [pos t] (cond (or (variable? t) (blank? t)) t
                                     (#{0} pos) (entid data t)

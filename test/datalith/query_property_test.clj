@@ -688,7 +688,8 @@
     {:query query
      :inputs inputs
      ;; a case past the naive evaluator's work limit is skipped (:too-much-work)
-     :expected (try (binding [nq/*max-work* 20000000] (apply oracle query nargs))
+     :expected (try (binding [nq/*max-work* 20000000 nq/*work-done* (atom 0)]
+                      (apply oracle query nargs))
                     (catch Throwable t
                       (if (::nq/too-much-work (ex-data t))
                         :too-much-work
