@@ -16,6 +16,21 @@ abstract class EntrySort {
   abstract int compare(int x, int y);
 
   /**
+   * The order of entries {@code x} and {@code y} by their key prefixes, {@code longs} numbers an
+   * entry in {@code prefixes} (compared unsigned); 0 when they tie.
+   */
+  static int comparePrefixes(long[] prefixes, int longs, int x, int y) {
+    int px = longs * x;
+    int py = longs * y;
+    for (int i = 0; i < longs; i++) {
+      if (prefixes[px + i] != prefixes[py + i]) {
+        return Long.compareUnsigned(prefixes[px + i], prefixes[py + i]);
+      }
+    }
+    return 0;
+  }
+
+  /**
    * Fills {@code order[0..count)} with the entries' numbers, by sub-database ({@code dbs[i]}
    * of entry i), then {@link #compare}; {@code other} is scratch. Both hold at least
    * {@code count}. Returns {@code order}.

@@ -120,13 +120,7 @@ final class MemWrites extends EntrySort {
    */
   @Override
   int compare(int x, int y) {
-    int px = LONGS * x;
-    int py = LONGS * y;
-    for (int i = 0; i < LONGS; i++) {
-      if (prefixes[px + i] != prefixes[py + i]) {
-        return Long.compareUnsigned(prefixes[px + i], prefixes[py + i]);
-      }
-    }
-    return Integer.compare(x, y);
+    int c = comparePrefixes(prefixes, LONGS, x, y);
+    return c != 0 ? c : Integer.compare(x, y);
   }
 }

@@ -246,14 +246,11 @@ final class WriteLog extends EntrySort {
    */
   @Override
   int compare(int x, int y) {
-    int px = LONGS * x;
-    int py = LONGS * y;
-    for (int i = 0; i < LONGS; i++) {
-      if (prefixes[px + i] != prefixes[py + i]) {
-        return Long.compareUnsigned(prefixes[px + i], prefixes[py + i]);
-      }
+    int c = comparePrefixes(prefixes, LONGS, x, y);
+    if (c != 0) {
+      return c;
     }
-    int c = compareKeys(x, y);
+    c = compareKeys(x, y);
     return c != 0 ? c : Integer.compare(x, y);
   }
 
