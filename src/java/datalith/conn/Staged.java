@@ -76,7 +76,8 @@ final class Staged implements Source {
       try (Snapshot s = Snapshot.of(target)) {
         base = conn.refreshForImport(s);
       }
-      st = new Staged(conn, target, base, LayeredStore.over(target, Long.getLong(ABSORB_PROPERTY, LayeredStore.ABSORB_ENTRIES)));
+      st = new Staged(conn, target, base, LayeredStore.over(target,
+          Long.getLong(ABSORB_PROPERTY, LayeredStore.ABSORB_ENTRIES), true));
     }
     try (Snapshot s = Snapshot.of(st.layered)) {
       st.latest = Latest.load(st, s);

@@ -21,10 +21,12 @@ final class Writes {
   private final WriteTxn wt;
   private final Overlay ov;
   private final KeyBuilder kb = new KeyBuilder();
+  private final boolean aevt; // whether to write AEVT and HAEVT: not when the store derives them
 
   private Writes(WriteTxn wt, Overlay ov) {
     this.wt = wt;
     this.ov = ov;
+    this.aevt = wt == null || !wt.derives(SubDb.AEVT);
   }
 
   /**
@@ -119,7 +121,9 @@ final class Writes {
     long v = ref ? Bytes.longAt(encoded, 1) : 0;
     if (added) {
       put(SubDb.EAVT, eavt(e, aid, vpart, tx).sharedView(), EMPTY);
-      put(SubDb.AEVT, aevt(e, aid, vpart, tx).sharedView(), EMPTY);
+      if (aevt) {
+        put(SubDb.AEVT, aevt(e, aid, vpart, tx).sharedView(), EMPTY);
+      }
       put(SubDb.AVET, avet(e, aid, vpart, tx).sharedView(), EMPTY);
       if (ref) {
         put(SubDb.VAET, vaet(e, aid, v, tx).sharedView(), EMPTY);
@@ -129,7 +133,9 @@ final class Writes {
       // history is kept for :db/noHistory too: older database values and as-of must
       // still see such a value; the history view leaves it out
       retract(SubDb.EAVT, SubDb.HEAVT, eavt(e, aid, vpart, at), tx);
-      retract(SubDb.AEVT, SubDb.HAEVT, aevt(e, aid, vpart, at), tx);
+      if (aevt) {
+        retract(SubDb.AEVT, SubDb.HAEVT, aevt(e, aid, vpart, at), tx);
+      }
       retract(SubDb.AVET, SubDb.HAVET, avet(e, aid, vpart, at), tx);
       if (ref) {
         retract(SubDb.VAET, SubDb.HVAET, vaet(e, aid, v, at), tx);

@@ -1,8 +1,12 @@
 package datalith.store;
 
 import clojure.lang.Keyword;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -19,6 +23,17 @@ import java.util.List;
  * when the delta is large against the base ({@link #replacesAll}), else its puts and deletes
  * through one write transaction ({@link #writeDelta}); either way only while the base store
  * still holds the snapshot, which the caller checks.
+ *
+ * <p>A staging may <em>derive</em> AEVT from EAVT, and HAEVT from HEAVT ({@link #over(Store,
+ * long, boolean)}): their keys hold the same fields, the first two swapped (e|a|... and
+ * a|e|...), so its write transactions tell the writer to leave them out
+ * ({@link WriteTxn#derives}), and a read of either builds it from the other as of the read's
+ * commit ({@link #derivedOf}). The transactor reads neither while it stages, so a staging
+ * commonly builds them once, for its write-back: a quarter of the delta's puts and of their
+ * sorting saved, and the derived trees built in key order by bucketing the EAVT keys by
+ * attribute (within one attribute they are in AEVT order already). Once a derived
+ * sub-database was read, the next write transaction puts the derived entries into the delta
+ * and the staging stops deriving, so that reads of it between commits do not each build it.
  *
  * <p>Threading: the base snapshot is one read transaction of the base store, which one thread
  * at a time may use, so this store's transactions (reads and writes) are for one thread at a
@@ -50,6 +65,11 @@ public final class LayeredStore implements Store {
 
   private static final Keyword ENTRIES = Keyword.intern("entries");
 
+  /** Each sub-database a deriving staging makes, and the one it makes it from. */
+  private static final SubDb[][] DERIVED = {{SubDb.AEVT, SubDb.EAVT}, {SubDb.HAEVT, SubDb.HEAVT}};
+  private static final VarHandle LONG_AT =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+
   private final ReadTxn snapshot; // of the base, open until close
   private final Store base;
   private final boolean absorbed; // the snapshot's entries were copied into the delta
@@ -59,9 +79,14 @@ public final class LayeredStore implements Store {
   private final MemStore gone = MemStore.open(); // keys deleted from the snapshot, empty values
   private final Object publish = new Object(); // commits of the two, and reads of both roots
   private long written; // puts and deletes committed (a key written twice counts twice)
+  private long commits; // of the delta, under publish: the commit a read is of
+  private boolean deriving; // under publish: AEVT and HAEVT are derived, not written
+  private boolean derivedRead; // under publish: one was read while deriving (see beginWrite)
+  private Derived derived; // under publish: the derived trees of the last read that built them
   private volatile boolean closed;
 
-  private LayeredStore(Store base, ReadTxn snapshot, long absorb) {
+  private LayeredStore(Store base, ReadTxn snapshot, long absorb, boolean derive) {
+    this.deriving = derive;
     this.base = base;
     this.snapshot = snapshot;
     SubDb[] dbs = SubDb.values();
@@ -71,6 +96,9 @@ public final class LayeredStore implements Store {
     if (absorbed) {
       try (WriteTxn w = puts.beginWrite()) {
         for (SubDb db : dbs) {
+          if (derive && derived(db)) {
+            continue; // made from the copy of the one it derives from
+          }
           try (Cursor c = snapshot.cursor(db)) {
             for (boolean more = c.first(); more; more = c.next()) {
               w.put(db, c.key(), c.val());
@@ -93,9 +121,19 @@ public final class LayeredStore implements Store {
    * transaction of {@code base} until closed. Staged imports absorb {@link #ABSORB_ENTRIES}.
    */
   public static LayeredStore over(Store base, long absorb) {
+    return over(base, absorb, false);
+  }
+
+  /**
+   * {@link #over(Store, long)}, deriving AEVT and HAEVT when {@code derive} (see the class
+   * comment): for a writer that writes each datom's EAVT (HEAVT) key whenever it would write
+   * its AEVT (HAEVT) key, as the transactor does, and the base's AEVT holding exactly the
+   * swapped keys of its EAVT, as every database's does.
+   */
+  public static LayeredStore over(Store base, long absorb, boolean derive) {
     ReadTxn snapshot = base.beginRead();
     try {
-      return new LayeredStore(base, snapshot, absorb);
+      return new LayeredStore(base, snapshot, absorb, derive);
     } catch (RuntimeException | Error e) {
       snapshot.close();
       throw e;
@@ -114,22 +152,187 @@ public final class LayeredStore implements Store {
     checkOpen();
     synchronized (publish) {
       ReadTxn p = puts.beginRead();
-      return new Read((MemReadTxn) p, (MemReadTxn) gone.beginRead());
+      return new Read((MemReadTxn) p, (MemReadTxn) gone.beginRead(), commits, deriving);
     }
   }
 
-  /** {@inheritDoc} The delta's one write transaction. */
+  /**
+   * {@inheritDoc} The delta's one write transaction. When a derived sub-database was read
+   * since the last commit, first puts the derived entries into the delta in a commit of their
+   * own, and stops deriving.
+   */
   @Override
   public WriteTxn beginWrite() {
     checkOpen();
     WriteTxn p = puts.beginWrite();
     try {
-      return new Write(p, gone.beginWrite()); // gone's writer is only ever taken after puts'
+      WriteTxn g = gone.beginWrite(); // gone's writer is only ever taken after puts'
+      boolean derive;
+      synchronized (publish) {
+        derive = deriving;
+      }
+      if (derive && readDerived()) {
+        try {
+          materialize(p, g);
+        } finally {
+          g.close();
+          p.close();
+        }
+        p = puts.beginWrite();
+        g = gone.beginWrite();
+        derive = false;
+      }
+      return new Write(p, g, derive);
     } catch (RuntimeException | Error e) {
       p.close();
       throw e;
     }
   }
+
+  private boolean readDerived() {
+    synchronized (publish) {
+      return derivedRead;
+    }
+  }
+
+  /**
+   * Puts the derived sub-databases' entries, as of the last commit, into the delta through
+   * {@code p} and {@code g}, commits them, and stops deriving.
+   */
+  private void materialize(WriteTxn p, WriteTxn g) {
+    Derived d;
+    try (Read r = (Read) beginRead()) {
+      d = derivedOf(r);
+    }
+    for (SubDb[] pair : DERIVED) {
+      copyTree(d.puts.cursor(pair[0]), p, pair[0]);
+      copyTree(d.gone.cursor(pair[0]), g, pair[0]);
+      if (!d.gone.isEmpty(pair[0])) {
+        deletes[pair[0].ordinal()] = true;
+      }
+    }
+    synchronized (publish) {
+      p.commit();
+      g.commit();
+      commits++;
+      deriving = false;
+      derived = null;
+    }
+  }
+
+  private static void copyTree(Cursor from, WriteTxn to, SubDb db) {
+    try (from) {
+      for (boolean more = from.first(); more; more = from.next()) {
+        to.put(db, from.key(), from.val());
+      }
+    }
+  }
+
+  private static boolean derived(SubDb db) {
+    return db == SubDb.AEVT || db == SubDb.HAEVT;
+  }
+
+  /**
+   * The derived sub-databases of {@code r}'s commit: from its EAVT and HEAVT puts, and from its
+   * EAVT and HEAVT deletions of the base's keys. Built once a commit; notes the read, so that
+   * the next write transaction puts them into the delta.
+   */
+  private Derived derivedOf(Read r) {
+    synchronized (publish) {
+      derivedRead = true;
+      if (derived != null && derived.commit == r.commit) {
+        return derived;
+      }
+    }
+    Derived d = new Derived(r.commit, swapped(r.puts), swapped(r.gone));
+    synchronized (publish) {
+      derived = d;
+    }
+    return d;
+  }
+
+  /** A snapshot whose derived sub-databases are made from {@code from}'s, and nothing else. */
+  private static MemReadTxn swapped(MemReadTxn from) {
+    BTree.Node[] roots = new BTree.Node[SubDb.values().length];
+    for (SubDb[] pair : DERIVED) {
+      roots[pair[0].ordinal()] = swappedTree(from.roots()[pair[1].ordinal()]);
+    }
+    return new MemReadTxn(roots);
+  }
+
+  /**
+   * The tree of the keys of {@code root} (an EAVT or HEAVT tree, may be null) with their first
+   * two 8-byte fields swapped, built in key order: the keys bucketed by their second field (the
+   * attribute), a stable counting sort over the attributes, keeps each bucket's keys in the
+   * order of their first field and what follows, which is the swapped keys' order.
+   */
+  private static BTree.Node swappedTree(BTree.Node root) {
+    if (root == null) {
+      return null;
+    }
+    List<byte[]> keys = new ArrayList<>();
+    collectKeys(root, keys);
+    int n = keys.size();
+    long[] attrs = new long[n];
+    for (int i = 0; i < n; i++) {
+      byte[] k = keys.get(i);
+      if (k.length < 16) {
+        throw new IllegalStateException("A key of " + k.length + " bytes in a datom index");
+      }
+      attrs[i] = (long) LONG_AT.get(k, 8) ^ Long.MIN_VALUE; // unsigned order as signed
+    }
+    long[] distinct = attrs.clone();
+    Arrays.sort(distinct);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+      if (m == 0 || distinct[m - 1] != distinct[i]) {
+        distinct[m++] = distinct[i];
+      }
+    }
+    int[] start = new int[m + 1];
+    int[] bucket = new int[n];
+    for (int i = 0; i < n; i++) {
+      bucket[i] = Arrays.binarySearch(distinct, 0, m, attrs[i]);
+      start[bucket[i] + 1]++;
+    }
+    for (int b = 0; b < m; b++) {
+      start[b + 1] += start[b];
+    }
+    byte[][] inOrder = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      byte[] k = keys.get(i);
+      byte[] s = k.clone();
+      System.arraycopy(k, 8, s, 0, 8);
+      System.arraycopy(k, 0, s, 8, 8);
+      inOrder[start[bucket[i]]++] = s;
+    }
+    BTree.Editor editor = new BTree.Editor();
+    BTree.Node tree = null;
+    for (byte[] k : inOrder) {
+      tree = editor.put(tree, k, BTree.EMPTY);
+    }
+    return tree;
+  }
+
+  /** Adds the keys under {@code node} to {@code into} in key order; index values are empty. */
+  private static void collectKeys(BTree.Node node, List<byte[]> into) {
+    if (node instanceof BTree.Branch b) {
+      for (int i = 0; i < b.size; i++) {
+        collectKeys(b.children[i], into);
+      }
+      return;
+    }
+    BTree.Leaf leaf = (BTree.Leaf) node;
+    for (int i = 0; i < leaf.size; i++) {
+      if (leaf.val(i).hasRemaining()) {
+        throw new IllegalStateException("A value in a datom index");
+      }
+      into.add(leaf.keys[i]);
+    }
+  }
+
+  /** The derived sub-databases of one commit: puts and deletions of the base's keys. */
+  private record Derived(long commit, MemReadTxn puts, MemReadTxn gone) {}
 
   @Override
   public boolean durable() {
@@ -178,7 +381,7 @@ public final class LayeredStore implements Store {
     }
     try (Read r = (Read) beginRead()) {
       for (SubDb db : SubDb.values()) {
-        try (Cursor p = r.puts.cursor(db); Cursor g = r.gone.cursor(db)) {
+        try (Cursor p = r.putsOf(db).cursor(db); Cursor g = r.goneOf(db).cursor(db)) {
           boolean pv = p.first();
           boolean gv = g.first();
           while (pv || gv) {
@@ -217,10 +420,24 @@ public final class LayeredStore implements Store {
   private final class Read implements ReadTxn {
     final MemReadTxn puts;
     final MemReadTxn gone;
+    final long commit; // the delta's commit it reads
+    final boolean deriving; // the derived sub-databases are made from the others
 
-    Read(MemReadTxn puts, MemReadTxn gone) {
+    Read(MemReadTxn puts, MemReadTxn gone, long commit, boolean deriving) {
       this.puts = puts;
       this.gone = gone;
+      this.commit = commit;
+      this.deriving = deriving;
+    }
+
+    /** The delta's entries of {@code db}: its own, or made from another's when derived. */
+    MemReadTxn putsOf(SubDb db) {
+      return deriving && derived(db) ? derivedOf(this).puts : puts;
+    }
+
+    /** The delta's deletions of the base's keys of {@code db}, likewise. */
+    MemReadTxn goneOf(SubDb db) {
+      return deriving && derived(db) ? derivedOf(this).gone : gone;
     }
 
     /**
@@ -231,6 +448,8 @@ public final class LayeredStore implements Store {
     @Override
     public Cursor cursor(SubDb db) {
       checkOpen();
+      MemReadTxn puts = putsOf(db);
+      MemReadTxn gone = goneOf(db);
       boolean noDeletes = gone.isEmpty(db);
       if (noDeletes && baseEmpty[db.ordinal()]) {
         return puts.cursor(db);
@@ -244,6 +463,8 @@ public final class LayeredStore implements Store {
     @Override
     public ByteBuffer get(SubDb db, ByteBuffer key) {
       checkOpen();
+      MemReadTxn puts = putsOf(db);
+      MemReadTxn gone = goneOf(db);
       ByteBuffer v = puts.get(db, key);
       if (v != null || baseEmpty[db.ordinal()] || gone.get(db, key) != null) {
         return v;
@@ -266,31 +487,51 @@ public final class LayeredStore implements Store {
     private final WriteTxn puts;
     private final WriteTxn gone;
     private final List<Expected> expected = new ArrayList<>();
+    private final boolean derive; // AEVT and HAEVT are derived: not written
     private long writes;
 
-    Write(WriteTxn puts, WriteTxn gone) {
+    Write(WriteTxn puts, WriteTxn gone, boolean derive) {
       this.puts = puts;
       this.gone = gone;
+      this.derive = derive;
+    }
+
+    @Override
+    public boolean derives(SubDb db) {
+      return derive && derived(db);
+    }
+
+    /** Counts a write, twice when it also stands for its derived sub-database's. */
+    private void count(SubDb db) {
+      writes += derive && (db == SubDb.EAVT || db == SubDb.HEAVT) ? 2 : 1;
+    }
+
+    private void checkNotDerived(SubDb db) {
+      if (derives(db)) {
+        throw new IllegalStateException("A write of " + db + ", which this store derives");
+      }
     }
 
     @Override
     public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
+      checkNotDerived(db);
       puts.put(db, key, val);
       if (deletes[db.ordinal()]) {
         gone.delete(db, key);
       }
-      writes++;
+      count(db);
     }
 
     /** {@inheritDoc} Marks the key deleted from the base when the base holds it. */
     @Override
     public void delete(SubDb db, ByteBuffer key) {
+      checkNotDerived(db);
       puts.delete(db, key);
       if (!baseEmpty[db.ordinal()] && snapshot.get(db, key) != null) {
         deletes[db.ordinal()] = true;
         gone.put(db, key, BTree.EMPTY);
       }
-      writes++;
+      count(db);
     }
 
     @Override
@@ -312,6 +553,7 @@ public final class LayeredStore implements Store {
       synchronized (publish) {
         puts.commit();
         gone.commit();
+        commits++;
       }
       written += writes;
     }

@@ -32,6 +32,15 @@ public interface WriteTxn extends AutoCloseable {
    */
   void commit();
 
+  /**
+   * Whether the store makes the entries of {@code db} itself, from another sub-database's
+   * (a staging's AEVT from its EAVT, {@link LayeredStore}): the writer then leaves them out.
+   * Fixed for the life of the transaction. No store does so by default.
+   */
+  default boolean derives(SubDb db) {
+    return false;
+  }
+
   /** Discards the writes unless committed, and releases the writer slot. */
   @Override
   void close();
