@@ -236,6 +236,44 @@ final class BTree {
     return Arrays.equals(k, 0, k.length, key, 0, length) ? ((Leaf) node).val(i) : null;
   }
 
+  /**
+   * The tree of {@code keys[0..n)}, strictly ascending, each with the empty value (an index's),
+   * built bottom up: the keys spread evenly over as few leaves as hold them, then each level of
+   * branches over the one below likewise, every node but the root at least half full. Its
+   * nodes belong to no editor: immutable. Null when {@code n} is 0.
+   */
+  static Node build(byte[][] keys, int n) {
+    if (n == 0) {
+      return null;
+    }
+    Node[] level = new Node[(n + MAX - 1) / MAX];
+    int count = level.length;
+    for (int i = 0, from = 0; i < count; i++) {
+      int to = (int) ((long) n * (i + 1) / count);
+      Leaf leaf = new Leaf(null);
+      System.arraycopy(keys, from, leaf.keys, 0, to - from);
+      leaf.size = to - from;
+      level[i] = leaf;
+      from = to;
+    }
+    while (count > 1) {
+      int parents = (count + MAX - 1) / MAX;
+      for (int i = 0, from = 0; i < parents; i++) {
+        int to = (int) ((long) count * (i + 1) / parents);
+        Branch branch = new Branch(null);
+        for (int c = from; c < to; c++) {
+          branch.children[c - from] = level[c];
+          branch.keys[c - from] = level[c].keys[0];
+        }
+        branch.size = to - from;
+        level[i] = branch;
+        from = to;
+      }
+      count = parents;
+    }
+    return level[0];
+  }
+
   /** Makes new tree versions; owns the nodes it creates until it is dropped. One thread. */
   static final class Editor {
     private Node split; // the right half of the node just split, until its parent takes it

@@ -32,8 +32,9 @@ import java.util.List;
  * commonly builds them once, for its write-back: a quarter of the delta's puts and of their
  * sorting saved, and the derived trees built in key order by bucketing the EAVT keys by
  * attribute (within one attribute they are in AEVT order already). Once a derived
- * sub-database was read, the next write transaction puts the derived entries into the delta
- * and the staging stops deriving, so that reads of it between commits do not each build it.
+ * sub-database was read at {@link #MATERIALIZE_AFTER} commits, the next write transaction puts
+ * the derived entries into the delta and the staging stops deriving, so that reads of it
+ * between commits do not each build it.
  *
  * <p>Threading: the base snapshot is one read transaction of the base store, which one thread
  * at a time may use, so this store's transactions (reads and writes) are for one thread at a
@@ -66,6 +67,9 @@ public final class LayeredStore implements Store {
   private static final Keyword ENTRIES = Keyword.intern("entries");
 
   /** Each sub-database a deriving staging makes, and the one it makes it from. */
+  /** Reads of derived sub-databases at this many commits make the staging write them. */
+  static final int MATERIALIZE_AFTER = 2;
+
   private static final SubDb[][] DERIVED = {{SubDb.AEVT, SubDb.EAVT}, {SubDb.HAEVT, SubDb.HEAVT}};
   private static final VarHandle LONG_AT =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
@@ -81,7 +85,7 @@ public final class LayeredStore implements Store {
   private long written; // puts and deletes committed (a key written twice counts twice)
   private long commits; // of the delta, under publish: the commit a read is of
   private boolean deriving; // under publish: AEVT and HAEVT are derived, not written
-  private boolean derivedRead; // under publish: one was read while deriving (see beginWrite)
+  private int derivedCommits; // under publish: commits whose derived sub-databases were read
   private Derived derived; // under publish: the derived trees of the last read that built them
   private volatile boolean closed;
 
@@ -189,9 +193,14 @@ public final class LayeredStore implements Store {
     }
   }
 
+  /**
+   * Whether derived sub-databases were read at {@link #MATERIALIZE_AFTER} commits or more:
+   * reads of them go on between commits, so that building them a read costs more than writing
+   * them (a staging reads them once, as it begins, loading the database's schema).
+   */
   private boolean readDerived() {
     synchronized (publish) {
-      return derivedRead;
+      return derivedCommits >= MATERIALIZE_AFTER;
     }
   }
 
@@ -234,15 +243,15 @@ public final class LayeredStore implements Store {
 
   /**
    * The derived sub-databases of {@code r}'s commit: from its EAVT and HEAVT puts, and from its
-   * EAVT and HEAVT deletions of the base's keys. Built once a commit; notes the read, so that
-   * the next write transaction puts them into the delta.
+   * EAVT and HEAVT deletions of the base's keys. Built once a commit (the last one built is
+   * kept); counts the commits they are built for ({@link #readDerived}).
    */
   private Derived derivedOf(Read r) {
     synchronized (publish) {
-      derivedRead = true;
       if (derived != null && derived.commit == r.commit) {
         return derived;
       }
+      derivedCommits++;
     }
     Derived d = new Derived(r.commit, swapped(r.puts), swapped(r.gone));
     synchronized (publish) {
@@ -306,12 +315,7 @@ public final class LayeredStore implements Store {
       System.arraycopy(k, 0, s, 8, 8);
       inOrder[start[bucket[i]]++] = s;
     }
-    BTree.Editor editor = new BTree.Editor();
-    BTree.Node tree = null;
-    for (byte[] k : inOrder) {
-      tree = editor.put(tree, k, BTree.EMPTY);
-    }
-    return tree;
+    return BTree.build(inOrder, n);
   }
 
   /** Adds the keys under {@code node} to {@code into} in key order; index values are empty. */
