@@ -102,7 +102,12 @@
  * {@code MemStore} cursor). The delta goes back into the base store in one commit, by one write
  * transaction of its puts and deletes in key order, or, when it is large against the base, by
  * {@code replaceAll} of the merged view. Its transactions are for one thread at a time (the
- * base snapshot's rule). Staged imports ({@code datalith.conn.Staged}) are its use.
+ * base snapshot's rule). Staged imports and catch-up runs ({@code datalith.conn.Staged}) are
+ * its use; they let it <em>derive</em> AEVT from EAVT and HAEVT from HEAVT (the same fields,
+ * the first two swapped): their write transactions say so ({@code WriteTxn.derives}), the
+ * transactor leaves those keys out, and a read of them (mostly the write-back's) builds them
+ * from the EAVT keys by bucketing them by attribute, bottom up ({@code BTree.build}), with no
+ * sort and no B-tree put.
  *
  * <p>Durability ({@code LmdbStore.open}'s option {@code "commit"}): with {@code "wal"}, LMDB
  * runs with MDB_NOSYNC and a commit is durable once its one record (its logged puts and deletes,
