@@ -17,8 +17,12 @@
 
 (def kinds
   "LMDB with its Java page reader, LMDB alone (option \"page-reader\" \"lmdb\": every read
-  and write LMDB's own, the plain path the Java reader is checked against), and MemStore."
-  [:lmdb :lmdb-plain :mem])
+  and write LMDB's own, the plain path the Java reader is checked against), MemStore, and
+  MemStore editing in place when no read is open (MemStore/openInPlace)."
+  [:lmdb :lmdb-plain :mem :mem-in-place])
+
+(defn- open-mem ^MemStore [kind]
+  (if (= kind :mem-in-place) (MemStore/openInPlace) (MemStore/open)))
 
 (def ^:dynamic *kind* "The kind of the store under test." nil)
 
@@ -39,8 +43,8 @@
   ([kind opts f]
    (binding [*kind* kind]
      (case kind
-       :mem (let [s (MemStore/open)]
-              (try (f s) (finally (.close s))))
+       (:mem :mem-in-place) (let [s (open-mem kind)]
+                              (try (f s) (finally (.close s))))
        (:lmdb :lmdb-plain)
        (let [dir (temp-dir)]
          (try
@@ -682,7 +686,7 @@
           (with-open [^Store s (case kind
                           :lmdb (open-lmdb dir {"sync" false "page-reader" "java"})
                           :lmdb-plain (open-lmdb dir {"sync" false "page-reader" "lmdb"})
-                          :mem (MemStore/open))]
+                          (:mem :mem-in-place) (open-mem kind))]
             (let [stop (atom false)
                   readers (doall (repeatedly 3 #(run-for stop (fn [] (with-open [r (.beginRead s)]
                                                                        (count (scan r SubDb/EAVT)))))))]
@@ -692,7 +696,7 @@
               (doseq [r readers] (is (pos? @r)))
               (with-open [r (.beginRead s)]
                 (is (= 1000 (count (scan r SubDb/EAVT))))))
-            (when (not= kind :mem)
+            (when (#{:lmdb :lmdb-plain} kind)
               ;; about 110 KB of live entries; 300 unreclaimed versions would take 30+ MB.
               ;; Readers pin a few versions each, more on a loaded machine: allow 12 MiB.
               (is (< (data-file-size dir) (* 12 1024 1024)) (str "data.mdb: " (data-file-size dir)))))
@@ -916,22 +920,25 @@
                    probes)))))
 
 (defn- commits-agree?
-  "Runs `commits` ([segments commit?] each) on a fresh store of `kind`, keeping every commit's
-  snapshot open; after each commit, every snapshot kept must still hold its model."
+  "Runs `commits` ([segments commit? keep?] each) on a fresh store of `kind`, keeping every
+  commit's snapshot open (but those whose keep? is false, closed once checked); after each
+  commit, every snapshot kept must still hold its model, and the last commit's too."
   [kind commits]
   (call-with-store
    kind {"map-size" (* 256 1024 1024) "sync" false}
    (fn [^Store s]
      (let [snapshots (atom [])]
        (try
-         (loop [model (sorted-map-by unsigned-byte-comparator) [[segments commit?] & more] commits]
+         (loop [model (sorted-map-by unsigned-byte-comparator) [[segments commit? keep?] & more] commits]
            (let [next-model (with-open [w (.beginWrite s)]
                               (let [m (reduce #(write-segment w %1 %2) model segments)]
                                 (when commit? (.commit w))
                                 m))
-                 model (if commit? next-model model)]
-             (swap! snapshots conj [(.beginRead s) model])
-             (cond (not (every? (fn [[r m]] (snapshot-agrees? r m)) @snapshots)) false
+                 model (if commit? next-model model)
+                 last-ok (if (false? keep?)
+                           (with-open [r (.beginRead s)] (snapshot-agrees? r model))
+                           (do (swap! snapshots conj [(.beginRead s) model]) true))]
+             (cond (not (and last-ok (every? (fn [[r m]] (snapshot-agrees? r m)) @snapshots))) false
                    (seq more) (recur model more)
                    :else true)))
          (finally (doseq [[^ReadTxn r] @snapshots] (.close r))))))))
@@ -1016,3 +1023,89 @@
       (let [result (tc/quick-check 8 (prop/for-all [seed gen/large-integer]
                                        (tying-commits-agree? kind seed 4)))]
         (is (:pass? result) (pr-str (select-keys result [:seed :num-tests :shrunk])))))))
+
+;; ---- commits in place (h-inplace) -------------------------------------------
+;; A MemStore opened in place (a layered store's delta) edits its trees where they lie when no
+;; read transaction is open at commit, and copies what it changes, as every MemStore does, when
+;; one is: a read open across a commit keeps its snapshot either way.
+
+(deftest commits-in-place-keep-open-snapshots
+  (let [s (MemStore/openInPlace)
+        ks (mapv #(format "k%04d" %) (range 500))
+        all (fn [v] (map (fn [k] [SubDb/EAVT k v]) ks))
+        holding (fn [v & {:keys [without with]}]
+                  (sort (concat with (for [k ks :when (not= k without)] [k v]))))]
+    (try
+      (commit! s (all "a"))
+      (is (= 1 (.inPlaceCommits s)) "no read open: in place")
+      (with-open [r (.beginRead s)]
+        (is (= (holding "a") (strs (scan r SubDb/EAVT)))))
+      (testing "a read open across a commit keeps its snapshot: the commit copies"
+        (let [before (.beginRead s)]
+          (commit! s (concat (all "b") [[SubDb/EAVT "k0007" nil] [SubDb/EAVT "new" "n"]]))
+          (is (= 1 (.inPlaceCommits s)))
+          (is (= (holding "a") (strs (scan before SubDb/EAVT))))
+          (.close before)))
+      (testing "a read begun during the write transaction, before its commit"
+        (let [w (.beginWrite s)]
+          (put! w SubDb/EAVT "k0001" "c")
+          (let [during (.beginRead s)]
+            (.commit w)
+            (.close w)
+            (is (= 1 (.inPlaceCommits s)))
+            (is (= (holding "b" :without "k0007" :with [["new" "n"]]) (strs (scan during SubDb/EAVT))))
+            (.close during))))
+      (testing "once every read is closed, commits edit in place, over leaves reads saw"
+        (commit! s (concat (all "d") [[SubDb/EAVT "k0002" nil] [SubDb/EAVT "k0002x" "x"]]))
+        (is (= 2 (.inPlaceCommits s)))
+        (with-open [r (.beginRead s)]
+          (is (= (holding "d" :without "k0002" :with [["k0002x" "x"] ["new" "n"]])
+                 (strs (scan r SubDb/EAVT))))
+          (is (= "x" (lookup r "k0002x")))))
+      (testing "a read closed twice is counted once"
+        (let [r (.beginRead s)]
+          (.close r)
+          (.close r))
+        (let [r (.beginRead s)]
+          (commit! s (concat (all "e") [[SubDb/EAVT "k0003" nil]]))
+          (is (= 2 (.inPlaceCommits s)) "a read is open")
+          (is (= "d" (lookup r "k0003")))
+          (is (= (holding "d" :without "k0002" :with [["k0002x" "x"] ["new" "n"]])
+                 (strs (scan r SubDb/EAVT))))
+          (.close r)))
+      (finally (.close s))))
+  (testing "a store opened to copy never edits in place"
+    (with-open [s (MemStore/open)]
+      (commit! s [[SubDb/EAVT "a" "1"]])
+      (commit! s [[SubDb/EAVT "b" "2"]])
+      (is (zero? (.inPlaceCommits s))))))
+
+(def ^:private gen-commits-some-kept
+  "Commits as gen-commits makes them, each one's snapshot kept open (true) or closed once read."
+  (gen/vector (gen/tuple (gen/vector (gen/tuple (gen/elements [:append :run :random :delete-run
+                                                               :delete-random :overwrite])
+                                                gen/nat (gen/choose 0 300) gen/nat)
+                                     1 4)
+                         (gen/frequency [[4 (gen/return true)] [1 (gen/return false)]])
+                         (gen/frequency [[1 (gen/return true)] [3 (gen/return false)]]))
+              1 10))
+
+(deftest commits-in-place-against-sorted-map
+  (doseq [kind [:mem :mem-in-place]]
+    (testing (name kind)
+      (let [result (tc/quick-check 40 (prop/for-all [commits gen-commits-some-kept]
+                                        (commits-agree? kind commits)))]
+        (is (:pass? result) (pr-str (select-keys result [:seed :num-tests :shrunk])))))))
+
+(deftest commits-in-place-into-a-deep-tree
+  (let [rnd (java.util.Random. 23)
+        segment #(vector % (.nextInt rnd 100000) %2 (.nextInt rnd 1000))
+        commits (for [i (range 10)]
+                  [(concat [(segment :append 2000) (segment :run 600) (segment :run 600)]
+                           [(segment :random 1500) (segment :overwrite 500)]
+                           (when (odd? i) [(segment :delete-run 2000) (segment :delete-random 1000)]))
+                   true
+                   (>= i 7)])]
+    (doseq [kind [:mem :mem-in-place]]
+      (testing (name kind)
+        (is (commits-agree? kind commits))))))

@@ -7,7 +7,9 @@ import java.util.Arrays;
  * A persistent B+tree of (key, value) entries sorted by unsigned lexicographic key order: the
  * sorted map behind each sub-database of a {@link MemStore}. Updates copy the path from the root
  * to the changed leaf; nodes created by the current {@link Editor} are updated in place, so a
- * write transaction copies each node at most once. A node is immutable once its editor is done.
+ * write transaction copies each node at most once. A node is immutable once its editor is done,
+ * or, for the one editor of a store that edits in place ({@link MemStore#openInPlace}), while a
+ * read may see it: that editor changes its nodes only when no read is open.
  *
  * <p>A branch's key {@code i > 0} is a lower bound of child {@code i}: every key beneath child
  * {@code i} is {@code >=} it, and every key beneath child {@code i - 1} is {@code <} it (LMDB's
@@ -47,6 +49,9 @@ final class BTree {
     /** Drops references in slots [from, to) so that removed entries can be collected. */
     abstract void clear(int from, int to);
 
+    /** Forgets what reads made of it, before its editor changes it again in place. */
+    void reopen() {}
+
     Node copy(Editor editor) {
       Node n = empty(editor);
       move(0, n, 0, size);
@@ -77,7 +82,8 @@ final class BTree {
 
     /**
      * Read-only views (position 0) of {@code keys[0..size)}, made by the first call. Only for a
-     * leaf whose editor is done: any thread may call it, and racing calls make equal views.
+     * leaf no editor changes meanwhile: any thread may call it, and racing calls make equal
+     * views. An edit in place drops them ({@link #reopen}).
      */
     ByteBuffer[] keyViews() {
       ByteBuffer[] views = keyViews;
@@ -89,6 +95,13 @@ final class BTree {
         keyViews = views; // volatile: a reader of the array sees its views whole
       }
       return views;
+    }
+
+    @Override
+    void reopen() {
+      if (keyViews != null) {
+        keyViews = null; // views of keys read before this edit
+      }
     }
 
     /** The value of entry {@code i}. */
@@ -274,12 +287,20 @@ final class BTree {
     return level[0];
   }
 
-  /** Makes new tree versions; owns the nodes it creates until it is dropped. One thread. */
+  /**
+   * Makes new tree versions; owns the nodes it creates until it is dropped, and changes them in
+   * place. One thread. A write transaction's, dropped at its end, or a store's that edits in
+   * place, kept across commits that no read can see (see {@link MemStore}).
+   */
   static final class Editor {
     private Node split; // the right half of the node just split, until its parent takes it
 
     private Node editable(Node node) {
-      return node.editor == this ? node : node.copy(this);
+      if (node.editor != this) {
+        return node.copy(this);
+      }
+      node.reopen(); // an editor in place may change a node that reads saw, once they are done
+      return node;
     }
 
     /**

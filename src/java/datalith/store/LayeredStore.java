@@ -79,8 +79,8 @@ public final class LayeredStore implements Store {
   private final boolean absorbed; // the snapshot's entries were copied into the delta
   private final boolean[] baseEmpty; // by SubDb ordinal: reads need not look at the snapshot
   private final boolean[] deletes; // by SubDb ordinal: gone may hold keys of it (a hint)
-  private final MemStore puts = MemStore.open();
-  private final MemStore gone = MemStore.open(); // keys deleted from the snapshot, empty values
+  private final MemStore puts = MemStore.openInPlace(); // commits between reads edit in place
+  private final MemStore gone = MemStore.openInPlace(); // keys deleted from the snapshot
   private final Object publish = new Object(); // commits of the two, and reads of both roots
   private long written; // puts and deletes committed (a key written twice counts twice)
   private long commits; // of the delta, under publish: the commit a read is of
@@ -266,7 +266,7 @@ public final class LayeredStore implements Store {
     for (SubDb[] pair : DERIVED) {
       roots[pair[0].ordinal()] = swappedTree(from.roots()[pair[1].ordinal()]);
     }
-    return new MemReadTxn(roots);
+    return new MemReadTxn(roots, null);
   }
 
   /**

@@ -6,10 +6,12 @@ import java.nio.ByteBuffer;
 final class MemReadTxn implements ReadTxn {
 
   private BTree.Node[] roots; // by SubDb ordinal, never modified; null once closed
+  private final MemStore counted; // told of the close: it counts its open reads; or null
   private byte[] probe = new byte[0]; // the get key, copied
 
-  MemReadTxn(BTree.Node[] roots) {
+  MemReadTxn(BTree.Node[] roots, MemStore counted) {
     this.roots = roots;
+    this.counted = counted;
   }
 
   BTree.Node[] roots() {
@@ -43,6 +45,11 @@ final class MemReadTxn implements ReadTxn {
 
   @Override
   public void close() {
-    roots = null;
+    if (roots != null) {
+      roots = null;
+      if (counted != null) {
+        counted.readClosed();
+      }
+    }
   }
 }

@@ -16,6 +16,14 @@ import java.util.concurrent.Semaphore;
  * {@code duplicate()}) and leave their position and limit alone.
  *
  * <p>Thread-safe. Each transaction is used by one thread at a time.
+ *
+ * <p>In place ({@link #openInPlace}): for a store whose owner seldom reads across a commit (a
+ * {@link LayeredStore}'s delta, which a staging commits thousands of transactions into), a
+ * commit that finds no read transaction open edits the trees in place: one editor makes every
+ * such commit, so a node it made is changed where it lies rather than copied (no reader can see
+ * the change: a read begun meanwhile waits for the commit). A commit that finds a read open
+ * copies what it changes, as every commit of {@link #open} does, so that read keeps its snapshot;
+ * the trees it shares with the copies are only edited in place once no read is open.
  */
 public final class MemStore implements Store {
 
@@ -26,12 +34,35 @@ public final class MemStore implements Store {
   private volatile boolean closed;
   private volatile Thread writerThread; // the thread that began the open write transaction
   private final MemWrites writes = new MemWrites(); // the open write transaction's
+  private final BTree.Editor inPlace; // edits the trees when no read is open; null: never
+  private final Object reads = new Object(); // guards openReads, and in-place commits
+  private int openReads; // read transactions begun and not closed (in place only)
+  private long inPlaceCommits; // commits that edited the trees in place (guarded by reads)
 
-  private MemStore() {}
+  private MemStore(BTree.Editor inPlace) {
+    this.inPlace = inPlace;
+  }
 
-  /** A new, empty in-memory store. */
+  /** A new, empty in-memory store: every commit copies the nodes it changes. */
   public static MemStore open() {
-    return new MemStore();
+    return new MemStore(null);
+  }
+
+  /**
+   * A new, empty in-memory store whose commits edit the trees in place when no read transaction
+   * of it is open (see {@link MemStore}); otherwise like {@link #open}. For an owner that closes
+   * its reads before it commits; a read left open makes every later commit copy. A commit in
+   * place that fails part way (out of memory) closes the store, whose trees it left part-edited.
+   */
+  public static MemStore openInPlace() {
+    return new MemStore(new BTree.Editor());
+  }
+
+  /** The commits that edited the trees in place rather than copy: 0 unless {@link #openInPlace}. */
+  public long inPlaceCommits() {
+    synchronized (reads) {
+      return inPlaceCommits;
+    }
   }
 
   private void checkOpen() {
@@ -48,7 +79,20 @@ public final class MemStore implements Store {
   @Override
   public ReadTxn beginRead() {
     checkOpen();
-    return new MemReadTxn(roots);
+    if (inPlace == null) {
+      return new MemReadTxn(roots, null);
+    }
+    synchronized (reads) { // not during an in-place commit: the roots are whole
+      openReads++;
+      return new MemReadTxn(roots, this);
+    }
+  }
+
+  /** Notes the close of a read transaction counted by {@link #beginRead}, once. */
+  void readClosed() {
+    synchronized (reads) {
+      openReads--;
+    }
   }
 
   /**
@@ -118,7 +162,6 @@ public final class MemStore implements Store {
 
   /** The write transaction: edits its own copy of the roots, published by commit. */
   private final class Write implements WriteTxn {
-    private final BTree.Editor editor = new BTree.Editor();
     private final BTree.Node[] next; // the roots being built, by the writes at commit
     private final List<Expected> expected = new ArrayList<>();
     private boolean open = true;
@@ -166,9 +209,37 @@ public final class MemStore implements Store {
         byte[] k = x.key();
         x.check(WHERE, BTree.get(roots[x.db.ordinal()], k, k.length));
       }
-      writes.apply(editor, next);
-      roots = next;
+      if (!commitInPlace()) {
+        writes.apply(new BTree.Editor(), next); // copies every node it changes
+        roots = next;
+      }
       committed = true;
+    }
+
+    /**
+     * Applies the writes with the store's one editor and publishes them, when the store edits
+     * in place and no read is open; holds the lock that begins reads meanwhile. A failure part
+     * way leaves the trees part-edited: the store closes.
+     */
+    private boolean commitInPlace() {
+      if (inPlace == null) {
+        return false;
+      }
+      synchronized (reads) {
+        if (openReads > 0) {
+          return false;
+        }
+        try {
+          writes.apply(inPlace, next);
+        } catch (RuntimeException | Error e) {
+          closed = true;
+          roots = new BTree.Node[SubDb.values().length];
+          throw e;
+        }
+        roots = next;
+        inPlaceCommits++;
+        return true;
+      }
     }
 
     @Override

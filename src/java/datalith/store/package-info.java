@@ -83,14 +83,17 @@
  * deletes and applies them at commit, sorted by sub-database and key (its first 48 bytes; a
  * stable sort: writes of one key keep their order; {@link datalith.store.MemWrites}), as LMDB's
  * log is; it copies each
- * node it changes once, and publishes the new roots at commit. Branch keys are lower bounds of their
+ * node it changes once, and publishes the new roots at commit. A store opened in place
+ * ({@code MemStore.openInPlace}, a layered store's delta) copies only when a read is open at
+ * commit: otherwise one editor, kept across commits, changes its own nodes where they lie, and
+ * reads begin after the commit. Branch keys are lower bounds of their
  * children (LMDB's layout), so a run of ascending keys landing anywhere in a tree appends to one
  * leaf, and a node that overflows during a run splits after the run (one filled by an append
  * stays full), so that runs leave full nodes behind; a put tries first where the last one went,
  * and a branch then searches forward from there in doubling steps (sorted puts that scatter over a
  * tree, such as the AVET keys of a chunk's refs, go a few children on).
  * An index's leaves hold no values (all empty), and a leaf's key views are made on its first
- * read, once it is immutable.
+ * read, once it is immutable (an edit in place drops them).
  *
  * <p>Layers: a {@link datalith.store.LayeredStore} lays a delta in memory over a snapshot of
  * another store (one read transaction of it, held until it closes): its writes go to two
@@ -102,12 +105,13 @@
  * {@code MemStore} cursor). The delta goes back into the base store in one commit, by one write
  * transaction of its puts and deletes in key order, or, when it is large against the base, by
  * {@code replaceAll} of the merged view. Its transactions are for one thread at a time (the
- * base snapshot's rule). Staged imports and catch-up runs ({@code datalith.conn.Staged}) are
- * its use; they let it <em>derive</em> AEVT from EAVT and HAEVT from HEAVT (the same fields,
- * the first two swapped): their write transactions say so ({@code WriteTxn.derives}), the
- * transactor leaves those keys out, and a read of them (mostly the write-back's) builds them
- * from the EAVT keys by bucketing them by attribute, bottom up ({@code BTree.build}), with no
- * sort and no B-tree put.
+ * base snapshot's rule), and its delta's commits edit the trees in place while no read of it
+ * is open. Staged imports and catch-up runs ({@code datalith.conn.Staged}) are its use; they
+ * let it <em>derive</em> AEVT from EAVT and HAEVT from HEAVT (the same fields, the first two
+ * swapped): their write transactions say so ({@code WriteTxn.derives}), the transactor leaves
+ * those keys out, and a read of them (mostly the write-back's) builds them from the EAVT keys
+ * by bucketing them by attribute, bottom up ({@code BTree.build}), with no sort and no B-tree
+ * put.
  *
  * <p>Durability ({@code LmdbStore.open}'s option {@code "commit"}): with {@code "wal"}, LMDB
  * runs with MDB_NOSYNC and a commit is durable once its one record (its logged puts and deletes,
