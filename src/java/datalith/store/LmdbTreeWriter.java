@@ -278,6 +278,9 @@ final class LmdbTreeWriter {
         page.putShort(upper, (short) child).putShort(upper + 2, (short) (child >>> 16))
             .putShort(upper + 4, (short) (child >>> 32)).putShort(upper + 6, (short) k)
             .put(upper + NODE_HEADER, below.keys, below.start(i), k);
+        if ((k & 1) != 0) {
+          page.put(upper + NODE_HEADER + k, (byte) 0); // the pad: no stale byte in the file
+        }
         page.putShort(PAGE_HEADER + 2 * nodes, (short) upper);
         nodes++;
       }

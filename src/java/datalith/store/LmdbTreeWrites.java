@@ -11,50 +11,52 @@ import java.util.Objects;
 
 /**
  * The sub-databases' trees of an {@link LmdbDirectCommit}, written on two threads: the caller
- * writes them in {@link SubDb} order, from the first on, straight into the file's
- * {@link LmdbPageSink}; a helper thread writes them from the last on, each into a sink of its
- * own in memory, until the two meet. The caller then appends the helper's trees in order,
- * renumbered ({@link LmdbPageSink#append}). The file's pages are those of one thread writing
- * every tree in order, byte for byte, whoever wrote which.
+ * goes through them in {@link SubDb} order, from the first on, and writes each one no one took
+ * straight into the file's {@link LmdbPageSink}; a helper thread goes through them from the
+ * last on and writes each one no one took, of those whose source is a MemStore's
+ * ({@link MemCursor}), into a sink of its own in memory, until it meets a tree the caller took.
+ * When the caller comes to a tree the helper took, it waits for it and appends it, renumbered
+ * ({@link LmdbPageSink#append}). So the file's pages are those of one thread writing every tree
+ * in order, byte for byte, whoever wrote which.
  *
- * <p>The helper takes only sub-databases whose source is a MemStore's ({@link MemCursor}): it
- * reads their immutable B+trees, never the source transaction, which belongs to the caller;
- * the caller opened their cursors and closes them after the helper has ended. An error on
- * either thread ends both, and the caller throws it once the helper has ended; nothing is then
- * committed.
+ * <p>The helper reads the MemStore's immutable B+trees, never the source transaction, which
+ * belongs to the caller: the caller opened every cursor, and closes them once the helper has
+ * ended. An error on either thread stops both; the caller throws it once the helper has ended,
+ * and nothing is committed.
  */
 final class LmdbTreeWrites {
   /**
-   * The system property that, when the helper may take every tree (a MemStore's source), fixes
-   * the split that timing picks otherwise: the caller writes that many trees, the helper the
-   * rest. For tests.
+   * The system property that, when every tree's source is a MemStore's, fixes the split that
+   * timing picks otherwise: the caller writes that many trees, the helper the rest. For tests.
    */
   static final String CALLER_TREES_PROPERTY = "datalith.replace.caller-trees";
+  private static final byte FREE = 0;
+  private static final byte CALLER = 1;
+  private static final byte HELPER = 2;
 
   private final ReadTxn source;
   private final String where;
   private final SubDb[] dbs = SubDb.values();
   private final ByteBuffer[] records = new ByteBuffer[dbs.length];
-  private final LmdbPageSink[] kept = new LmdbPageSink[dbs.length]; // the helper's trees
-  private final BTree.Node[] roots = new BTree.Node[dbs.length]; // the helper may take these
-  private int callerTrees; // the most trees the caller claims
-  private int helperFloor; // the first tree the helper may claim
-  private int front; // the trees before are the caller's; guarded by this
-  private int back; // the trees from here on are the helper's; guarded by this
-  private volatile boolean stop; // the caller failed: the helper stops
-  private Throwable failure; // the helper's; read after it ended
+  private final BTree.Node[] roots = new BTree.Node[dbs.length]; // null: not a MemStore's
+  private int callerTrees; // the caller takes trees before it only, unless there is no helper
+  private int helperFrom; // the helper takes trees from it on only
+  private boolean helping; // a helper was started
+  private final byte[] takenBy = new byte[dbs.length]; // guarded by this
+  private final LmdbPageSink[] kept = new LmdbPageSink[dbs.length]; // the helper's; by this
+  private Throwable failure; // the helper's; guarded by this
+  private volatile boolean stop; // either thread failed: the other stops
   private boolean interrupted; // the caller was interrupted while it waited for the helper
 
   private LmdbTreeWrites(ReadTxn source, String where) {
     this.source = source;
     this.where = where;
-    this.back = dbs.length;
   }
 
   /**
    * Writes every sub-database's tree of {@code source} into {@code sink}; returns their MDB_db
-   * records, by {@link SubDb#ordinal()}. Sets the caller's interrupt status only once done, when
-   * it was interrupted meanwhile (it would close the file's channel).
+   * records, by {@link SubDb#ordinal()}. Sets {@code interrupted[0]}, rather than the thread's
+   * interrupt status (it would close the file's channel), when interrupted while it waited.
    *
    * @throws clojure.lang.ExceptionInfo as {@link LmdbTreeWriter#add(ByteBuffer, ByteBuffer)}
    */
@@ -80,35 +82,35 @@ final class LmdbTreeWrites {
         }
       }
       callerTrees = dbs.length;
-      if (Arrays.stream(roots).allMatch(Objects::nonNull)) {
-        Integer split = Integer.getInteger(CALLER_TREES_PROPERTY);
-        if (split != null) {
-          callerTrees = Math.max(0, Math.min(split, dbs.length));
-          helperFloor = callerTrees;
-        }
+      Integer split = Integer.getInteger(CALLER_TREES_PROPERTY);
+      if (split != null && Arrays.stream(roots).allMatch(Objects::nonNull)) {
+        callerTrees = Math.max(0, Math.min(split, dbs.length));
+        helperFrom = callerTrees;
       }
-      if (roots[dbs.length - 1] != null) {
+      if (Arrays.stream(roots).anyMatch(Objects::nonNull)) {
         helper = new Thread(this::helpFromTheBack, "datalith-tree-writer");
         helper.setDaemon(true);
+        helping = true;
         helper.start();
       }
-      for (int i = claimFront(); i >= 0; i = claimFront()) {
-        records[i] = writeTree(sink, i, cursors[i]);
+      for (int i = 0; i < dbs.length; i++) {
+        if (take(i, CALLER)) {
+          records[i] = writeTree(sink, i, cursors[i]);
+        } else {
+          append(sink, i, awaitHelper(i));
+        }
       }
       join(helper);
       helper = null;
-      if (failure != null) {
-        throw rethrown(failure);
-      }
-      for (int i = back; i < dbs.length; i++) {
-        long base = sink.append(kept[i], records[i].getLong(MD_OVERFLOW_PAGES) > 0);
-        kept[i] = null; // its pages may go before the next is appended
-        if (records[i].getShort(MD_DEPTH) > 0) {
-          records[i].putLong(MD_ROOT, records[i].getLong(MD_ROOT) + base);
+      synchronized (this) {
+        if (failure != null) {
+          throw rethrown(failure);
         }
       }
-    } finally {
+    } catch (RuntimeException | Error | IOException e) {
       stop = true;
+      throw e;
+    } finally {
       join(helper);
       for (Cursor c : cursors) {
         if (c != null) {
@@ -118,28 +120,73 @@ final class LmdbTreeWrites {
     }
   }
 
-  /** The next tree for the caller, or -1 once every tree is taken. */
-  private synchronized int claimFront() {
-    return front < back && front < callerTrees ? front++ : -1;
+  /**
+   * Whether {@code who} takes tree {@code i}: no one took it, and the caller may (within its
+   * share, or there is no helper), or the helper may (a MemStore's, within its share).
+   */
+  private synchronized boolean take(int i, byte who) {
+    boolean may = who == CALLER ? i < callerTrees || !helping
+        : roots[i] != null && i >= helperFrom;
+    if (takenBy[i] != FREE || !may) {
+      return false;
+    }
+    takenBy[i] = who;
+    return true;
   }
 
-  /** The next tree for the helper, from the last on, or -1: every tree taken, or not a MemStore's. */
-  private synchronized int claimBack() {
-    return front < back && back > helperFloor && roots[back - 1] != null ? --back : -1;
+  /** Waits for the helper's tree {@code i}: its pages in memory, numbered from 0. */
+  private synchronized LmdbPageSink awaitHelper(int i) throws IOException {
+    while (kept[i] == null && failure == null) {
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (failure != null) {
+      throw rethrown(failure);
+    }
+    LmdbPageSink pages = kept[i];
+    kept[i] = null; // its pages may go once appended
+    return pages;
   }
 
+  /** Appends the helper's tree {@code i}, {@code pages}, and renumbers its record's root. */
+  private void append(LmdbPageSink sink, int i, LmdbPageSink pages) throws IOException {
+    ByteBuffer record = records[i];
+    long base = sink.append(pages, record.getLong(MD_OVERFLOW_PAGES) > 0);
+    if (record.getShort(MD_DEPTH) > 0) {
+      record.putLong(MD_ROOT, record.getLong(MD_ROOT) + base);
+    }
+  }
+
+  /** The helper's work: trees from the last on, until one the caller took. */
   private void helpFromTheBack() {
     try {
-      for (int i = claimBack(); i >= 0 && !stop; i = claimBack()) {
-        LmdbPageSink memory = LmdbPageSink.inMemory();
-        LmdbTreeWriter tree = new LmdbTreeWriter(memory, 0, false, where);
-        addLeaves(tree, roots[i]);
-        records[i] = tree.finish();
-        kept[i] = memory;
+      for (int i = dbs.length - 1; i >= 0 && !stop; i--) {
+        synchronized (this) {
+          if (takenBy[i] == CALLER) {
+            return; // so are all before it, or they are taken by now
+          }
+        }
+        if (take(i, HELPER)) {
+          LmdbPageSink memory = LmdbPageSink.inMemory();
+          LmdbTreeWriter tree = new LmdbTreeWriter(memory, 0, false, where);
+          addLeaves(tree, roots[i]);
+          ByteBuffer record = tree.finish();
+          synchronized (this) {
+            records[i] = record;
+            kept[i] = memory;
+            notifyAll();
+          }
+        }
       }
     } catch (Throwable t) { // the caller throws it
-      failure = t;
-      stop = true;
+      synchronized (this) {
+        failure = t;
+        stop = true;
+        notifyAll();
+      }
     }
   }
 
