@@ -22,14 +22,14 @@ import java.util.List;
  * writes of the file (not through LMDB's map, which is read-only). Pages of 4 KiB
  * ({@link LmdbTree#PAGE_SIZE}). One thread.
  *
- * <p>A sink {@link #inMemory()} keeps its pages instead, numbered from 0: a tree written on
- * another thread, before the file's sink knows where it goes; {@link #append} then moves them
- * to the file's sink, renumbered.
+ * <p>A sink {@link #inMemory()} keeps its pages instead, numbered from 0, in direct buffers: a
+ * tree written on another thread, before the file's sink knows where it goes; the file's sink
+ * then {@link #append}s them, renumbered where they lie.
  */
 final class LmdbPageSink {
   static final int PAGE = LmdbTree.PAGE_SIZE;
   private static final int BUFFER_PAGES = 1024; // 4 MiB a write
-  private static final int MEMORY_PAGES = 128; // 512 KiB a chunk: not a humongous G1 object
+  private static final int MEMORY_PAGES = 256; // 1 MiB a chunk
   static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(PAGE);
 
   private final FileChannel file; // null: in memory
@@ -56,8 +56,8 @@ final class LmdbPageSink {
     return new LmdbPageSink();
   }
 
-  private static ByteBuffer memoryChunk() {
-    return ByteBuffer.allocate(MEMORY_PAGES * PAGE).order(ByteOrder.nativeOrder());
+  private static ByteBuffer memoryChunk() { // direct: written to the file as it is
+    return ByteBuffer.allocateDirect(MEMORY_PAGES * PAGE).order(ByteOrder.nativeOrder());
   }
 
   /** The number the next page appended gets. */
@@ -145,49 +145,61 @@ final class LmdbPageSink {
    * Appends the pages of {@code tree}, an in-memory sink's, from {@link #next()} on, which is
    * returned: the base that every page number in them grows by, in each page's header, each
    * branch node's child and, with {@code bigNodes}, each leaf node's overflow page (F_BIGDATA).
-   * The pages of an overflow value after its first are copied as they are.
+   * The pages of an overflow value after its first are left as they are. The tree's chunks are
+   * renumbered where they lie and written to the file as they are, after the pages buffered
+   * here; {@code tree} is used up.
    */
   long append(LmdbPageSink tree, boolean bigNodes) throws IOException {
+    flush();
     long base = next;
     long pages = tree.next;
-    long rest = 0; // the pages of an overflow value still to copy as they are
-    for (long p = 0; p < pages; p++) {
-      int chunk = (int) (p / MEMORY_PAGES);
-      ByteBuffer from = chunk < tree.full.size() ? tree.full.get(chunk) : tree.buffer;
-      room(PAGE);
-      int at = buffer.position();
-      buffer.put(at, from, (int) (p % MEMORY_PAGES) * PAGE, PAGE).position(at + PAGE);
-      if (rest > 0) {
-        rest--;
-        continue;
+    tree.full.add(tree.buffer);
+    long rest = 0; // the pages of an overflow value still to leave as they are
+    for (int c = 0; c < tree.full.size(); c++) {
+      ByteBuffer chunk = tree.full.get(c);
+      long first = (long) c * MEMORY_PAGES;
+      int count = (int) Math.min(MEMORY_PAGES, pages - first);
+      for (int p = 0; p < count; p++) {
+        if (rest > 0) {
+          rest--;
+          continue;
+        }
+        int at = p * PAGE;
+        chunk.putLong(at, base + first + p);
+        int flags = chunk.getShort(at + PAGE_FLAGS);
+        if ((flags & P_OVERFLOW) != 0) {
+          rest = chunk.getInt(at + PAGE_PAGES) - 1;
+        } else if ((flags & P_BRANCH) != 0 || bigNodes) {
+          renumberNodes(chunk, at, (flags & P_BRANCH) != 0, base);
+        }
       }
-      buffer.putLong(at, base + p);
-      int flags = buffer.getShort(at + PAGE_FLAGS);
-      if ((flags & P_OVERFLOW) != 0) {
-        rest = buffer.getInt(at + PAGE_PAGES) - 1;
-      } else if ((flags & P_BRANCH) != 0 || bigNodes) {
-        renumberNodes(at, (flags & P_BRANCH) != 0, base);
+      ByteBuffer written = chunk.duplicate().limit(count * PAGE).position(0);
+      long position = (base + first) * PAGE;
+      while (written.hasRemaining()) {
+        position += file.write(written, position);
       }
     }
+    tree.full.clear();
     next += pages;
+    buffered = next;
     overflowPages += tree.overflowPages;
     return base;
   }
 
-  /** Adds {@code base} to the page numbers in the nodes of the page at {@code at} in the buffer. */
-  private void renumberNodes(int at, boolean branch, long base) {
-    int lower = buffer.getShort(at + PAGE_LOWER) & 0xffff;
+  /** Adds {@code base} to the page numbers in the nodes of the page at {@code at} in {@code b}. */
+  private static void renumberNodes(ByteBuffer b, int at, boolean branch, long base) {
+    int lower = b.getShort(at + PAGE_LOWER) & 0xffff;
     for (int i = at + PAGE_HEADER; i < at + lower; i += 2) {
-      int node = at + (buffer.getShort(i) & 0xffff);
+      int node = at + (b.getShort(i) & 0xffff);
       if (branch) { // the child's number: lo, hi and flags, 16 bits each
-        long child = (buffer.getShort(node) & 0xffffL) | (buffer.getShort(node + 2) & 0xffffL)
-            << 16 | (buffer.getShort(node + 4) & 0xffffL) << 32;
+        long child = (b.getShort(node) & 0xffffL) | (b.getShort(node + 2) & 0xffffL) << 16
+            | (b.getShort(node + 4) & 0xffffL) << 32;
         child += base;
-        buffer.putShort(node, (short) child).putShort(node + 2, (short) (child >>> 16))
+        b.putShort(node, (short) child).putShort(node + 2, (short) (child >>> 16))
             .putShort(node + 4, (short) (child >>> 32));
-      } else if ((buffer.getShort(node + 4) & F_BIGDATA) != 0) {
-        int overflow = node + NODE_HEADER + (buffer.getShort(node + 6) & 0xffff);
-        buffer.putLong(overflow, buffer.getLong(overflow) + base);
+      } else if ((b.getShort(node + 4) & F_BIGDATA) != 0) {
+        int overflow = node + NODE_HEADER + (b.getShort(node + 6) & 0xffff);
+        b.putLong(overflow, b.getLong(overflow) + base);
       }
     }
   }
