@@ -77,6 +77,8 @@ final class LmdbTreeWriter {
 
   private static final VarHandle LONGS =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.nativeOrder());
+  private static final VarHandle SHORTS =
+      MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.nativeOrder());
 
   private final LmdbPageSink sink;
   private final String where; // the store's directory, for messages
@@ -166,18 +168,21 @@ final class LmdbTreeWriter {
     }
     long overflow = big ? sink.overflow(val) : 0; // numbered before the leaf page
     upper -= size;
-    page.putShort(upper, (short) d).putShort(upper + 2, (short) (d >>> 16))
-        .putShort(upper + 4, (short) (big ? F_BIGDATA : nodeFlags)).putShort(upper + 6, (short) k)
-        .put(upper + NODE_HEADER, key, 0, k);
+    byte[] p = page.array(); // written through, not the buffer's checked puts: once an entry
+    SHORTS.set(p, upper, (short) d);
+    SHORTS.set(p, upper + 2, (short) (d >>> 16));
+    SHORTS.set(p, upper + 4, (short) (big ? F_BIGDATA : nodeFlags));
+    SHORTS.set(p, upper + 6, (short) k);
+    System.arraycopy(key, 0, p, upper + NODE_HEADER, k);
     if (big) {
-      page.putLong(upper + NODE_HEADER + k, overflow);
+      LONGS.set(p, upper + NODE_HEADER + k, overflow);
     } else if (d > 0) {
-      page.put(upper + NODE_HEADER + k, val, val.position(), (int) d);
+      val.get(val.position(), p, upper + NODE_HEADER + k, (int) d);
     }
     if (size != bytes) {
-      page.put(upper + size - 1, (byte) 0); // the pad: no stale byte in the file
+      p[upper + size - 1] = 0; // the pad: no stale byte in the file
     }
-    page.putShort(PAGE_HEADER + 2 * nodes, (short) upper);
+    SHORTS.set(p, PAGE_HEADER + 2 * nodes, (short) upper);
     nodes++;
     entries++;
   }
