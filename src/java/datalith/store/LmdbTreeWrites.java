@@ -90,8 +90,12 @@ final class LmdbTreeWrites {
       if (Arrays.stream(roots).anyMatch(Objects::nonNull)) {
         helper = new Thread(this::helpFromTheBack, "datalith-tree-writer");
         helper.setDaemon(true);
-        helping = true;
-        helper.start();
+        try {
+          helper.start();
+          helping = true;
+        } catch (OutOfMemoryError e) { // no thread to be had: the caller writes every tree
+          helper = null;
+        }
       }
       for (int i = 0; i < dbs.length; i++) {
         if (take(i, CALLER)) {
