@@ -289,6 +289,75 @@
               (is (Arrays/equals ^bytes (first files) ^bytes (second files))))))
         (finally (tu/delete-tree root))))))
 
+(defn- with-caller-trees
+  "Calls `f` with replaceAll's split between its threads fixed: the caller writes the first `k`
+  trees, the helper thread the rest (LmdbTreeWrites)."
+  [k f]
+  (System/setProperty "datalith.replace.caller-trees" (str k))
+  (try (f) (finally (System/clearProperty "datalith.replace.caller-trees"))))
+
+(deftest trees-written-on-either-thread-make-the-same-file
+  (testing "a MemStore's trees written k by the caller into the file, the rest by a helper thread
+  in memory, then renumbered as they are appended (branch children, overflow pages, roots):
+  the data file of one thread writing every tree, byte for byte, for every k"
+    (let [root (tu/temp-dir)
+          model (rc/contents 2 1)
+          write (fn [dir-name way]
+                  (let [dir (File. root ^String dir-name)]
+                    (with-open [s (open-store dir "java" "wal")]
+                      (replace-with! s model way)
+                      (with-open [r (.beginRead s)] (check-store r model (Random. 1))))
+                    (file-bytes (File. dir "data.mdb"))))]
+      (try
+        (let [expected (write "cursor" :cursor)]
+          (doseq [k (range (inc (alength (SubDb/values))))]
+            (testing (str k " trees written by the caller")
+              (is (Arrays/equals ^bytes expected
+                                 ^bytes (with-caller-trees k #(write (str "leaves-" k) :leaves)))))))
+        (finally (tu/delete-tree root))))))
+
+(defn- first-leaf
+  "The first leaf of the MemStore B+tree beneath `node`."
+  [node]
+  (let [children (Class/forName "datalith.store.BTree$Branch")]
+    (if (instance? children node)
+      (recur (aget ^objects (.get (doto (.getDeclaredField children "children") (.setAccessible true))
+                                  node)
+                   0))
+      node)))
+
+(deftest a-tree-that-fails-on-either-thread-commits-nothing
+  (testing "a key of 512 bytes in a MemStore's last tree (corrupted behind its back), written by
+  the helper thread or by the caller: replaceAll throws :store/key-size, nothing committed"
+    (doseq [k [0 (alength (SubDb/values))]]
+      (testing (str k " trees written by the caller")
+        (let [dir (File. (tu/temp-dir) "db")
+              model (rc/contents 6 0.05)]
+          (try
+            (with-open [s (open-store dir "java" "wal")
+                        src (rc/mem-store (rc/contents 7 0.05))
+                        r (.beginRead src)]
+              (replace-with! s model)
+              (let [before (.directReplaces s)
+                    root (with-open [c (.cursor r SubDb/META)]
+                           (.invoke (doto (.getDeclaredMethod ^Class mem-cursor "root"
+                                                              (make-array Class 0))
+                                      (.setAccessible true))
+                                    c (object-array 0)))
+                    keys-field (doto (.getDeclaredField (Class/forName "datalith.store.BTree$Node")
+                                                        "keys")
+                                 (.setAccessible true))]
+                (aset ^objects (.get keys-field (first-leaf root)) 0 (byte-array 512))
+                (is (= :store/key-size
+                       (with-caller-trees k
+                         #(try (.replaceAll s r) nil
+                               (catch ExceptionInfo e (:error (ex-data e)))))))
+                (is (= before (.directReplaces s)))
+                (is (= (rc/model-digest model) (rc/store-digest s)) "nothing committed")
+                (random-writes! s model (Random. 2) 20)
+                (is (= (rc/model-digest model) (rc/store-digest s)) "later commits go on")))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
+
 (defn- lock-txnid
   "The u64 at the offset LmdbDirectCommit writes the lock file's txnid to."
   [^File dir]

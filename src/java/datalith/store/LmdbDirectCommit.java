@@ -110,7 +110,8 @@ final class LmdbDirectCommit {
    */
   static boolean commit(Env<ByteBuffer> env, Path dir, String where, LmdbMapGrowth map,
       LmdbWal wal, Durability durability, ReadTxn source) {
-    boolean interrupted = Thread.interrupted(); // with it set, a channel's I/O closes it
+    // with it set, a channel's I/O closes it; set again once the commit is done
+    boolean[] interrupted = {Thread.interrupted()};
     Txn<ByteBuffer> lmdbWriter = null; // holds LMDB's own write lock; aborted, writes nothing
     try (FileChannel data = FileChannel.open(dir.resolve(LmdbFiles.DATA),
             StandardOpenOption.READ, StandardOpenOption.WRITE);
@@ -137,7 +138,7 @@ final class LmdbDirectCommit {
         return false; // the generic way keeps the sub-databases that are not SubDbs
       }
       LmdbPageSink sink = new LmdbPageSink(data, meta.getLong(MM_LAST_PG) + 1);
-      ByteBuffer main = writeTrees(sink, source, where);
+      ByteBuffer main = writeTrees(sink, source, where, interrupted);
       ByteBuffer free = old == null ? null : writeFreeList(sink, old, t + 1, where);
       sink.flush();
       long pages = sink.next();
@@ -183,7 +184,7 @@ final class LmdbDirectCommit {
       } catch (org.lmdbjava.LmdbException e) {
         // The commit stands; a growth put off now happens when a commit needs the room.
       } catch (InterruptedException e) {
-        interrupted = true;
+        interrupted[0] = true;
       }
       return true;
     } catch (IOException e) {
@@ -192,7 +193,7 @@ final class LmdbDirectCommit {
       if (lmdbWriter != null) {
         lmdbWriter.close();
       }
-      if (interrupted) {
+      if (interrupted[0]) {
         Thread.currentThread().interrupt();
       }
     }
@@ -218,53 +219,17 @@ final class LmdbDirectCommit {
   }
 
   /**
-   * Writes every sub-database's tree, then the main database's; returns the main's record. A
-   * sub-database whose cursor is a {@link MemCursor} is read from its B+tree's leaves, their
-   * key arrays given to the writer as they are ({@link #addLeaves}); any other through the
-   * cursor, whose keys the writer copies.
+   * Writes every sub-database's tree ({@link LmdbTreeWrites}: on two threads when the source is
+   * a MemStore's), then the main database's; returns the main's record.
    */
-  private static ByteBuffer writeTrees(LmdbPageSink sink, ReadTxn source, String where)
-      throws IOException {
-    ByteBuffer[] records = new ByteBuffer[SubDb.values().length];
-    for (SubDb db : SubDb.values()) {
-      LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, false, where);
-      Cursor c = source.cursor(db);
-      try {
-        if (c instanceof MemCursor) {
-          addLeaves(tree, ((MemCursor) c).root());
-        } else {
-          for (boolean more = c.first(); more; more = c.next()) {
-            tree.add(c.key(), c.val());
-          }
-        }
-      } finally {
-        c.close();
-      }
-      records[db.ordinal()] = tree.finish();
-    }
+  private static ByteBuffer writeTrees(LmdbPageSink sink, ReadTxn source, String where,
+      boolean[] interrupted) throws IOException {
+    ByteBuffer[] records = LmdbTreeWrites.write(sink, source, where, interrupted);
     LmdbTreeWriter mainTree = new LmdbTreeWriter(sink, F_SUBDATA, false, where);
     for (SubDb db : BY_NAME) {
       mainTree.add(ByteBuffer.wrap(name(db)), records[db.ordinal()]);
     }
     return mainTree.finish();
-  }
-
-  /**
-   * Adds the entries beneath {@code node} (null: none), a MemStore snapshot's immutable B+tree,
-   * in key order: its leaves' keys and values, left to right, without a cursor's key views.
-   */
-  private static void addLeaves(LmdbTreeWriter tree, BTree.Node node) throws IOException {
-    if (node instanceof BTree.Leaf) {
-      BTree.Leaf leaf = (BTree.Leaf) node;
-      for (int i = 0; i < leaf.size; i++) {
-        tree.add(leaf.keys[i], leaf.val(i));
-      }
-    } else if (node != null) {
-      BTree.Branch branch = (BTree.Branch) node;
-      for (int i = 0; i < branch.size; i++) {
-        addLeaves(tree, branch.children[i]);
-      }
-    }
   }
 
   /**

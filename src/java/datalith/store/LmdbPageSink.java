@@ -1,29 +1,40 @@
 package datalith.store;
 
+import static datalith.store.LmdbLayout.F_BIGDATA;
+import static datalith.store.LmdbLayout.NODE_HEADER;
 import static datalith.store.LmdbLayout.PAGE_FLAGS;
 import static datalith.store.LmdbLayout.PAGE_HEADER;
+import static datalith.store.LmdbLayout.PAGE_LOWER;
 import static datalith.store.LmdbLayout.PAGE_PAGES;
+import static datalith.store.LmdbLayout.P_BRANCH;
 import static datalith.store.LmdbLayout.P_OVERFLOW;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The pages that an {@link LmdbDirectCommit} appends to the data file, numbered in the order
  * they come from a first page on, gathered in a large buffer and written with positional
  * writes of the file (not through LMDB's map, which is read-only). Pages of 4 KiB
  * ({@link LmdbTree#PAGE_SIZE}). One thread.
+ *
+ * <p>A sink {@link #inMemory()} keeps its pages instead, numbered from 0, in direct buffers: a
+ * tree written on another thread, before the file's sink knows where it goes; the file's sink
+ * then {@link #append}s them, renumbered where they lie.
  */
 final class LmdbPageSink {
   static final int PAGE = LmdbTree.PAGE_SIZE;
   private static final int BUFFER_PAGES = 1024; // 4 MiB a write
+  private static final int MEMORY_PAGES = 256; // 1 MiB a chunk
   static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(PAGE);
 
-  private final FileChannel file;
-  private final ByteBuffer buffer =
-      ByteBuffer.allocateDirect(BUFFER_PAGES * PAGE).order(ByteOrder.nativeOrder());
+  private final FileChannel file; // null: in memory
+  private final List<ByteBuffer> full = new ArrayList<>(); // in memory: the chunks filled
+  private ByteBuffer buffer;
   private long buffered; // the number of the page at the buffer's start
   private long next; // the number the next page gets; buffered + position / PAGE
   private long overflowPages; // the overflow pages appended
@@ -32,6 +43,21 @@ final class LmdbPageSink {
     this.file = file;
     this.buffered = first;
     this.next = first;
+    this.buffer = ByteBuffer.allocateDirect(BUFFER_PAGES * PAGE).order(ByteOrder.nativeOrder());
+  }
+
+  private LmdbPageSink() {
+    this.file = null;
+    this.buffer = memoryChunk();
+  }
+
+  /** A sink that keeps its pages in memory, numbered from 0, until {@link #append}ed. */
+  static LmdbPageSink inMemory() {
+    return new LmdbPageSink();
+  }
+
+  private static ByteBuffer memoryChunk() { // direct: written to the file as it is
+    return ByteBuffer.allocateDirect(MEMORY_PAGES * PAGE).order(ByteOrder.nativeOrder());
   }
 
   /** The number the next page appended gets. */
@@ -97,8 +123,14 @@ final class LmdbPageSink {
     }
   }
 
-  /** Writes the buffered pages to the file. */
+  /** Writes the buffered pages to the file; in memory, keeps them and starts a new chunk. */
   void flush() throws IOException {
+    if (file == null) {
+      full.add(buffer);
+      buffered += MEMORY_PAGES; // every chunk but the last is full: room() and overflow() fill it
+      buffer = memoryChunk();
+      return;
+    }
     buffer.flip();
     long at = buffered * PAGE;
     int pages = buffer.remaining() / PAGE;
@@ -107,5 +139,68 @@ final class LmdbPageSink {
     }
     buffered += pages;
     buffer.clear();
+  }
+
+  /**
+   * Appends the pages of {@code tree}, an in-memory sink's, from {@link #next()} on, which is
+   * returned: the base that every page number in them grows by, in each page's header, each
+   * branch node's child and, with {@code bigNodes}, each leaf node's overflow page (F_BIGDATA).
+   * The pages of an overflow value after its first are left as they are. The tree's chunks are
+   * renumbered where they lie and written to the file as they are, after the pages buffered
+   * here; {@code tree} is used up.
+   */
+  long append(LmdbPageSink tree, boolean bigNodes) throws IOException {
+    flush();
+    long base = next;
+    long pages = tree.next;
+    tree.full.add(tree.buffer);
+    long rest = 0; // the pages of an overflow value still to leave as they are
+    for (int c = 0; c < tree.full.size(); c++) {
+      ByteBuffer chunk = tree.full.get(c);
+      long first = (long) c * MEMORY_PAGES;
+      int count = (int) Math.min(MEMORY_PAGES, pages - first);
+      for (int p = 0; p < count; p++) {
+        if (rest > 0) {
+          rest--;
+          continue;
+        }
+        int at = p * PAGE;
+        chunk.putLong(at, base + first + p);
+        int flags = chunk.getShort(at + PAGE_FLAGS);
+        if ((flags & P_OVERFLOW) != 0) {
+          rest = chunk.getInt(at + PAGE_PAGES) - 1;
+        } else if ((flags & P_BRANCH) != 0 || bigNodes) {
+          renumberNodes(chunk, at, (flags & P_BRANCH) != 0, base);
+        }
+      }
+      ByteBuffer written = chunk.duplicate().limit(count * PAGE).position(0);
+      long position = (base + first) * PAGE;
+      while (written.hasRemaining()) {
+        position += file.write(written, position);
+      }
+    }
+    tree.full.clear();
+    next += pages;
+    buffered = next;
+    overflowPages += tree.overflowPages;
+    return base;
+  }
+
+  /** Adds {@code base} to the page numbers in the nodes of the page at {@code at} in {@code b}. */
+  private static void renumberNodes(ByteBuffer b, int at, boolean branch, long base) {
+    int lower = b.getShort(at + PAGE_LOWER) & 0xffff;
+    for (int i = at + PAGE_HEADER; i < at + lower; i += 2) {
+      int node = at + (b.getShort(i) & 0xffff);
+      if (branch) { // the child's number: lo, hi and flags, 16 bits each
+        long child = (b.getShort(node) & 0xffffL) | (b.getShort(node + 2) & 0xffffL) << 16
+            | (b.getShort(node + 4) & 0xffffL) << 32;
+        child += base;
+        b.putShort(node, (short) child).putShort(node + 2, (short) (child >>> 16))
+            .putShort(node + 4, (short) (child >>> 32));
+      } else if ((b.getShort(node + 4) & F_BIGDATA) != 0) {
+        int overflow = node + NODE_HEADER + (b.getShort(node + 6) & 0xffff);
+        b.putLong(overflow, b.getLong(overflow) + base);
+      }
+    }
   }
 }

@@ -77,6 +77,8 @@ final class LmdbTreeWriter {
 
   private static final VarHandle LONGS =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.nativeOrder());
+  private static final VarHandle SHORTS =
+      MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.nativeOrder());
 
   private final LmdbPageSink sink;
   private final String where; // the store's directory, for messages
@@ -128,16 +130,24 @@ final class LmdbTreeWriter {
   }
 
   /**
-   * Adds the entry {@code key} (all of the array: 1 to 511 bytes, past the last key added),
-   * {@code val}; {@code key} is kept, unchanged by the caller, until {@link #finish()}, and
-   * {@code val} read before the call returns. The way of a source whose keys are arrays already
-   * (a MemStore's): no copy of the key.
+   * Adds the entries of {@code leaf}, a MemStore's immutable leaf, each as its key (all of the
+   * array: 1 to 511 bytes, past the last key added) and value; the key arrays are kept,
+   * unchanged by the caller, until {@link #finish()}, and the values read before the call
+   * returns. The way of a source whose keys are arrays already: no copy of the keys. Their sizes
+   * are checked first, all of them: reading the arrays one after another, independent, overlaps
+   * their cache misses (the cost of this way), which the writing of each node would space out.
    *
    * @throws clojure.lang.ExceptionInfo as {@link #add(ByteBuffer, ByteBuffer)}
    */
-  void add(byte[] key, ByteBuffer val) throws IOException {
-    Errors.checkKeySize(where, key.length);
-    add(key, key.length, true, val);
+  void addLeaf(BTree.Leaf leaf) throws IOException {
+    byte[][] keys = leaf.keys;
+    int n = leaf.size;
+    for (int i = 0; i < n; i++) {
+      Errors.checkKeySize(where, keys[i].length);
+    }
+    for (int i = 0; i < n; i++) {
+      add(keys[i], keys[i].length, true, leaf.val(i));
+    }
   }
 
   /**
@@ -148,7 +158,8 @@ final class LmdbTreeWriter {
     checkOrder(key, k);
     long d = val.remaining();
     boolean big = NODE_HEADER + k + d > NODE_MAX;
-    int size = even(NODE_HEADER + k + (big ? 8 : d));
+    long bytes = NODE_HEADER + k + (big ? 8 : d);
+    int size = even(bytes);
     if (nodes > 0 && upper - size < PAGE_HEADER + 2 * (nodes + 1)) {
       finishLeaf();
     }
@@ -157,15 +168,21 @@ final class LmdbTreeWriter {
     }
     long overflow = big ? sink.overflow(val) : 0; // numbered before the leaf page
     upper -= size;
-    page.putShort(upper, (short) d).putShort(upper + 2, (short) (d >>> 16))
-        .putShort(upper + 4, (short) (big ? F_BIGDATA : nodeFlags)).putShort(upper + 6, (short) k)
-        .put(upper + NODE_HEADER, key, 0, k);
+    byte[] p = page.array(); // written through, not the buffer's checked puts: once an entry
+    SHORTS.set(p, upper, (short) d);
+    SHORTS.set(p, upper + 2, (short) (d >>> 16));
+    SHORTS.set(p, upper + 4, (short) (big ? F_BIGDATA : nodeFlags));
+    SHORTS.set(p, upper + 6, (short) k);
+    System.arraycopy(key, 0, p, upper + NODE_HEADER, k);
     if (big) {
-      page.putLong(upper + NODE_HEADER + k, overflow);
+      LONGS.set(p, upper + NODE_HEADER + k, overflow);
     } else if (d > 0) {
-      page.put(upper + NODE_HEADER + k, val, val.position(), (int) d);
+      val.get(val.position(), p, upper + NODE_HEADER + k, (int) d);
     }
-    page.putShort(PAGE_HEADER + 2 * nodes, (short) upper);
+    if (size != bytes) {
+      p[upper + size - 1] = 0; // the pad: no stale byte in the file
+    }
+    SHORTS.set(p, PAGE_HEADER + 2 * nodes, (short) upper);
     nodes++;
     entries++;
   }
@@ -266,6 +283,9 @@ final class LmdbTreeWriter {
         page.putShort(upper, (short) child).putShort(upper + 2, (short) (child >>> 16))
             .putShort(upper + 4, (short) (child >>> 32)).putShort(upper + 6, (short) k)
             .put(upper + NODE_HEADER, below.keys, below.start(i), k);
+        if ((k & 1) != 0) {
+          page.put(upper + NODE_HEADER + k, (byte) 0); // the pad: no stale byte in the file
+        }
         page.putShort(PAGE_HEADER + 2 * nodes, (short) upper);
         nodes++;
       }

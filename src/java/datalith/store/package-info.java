@@ -71,7 +71,9 @@
  * order, page after page past the last commit's pages, with positional writes of the file ({@link
  * datalith.store.LmdbTreeWriter}, {@link datalith.store.LmdbPageSink}; a sub-database whose
  * source cursor is a MemStore's is read from its B+tree's leaves, their key arrays as they are,
- * any other through its cursor, each key copied), then a new main database,
+ * any other through its cursor, each key copied; a MemStore's trees on two threads, the
+ * caller's into the file, a helper's into memory, then appended renumbered, so that the file is
+ * the same whoever wrote which: {@link datalith.store.LmdbTreeWrites}), then a new main database,
  * one meta page and the lock file's txnid make them the last commit ({@link
  * datalith.store.LmdbDirectCommit}; through the log, the checkpoint holding that meta page is
  * durable before the txnid publishes it); the old trees' pages go to the free list under the new

@@ -1,0 +1,246 @@
+package datalith.store;
+
+import static datalith.store.LmdbLayout.MD_DEPTH;
+import static datalith.store.LmdbLayout.MD_OVERFLOW_PAGES;
+import static datalith.store.LmdbLayout.MD_ROOT;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * The sub-databases' trees of an {@link LmdbDirectCommit}, written on two threads: the caller
+ * goes through them in {@link SubDb} order, from the first on, and writes each one no one took
+ * straight into the file's {@link LmdbPageSink}; a helper thread goes through them from the
+ * last on and writes each one no one took, of those whose source is a MemStore's
+ * ({@link MemCursor}), into a sink of its own in memory, until it meets a tree the caller took.
+ * When the caller comes to a tree the helper took, it waits for it and appends it, renumbered
+ * ({@link LmdbPageSink#append}). So the file's pages are those of one thread writing every tree
+ * in order, byte for byte, whoever wrote which.
+ *
+ * <p>The helper reads the MemStore's immutable B+trees, never the source transaction, which
+ * belongs to the caller: the caller opened every cursor, and closes them once the helper has
+ * ended. An error on either thread stops both; the caller throws it once the helper has ended,
+ * and nothing is committed.
+ */
+final class LmdbTreeWrites {
+  /**
+   * The system property that, when every tree's source is a MemStore's, fixes the split that
+   * timing picks otherwise: the caller writes that many trees, the helper the rest. For tests.
+   */
+  static final String CALLER_TREES_PROPERTY = "datalith.replace.caller-trees";
+  private static final byte FREE = 0;
+  private static final byte CALLER = 1;
+  private static final byte HELPER = 2;
+
+  private final ReadTxn source;
+  private final String where;
+  private final SubDb[] dbs = SubDb.values();
+  private final ByteBuffer[] records = new ByteBuffer[dbs.length];
+  private final BTree.Node[] roots = new BTree.Node[dbs.length]; // null: not a MemStore's
+  private int callerTrees; // the caller takes trees before it only, unless there is no helper
+  private int helperFrom; // the helper takes trees from it on only
+  private boolean helping; // a helper was started
+  private final byte[] takenBy = new byte[dbs.length]; // guarded by this
+  private final LmdbPageSink[] kept = new LmdbPageSink[dbs.length]; // the helper's; by this
+  private Throwable failure; // the helper's; guarded by this
+  private volatile boolean stop; // either thread failed: the other stops
+  private boolean interrupted; // the caller was interrupted while it waited for the helper
+
+  private LmdbTreeWrites(ReadTxn source, String where) {
+    this.source = source;
+    this.where = where;
+  }
+
+  /**
+   * Writes every sub-database's tree of {@code source} into {@code sink}; returns their MDB_db
+   * records, by {@link SubDb#ordinal()}. Sets {@code interrupted[0]}, rather than the thread's
+   * interrupt status (it would close the file's channel), when interrupted while it waited.
+   *
+   * @throws clojure.lang.ExceptionInfo as {@link LmdbTreeWriter#add(ByteBuffer, ByteBuffer)}
+   */
+  static ByteBuffer[] write(LmdbPageSink sink, ReadTxn source, String where,
+      boolean[] interrupted) throws IOException {
+    LmdbTreeWrites w = new LmdbTreeWrites(source, where);
+    try {
+      w.writeAll(sink);
+    } finally {
+      interrupted[0] |= w.interrupted;
+    }
+    return w.records;
+  }
+
+  private void writeAll(LmdbPageSink sink) throws IOException {
+    Cursor[] cursors = new Cursor[dbs.length];
+    Thread helper = null;
+    try {
+      for (SubDb db : dbs) {
+        cursors[db.ordinal()] = source.cursor(db);
+        if (cursors[db.ordinal()] instanceof MemCursor) {
+          roots[db.ordinal()] = ((MemCursor) cursors[db.ordinal()]).root();
+        }
+      }
+      callerTrees = dbs.length;
+      Integer split = Integer.getInteger(CALLER_TREES_PROPERTY);
+      if (split != null && Arrays.stream(roots).allMatch(Objects::nonNull)) {
+        callerTrees = Math.max(0, Math.min(split, dbs.length));
+        helperFrom = callerTrees;
+      }
+      if (Arrays.stream(roots).anyMatch(Objects::nonNull)) {
+        helper = new Thread(this::helpFromTheBack, "datalith-tree-writer");
+        helper.setDaemon(true);
+        try {
+          helper.start();
+          helping = true;
+        } catch (OutOfMemoryError e) { // no thread to be had: the caller writes every tree
+          helper = null;
+        }
+      }
+      for (int i = 0; i < dbs.length; i++) {
+        if (take(i, CALLER)) {
+          records[i] = writeTree(sink, i, cursors[i]);
+        } else {
+          append(sink, i, awaitHelper(i));
+        }
+      }
+      join(helper);
+      helper = null;
+      synchronized (this) {
+        if (failure != null) {
+          throw rethrown(failure);
+        }
+      }
+    } catch (RuntimeException | Error | IOException e) {
+      stop = true;
+      throw e;
+    } finally {
+      join(helper);
+      for (Cursor c : cursors) {
+        if (c != null) {
+          c.close();
+        }
+      }
+    }
+  }
+
+  /**
+   * Whether {@code who} takes tree {@code i}: no one took it, and the caller may (within its
+   * share, or there is no helper), or the helper may (a MemStore's, within its share).
+   */
+  private synchronized boolean take(int i, byte who) {
+    boolean may = who == CALLER ? i < callerTrees || !helping
+        : roots[i] != null && i >= helperFrom;
+    if (takenBy[i] != FREE || !may) {
+      return false;
+    }
+    takenBy[i] = who;
+    return true;
+  }
+
+  /** Waits for the helper's tree {@code i}: its pages in memory, numbered from 0. */
+  private synchronized LmdbPageSink awaitHelper(int i) throws IOException {
+    while (kept[i] == null && failure == null) {
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (failure != null) {
+      throw rethrown(failure);
+    }
+    LmdbPageSink pages = kept[i];
+    kept[i] = null; // its pages may go once appended
+    return pages;
+  }
+
+  /** Appends the helper's tree {@code i}, {@code pages}, and renumbers its record's root. */
+  private void append(LmdbPageSink sink, int i, LmdbPageSink pages) throws IOException {
+    ByteBuffer record = records[i];
+    long base = sink.append(pages, record.getLong(MD_OVERFLOW_PAGES) > 0);
+    if (record.getShort(MD_DEPTH) > 0) {
+      record.putLong(MD_ROOT, record.getLong(MD_ROOT) + base);
+    }
+  }
+
+  /** The helper's work: trees from the last on, until one the caller took. */
+  private void helpFromTheBack() {
+    try {
+      for (int i = dbs.length - 1; i >= 0 && !stop; i--) {
+        synchronized (this) {
+          if (takenBy[i] == CALLER) {
+            return; // so are all before it, or they are taken by now
+          }
+        }
+        if (take(i, HELPER)) {
+          LmdbPageSink memory = LmdbPageSink.inMemory();
+          LmdbTreeWriter tree = new LmdbTreeWriter(memory, 0, false, where);
+          addLeaves(tree, roots[i]);
+          ByteBuffer record = tree.finish();
+          synchronized (this) {
+            records[i] = record;
+            kept[i] = memory;
+            notifyAll();
+          }
+        }
+      }
+    } catch (Throwable t) { // the caller throws it
+      synchronized (this) {
+        failure = t;
+        stop = true;
+        notifyAll();
+      }
+    }
+  }
+
+  private ByteBuffer writeTree(LmdbPageSink sink, int i, Cursor c) throws IOException {
+    LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, false, where);
+    if (roots[i] != null) {
+      addLeaves(tree, roots[i]);
+    } else {
+      for (boolean more = c.first(); more; more = c.next()) {
+        tree.add(c.key(), c.val());
+      }
+    }
+    return tree.finish();
+  }
+
+  /**
+   * Adds the entries beneath {@code node} (null: none), a MemStore snapshot's immutable B+tree,
+   * in key order: its leaves' keys and values, left to right, without a cursor's key views.
+   * Stops, the tree unfinished, once {@link #stop} is set.
+   */
+  private void addLeaves(LmdbTreeWriter tree, BTree.Node node) throws IOException {
+    if (node instanceof BTree.Leaf) {
+      tree.addLeaf((BTree.Leaf) node);
+    } else if (node != null && !stop) {
+      BTree.Branch branch = (BTree.Branch) node;
+      for (int i = 0; i < branch.size; i++) {
+        addLeaves(tree, branch.children[i]);
+      }
+    }
+  }
+
+  /** Waits for {@code helper} (null: none) to end, whatever interrupts the wait. */
+  private void join(Thread helper) {
+    while (helper != null) {
+      try {
+        helper.join();
+        return;
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+  }
+
+  private static RuntimeException rethrown(Throwable t) throws IOException {
+    if (t instanceof IOException) {
+      throw (IOException) t;
+    }
+    if (t instanceof Error) {
+      throw (Error) t;
+    }
+    return (RuntimeException) t;
+  }
+}
