@@ -737,3 +737,49 @@
         (is (= 3 (d/basis-t (d/db conn))))
         (is (:ok? (d/verify conn))))
       (finally (tu/delete-tree dir)))))
+
+(deftest staged-chunks-read-aevt-and-older-values-as-transact-does
+  (testing "a staging derives AEVT and writes its trees in place between reads: transaction
+            functions reading :aevt of the chunks staged before them (and older staged values
+            kept from earlier chunks), schema alterations checked against staged datoms (one
+            refused), retractions and retracted entities of the base and of the staging, give
+            the database transact! gives, and stop at the same chunk"
+    (let [stash (atom [])
+          counted (fn [db i] ; reads :aevt, and the values of earlier chunks kept
+                    (swap! stash conj db)
+                    [{:k/id (+ 1000 i) :k/count (count (d/datoms db :aevt :k/n))
+                      :k/old (pr-str (for [old (take-last 3 @stash)]
+                                       [(d/basis-t old) (count (d/datoms old :aevt :k/n))
+                                        (count (d/datoms old :eavt))]))}])
+          schema {:k/id {:db/unique :db.unique/identity}
+                  :k/n {:db/valueType :db.type/long}
+                  :k/count {:db/valueType :db.type/long}
+                  :k/old {:db/valueType :db.type/string}
+                  :k/u {:db/valueType :db.type/long}
+                  :k/dup {:db/valueType :db.type/long :db/cardinality :db.cardinality/many}}
+          chunks (fn [fns?]
+                   (for [i (range 40)]
+                     (cond-> [{:db/id "e" :k/id i :k/n i :k/u (* 10 i)}]
+                       fns? (conj [:db.fn/call counted i])
+                       (< i 10) (conj [:db/add "e" :k/dup (mod i 2)])
+                       (and (> i 5) (zero? (mod i 3))) (conj [:db/retract [:k/id (- i 3)] :k/n (- i 3)])
+                       (and (> i 5) (zero? (mod i 7))) (conj [:db/retractEntity [:k/id (- i 5)]])
+                       (= i 12) (conj [:db/retractEntity [:k/id -7]] [:db/retract [:k/id -9] :k/n -9])
+                       (= i 30) (conj {:db/ident :k/u :db/unique :db.unique/value})
+                       (= i 32) (conj {:db/ident :k/dup :db/cardinality :db.cardinality/one})
+                       (= i 35) (conj {:db/ident :k/dup :db/unique :db.unique/value}))))
+          outcome (fn [store staged fns?]
+                    (reset! stash [])
+                    (tu/with-conn [conn store {:schema schema}]
+                      (d/transact! conn (vec (for [i (range 200)] {:k/id (- -1 i) :k/n (- -1 i)})))
+                      (let [e (try (d/import! conn (chunks fns?) {:staged staged}) nil
+                                   (catch clojure.lang.ExceptionInfo e
+                                     [(:error (ex-data e)) (:import/chunk (ex-data e))]))]
+                        [e (instant-free (d/db conn))])))]
+      (doseq [store tu/stores, fns? [true false]]
+        (testing (str store (if fns? ", transaction functions reading :aevt" ", no reads"))
+          (let [[e :as want] (outcome store false fns?)]
+            (is (= [:schema/alter 35] e) "the alteration to unique refused, the same chunk")
+            (doseq [merge? [false true]]
+              (is (= want (merging merge? #(outcome store true fns?)))
+                  (str "staged" (when merge? ", merging with the store"))))))))))
