@@ -99,6 +99,17 @@
                  (walk-agrees? r model db rnd rand-key)))
           (or read-dbs dbs)))
 
+(defn- write-back!
+  "Writes the delta of `layered` into `base`: `how` :delta (its puts and deletes in one write
+  transaction) or :replace-all (every tree rewritten from the merged view)."
+  [^LayeredStore layered ^Store base how]
+  (case how
+    :delta (with-open [w (.beginWrite base)]
+             (.writeDelta layered w)
+             (.commit w))
+    :replace-all (with-open [r (.beginRead layered)]
+                   (.replaceAll base r))))
+
 (defn- trial
   "Fills a base of `kind` from `seed`, lays a store over it, commits random transactions there
   (some discarded) checking every read, and keeps a snapshot of each of the later commits open
@@ -139,12 +150,7 @@
            (is (= (entries base-model SubDb/EAVT)
                   (with-open [r (.beginRead base)] (scan r SubDb/EAVT true)))
                "the base is untouched")
-           (case how
-             :delta (with-open [w (.beginWrite base)]
-                      (.writeDelta layered w)
-                      (.commit w))
-             :replace-all (with-open [r (.beginRead layered)]
-                            (.replaceAll base r)))
+           (write-back! layered base how)
            (with-open [r (.beginRead base)]
              (agrees? r model pool rnd rand-key))))))))
 
@@ -289,12 +295,7 @@
                               (finally (.close r))))
                        @kept)
                "every snapshot still reads its commit, derived sub-databases too")
-           (case how
-             :delta (with-open [w (.beginWrite base)]
-                      (.writeDelta layered w)
-                      (.commit w))
-             :replace-all (with-open [r (.beginRead layered)]
-                            (.replaceAll base r)))
+           (write-back! layered base how)
            (with-open [r (.beginRead base)]
              (agrees? r model (vec (mapcat keys (vals model))) rnd rand-key datom-dbs))))))))
 
