@@ -629,7 +629,8 @@ public final class LmdbStore implements Store {
           : wal == null ? LmdbDirectCommit.Durability.LMDB_SYNC
           : wal.paused() ? LmdbDirectCommit.Durability.NONE
           : LmdbDirectCommit.Durability.WAL;
-      if (!LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source)) {
+      if (!PlatformThreads.call(() ->
+          LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source))) {
         return false;
       }
       directReplaces++; // under the writer lock

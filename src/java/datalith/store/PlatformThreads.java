@@ -1,0 +1,85 @@
+package datalith.store;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.function.Supplier;
+
+/**
+ * Runs an LMDB write transaction, from its begin to its commit, on a platform thread when the
+ * caller is a virtual thread. LMDB's write lock is a mutex owned by the OS thread that began
+ * the transaction; a virtual thread that blocks in between (the write-ahead log's append, a
+ * wait for the tree-writing helper) may resume on another carrier, whose commit then cannot
+ * release the mutex, and the next write transaction waits for it forever. A platform thread's
+ * own call runs where it is.
+ */
+final class PlatformThreads {
+  private static final MethodHandle IS_VIRTUAL = isVirtual(); // null before Java 21
+  private static final ExecutorService POOL = Executors.newCachedThreadPool(task -> {
+    Thread t = new Thread(task, "datalith-lmdb-write");
+    t.setDaemon(true);
+    return t;
+  });
+
+  private PlatformThreads() {}
+
+  private static MethodHandle isVirtual() {
+    try {
+      return MethodHandles.publicLookup().findVirtual(Thread.class, "isVirtual",
+          MethodType.methodType(boolean.class));
+    } catch (NoSuchMethodException | IllegalAccessException e) {
+      return null;
+    }
+  }
+
+  /** Whether the calling thread is a virtual thread. */
+  static boolean virtual() {
+    if (IS_VIRTUAL == null) {
+      return false;
+    }
+    try {
+      return (boolean) IS_VIRTUAL.invokeExact(Thread.currentThread());
+    } catch (Throwable e) {
+      return false;
+    }
+  }
+
+  /**
+   * {@code task}'s result, computed on this thread, or on a platform thread when this one is
+   * virtual; its exception thrown here either way. Waits for it to end even when interrupted
+   * (a commit in flight is not abandoned), then restores the interrupt.
+   */
+  static <T> T call(Supplier<T> task) {
+    if (!virtual()) {
+      return task.get();
+    }
+    Future<T> f = POOL.submit(task::get);
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return f.get();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        } catch (ExecutionException e) {
+          Throwable cause = e.getCause();
+          if (cause instanceof RuntimeException r) {
+            throw r;
+          }
+          if (cause instanceof Error err) {
+            throw err;
+          }
+          throw new IllegalStateException(cause);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}
