@@ -9,7 +9,10 @@
  * (LMDB: except for a brief wait while its map grows); {@code beginWrite()} waits while another
  * write transaction is open. A transaction or cursor is used by one thread at a time, and may be
  * closed by any thread. Read transactions must be short: an open one pins storage (LMDB: pages of
- * the file, a reader slot, and the map at its current size).
+ * the file, a reader slot, and the map at its current size). Virtual threads may call every
+ * method: LMDB's own write transaction (begun and committed inside a commit) runs on a platform
+ * thread when the caller is virtual ({@code PlatformThreads}), since LMDB's write mutex belongs
+ * to the OS thread that took it.
  *
  * <p>Processes: several may open one LMDB directory. The write transaction holds the directory's
  * writer lock (a lock file, {@code writer.lock}) from {@code beginWrite()} until it closes, so
