@@ -7,7 +7,6 @@ import datalith.index.Index;
 import datalith.store.Cursor;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.function.LongPredicate;
 
@@ -28,14 +27,9 @@ public final class IndexScan {
   private final int valueOffset;
   private final Cursor cur;
   private final Cursor hist; // null when the view needs no history
-  // the prefix, copied: its bytes (and a spare array for the next one), its whole 8-byte words
-  private static final byte[] NO_BYTES = {};
-  private static final long[] NO_WORDS = {};
-  private byte[] prefixBytes = NO_BYTES;
-  private byte[] spareBytes = NO_BYTES;
-  private long[] prefixWords = NO_WORDS;
-  private long prefixLastWord; // the prefix's last 8 bytes, when it has 8 or more
-  private int prefixLen;
+  private final ScanRange range = new ScanRange(); // the prefix and upper bound
+  private final ScanRestarts restarts = new ScanRestarts(range);
+  private final ScanValueCache values;
   private final boolean storeFilter;
   private final long limit;
   private final long since;
@@ -48,8 +42,6 @@ public final class IndexScan {
   private static final long LOG_DATOMS_PER_STEP = 4;
   private static final long MIN_LOG_DATOMS = 256;
   private ByteBuffer passTo; // where passLater moves the cursors: direct, reused
-  private ByteBuffer upper; // exclusive bound on the key, or null
-  private int upperFrom; // upper starts with the prefix's first upperFrom bytes
   private static final Object NOT_READ = new Object();
   private boolean curValid; // cur is positioned
   private boolean histValid;
@@ -86,7 +78,8 @@ public final class IndexScan {
     this.snap = snap;
     this.index = index;
     this.valueOffset = index == Index.AVET ? 8 : 16;
-    setRange(prefix, upper);
+    range.set(prefix, upper);
+    this.values = new ScanValueCache(db, snap);
     this.storeFilter = snap.storeLatestT > db.storeT;
     this.limit = Math.min(db.basisT, db.asOfT);
     this.since = db.sinceT;
@@ -120,58 +113,6 @@ public final class IndexScan {
   }
 
   /**
-   * Sets the prefix (bytes 0 to limit of {@code prefix}, copied) and the upper bound; the old
-   * prefix's bytes are left in {@link #spareBytes}.
-   */
-  private void setRange(ByteBuffer prefix, ByteBuffer upper) {
-    int n = prefix.limit();
-    byte[] b = spareBytes;
-    if (b.length < n) {
-      b = new byte[Math.max(n, 16)];
-    }
-    prefix.get(0, b, 0, n);
-    spareBytes = prefixBytes;
-    prefixBytes = b;
-    prefixLen = n;
-    if (prefixWords.length < n >>> 3) {
-      prefixWords = new long[b.length >>> 3];
-    }
-    for (int i = 0; i + 8 <= n; i += 8) {
-      prefixWords[i >>> 3] = Bytes.longAt(b, i);
-    }
-    prefixLastWord = n >= 8 ? Bytes.longAt(b, n - 8) : 0;
-    this.upper = upper;
-    upperFrom = upper != null && upper.limit() >= n
-        && Codec.compareBytes(upper, 0, n, ByteBuffer.wrap(b), 0, n) == 0 ? n : 0;
-  }
-
-  /**
-   * The sign of comparing all of key {@code k} with the prefix. Kept apart from inRange's
-   * equality loop: a lookup join's steps mostly differ in a whole word, answered here at once.
-   */
-  private int compareToPrefix(ByteBuffer k) {
-    int kl = k.limit();
-    int n = prefixLen;
-    int m = Math.min(kl, n);
-    int i = 0;
-    for (; i + 8 <= m; i += 8) {
-      long x = Bytes.longAt(k, i);
-      long y = prefixWords[i >>> 3];
-      if (x != y) {
-        return Long.compareUnsigned(x, y);
-      }
-    }
-    for (; i < m; i++) {
-      int x = k.get(i) & 0xFF;
-      int y = prefixBytes[i] & 0xFF;
-      if (x != y) {
-        return x - y;
-      }
-    }
-    return kl - n;
-  }
-
-  /**
    * Re-positions this scan on the datoms under {@code prefix}, as a new scan of the same index
    * and database value with that prefix and no seek key or upper bound would see them, reusing
    * its cursors: when successive prefixes ascend, the cursors move forward from where they are
@@ -181,14 +122,12 @@ public final class IndexScan {
    */
   public void restart(ByteBuffer prefix) {
     ByteBuffer p = prefix.position() == 0 ? prefix : prefix.slice();
-    int oldLen = prefixLen;
-    setRange(p, null);
+    int oldLen = range.prefixLength();
+    range.set(p, null);
     // Every key the cursors moved over since they were positioned at the old prefix starts with
     // it; when all such keys sort before p, none of them is >= p, so a cursor that is not before
     // p is at its first key >= p already (and one past the end has none).
-    int m = Math.min(oldLen, prefixLen);
-    boolean forward = fromPrefix
-        && Arrays.compareUnsigned(spareBytes, 0, m, prefixBytes, 0, m) < 0;
+    boolean forward = fromPrefix && range.ascendsFrom(oldLen);
     datom = null;
     value = NOT_READ;
     key = null;
@@ -201,10 +140,10 @@ public final class IndexScan {
     budget = Long.MAX_VALUE;
     limited = false;
     overBudget = false;
-    curValid = reposition(cur, curValid, forward, p);
+    curValid = restarts.reposition(cur, curValid, forward, p);
     curKey = curValid ? ranged(cur.key(), 0) : null;
     if (hist != null) {
-      histValid = reposition(hist, histValid, forward, p);
+      histValid = restarts.reposition(hist, histValid, forward, p);
       histKey = histValid ? ranged(hist.key(), 8) : null;
     }
     fromPrefix = true;
@@ -221,44 +160,12 @@ public final class IndexScan {
     }
   }
 
-  private static final int MAX_STEPS = 16;
-  private int stepHits; // restarts that found their first key by a few steps forward
-  private int stepMisses; // restarts that stepped and still had to seek
-  private boolean stepping = true; // whether a restart may step before it seeks
-
   /**
    * Makes every {@link #restart} seek at once, without first stepping forward to its prefix:
    * for restarts known to land far apart (a join looking up sparse entities).
    */
   public void seekOnRestart() {
-    stepping = false;
-  }
-
-  /** Positions {@code c} at its first key >= the prefix {@code p}; whether there is one. */
-  private boolean reposition(Cursor c, boolean valid, boolean forward, ByteBuffer p) {
-    if (!valid) {
-      return forward ? false : c.seek(p);
-    }
-    if (compareToPrefix(c.key()) >= 0) {
-      return forward || c.seek(p);
-    }
-    // Before p: when p's keys (or the keys after them) follow closely, as in a join looking up
-    // ascending ids, the next key is the first one >= p. Stops trying when that rarely works.
-    if (stepping && (stepMisses < 64 || stepHits >= stepMisses)) {
-      // a step costs a fraction of a seek, which descends the tree and lands on a cold page
-      for (int i = 0; i < MAX_STEPS; i++) {
-        if (!c.next()) {
-          stepHits++;
-          return false;
-        }
-        if (compareToPrefix(c.key()) >= 0) {
-          stepHits++;
-          return true;
-        }
-      }
-      stepMisses++;
-    }
-    return c.seek(p);
+    restarts.seekAlways();
   }
 
   private static boolean equalsAt(ByteBuffer k, int off, int len, ByteBuffer r) {
@@ -267,37 +174,7 @@ public final class IndexScan {
 
   /** {@code k} when its first {@code k.limit() - suffix} bytes are in range, else null. */
   private ByteBuffer ranged(ByteBuffer k, int suffix) {
-    return inRange(k, k.limit() - suffix) ? k : null;
-  }
-
-  private boolean inRange(ByteBuffer k, int len) {
-    int n = prefixLen;
-    if (len < n) {
-      return false;
-    }
-    // Bytes.longAt reads big-endian whatever the buffer's order, as prefixWords were made
-    long[] w = prefixWords;
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-      if (Bytes.longAt(k, i) != w[i >>> 3]) {
-        return false;
-      }
-    }
-    if (i < n && n >= 8) {
-      // the bytes past the last whole word: the prefix's last 8 bytes, read as one word
-      if (Bytes.longAt(k, n - 8) != prefixLastWord) {
-        return false;
-      }
-    } else {
-      for (; i < n; i++) {
-        if (k.get(i) != prefixBytes[i]) {
-          return false;
-        }
-      }
-    }
-    // the first upperFrom bytes of upper are the prefix's, which k starts with
-    int f = upperFrom;
-    return upper == null || Codec.compareBytes(k, f, len - f, upper, f, upper.limit() - f) < 0;
+    return range.contains(k, k.limit() - suffix) ? k : null;
   }
 
   private void stepCur() {
@@ -581,7 +458,7 @@ public final class IndexScan {
    * bound.
    */
   public boolean runsCountable() {
-    return hist == null && since == Db.NO_SINCE && upper == null && !limited && db.filter == null
+    return hist == null && since == Db.NO_SINCE && !range.bounded() && !limited && db.filter == null
         && hidden == null;
   }
 
@@ -685,128 +562,10 @@ public final class IndexScan {
   /** The current datom's value (decoded on first call; refs are Long ids). */
   public Object v() {
     if (value == NOT_READ) {
-      value = index == Index.VAET ? (Object) Bytes.longAt(key, 0) : cachedDecode(valueOffset);
+      value = index == Index.VAET ? (Object) Bytes.longAt(key, 0)
+          : values.decode(key, keyLen, valueOffset);
     }
     return value;
-  }
-
-  // A few recently decoded short values: attributes with few distinct values
-  // (states, types, flags) then decode each value once per scan, not per datom.
-  // An entry hit since the last insertion passed it is passed over once more
-  // (a clock), so that values decoded once (titles read beside states) replace
-  // each other rather than the values hit again.
-  // Each entry is a whole key part (never an overflow form or bytes) of length
-  // len: its big-endian 8-byte words at 0, 8, ... before the last 8 bytes, then
-  // the word of its last 8 bytes; shorter than 8 bytes, the bytes left-aligned
-  // in one word.
-  private static final int CACHE_SIZE = 8;
-  private static final int CACHE_MAX_BYTES = 32;
-  private long[][] cacheWords; // allocated on the first miss
-  private int[] cacheLens; // 0 = empty
-  private Object[] cacheVals;
-  private int cacheNext;
-  private int cacheLast; // the entry of the last hit
-  private int cacheUsed; // bit i: entry i was hit since an insertion last passed it
-  private int cacheHits;
-  private int cacheMisses;
-
-  private Object cachedDecode(int off) {
-    ByteBuffer k = key;
-    boolean cacheable = cacheMisses < 256 || cacheHits > cacheMisses;
-    if (!cacheable) {
-      return db.decodeValue(snap, k, off);
-    }
-    // Key parts are self-delimiting: no whole key part is a proper prefix of another (fixed
-    // widths follow from the tag; escaped bodies end at their first unescaped 00 00, or at an
-    // overflow marker only past MAX_INLINE - 20 bytes). So when the key's bytes at off start
-    // with a cached key part, the key part at off is that one, and no length is needed.
-    if (cacheLens != null) {
-      int avail = keyLen - off;
-      int last = cacheLast;
-      if (cachedAt(last, k, off, avail)) {
-        cacheHits++;
-        cacheUsed |= 1 << last;
-        return cacheVals[last];
-      }
-      for (int i = 0; i < CACHE_SIZE; i++) {
-        if (i != last && cachedAt(i, k, off, avail)) {
-          cacheHits++;
-          cacheUsed |= 1 << i;
-          cacheLast = i;
-          return cacheVals[i];
-        }
-      }
-    }
-    if (k.get(off) == Codec.T_BYTES || Codec.isOverflow(k, off)) {
-      return db.decodeValue(snap, k, off);
-    }
-    int len = Codec.skipKeyPart(k, off) - off;
-    if (len > CACHE_MAX_BYTES) {
-      return db.decodeValue(snap, k, off);
-    }
-    cacheMisses++;
-    Object v = db.decodeValue(snap, k, off);
-    if (cacheLens == null) {
-      cacheWords = new long[CACHE_SIZE][];
-      cacheLens = new int[CACHE_SIZE];
-      cacheVals = new Object[CACHE_SIZE];
-    }
-    int at = cacheNext;
-    while ((cacheUsed & 1 << at) != 0) { // ends: each pass clears the bit it passes
-      cacheUsed &= ~(1 << at);
-      at = (at + 1) % CACHE_SIZE;
-    }
-    long[] w = cacheWords[at];
-    if (w == null) {
-      w = cacheWords[at] = new long[CACHE_MAX_BYTES / 8 + 1];
-    }
-    if (len >= 8) {
-      int n = (len - 1) >>> 3;
-      for (int j = 0; j < n; j++) {
-        w[j] = Bytes.longAt(k, off + 8 * j);
-      }
-      w[n] = Bytes.longAt(k, off + len - 8);
-    } else {
-      long x = 0;
-      for (int i = 0; i < len; i++) {
-        x |= (k.get(off + i) & 0xFFL) << (56 - 8 * i);
-      }
-      w[0] = x;
-    }
-    cacheLens[at] = len;
-    cacheVals[at] = v;
-    cacheLast = at;
-    cacheNext = (at + 1) % CACHE_SIZE;
-    return v;
-  }
-
-  /** Whether {@code k} holds cache entry {@code i} at {@code off}. */
-  private boolean cachedAt(int i, ByteBuffer k, int off, int avail) {
-    int len = cacheLens[i];
-    if (len == 0 || len > avail) {
-      return false;
-    }
-    long[] w = cacheWords[i];
-    if (len >= 8) {
-      // the last word first: values that share a start (a keyword's namespace) differ there
-      int n = (len - 1) >>> 3; // the words before the last one
-      if (Bytes.longAt(k, off + len - 8) != w[n]) {
-        return false;
-      }
-      for (int j = 0; j < n; j++) {
-        if (Bytes.longAt(k, off + 8 * j) != w[j]) {
-          return false;
-        }
-      }
-      return true;
-    }
-    long x = w[0];
-    for (int j = 0; j < len; j++) {
-      if (k.get(off + j) != (byte) (x >>> (56 - 8 * j))) {
-        return false;
-      }
-    }
-    return true;
   }
 
   /** The current datom's transaction id (the retracting one for a history retraction). */

@@ -9,7 +9,10 @@
  * and {@link datalith.db.IndexScan} reads an index under a prefix as the value sees it, merging
  * the current and history sub-databases when the view needs both (an as-of view's scans pass the
  * runs of keys of entities that came after its point, which the connection's
- * {@link datalith.db.EntityBounds} bound from the log); {@link datalith.db.Reverse}
+ * {@link datalith.db.EntityBounds} bound from the log), keeping to its keys with
+ * {@code ScanRange} (the prefix and upper bound), reaching a restart's prefix with
+ * {@code ScanRestarts} (steps or a seek) and decoding its values through
+ * {@code ScanValueCache} (the few short values recently decoded); {@link datalith.db.Reverse}
  * picks the bounds of the chunks that read an index backwards. {@link datalith.db.Schema}
  * and {@link datalith.db.Attr} are the schema, itself data; {@link datalith.db.Entity} is the
  * lazy entity view; {@link datalith.db.Stats} the per-attribute counts the planner uses.
