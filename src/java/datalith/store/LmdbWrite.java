@@ -83,7 +83,7 @@ final class LmdbWrite implements WriteTxn {
   public void commit() {
     checkWritable();
     long usedPages;
-    while ((usedPages = PlatformThreads.call(this::apply)) < 0) {
+    while ((usedPages = PlatformThreads.callLong(this::apply)) < 0) {
       // the map is full, or another process filled the file past it
       map.growForCommit(map.grownSize(Math.max(map.mapSize(), map.dataSize())
           + 4 * log.bytes()));

@@ -7,6 +7,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -54,9 +55,16 @@ final class PlatformThreads {
    * (a commit in flight is not abandoned), then restores the interrupt.
    */
   static <T> T call(Supplier<T> task) {
-    if (!virtual()) {
-      return task.get();
-    }
+    return virtual() ? onPlatformThread(task) : task.get();
+  }
+
+  /** {@link #call} of a long result, not boxed unless this thread is virtual. */
+  static long callLong(LongSupplier task) {
+    return virtual() ? onPlatformThread(task::getAsLong) : task.getAsLong();
+  }
+
+  /** {@code task}'s result, computed on a pooled platform thread, as {@link #call} says. */
+  private static <T> T onPlatformThread(Supplier<T> task) {
     Future<T> f = POOL.submit(task::get);
     boolean interrupted = false;
     try {
