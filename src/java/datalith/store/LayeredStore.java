@@ -172,10 +172,12 @@ public final class LayeredStore implements Store {
     try {
       WriteTxn g = gone.beginWrite(); // gone's writer is only ever taken after puts'
       boolean derive;
-      synchronized (publish) {
+      boolean materializeFirst;
+      synchronized (publish) { // both read under one hold; readDerived's lock re-enters it
         derive = deriving;
+        materializeFirst = derive && readDerived();
       }
-      if (derive && readDerived()) {
+      if (materializeFirst) {
         try {
           materialize(p, g);
         } finally {
