@@ -137,13 +137,21 @@ final class LmdbCursor implements Cursor {
   @Override
   public boolean seek(ByteBuffer probe) {
     LmdbTree t = tree();
-    if (page != 0) {
-      int i = search(probe);
-      if (i >= 0) {
-        return at(i);
+    int warmed = t.warmed(probe);
+    long found;
+    if (warmed >= 0) {
+      // the descent is made: the current page's first and last keys, which tell whether it
+      // holds the probe, would cost two reads of a page a join has mostly left for good
+      found = t.seekWarmed(warmed);
+    } else {
+      if (page != 0) {
+        int i = search(probe);
+        if (i >= 0) {
+          return at(i);
+        }
       }
+      found = t.seekCold(probe);
     }
-    long found = t.seek(probe);
     int keys = LmdbTree.foundKeys(found);
     if (keys == 0) {
       return off();
