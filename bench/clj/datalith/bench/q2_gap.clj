@@ -80,7 +80,7 @@
           (when (< (System/nanoTime) end)
             (let [w-end (+ (System/nanoTime) 250000000)
                   times (java.util.ArrayList.)
-                  i (loop [i i]
+                  i (loop [i (long i)]
                       (if (< (System/nanoTime) w-end)
                         (let [t0 (System/nanoTime)]
                           (d/q w/q2 db (es (mod i (count es))))
@@ -90,7 +90,7 @@
                   sorted (sort times)]
               (println (format "window %2d calls %6d median %.3f ms" w i
                                (/ (nth sorted (quot (count sorted) 2)) 1e6)))
-              (recur i (inc w)))))))
+              (recur (long i) (inc w)))))))
     (doseq [r (range (parse-long rounds))
             form (str/split order #",")
             es ["ref" "as-of"]]
