@@ -391,6 +391,44 @@
               (is (= (ceiling p)
                      (when (.seek c (direct p)) (vec (bytes-of (.key c)))))))))))))
 
+;; A warmed seek from a positioned cursor takes the warmed descent even when the page the cursor
+;; is on holds the probe (LMDB's Java page reader: it then skips that page's first and last
+;; keys, which an unwarmed seek compares first): the probes here are neighbours, so that most
+;; land on the cursor's page, among them the first and last keys of pages, the bytes just
+;; before and after keys, and keys the cursor stands on; warmed in part, sought in order.
+(deftest warmed-seeks-on-the-current-page
+  (with-each-store [s {"map-size" (* 16 1024 1024) "sync" false}]
+    (let [rnd (java.util.Random. 17)
+          rand-bytes (fn [n] (let [b (byte-array n)] (.nextBytes rnd b) b))
+          model (into (sorted-map-by unsigned-byte-comparator)
+                      (repeatedly 3000 (fn [] [(rand-bytes (+ 8 (.nextInt rnd 300)))
+                                               (rand-bytes (.nextInt rnd 16))])))
+          ks (vec (keys model))
+          near (fn [^bytes k]
+                 (case (int (.nextInt rnd 4))
+                   0 k
+                   1 (Arrays/copyOf k (inc (alength k))) ; just after k
+                   2 (let [b (aclone k) i (dec (alength b))] ; just before k, or k itself
+                       (when-not (zero? (aget b i)) (aset b i (unchecked-byte (dec (aget b i)))))
+                       b)
+                   (Arrays/copyOf k (max 1 (dec (alength k)))))) ; a prefix of k
+          ceiling (fn [p] (some-> (first (subseq model >= p)) key vec))
+          direct (fn ^ByteBuffer [^bytes b]
+                   (.flip (.put (ByteBuffer/allocateDirect (alength b)) b)))]
+      (commit! s (map (fn [[k v]] [SubDb/EAVT k v]) model))
+      (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
+        (dotimes [_ 100]
+          (let [from (.nextInt rnd (- (count ks) 60))
+                batch (vec (sort unsigned-byte-comparator
+                                 (for [i (range from (+ from 60)) :when (< (.nextInt rnd 3) 2)]
+                                   (near (ks i)))))
+                n (.nextInt rnd (inc (count batch)))]
+            (.seek c (direct (ks from))) ; the cursor starts on the first probe's page
+            (.warm c (into-array ByteBuffer (map direct batch)) n)
+            (doseq [^bytes p batch]
+              (is (= (ceiling p)
+                     (when (.seek c (direct p)) (vec (bytes-of (.key c)))))))))))))
+
 ;; New entities' datoms land at the end of an attribute's keys, before the next attribute's:
 ;; LmdbReplay writes such runs at the end of full pages (LMDB alone splits the page in the middle
 ;; each time, leaving pages half full). Other writes in the same transactions touch the keys it

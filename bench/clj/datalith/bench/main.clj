@@ -30,6 +30,9 @@
   --warmup-ms N      untimed warm-up per read and system (default 1000)
   --warmup-calls N   and at least N untimed calls, within --max-warmup-ms (default 300)
   --max-warmup-ms N  (default 20000)
+  --steady-windows N then warm up on until N windows in a row are no longer 5% faster
+                     than the best before (within --max-warmup-ms; default 3, 0: off)
+  --steady-window-ms N  (default 1000)
   --max-ms N         a read stops after N ms of timed repetitions (at least 10; default 20000)
   --batch-size N     issues per load transaction (default 1000)
   --threads LIST     concurrent readers (default 1,2,4,8)
@@ -42,6 +45,7 @@
 (def ^:private defaults
   {:scales ["100k"] :systems ["datalith-lmdb" "datalith-mem" "datomic-mem" "datomic-disk" "sqlite"]
    :reps 200 :warmup-ms 1000 :warmup-calls 300 :max-warmup-ms 20000 :max-ms 20000
+   :steady-windows 3 :steady-window-ms 1000
    :batch-size 1000 :threads [1 2 4 8]
    :read-ms 3000 :tx-reps 200 :tx-threads [1 2 4 8] :small-heap true :out "bench/out"})
 
@@ -55,6 +59,8 @@
    "--warmup-ms" #(assoc %1 :warmup-ms (parse-long %2))
    "--warmup-calls" #(assoc %1 :warmup-calls (parse-long %2))
    "--max-warmup-ms" #(assoc %1 :max-warmup-ms (parse-long %2))
+   "--steady-windows" #(assoc %1 :steady-windows (parse-long %2))
+   "--steady-window-ms" #(assoc %1 :steady-window-ms (parse-long %2))
    "--max-ms" #(assoc %1 :max-ms (parse-long %2))
    "--batch-size" #(assoc %1 :batch-size (parse-long %2))
    "--threads" #(assoc %1 :threads (mapv parse-long (harness/split-list %2)))
@@ -156,7 +162,8 @@
   (let [pull-ids (into {} (for [op [:pull-star :pull-nested] t (args op)] [t (.get ids t)]))
         plan {:dir (.getAbsolutePath dir) :points points :args args :ids pull-ids
               :reps (:reps opts) :warmup-ms (:warmup-ms opts) :warmup-calls (:warmup-calls opts)
-              :max-warmup-ms (:max-warmup-ms opts) :max-ms (:max-ms opts)}
+              :max-warmup-ms (:max-warmup-ms opts) :max-ms (:max-ms opts)
+              :steady-windows (:steady-windows opts) :steady-window-ms (:steady-window-ms opts)}
         plan-file (io/file out (str "small-heap-plan-" scale ".edn"))
         _ (spit plan-file (pr-str plan))
         java (str (io/file (System/getProperty "java.home") "bin" "java"))
@@ -248,7 +255,9 @@
                                         :duration-ms (:read-ms opts)})))
       (doseq [s systems]
         (let [n (atom 0)
-              tx-opts (assoc opts :reps (:tx-reps opts) :warmup-ms 200)]
+              ;; writes keep their short warm-up: their time is the disk's, not the JIT's
+              tx-opts (-> opts (assoc :reps (:tx-reps opts) :warmup-ms 200)
+                          (dissoc :steady-windows))]
           (row! s "tx-single" (harness/measure (fn [_] (system/transact-one! s (swap! n inc)))
                                                [nil] tx-opts))
           (doseq [threads (:tx-threads opts)]

@@ -14,8 +14,9 @@ import java.nio.ByteOrder;
  * layout ({@link LmdbLayout}): seeks, first and last keys descend the tree from its root, and a
  * step off a leaf page follows the path of branch pages to the next or previous leaf (both by
  * {@link LmdbTree}, which keeps the path and checks every page before it reads it); moves within
- * a leaf page, and seeks to keys the current page holds, read that page only. A read
- * transaction's pages never change.
+ * a leaf page, and seeks to keys the current page holds, read that page only (unless the seek
+ * was warmed: its descent is made already, and asking the current page would cost two reads of
+ * it). A read transaction's pages never change.
  *
  * <p>Nothing is read before it is checked: pages as {@link LmdbTree} says; a node must lie in
  * its page with a key of at least one byte (each node checked as it is read, so that a seek, a
@@ -137,13 +138,21 @@ final class LmdbCursor implements Cursor {
   @Override
   public boolean seek(ByteBuffer probe) {
     LmdbTree t = tree();
-    if (page != 0) {
-      int i = search(probe);
-      if (i >= 0) {
-        return at(i);
+    int warmed = t.warmed(probe);
+    long found;
+    if (warmed >= 0) {
+      // the descent is made: the current page's first and last keys, which tell whether it
+      // holds the probe, would cost two reads of a page a join has mostly left for good
+      found = t.seekWarmed(warmed);
+    } else {
+      if (page != 0) {
+        int i = search(probe);
+        if (i >= 0) {
+          return at(i);
+        }
       }
+      found = t.seekCold(probe);
     }
-    long found = t.seek(probe);
     int keys = LmdbTree.foundKeys(found);
     if (keys == 0) {
       return off();

@@ -126,15 +126,34 @@ final class LmdbTree {
    * by {@link #foundKeys} and {@link #foundPlace}; 0 when the tree is empty.
    */
   long seek(ByteBuffer probe) {
+    int k = warmed(probe);
+    return k >= 0 ? seekWarmed(k) : seekCold(probe);
+  }
+
+  /**
+   * The entry of the last {@link #warm} that holds {@code probe}'s descent, not taken yet by a
+   * seek; -1 when there is none.
+   */
+  int warmed(ByteBuffer probe) {
     for (int k = warmNext; k < warmCount; k++) {
       if (sameBytes(probe, warmKeys[k])) {
-        // warm() made this very descent and search of the leaf page: checked as they were read
-        warmNext = k + 1;
-        System.arraycopy(warmPath[k], 0, path, 0, depth);
-        System.arraycopy(warmIndex[k], 0, index, 0, depth - 1);
-        return found(keys(path[depth - 1], P_LEAF), warmPlace[k]);
+        return k;
       }
     }
+    return -1;
+  }
+
+  /** {@link #seek} of the probe of {@link #warmed}'s entry {@code k}: takes that descent over. */
+  long seekWarmed(int k) {
+    // warm() made this very descent and search of the leaf page: checked as they were read
+    warmNext = k + 1;
+    System.arraycopy(warmPath[k], 0, path, 0, depth);
+    System.arraycopy(warmIndex[k], 0, index, 0, depth - 1);
+    return found(keys(path[depth - 1], P_LEAF), warmPlace[k]);
+  }
+
+  /** {@link #seek} by a descent from the root. */
+  long seekCold(ByteBuffer probe) {
     int keys = start(PROBE, probe);
     return keys == 0 ? 0 : found(keys, lowerBound(path[depth - 1], keys, probe));
   }
