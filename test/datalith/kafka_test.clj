@@ -262,6 +262,40 @@
           (is (= :db/closed (ex-error #(d/transact! conn [{:db/ident :user/m}]))))))
       (finally (tu/delete-tree dir)))))
 
+(defn- late-append-log
+  "The real KafkaLog of `log` behind appends that return `ms` after the broker took the record
+  (both forms): a slow acknowledgement, which a loaded machine gives at no chosen time."
+  ^TxLog [log ms]
+  (let [^KafkaLog k (KafkaLog/open (get-in log [:kafka :bootstrap-servers])
+                                   (get-in log [:kafka :topic]))]
+    (reify TxLog
+      (append [_ key value] (let [o (.append k key value)] (Thread/sleep (long ms)) o))
+      (appendAsync [_ key value] (let [f (.appendAsync k key value)]
+                                   (.join f)
+                                   (Thread/sleep (long ms))
+                                   f))
+      (read [_ from wait] (.read k from wait))
+      (wakeup [_] (.wakeup k))
+      (endOffset [_] (.endOffset k))
+      (close [_] (.close k)))))
+
+(deftest ^:kafka a-listener-that-closes-the-node-before-the-append-returns
+  (testing "the append returns late, after the node applied the record and while a listener
+  that closed the connection still runs (the record's outcome not delivered yet): the caller
+  gets its report, not :db/closed, synchronously and through the future"
+    (doseq [[how call] [[:transact! #(d/transact! %1 %2)]
+                        [:transact-async #(deref (d/transact-async %1 %2) 60000 ::timed-out)]]]
+      (testing (name how)
+        (let [dir (tu/temp-dir) log (log-opts)]
+          (try
+            (with-open [conn (d/connect (str dir))]
+              (Node/start conn (late-append-log log 300))
+              (d/listen! conn :closer (fn [_] (d/close conn) (Thread/sleep 600)))
+              (is (map? (call conn [{:db/ident :user/n}])))
+              (is (= :db/closed (ex-error #(d/db conn))))
+              (is (= :db/closed (ex-error #(d/transact! conn [{:db/ident :user/m}])))))
+            (finally (tu/delete-tree dir))))))))
+
 ;; ---------------------------------------------------------------- h-kafka3: features and faults
 
 (deftest ^:kafka sync-waits-for-a-t

@@ -36,7 +36,9 @@ import java.util.function.BooleanSupplier;
  * {@code :log/unknown-outcome}: its record may still be in the log, and then every node applies
  * it (once: the producer is idempotent and the record is applied at its one offset); the caller
  * looks for what it wrote before writing it again. Any other error but the transaction's own,
- * after the append, is an unknown outcome too (the applier stopped, the connection closed).
+ * after the append, is an unknown outcome too (the applier stopped, the connection closed);
+ * but a record the applier applies as the connection closes (a listener closed it, say)
+ * still gives its caller its outcome, however late the log acknowledged the append.
  * Transaction functions are named by their symbols, resolved and run on every node at apply
  * time: they must be pure (a function of the database value and their arguments) and the same
  * on every node's classpath, or the nodes diverge.
@@ -73,6 +75,9 @@ public final class Node implements Replicated {
   private volatile long next;
   private volatile RuntimeException failure; // why the applier stopped; null while it runs
   private volatile boolean stopping;
+  // set by the applier as it ends, before it fails the waiting calls: a call that appends
+  // after that fails itself (see #failIfEnded)
+  private volatile boolean ended;
   private boolean closeOnExit; // applier thread only: stop was called on it, it closes the log
   private final LogReader reader; // reads and decodes from next on, ahead of the applier
   private final Thread applier;
@@ -116,9 +121,7 @@ public final class Node implements Replicated {
       waiting.remove(s);
       throw e;
     }
-    if (failure != null || stopping) {
-      f.completeExceptionally(stopped());
-    }
+    failIfEnded(f);
     Logged.Outcome o;
     try {
       o = f.get();
@@ -159,9 +162,7 @@ public final class Node implements Replicated {
         f.completeExceptionally(e);
       }
     });
-    if (failure != null || stopping) {
-      f.completeExceptionally(stopped());
-    }
+    failIfEnded(f);
     return f.thenCompose(o -> o.error != null ? CompletableFuture.failedFuture(o.error)
         : CompletableFuture.completedFuture(o.report));
   }
@@ -216,6 +217,20 @@ public final class Node implements Replicated {
     }
   }
 
+  /**
+   * Fails {@code f}, a call's wait registered in {@code waiting} before its append, when the
+   * applier has ended: its last act failed the calls waiting then, and none will complete
+   * this one. While the applier runs, even stopping (a listener closing the connection), the
+   * call is left to it: the record may be in the batch it is applying, and then its outcome is
+   * known. The applier sets {@code ended} before it reads {@code waiting}, and a call puts
+   * into {@code waiting} before it reads {@code ended}: one of the two sees the other.
+   */
+  private void failIfEnded(CompletableFuture<Logged.Outcome> f) {
+    if (ended) {
+      f.completeExceptionally(stopped());
+    }
+  }
+
   private void check() {
     if (failure != null || stopping) {
       throw stopped();
@@ -255,6 +270,7 @@ public final class Node implements Replicated {
         log.close();
       }
       RuntimeException why = stopped();
+      ended = true;
       waiting.forEach((s, f) -> f.completeExceptionally(why));
       synchronized (progress) {
         progress.notifyAll();
