@@ -139,7 +139,7 @@ final class Evaluator implements AutoCloseable {
   // ---------------------------------------------------------------- clauses
 
   /** What running one clause did, for explain and for the comparisons its range implies. */
-  private record Outcome(String method, DbPattern dp, DbPattern.Range range) {
+  private record Outcome(String method, DbPattern dp, ValueRange range) {
     static Outcome of(String method) {
       return new Outcome(method, null, null);
     }
@@ -198,7 +198,7 @@ final class Evaluator implements AutoCloseable {
         .assoc(Keyword.intern("rows"), ctx.size())
         .assoc(Keyword.intern("ms"), (System.nanoTime() - before) / 1e6);
     if (out.dp != null) {
-      DbPattern.Range range = out.range;
+      ValueRange range = out.range;
       step = step.assoc(Keyword.intern("index"), Keyword.intern(out.dp.lastIndexName()))
           .assoc(Keyword.intern("estimate"), out.dp.estimate(snapshot(out.dp.db), range));
       if (range != null) {
@@ -255,7 +255,7 @@ final class Evaluator implements AutoCloseable {
     }
     DbPattern dp = dbPattern(p, db);
     Snapshot s = snapshot(db);
-    DbPattern.Range range = Planner.rangeFor(p, dp, siblings);
+    ValueRange range = Planner.rangeFor(p, dp, siblings);
     List<Variable> boundVars = new ArrayList<>();
     boolean bindsLive = false;
     for (Variable v : dp.vars) {
@@ -282,7 +282,7 @@ final class Evaluator implements AutoCloseable {
     return i < p.terms().size() && p.terms().get(i) instanceof Constant c ? c.value() : null;
   }
 
-  private String scan(Ctx ctx, DbPattern dp, Snapshot s, DbPattern.Range range) {
+  private String scan(Ctx ctx, DbPattern dp, Snapshot s, ValueRange range) {
     boolean distinct = dp.distinctRows();
     if (dp.bindsOnlyEntity()) {
       // a set of entities: kept as longs (Rel.IdRows)
@@ -301,7 +301,7 @@ final class Evaluator implements AutoCloseable {
   }
 
   /** A pattern sharing nothing with its scope that binds nothing needed: one match is enough. */
-  private String exists(Ctx ctx, DbPattern dp, Snapshot s, DbPattern.Range range) {
+  private String exists(Ctx ctx, DbPattern dp, Snapshot s, ValueRange range) {
     if (dp.scan(s, null, vals -> { }, 1, range) == 0) {
       ctx.add(new Rel(new Variable[0], new ArrayList<>(), true));
     }

@@ -40,7 +40,7 @@ final class Joins {
    * as the join would choose. When the rows are a set of entities, the scan's entities are them.
    */
   static String semiJoin(Ctx ctx, Pattern p, DbPattern dp, List<Variable> boundVars, Snapshot s,
-      DbPattern.Range range, Deadline deadline) {
+      ValueRange range, Deadline deadline) {
     Rel r = ctx.take(boundVars, deadline);
     int[] keyCols = r.cols(boundVars);
     int[] givenPos = new int[boundVars.size()];
@@ -117,7 +117,7 @@ final class Joins {
 
   /** The join of a pattern with the scope's rows binding {@code boundVars}, as the sizes choose. */
   static String join(Ctx ctx, Pattern p, DbPattern dp, List<Variable> boundVars, Snapshot s,
-      DbPattern.Range range, Deadline deadline) {
+      ValueRange range, Deadline deadline) {
     boolean distinct = dp.distinctRows();
     Rel r = ctx.take(boundVars, deadline);
     int[] keyCols = r.cols(boundVars);
@@ -292,7 +292,7 @@ final class Joins {
    * entity in that set ({@link IdSet#rowsByRank}). Rows as {@link Rel#join} makes them.
    */
   private static Rel joinByRank(Rel r, DbPattern dp, Variable ev, IdSet entities,
-      Object[] byRank, Snapshot s, DbPattern.Range range, Deadline deadline) {
+      Object[] byRank, Snapshot s, ValueRange range, Deadline deadline) {
     Extension ext = Extension.of(r, dp);
     int[] freshCols = ext.cols();
     int eAt = indexOf(dp.vars, ev);
