@@ -102,7 +102,7 @@ final class Chunks {
   List<Object[]> next(Evaluator ev) {
     Db db = (Db) scope.source(first.src());
     DbPattern dp = ev.dbPattern(first, db);
-    DbPattern.Range range = Planner.rangeFor(first, dp, plan.clauses());
+    ValueRange range = Planner.rangeFor(first, dp, plan.clauses());
     Deadline deadline = ev.deadline();
     while (!resume.done) {
       deadline.check();

@@ -173,7 +173,7 @@ final class DbPattern {
    * {@code range}) bound: counted when the answer is small, else taken from the
    * attribute's statistics. Computed once per pattern and database.
    */
-  long estimate(Snapshot s, Range range) {
+  long estimate(Snapshot s, ValueRange range) {
     if (estimate < 0) {
       if (impossible) {
         estimate = 0;
@@ -259,16 +259,16 @@ final class DbPattern {
    *
    * @return the number of matches
    */
-  long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range) {
+  long scan(Snapshot s, Object[] given, Sink sink, long limit, ValueRange range) {
     return scan(s, given, sink, limit, range, null);
   }
 
   /**
-   * Like {@link #scan(Snapshot, Object[], Sink, long, Range)}, skipping (before
+   * Like {@link #scan(Snapshot, Object[], Sink, long, ValueRange)}, skipping (before
    * reading anything else of them) the datoms whose entity is not in
    * {@code entities} (null: no such filter).
    */
-  long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
+  long scan(Snapshot s, Object[] given, Sink sink, long limit, ValueRange range,
       IdSet entities) {
     return scan(s, given, sink, limit, range, entities, null);
   }
@@ -322,7 +322,7 @@ final class DbPattern {
   }
 
   /** Like the other scans, reusing {@code reuse}'s open scans when it is not null. */
-  long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
+  long scan(Snapshot s, Object[] given, Sink sink, long limit, ValueRange range,
       IdSet entities, Reuse reuse) {
     return scan(s, given, sink, limit, range, entities, reuse, null);
   }
@@ -343,11 +343,11 @@ final class DbPattern {
    *
    * @return the number of matches
    */
-  long scanChunk(Snapshot s, Sink sink, long n, Range range, Resume resume) {
+  long scanChunk(Snapshot s, Sink sink, long n, ValueRange range, Resume resume) {
     return scan(s, null, sink, n, range, null, null, resume);
   }
 
-  private long scan(Snapshot s, Object[] given, Sink sink, long limit, Range range,
+  private long scan(Snapshot s, Object[] given, Sink sink, long limit, ValueRange range,
       IdSet entities, Reuse reuse, Resume resume) {
     if (resume != null) {
       resume.done = true; // until a scan finds more: every early return finds nothing
@@ -549,7 +549,7 @@ final class DbPattern {
    */
   private long drain(IndexScan scan, long limit, Sink sink, IdSink idSink, Object[] out,
       IdSet entities, Long keyE, Long e, Attr attr, Object vWanted, Object txWanted,
-      Object addedWanted, Range range) {
+      Object addedWanted, ValueRange range) {
     long n = 0;
     while (n < limit && (entities == null ? scan.next() : scan.next(entities))) {
       if (e != null && scan.e() != e) {
@@ -618,7 +618,7 @@ final class DbPattern {
    * {@code upper} (exclusive) of a pattern {@code [?e attr ?v]} (its entity and value distinct
    * variables, nothing else), kept to {@code range}: one chunk of a walk in value order.
    */
-  void scanAvet(Snapshot s, byte[] seek, byte[] upper, Sink sink, Range range) {
+  void scanAvet(Snapshot s, byte[] seek, byte[] upper, Sink sink, ValueRange range) {
     ByteBuffer prefix = new KeyBuilder().putLong(constAttr.id).view();
     Object[] out = new Object[vars.length];
     IndexScan scan = db.scanRange(s, Index.AVET, prefix, new KeyBuilder().put(seek).view(),
@@ -718,36 +718,5 @@ final class DbPattern {
       }
     }
     return true;
-  }
-
-  /** A value range on the pattern's value position, pushed into an AVET scan. */
-  static final class Range {
-    final Object lower;
-    final boolean lowerInclusive;
-    final Object upper;
-    final boolean upperInclusive;
-
-    Range(Object lower, boolean lowerInclusive, Object upper, boolean upperInclusive) {
-      this.lower = lower;
-      this.lowerInclusive = lowerInclusive;
-      this.upper = upper;
-      this.upperInclusive = upperInclusive;
-    }
-
-    boolean contains(Object v) {
-      if (lower != null) {
-        int c = Compare.compare(v, lower);
-        if (c < 0 || c == 0 && !lowerInclusive) {
-          return false;
-        }
-      }
-      if (upper != null) {
-        int c = Compare.compare(v, upper);
-        if (c > 0 || c == 0 && !upperInclusive) {
-          return false;
-        }
-      }
-      return true;
-    }
   }
 }

@@ -533,7 +533,7 @@ public final class Engine {
       }
       dp.leaveUnread(unread);
     }
-    DbPattern.Range range = Planner.rangeFor(p, dp, plan);
+    ValueRange range = Planner.rangeFor(p, dp, plan);
     int[] groupCols = grouper.groupColumns();
     if (!grouper.keepsRows() && range == null && groupCols.length == 1
         && dp.vars[groupCols[0]] == p.v()) {

@@ -10,7 +10,6 @@ import clojure.lang.Symbol;
 import datalith.db.AnyValidTime;
 import datalith.db.Db;
 import datalith.db.Errors;
-import datalith.db.LongMap;
 import datalith.db.Snapshot;
 import datalith.query.parser.And;
 import datalith.query.parser.Binding;
@@ -31,7 +30,6 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -39,23 +37,15 @@ import java.util.Set;
 import java.util.function.Function;
 
 /**
- * Runs one query's plans, set-at-a-time, clause by clause: patterns as scans, index-lookup joins
- * (when the bound side is small), hash joins, or semi-joins when the pattern binds nothing still
- * needed; predicates as filters, function bindings, anti-joins for {@code not}, unions for
- * {@code or}; rule calls through {@link Rules}. After each clause the variables its plan no longer
- * needs are projected away ({@link Ctx#retain}). Holds the query's snapshots (one per database,
- * closed by {@link #close()}) and its patterns bound to each database. One query's own; not
- * thread-safe.
+ * Runs one query's plans, set-at-a-time, clause by clause: patterns as scans, or, when the rows so
+ * far bind some of their variables, as the joins of {@link Joins} (index-lookup, hash, semi-join),
+ * runs of them on a few entities as one {@link StarJoin}; predicates as filters, function
+ * bindings, anti-joins for {@code not}, unions for {@code or}; rule calls through {@link Rules}.
+ * After each clause the variables its plan no longer needs are projected away
+ * ({@link Ctx#retain}). Holds the query's snapshots (one per database, closed by
+ * {@link #close()}) and its patterns bound to each database. One query's own; not thread-safe.
  */
 final class Evaluator implements AutoCloseable {
-  // What one seek of an index-lookup join costs, in datoms a scan reads instead: decoded ones, and
-  // ones of other entities that a scan keeping to the bound entities passes over undecoded
-  // (sorted title lookups against one filtered title scan at 1M datoms: even at ~7,000 of 162,000)
-  private static final long LOOKUP_COST = 3;
-  private static final long LOOKUP_COST_UNDECODED = 20;
-  // How many of an attribute's datoms per bound entity make an entity-ordered lookup join read
-  // EAVT rather than AEVT (about half the keys of a leaf page; see DbPattern.Reuse#entityFirst)
-  private static final long SPARSE = 40;
   private static final double LARGE = 1e9;
 
   private final Deadline deadline;
@@ -149,7 +139,7 @@ final class Evaluator implements AutoCloseable {
   // ---------------------------------------------------------------- clauses
 
   /** What running one clause did, for explain and for the comparisons its range implies. */
-  private record Outcome(String method, DbPattern dp, DbPattern.Range range) {
+  private record Outcome(String method, DbPattern dp, ValueRange range) {
     static Outcome of(String method) {
       return new Outcome(method, null, null);
     }
@@ -168,7 +158,7 @@ final class Evaluator implements AutoCloseable {
       }
       long before = explain == null ? 0 : System.nanoTime();
       int mark = explain == null ? 0 : explain.size();
-      List<DbPattern> star = StarJoin.run(this, ctx, plan, i, scope, implied, SPARSE);
+      List<DbPattern> star = StarJoin.run(this, ctx, plan, i, scope, implied, Joins.SPARSE);
       if (star != null) {
         // one step for the patterns it answered, its last one's projection after it
         i += star.size() - 1;
@@ -208,7 +198,7 @@ final class Evaluator implements AutoCloseable {
         .assoc(Keyword.intern("rows"), ctx.size())
         .assoc(Keyword.intern("ms"), (System.nanoTime() - before) / 1e6);
     if (out.dp != null) {
-      DbPattern.Range range = out.range;
+      ValueRange range = out.range;
       step = step.assoc(Keyword.intern("index"), Keyword.intern(out.dp.lastIndexName()))
           .assoc(Keyword.intern("estimate"), out.dp.estimate(snapshot(out.dp.db), range));
       if (range != null) {
@@ -265,7 +255,7 @@ final class Evaluator implements AutoCloseable {
     }
     DbPattern dp = dbPattern(p, db);
     Snapshot s = snapshot(db);
-    DbPattern.Range range = Planner.rangeFor(p, dp, siblings);
+    ValueRange range = Planner.rangeFor(p, dp, siblings);
     List<Variable> boundVars = new ArrayList<>();
     boolean bindsLive = false;
     for (Variable v : dp.vars) {
@@ -278,11 +268,11 @@ final class Evaluator implements AutoCloseable {
     String method;
     if (!bindsLive) {
       method = boundVars.isEmpty() ? exists(ctx, dp, s, range)
-          : semiJoin(ctx, p, dp, boundVars, s, range);
+          : Joins.semiJoin(ctx, p, dp, boundVars, s, range, deadline);
     } else if (boundVars.isEmpty()) {
       method = scan(ctx, dp, s, range);
     } else {
-      method = join(ctx, p, dp, boundVars, s, range);
+      method = Joins.join(ctx, p, dp, boundVars, s, range, deadline);
     }
     return new Outcome(method, dp, range);
   }
@@ -292,11 +282,11 @@ final class Evaluator implements AutoCloseable {
     return i < p.terms().size() && p.terms().get(i) instanceof Constant c ? c.value() : null;
   }
 
-  private String scan(Ctx ctx, DbPattern dp, Snapshot s, DbPattern.Range range) {
+  private String scan(Ctx ctx, DbPattern dp, Snapshot s, ValueRange range) {
     boolean distinct = dp.distinctRows();
     if (dp.bindsOnlyEntity()) {
       // a set of entities: kept as longs (Rel.IdRows)
-      IdCollector ids = new IdCollector(dp.sizeHint(), deadline);
+      Joins.IdCollector ids = new Joins.IdCollector(dp.sizeHint(), deadline);
       dp.scan(s, null, ids, Long.MAX_VALUE, range);
       ctx.joinIn(new Rel(dp.vars, new Rel.IdRows(ids.ids, ids.n), distinct), deadline);
       return "scan-" + dp.lastIndexName();
@@ -311,311 +301,11 @@ final class Evaluator implements AutoCloseable {
   }
 
   /** A pattern sharing nothing with its scope that binds nothing needed: one match is enough. */
-  private String exists(Ctx ctx, DbPattern dp, Snapshot s, DbPattern.Range range) {
+  private String exists(Ctx ctx, DbPattern dp, Snapshot s, ValueRange range) {
     if (dp.scan(s, null, vals -> { }, 1, range) == 0) {
       ctx.add(new Rel(new Variable[0], new ArrayList<>(), true));
     }
     return "exists-" + dp.lastIndexName();
-  }
-
-  /**
-   * The rows of the scope that have a match of a pattern which binds nothing needed after it: one
-   * probe (stopping at the first match) per distinct binding when they are few, else one scan,
-   * kept to the bound entities when the entity is bound, whose matches' bindings are collected,
-   * as the join would choose. When the rows are a set of entities, the scan's entities are them.
-   */
-  private String semiJoin(Ctx ctx, Pattern p, DbPattern dp, List<Variable> boundVars, Snapshot s,
-      DbPattern.Range range) {
-    Rel r = ctx.take(boundVars, deadline);
-    int[] keyCols = r.cols(boundVars);
-    int[] givenPos = new int[boundVars.size()];
-    for (int i = 0; i < givenPos.length; i++) {
-      givenPos[i] = indexOf(dp.vars, boundVars.get(i));
-    }
-    Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
-    long scanCost = dp.estimate(s, range);
-    long lookupCost = ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED;
-    IdSet entities = ev != null && r.rows.size() * lookupCost >= scanCost
-        ? IdSet.ofColumn(r.rows, r.col(ev)) : null;
-    Map<Object, Object> groups = null;
-    long distinctKeys;
-    if (r.distinct && keyCols.length == r.vars.length) {
-      distinctKeys = r.rows.size();
-    } else if (keyCols.length == 1 && entities != null) {
-      distinctKeys = entities.size();
-    } else {
-      groups = groupRows(r, keyCols);
-      distinctKeys = groups.size();
-    }
-    if (distinctKeys * lookupCost >= scanCost && (ev == null || entities != null)
-        && !namesEntities(r, dp, boundVars, ev)) {
-      if (entities != null && r.vars.length == 1) {
-        // the rows are the entities: the matches' entities, each once, are the answer
-        int eAt = indexOf(dp.vars, ev);
-        IdCollector ids = new IdCollector(Math.min(entities.size(), dp.sizeHint()), deadline);
-        dp.scan(s, null, dp.bindsOnlyEntity() ? ids : vals -> ids.acceptId((Long) vals[eAt]),
-            Long.MAX_VALUE, range, entities);
-        // one id a match: the entities are distinct only when each has one match, which is so
-        // when the pattern binds nothing but the entity (one datom each)
-        Rel matched = new Rel(r.vars, new Rel.IdRows(ids.ids, ids.n),
-            dp.bindsOnlyEntity() && dp.distinctRows());
-        ctx.add(matched.project(List.of(r.vars)));
-        return "semi-join-scan-" + dp.lastIndexName();
-      }
-      Set<Object> matched = new HashSet<>();
-      dp.scan(s, null, vals -> {
-        matched.add(Tuple.key(vals, givenPos));
-        deadline.tick(0);
-      }, Long.MAX_VALUE, range, entities);
-      ctx.add(r.semiJoin(boundVars, matched, true));
-      return "semi-join-scan-" + dp.lastIndexName();
-    }
-    if (groups == null) {
-      groups = groupRows(r, keyCols);
-    }
-    List<Object[]> out = new ArrayList<>();
-    Object[] given = new Object[dp.vars.length];
-    try (DbPattern.Reuse reuse = new DbPattern.Reuse()) {
-      for (Object g : groups.values()) {
-        deadline.tick(out.size());
-        Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);
-        Arrays.fill(given, null);
-        for (int i = 0; i < givenPos.length; i++) {
-          given[givenPos[i]] = first[keyCols[i]];
-        }
-        if (dp.scan(s, given, vals -> { }, 1, range, null, reuse) > 0) {
-          addRows(out, g);
-        }
-      }
-    }
-    ctx.add(r.filtered(out));
-    return "semi-join-lookup-" + dp.lastIndexName();
-  }
-
-  private static void addRows(List<Object[]> out, Object rows) {
-    if (rows instanceof Object[] row) {
-      out.add(row);
-    } else {
-      out.addAll((Rel.RowList) rows);
-    }
-  }
-
-  /** The join of a pattern with the scope's rows binding {@code boundVars}, as the sizes choose. */
-  private String join(Ctx ctx, Pattern p, DbPattern dp, List<Variable> boundVars, Snapshot s,
-      DbPattern.Range range) {
-    boolean distinct = dp.distinctRows();
-    Rel r = ctx.take(boundVars, deadline);
-    int[] keyCols = r.cols(boundVars);
-    // when the entity is bound, datoms of other entities are skipped before decoding
-    Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
-    long scanCost = dp.estimate(s, range);
-    long lookupCost = ev == null ? LOOKUP_COST : LOOKUP_COST_UNDECODED;
-    // the entities a hash join keeps its scan to, which also counts them: made when the rows
-    // are enough for a hash join (before counting their distinct keys); null when an ident or
-    // lookup ref is bound, which only the lookup join resolves
-    IdSet entities = ev != null && r.rows.size() * lookupCost >= scanCost
-        ? IdSet.ofColumn(r.rows, r.col(ev)) : null;
-    // distinct rows bound on every column have as many distinct keys as rows
-    boolean keyPerRow = r.distinct && keyCols.length == r.vars.length;
-    // rows by key: one long column is grouped without boxing keys again or hashing objects
-    LongMap<Object> longGroups = null;
-    Map<Object, Object> groups = null;
-    long distinctKeys;
-    if (keyPerRow) {
-      distinctKeys = r.rows.size();
-    } else if (keyCols.length == 1 && entities != null) {
-      distinctKeys = entities.size();
-    } else {
-      longGroups = keyCols.length == 1 ? Rel.longTable(r.rows, keyCols[0]) : null;
-      groups = longGroups == null ? groupRows(r, keyCols) : null;
-      distinctKeys = longGroups != null ? longGroups.size() : groups.size();
-    }
-    if (distinctKeys * lookupCost >= scanCost && (ev == null || entities != null)
-        && !namesEntities(r, dp, boundVars, ev)) {
-      Object[] byRank = entities != null && r.vars.length > 1 && keyCols.length == 1
-          ? entities.rowsByRank(r.rows, keyCols[0]) : null;
-      if (byRank != null) {
-        // the join is done as the scan goes: its entities ascend, and so do their ranks in the
-        // set, so each datom finds its rows in an array read in order (no hash table to build)
-        ctx.add(joinByRank(r, dp, ev, entities, byRank, s, range));
-        return "hash-join-" + dp.lastIndexName();
-      }
-      List<Object[]> rows = entities == null ? new ArrayList<>()
-          : new ArrayList<>(Math.min(entities.size(), dp.sizeHint()));
-      dp.scan(s, null, vals -> {
-        rows.add(vals.clone());
-        deadline.tick(rows.size());
-      }, Long.MAX_VALUE, range, entities);
-      Rel scanned = new Rel(dp.vars, rows, distinct);
-      // when r is a set of entities, which the scan kept to, the join is the scan
-      ctx.add(entities != null && r.vars.length == 1 ? scanned : Rel.join(r, scanned, deadline));
-      return "hash-join-" + dp.lastIndexName();
-    }
-    // index-lookup join: one prefix scan per distinct binding of the bound variables, in
-    // ascending order when the bindings are ids, so that the scans move forward through the index
-    List<Object> ordered; // the rows of each binding: one row (Object[]) or a Rel.RowList
-    if (longGroups == null && groups == null && keyCols.length == 1) {
-      longGroups = Rel.longTable(r.rows, keyCols[0]);
-    }
-    if (longGroups != null) {
-      long[] keys = longGroups.keys();
-      IdSet.sortDistinct(keys);
-      ordered = new ArrayList<>(keys.length);
-      for (long k : keys) {
-        ordered.add(longGroups.get(k));
-      }
-    } else {
-      if (groups == null) {
-        groups = groupRows(r, keyCols);
-      }
-      ordered = new ArrayList<>(groups.values());
-    }
-    int[] givenPos = new int[boundVars.size()];
-    for (int i = 0; i < givenPos.length; i++) {
-      givenPos[i] = indexOf(dp.vars, boundVars.get(i));
-    }
-    Extension ext = Extension.of(r, dp);
-    int[] freshCols = ext.cols();
-    Variable[] outVars = ext.vars();
-    List<Object[]> out = new ArrayList<>();
-    Object[] given = new Object[dp.vars.length];
-    // bound entities fewer than one in SPARSE of the attribute's datoms rarely share a page of
-    // its AEVT keys: EAVT then holds everything the query reads of each entity on one page
-    boolean entityFirst = ev != null && longGroups != null && ordered.size() * SPARSE < scanCost;
-    try (DbPattern.Reuse reuse = new DbPattern.Reuse(entityFirst)) {
-      for (Object g : ordered) {
-        deadline.tick(out.size());
-        Object[] first = g instanceof Object[] one ? one : ((Rel.RowList) g).get(0);
-        Arrays.fill(given, null);
-        for (int i = 0; i < givenPos.length; i++) {
-          given[givenPos[i]] = first[keyCols[i]];
-        }
-        dp.scan(s, given, vals -> {
-          if (g instanceof Object[] row) {
-            out.add(Rel.concat(row, vals, freshCols));
-          } else {
-            for (Object[] row : (Rel.RowList) g) {
-              out.add(Rel.concat(row, vals, freshCols));
-            }
-          }
-          deadline.tick(out.size());
-        }, Long.MAX_VALUE, range, null, reuse);
-      }
-    }
-    ctx.add(new Rel(outVars, out, r.distinct && distinct));
-    return "lookup-join-" + dp.lastIndexName();
-  }
-
-  /** The ids of a scan's matches, in a growing array. */
-  private static final class IdCollector implements DbPattern.IdSink {
-    long[] ids;
-    int n;
-
-    private final Deadline deadline;
-
-    IdCollector(int capacity, Deadline deadline) {
-      ids = new long[Math.max(16, capacity)];
-      this.deadline = deadline;
-    }
-
-    @Override
-    public void acceptId(long e) {
-      deadline.tick(n);
-      if (n == ids.length) {
-        ids = Arrays.copyOf(ids, n * 2);
-      }
-      ids[n++] = e;
-    }
-  }
-
-  /** The rows of {@code r} by their key at {@code keyCols}: one row (Object[]) or a Rel.RowList. */
-  private static Map<Object, Object> groupRows(Rel r, int[] keyCols) {
-    Map<Object, Object> groups = new LinkedHashMap<>();
-    for (Object[] row : r.rows) {
-      groups.merge(Tuple.key(row, keyCols), row, Rel::addRow);
-    }
-    return groups;
-  }
-
-  /**
-   * Whether a bound value is an ident or lookup ref where {@code dp} reads an id (entity,
-   * attribute or ref value position): only the index-lookup join resolves those, not the hash join.
-   * Variable {@code checked} (may be null) is not looked at again.
-   */
-  private static boolean namesEntities(Rel r, DbPattern dp, List<Variable> boundVars,
-      Variable checked) {
-    for (Variable v : boundVars) {
-      if (v == checked) {
-        continue;
-      }
-      int pos = dp.positionOf(v);
-      if (pos > 2 || pos == 2 && (dp.constAttr() == null || !dp.constAttr().isRef())) {
-        continue;
-      }
-      int col = r.col(v);
-      for (Object[] row : r.rows) {
-        if (row[col] instanceof Keyword || row[col] instanceof List) {
-          return true;
-        }
-      }
-    }
-    return false;
-  }
-
-  static int indexOf(Variable[] vars, Variable v) {
-    for (int i = 0; i < vars.length; i++) {
-      if (vars[i] == v) {
-        return i;
-      }
-    }
-    return -1;
-  }
-
-  /**
-   * The join of {@code r} with the pattern's datoms, whose entity {@code ev} is the one variable
-   * they share: a scan kept to {@code entities}, r's rows found by the rank of each datom's
-   * entity in that set ({@link IdSet#rowsByRank}). Rows as {@link Rel#join} makes them.
-   */
-  private Rel joinByRank(Rel r, DbPattern dp, Variable ev, IdSet entities, Object[] byRank,
-      Snapshot s, DbPattern.Range range) {
-    Extension ext = Extension.of(r, dp);
-    int[] freshCols = ext.cols();
-    int eAt = indexOf(dp.vars, ev);
-    List<Object[]> out = new ArrayList<>(Math.min(r.rows.size(), dp.sizeHint()));
-    dp.scan(s, null, vals -> {
-      Object rows = byRank[entities.rank((Long) vals[eAt])];
-      if (rows instanceof Object[] row) {
-        out.add(Rel.concat(row, vals, freshCols));
-      } else if (rows != null) {
-        for (Object[] row : (Rel.RowList) rows) {
-          out.add(Rel.concat(row, vals, freshCols));
-        }
-      }
-      deadline.tick(out.size());
-    }, Long.MAX_VALUE, range, entities);
-    return new Rel(ext.vars(), out, r.distinct && dp.distinctRows());
-  }
-
-  /**
-   * A join's output columns: {@code vars}, r's variables then the pattern's that r lacks, and
-   * {@code cols}, where in the pattern's matches ({@code dp.vars}) those new ones are.
-   */
-  private record Extension(Variable[] vars, int[] cols) {
-    static Extension of(Rel r, DbPattern dp) {
-      List<Variable> fresh = new ArrayList<>();
-      for (Variable v : dp.vars) {
-        if (!r.has(v)) {
-          fresh.add(v);
-        }
-      }
-      int[] cols = new int[fresh.size()];
-      Variable[] vars = Arrays.copyOf(r.vars, r.vars.length + fresh.size());
-      for (int i = 0; i < cols.length; i++) {
-        cols[i] = indexOf(dp.vars, fresh.get(i));
-        vars[r.vars.length + i] = fresh.get(i);
-      }
-      return new Extension(vars, cols);
-    }
   }
 
   /**

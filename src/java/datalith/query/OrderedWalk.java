@@ -75,7 +75,7 @@ final class OrderedWalk {
       return null;
     }
     Snapshot s = ev.snapshot(db);
-    DbPattern.Range range = Planner.rangeFor(p, dp, query.where());
+    ValueRange range = Planner.rangeFor(p, dp, query.where());
     int reach = (int) slice.reach();
     if (!pays(query.where(), p, dp.estimate(s, range), reach, scope, ev)) {
       return null;
@@ -160,7 +160,7 @@ final class OrderedWalk {
     }
 
     /** Ascending: chunks of about n matches from a lower bound, the last value's cut off. */
-    void forwards(Snapshot s, DbPattern.Range range, int vCol) {
+    void forwards(Snapshot s, ValueRange range, int vCol) {
       Object lower = range == null ? null : range.lower;
       boolean lowerIn = range == null || range.lowerInclusive;
       Object upper = range == null ? null : range.upper;
@@ -170,7 +170,7 @@ final class OrderedWalk {
         deadline.check();
         List<Object[]> rows = new ArrayList<>();
         dp.scan(s, null, vals -> rows.add(vals.clone()), chunk,
-            new DbPattern.Range(lower, lowerIn, upper, upperIn));
+            new ValueRange(lower, lowerIn, upper, upperIn));
         boolean last = rows.size() < chunk;
         if (!last) {
           // the chunk may end within a value: its datoms go to the next chunk, all together
@@ -190,7 +190,7 @@ final class OrderedWalk {
     }
 
     /** Descending: chunks below an upper key, each cut at a value's start ({@link Reverse}). */
-    void backwards(Db db, Snapshot s, DbPattern.Range range) {
+    void backwards(Db db, Snapshot s, ValueRange range) {
       byte[] lowest = dp.avetKey(range == null ? null : range.lower, false);
       byte[] upper = dp.avetKey(range == null ? null : range.upper, true);
       int chunk = FIRST_CHUNK;

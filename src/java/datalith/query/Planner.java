@@ -360,7 +360,7 @@ final class Planner {
   // ---------------------------------------------------------------- ranges
 
   /** A range on the pattern's value variable from sibling comparison predicates with a constant. */
-  static DbPattern.Range rangeFor(Pattern p, DbPattern dp, List<Clause> siblings) {
+  static ValueRange rangeFor(Pattern p, DbPattern dp, List<Clause> siblings) {
     if (!(p.v() instanceof Variable v) || dp.constAttr() == null
         || dp.positionOf(v) != 2 || !Compare.ordersLikeIndex(dp.constAttr().valueType)) {
       return null; // the index must keep the values in the comparisons' order
@@ -394,7 +394,7 @@ final class Planner {
       }
     }
     return lo == null && hi == null ? null
-        : new DbPattern.Range(Compare.indexBound(lo, true), loIn, Compare.indexBound(hi, false), hiIn);
+        : new ValueRange(Compare.indexBound(lo, true), loIn, Compare.indexBound(hi, false), hiIn);
   }
 
   /**
@@ -403,7 +403,7 @@ final class Planner {
    * the pattern has run, every row holds such a value, so the comparison would keep them all.
    * Range and comparison compare alike ({@link Compare}).
    */
-  static Set<Clause> impliedBy(Pattern p, DbPattern.Range range, List<Clause> siblings,
+  static Set<Clause> impliedBy(Pattern p, ValueRange range, List<Clause> siblings,
       Set<Clause> implied) {
     Variable v = (Variable) p.v();
     for (Clause c : siblings) {

@@ -9,8 +9,11 @@
  * types) used by predicates, ranges and aggregates; {@code Planner} orders a scope's clauses by what binds what and by cost into a
  * {@code Plan}, which also says which variables each step leaves needed (the rest are projected
  * away); {@code Evaluator} runs plans clause by clause over {@code Ctx} relations ({@code Rel}),
- * patterns through {@code DbPattern} index scans, and runs of patterns {@code [?e attr ?v]} on a
- * few bound entities as one {@code StarJoin} (one EAVT position per entity for all of them);
+ * patterns through {@code DbPattern} index scans (kept to the {@code ValueRange} that the
+ * comparisons on the value's variable allow), a pattern some of whose variables the rows so
+ * far bind through {@code Joins} (index-lookup, hash or semi-join, as the sizes choose), and runs
+ * of patterns {@code [?e attr ?v]} on a few bound entities as one {@code StarJoin} (one EAVT
+ * position per entity for all of them);
  * {@code Rules} tables rule calls to a fixpoint.
  * {@code Deadline} holds a query's {@code :timeout} and {@code :max-rows}, checked in every loop.
  * The answer's slice: {@code Slices} sorts it by {@code :order-by} (a bounded heap under a
