@@ -354,6 +354,19 @@
                            (repeatedly 5000 (fn [] [(rand-key) (rand-bytes (.nextInt rnd 16))])))
                    20000 rnd rand-key))))
 
+;; The two warmed-seek tests' data and checks: a sorted-map model of n random keys of min-len
+;; to min-len + spread bytes (values up to 15), and the model's ceiling of a probe.
+(defn- random-model [^java.util.Random rnd n min-len spread]
+  (let [rand-bytes (fn [n] (let [b (byte-array n)] (.nextBytes rnd b) b))]
+    (into (sorted-map-by unsigned-byte-comparator)
+          (repeatedly n (fn [] [(rand-bytes (+ min-len (.nextInt rnd spread)))
+                                (rand-bytes (.nextInt rnd 16))])))))
+
+(defn- model-ceiling [model p] (some-> (first (subseq model >= p)) key vec))
+
+(defn- direct-of ^ByteBuffer [^bytes b]
+  (.flip (.put (ByteBuffer/allocateDirect (alength b)) b)))
+
 ;; Cursor.warm makes the descents (and on LMDB's Java page reader, the search of the leaf page)
 ;; of the seeks that follow it: each such seek must land where a seek alone does, on a tree four
 ;; pages deep, for probes that are keys, prefixes of keys, between keys and past either end,
@@ -362,9 +375,7 @@
   (with-each-store [s {"map-size" (* 16 1024 1024) "sync" false}]
     (let [rnd (java.util.Random. 13)
           rand-bytes (fn [n] (let [b (byte-array n)] (.nextBytes rnd b) b))
-          model (into (sorted-map-by unsigned-byte-comparator)
-                      (repeatedly 5000 (fn [] [(rand-bytes (+ 300 (.nextInt rnd 200)))
-                                               (rand-bytes (.nextInt rnd 16))])))
+          model (random-model rnd 5000 300 200)
           ks (vec (keys model))
           probe (fn []
                   (let [^bytes k (ks (.nextInt rnd (count ks)))]
@@ -374,9 +385,8 @@
                       2 (rand-bytes (inc (.nextInt rnd 12)))
                       3 (byte-array [(unchecked-byte -1) (unchecked-byte -1)]) ; past the last key
                       (byte-array [(byte 0)]))))
-          ceiling (fn [p] (some-> (first (subseq model >= p)) key vec))
-          direct (fn ^ByteBuffer [^bytes b]
-                   (.flip (.put (ByteBuffer/allocateDirect (alength b)) b)))]
+          ceiling (partial model-ceiling model)
+          direct direct-of]
       (commit! s (map (fn [[k v]] [SubDb/EAVT k v]) model))
       (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
         (dotimes [_ 60]
@@ -399,10 +409,7 @@
 (deftest warmed-seeks-on-the-current-page
   (with-each-store [s {"map-size" (* 16 1024 1024) "sync" false}]
     (let [rnd (java.util.Random. 17)
-          rand-bytes (fn [n] (let [b (byte-array n)] (.nextBytes rnd b) b))
-          model (into (sorted-map-by unsigned-byte-comparator)
-                      (repeatedly 3000 (fn [] [(rand-bytes (+ 8 (.nextInt rnd 300)))
-                                               (rand-bytes (.nextInt rnd 16))])))
+          model (random-model rnd 3000 8 300)
           ks (vec (keys model))
           near (fn [^bytes k]
                  (case (int (.nextInt rnd 4))
@@ -412,9 +419,8 @@
                        (when-not (zero? (aget b i)) (aset b i (unchecked-byte (dec (aget b i)))))
                        b)
                    (Arrays/copyOf k (max 1 (dec (alength k)))))) ; a prefix of k
-          ceiling (fn [p] (some-> (first (subseq model >= p)) key vec))
-          direct (fn ^ByteBuffer [^bytes b]
-                   (.flip (.put (ByteBuffer/allocateDirect (alength b)) b)))]
+          ceiling (partial model-ceiling model)
+          direct direct-of]
       (commit! s (map (fn [[k v]] [SubDb/EAVT k v]) model))
       (with-open [r (.beginRead s) c (.cursor r SubDb/EAVT)]
         (dotimes [_ 100]
