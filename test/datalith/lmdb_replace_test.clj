@@ -24,7 +24,8 @@
   - the safety review: a child killed the moment its replace is published (the lock file's
     txnid) keeps it after recovery; a reader older than a replace reads the old contents whole
     after many commits, which reuse the old pages once it ends; a process committing through
-    LMDB's own write lock alone waits for a replace and its later commits stay"
+    LMDB's own write lock alone waits for a replace and its later commits stay
+  - a free list whose tree has branch pages is written back in key order"
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [datalith.child-jvm :as child]
@@ -748,6 +749,48 @@
                 (dotimes [_ 60] (random-writes! s new rnd 100))
                 (is (< (- (last-page dir) grown) 200) "the old trees' pages reused after it")
                 (with-open [r (.beginRead s)] (check-store r new rnd))))
+            (finally (tu/delete-tree (.getParentFile dir)))))))))
+
+;; ---- a free list of several levels ---------------------------------------------
+
+(defn- free-list-depth
+  "The depth of the free list's tree in the data file's last commit (its MDB_db record's
+  md_depth, at 24 + 6 past the meta page's header)."
+  [^File dir]
+  (with-open [ch (FileChannel/open (.toPath (File. dir "data.mdb"))
+                                   (into-array StandardOpenOption [StandardOpenOption/READ]))]
+    (let [metas (for [m [0 1]]
+                  (let [b (.order (ByteBuffer/allocate 160) (ByteOrder/nativeOrder))]
+                    (.read ch b (* m 4096))
+                    [(.getLong b 144) (.getShort b 46)]))]
+      (second (last (sort-by first metas))))))
+
+(deftest a-free-list-of-several-levels-is-written-back-in-key-order
+  (testing "a replace over a free list whose tree has branch pages (many commits while a
+  reader held their freed pages; found by a replicated node's catch-up, which failed with
+  :store/order): written as pages, the old entries kept in key order; later commits and a
+  reopen read the new contents"
+    (doseq [commit ["wal" "lmdb-sync"]]
+      (testing commit
+        (let [dir (File. (tu/temp-dir) "db")
+              rnd (Random. 37)
+              old (rc/contents 51 0.2)
+              new (rc/contents 52 0.05)]
+          (try
+            (with-open [s (open-store dir "java" commit)]
+              (replace-with! s old)
+              (let [reader (.beginRead s)] ; each commit's freed pages wait: one entry each
+                (try
+                  (dotimes [_ 400] (random-writes! s old rnd 2))
+                  (finally (.close reader))))
+              (is (<= 2 (free-list-depth dir)) "the free list has branch pages")
+              (replace-with! s new)
+              (with-open [r (.beginRead s)] (check-store r new rnd))
+              (dotimes [_ 40] (random-writes! s new rnd 50))
+              (with-open [r (.beginRead s)] (check-store r new rnd)))
+            (with-open [s (open-store dir "lmdb" commit)
+                        r (.beginRead s)]
+              (check-store r new rnd))
             (finally (tu/delete-tree (.getParentFile dir)))))))))
 
 (deftest a-writer-of-lmdb-alone-waits-for-a-replace

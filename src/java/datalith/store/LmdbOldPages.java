@@ -49,7 +49,10 @@ final class LmdbOldPages {
   private static final int PAGE = LmdbPageSink.PAGE;
   private static final int P_KINDS = P_BRANCH | P_LEAF | P_OVERFLOW | 0x08 | 0x20 | 0x40;
 
-  /** What was read: the pages to free, in descending order, and the free list's entries. */
+  /**
+   * What was read: the pages to free, in descending order, and the free list's entries in key
+   * order (the walk visits a branch page's children first to last).
+   */
   static final class Found {
     final long[] pages;
     final List<ByteBuffer[]> freeEntries; // {key, value}, in key order
@@ -136,6 +139,7 @@ final class LmdbOldPages {
       }
       int nodes = (lower - PAGE_HEADER) / 2;
       List<ByteBuffer> subRecords = new ArrayList<>();
+      long[] children = leaf ? null : new long[nodes];
       for (int i = 0; i < nodes; i++) {
         int node = Short.toUnsignedInt(page.getShort(PAGE_HEADER + 2 * i));
         int keySize = node < upper ? -1 : Short.toUnsignedInt(page.getShort(node + 6));
@@ -147,7 +151,7 @@ final class LmdbOldPages {
         long hi = Short.toUnsignedInt(page.getShort(node + 2));
         int flags = Short.toUnsignedInt(page.getShort(node + 4));
         if (!leaf) {
-          todo.push(new long[] {lo | hi << 16 | (long) flags << 32, next[1] + 1});
+          children[i] = lo | hi << 16 | (long) flags << 32;
           continue;
         }
         long size = lo | hi << 16;
@@ -161,6 +165,11 @@ final class LmdbOldPages {
           if ((flags & F_SUBDATA) != 0) {
             subRecords.add(value);
           }
+        }
+      }
+      if (!leaf) { // the first child on top: the leaves come in key order, as the free list's
+        for (int i = nodes - 1; i >= 0; i--) { // entries must be written back
+          todo.push(new long[] {children[i], next[1] + 1});
         }
       }
       for (ByteBuffer record : subRecords) { // after this page's nodes: walk reuses the page
