@@ -28,8 +28,8 @@ public final class IndexScan {
   private final Cursor cur;
   private final Cursor hist; // null when the view needs no history
   private final ScanRange range = new ScanRange(); // the prefix and upper bound
-  private final ScanRestarts restarts = new ScanRestarts(range);
-  private final ScanValueCache values;
+  private ScanRestarts restarts; // made by the first restart: most scans never restart
+  private ScanValueCache values; // made by the first value decoded
   private final boolean storeFilter;
   private final long limit;
   private final long since;
@@ -79,7 +79,6 @@ public final class IndexScan {
     this.index = index;
     this.valueOffset = index == Index.AVET ? 8 : 16;
     range.set(prefix, upper);
-    this.values = new ScanValueCache(db, snap);
     this.storeFilter = snap.storeLatestT > db.storeT;
     this.limit = Math.min(db.basisT, db.asOfT);
     this.since = db.sinceT;
@@ -140,10 +139,11 @@ public final class IndexScan {
     budget = Long.MAX_VALUE;
     limited = false;
     overBudget = false;
-    curValid = restarts.reposition(cur, curValid, forward, p);
+    ScanRestarts r = restarts();
+    curValid = r.reposition(cur, curValid, forward, p);
     curKey = curValid ? ranged(cur.key(), 0) : null;
     if (hist != null) {
-      histValid = restarts.reposition(hist, histValid, forward, p);
+      histValid = r.reposition(hist, histValid, forward, p);
       histKey = histValid ? ranged(hist.key(), 8) : null;
     }
     fromPrefix = true;
@@ -165,7 +165,14 @@ public final class IndexScan {
    * for restarts known to land far apart (a join looking up sparse entities).
    */
   public void seekOnRestart() {
-    restarts.seekAlways();
+    restarts().seekAlways();
+  }
+
+  private ScanRestarts restarts() {
+    if (restarts == null) {
+      restarts = new ScanRestarts(range);
+    }
+    return restarts;
   }
 
   private static boolean equalsAt(ByteBuffer k, int off, int len, ByteBuffer r) {
@@ -562,8 +569,14 @@ public final class IndexScan {
   /** The current datom's value (decoded on first call; refs are Long ids). */
   public Object v() {
     if (value == NOT_READ) {
-      value = index == Index.VAET ? (Object) Bytes.longAt(key, 0)
-          : values.decode(key, keyLen, valueOffset);
+      if (index == Index.VAET) {
+        value = Bytes.longAt(key, 0);
+      } else {
+        if (values == null) {
+          values = new ScanValueCache(db, snap);
+        }
+        value = values.decode(key, keyLen, valueOffset);
+      }
     }
     return value;
   }

@@ -55,7 +55,7 @@ final class Grouper {
         // the rows are distinct, so a count is the number of rows: no need to keep them
         keep |= !(a.isBuiltin() && a.fn().getName().equals("count"));
       } else {
-        cols.add(Joins.indexOf(vars, el.var()));
+        cols.add(Rel.col(vars, el.var()));
       }
     }
     this.groupCols = cols.stream().mapToInt(Integer::intValue).toArray();
@@ -125,7 +125,7 @@ final class Grouper {
     IFn[] user = new IFn[n];
     for (int i = 0; i < n; i++) {
       if (els.get(i) instanceof Aggregate a) {
-        valueCols[i] = Joins.indexOf(vars, a.var());
+        valueCols[i] = Rel.col(vars, a.var());
         user[i] = a.isBuiltin() ? null : Functions.resolve(a.fn());
       }
     }

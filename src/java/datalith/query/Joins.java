@@ -45,7 +45,7 @@ final class Joins {
     int[] keyCols = r.cols(boundVars);
     int[] givenPos = new int[boundVars.size()];
     for (int i = 0; i < givenPos.length; i++) {
-      givenPos[i] = indexOf(dp.vars, boundVars.get(i));
+      givenPos[i] = Rel.col(dp.vars, boundVars.get(i));
     }
     Variable ev = p.e() instanceof Variable v && boundVars.contains(v) ? v : null;
     long scanCost = dp.estimate(s, range);
@@ -66,7 +66,7 @@ final class Joins {
         && !namesEntities(r, dp, boundVars, ev)) {
       if (entities != null && r.vars.length == 1) {
         // the rows are the entities: the matches' entities, each once, are the answer
-        int eAt = indexOf(dp.vars, ev);
+        int eAt = Rel.col(dp.vars, ev);
         IdCollector ids = new IdCollector(Math.min(entities.size(), dp.sizeHint()), deadline);
         dp.scan(s, null, dp.bindsOnlyEntity() ? ids : vals -> ids.acceptId((Long) vals[eAt]),
             Long.MAX_VALUE, range, entities);
@@ -187,7 +187,7 @@ final class Joins {
     }
     int[] givenPos = new int[boundVars.size()];
     for (int i = 0; i < givenPos.length; i++) {
-      givenPos[i] = indexOf(dp.vars, boundVars.get(i));
+      givenPos[i] = Rel.col(dp.vars, boundVars.get(i));
     }
     Extension ext = Extension.of(r, dp);
     int[] freshCols = ext.cols();
@@ -277,15 +277,6 @@ final class Joins {
     return false;
   }
 
-  static int indexOf(Variable[] vars, Variable v) {
-    for (int i = 0; i < vars.length; i++) {
-      if (vars[i] == v) {
-        return i;
-      }
-    }
-    return -1;
-  }
-
   /**
    * The join of {@code r} with the pattern's datoms, whose entity {@code ev} is the one variable
    * they share: a scan kept to {@code entities}, r's rows found by the rank of each datom's
@@ -295,7 +286,7 @@ final class Joins {
       Object[] byRank, Snapshot s, ValueRange range, Deadline deadline) {
     Extension ext = Extension.of(r, dp);
     int[] freshCols = ext.cols();
-    int eAt = indexOf(dp.vars, ev);
+    int eAt = Rel.col(dp.vars, ev);
     List<Object[]> out = new ArrayList<>(Math.min(r.rows.size(), dp.sizeHint()));
     dp.scan(s, null, vals -> {
       Object rows = byRank[entities.rank((Long) vals[eAt])];
@@ -326,7 +317,7 @@ final class Joins {
       int[] cols = new int[fresh.size()];
       Variable[] vars = Arrays.copyOf(r.vars, r.vars.length + fresh.size());
       for (int i = 0; i < cols.length; i++) {
-        cols[i] = indexOf(dp.vars, fresh.get(i));
+        cols[i] = Rel.col(dp.vars, fresh.get(i));
         vars[r.vars.length + i] = fresh.get(i);
       }
       return new Extension(vars, cols);

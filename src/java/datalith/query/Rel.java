@@ -83,6 +83,11 @@ final class Rel {
   }
 
   int col(Variable v) {
+    return col(vars, v);
+  }
+
+  /** The column of {@code v} among {@code vars} (variables are interned: identity), else -1. */
+  static int col(Variable[] vars, Variable v) {
     for (int i = 0; i < vars.length; i++) {
       if (vars[i] == v) {
         return i;
