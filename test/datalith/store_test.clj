@@ -1153,3 +1153,69 @@
     (doseq [kind [:mem :mem-in-place]]
       (testing (name kind)
         (is (commits-agree? kind commits))))))
+
+;; ---- large commits over many sub-databases (two threads on a MemStore) ---------------------
+
+(defn- large-commit
+  "One transaction's writes, [db key value-or-nil] in the order made: thousands over several
+  sub-databases of sizes far apart (the one most written changes from commit to commit), new
+  keys, overwrites and deletes of stored ones, and keys written two or three times in the one
+  transaction (the last write stands)."
+  [^java.util.Random rnd models]
+  (let [all (java.util.ArrayList. ^java.util.Collection (vec (SubDb/values)))
+        _ (java.util.Collections/shuffle all rnd)
+        dbs (vec (take (+ 2 (.nextInt rnd 5)) all))
+        rand-key (fn [] (let [b (byte-array (+ 1 (.nextInt rnd 40)))] (.nextBytes rnd b) b))]
+    (vec (mapcat (fn [db i]
+                   (let [n (if (zero? i) (+ 6000 (.nextInt rnd 8000)) (.nextInt rnd 3000))
+                         stored (vec (keys (models db)))]
+                     (for [_ (range n)
+                           :let [k (if (and (seq stored) (< (.nextInt rnd 10) 3))
+                                     (stored (.nextInt rnd (count stored)))
+                                     (rand-key))]
+                           w (case (int (.nextInt rnd 8))
+                               0 [[db k nil]]
+                               1 [[db k "first"] [db k nil] [db k (str "again" (.nextInt rnd 9))]]
+                               2 [[db k "put"] [db k nil]]
+                               [[db k (str (.nextInt rnd 1000))]])]
+                       w)))
+                 dbs (range)))))
+
+(defn- apply-writes [models writes]
+  (reduce (fn [ms [db k v]] (update ms db #(if v (assoc % k (->bytes v)) (dissoc % k))))
+          models writes))
+
+(deftest large-commits-over-many-sub-databases-against-sorted-maps
+  (testing "commits of thousands of writes over several sub-databases (on a MemStore of a
+  machine of two cores, applied on two threads, each taking the next tree): every sub-database
+  agrees with its model after each commit, and snapshots kept open across later commits keep
+  theirs"
+    (doseq [kind kinds]
+      (testing (name kind)
+        (call-with-store
+         kind {"map-size" (* 256 1024 1024) "sync" false}
+         (fn [^Store s]
+           (let [rnd (java.util.Random. 61)
+                 empty-models (into {} (for [db (SubDb/values)]
+                                         [db (sorted-map-by unsigned-byte-comparator)]))
+                 kept (atom [])
+                 agrees? (fn [^ReadTxn r models]
+                           (every? (fn [db] (= (view (models db)) (view (scan r db))))
+                                   (SubDb/values)))]
+             (try
+               (reduce (fn [models round]
+                         (let [writes (large-commit rnd models)
+                               models (apply-writes models writes)]
+                           (commit! s writes)
+                           (with-open [r (.beginRead s)]
+                             (is (agrees? r models) (str "after commit " round)))
+                           (when (odd? round) ; kept open: the next commit copies
+                             (swap! kept conj [(.beginRead s) models]))
+                           (doseq [[r m] @kept]
+                             (is (agrees? r m) (str "a kept snapshot, after commit " round)))
+                           models))
+                       empty-models (range 8))
+               (finally (doseq [[^ReadTxn r] @kept] (.close r))))
+             (when (and (instance? MemStore s)
+                        (> (.availableProcessors (Runtime/getRuntime)) 1))
+               (is (pos? (.helpedCommits ^MemStore s)) "a helper applied some")))))))))

@@ -8,8 +8,9 @@ import java.util.Arrays;
  * sorted map behind each sub-database of a {@link MemStore}. Updates copy the path from the root
  * to the changed leaf; nodes created by the current {@link Editor} are updated in place, so a
  * write transaction copies each node at most once. A node is immutable once its editor is done,
- * or, for the one editor of a store that edits in place ({@link MemStore#openInPlace}), while a
- * read may see it: that editor changes its nodes only when no read is open.
+ * or, for the editors of a store that edits in place ({@link MemStore#openInPlace}, one a tree,
+ * which no other tree's shares nodes with), while a read may see it: an editor changes its nodes
+ * only when no read is open. An editor is used by one thread at a time.
  *
  * <p>A branch's key {@code i > 0} is a lower bound of child {@code i}: every key beneath child
  * {@code i} is {@code >=} it, and every key beneath child {@code i - 1} is {@code <} it (LMDB's

@@ -36,6 +36,19 @@ abstract class EntrySort {
    * {@code count}. Returns {@code order}.
    */
   final int[] sortEntries(byte[] dbs, int count, int[] order, int[] other) {
+    int[] starts = bucket(dbs, count, order);
+    for (int d = 0; d < DBS; d++) {
+      sortBucket(order, other, starts[d], starts[d + 1]);
+    }
+    return order;
+  }
+
+  /**
+   * Fills {@code order[0..count)} with the entries' numbers by sub-database ({@code dbs[i]} of
+   * entry i), each's in the order made; returns where each sub-database's begin, by ordinal,
+   * and their end last.
+   */
+  static int[] bucket(byte[] dbs, int count, int[] order) {
     int[] starts = new int[DBS + 1];
     for (int i = 0; i < count; i++) {
       starts[dbs[i] + 1]++;
@@ -47,12 +60,17 @@ abstract class EntrySort {
     for (int i = 0; i < count; i++) {
       order[fill[dbs[i]]++] = i;
     }
-    for (int d = 0; d < DBS; d++) {
-      if (sort(order, other, starts[d], starts[d + 1]) != order) {
-        System.arraycopy(other, starts[d], order, starts[d], starts[d + 1] - starts[d]);
-      }
+    return starts;
+  }
+
+  /**
+   * Sorts {@code order[from..to)} by {@link #compare}, {@code other[from..to)} scratch: calls on
+   * ranges apart may run on threads apart.
+   */
+  final void sortBucket(int[] order, int[] other, int from, int to) {
+    if (sort(order, other, from, to) != order) {
+      System.arraycopy(other, from, order, from, to - from);
     }
-    return order;
   }
 
   /**

@@ -19,9 +19,9 @@ import java.util.concurrent.Semaphore;
  *
  * <p>In place ({@link #openInPlace}): for a store whose owner seldom reads across a commit (a
  * {@link LayeredStore}'s delta, which a staging commits thousands of transactions into), a
- * commit that finds no read transaction open edits the trees in place: one editor makes every
- * such commit, so a node it made is changed where it lies rather than copied (no reader can see
- * the change: a read begun meanwhile waits for the commit). A commit that finds a read open
+ * commit that finds no read transaction open edits the trees in place: one editor a tree makes
+ * every such commit, so a node it made is changed where it lies rather than copied (no reader can
+ * see the change: a read begun meanwhile waits for the commit). A commit that finds a read open
  * copies what it changes, as every commit of {@link #open} does, so that read keeps its snapshot;
  * the trees it shares with the copies are only edited in place once no read is open.
  */
@@ -34,12 +34,12 @@ public final class MemStore implements Store {
   private volatile boolean closed;
   private volatile Thread writerThread; // the thread that began the open write transaction
   private final MemWrites writes = new MemWrites(); // the open write transaction's
-  private final BTree.Editor inPlace; // edits the trees when no read is open; null: never
+  private final BTree.Editor[] inPlace; // a tree's edits it when no read is open; null: never
   private final Object reads = new Object(); // guards openReads, and in-place commits
   private int openReads; // read transactions begun and not closed (in place only)
   private long inPlaceCommits; // commits that edited the trees in place (guarded by reads)
 
-  private MemStore(BTree.Editor inPlace) {
+  private MemStore(BTree.Editor[] inPlace) {
     this.inPlace = inPlace;
   }
 
@@ -55,7 +55,7 @@ public final class MemStore implements Store {
    * place that fails part way (out of memory) closes the store, whose trees it left part-edited.
    */
   public static MemStore openInPlace() {
-    return new MemStore(new BTree.Editor());
+    return new MemStore(new BTree.Editor[SubDb.values().length]);
   }
 
   /** The commits that edited the trees in place rather than copy: 0 unless {@link #openInPlace}. */
@@ -63,6 +63,14 @@ public final class MemStore implements Store {
     synchronized (reads) {
       return inPlaceCommits;
     }
+  }
+
+  /**
+   * The commits whose writes were applied on two threads, a helper's and the committer's (see
+   * {@code MemWrites.apply}): many writes, on a machine of two cores or more.
+   */
+  public long helpedCommits() {
+    return writes.helped();
   }
 
   private void checkOpen() {
@@ -210,16 +218,16 @@ public final class MemStore implements Store {
         x.check(WHERE, BTree.get(roots[x.db.ordinal()], k, k.length));
       }
       if (!commitInPlace()) {
-        writes.apply(new BTree.Editor(), next); // copies every node it changes
+        writes.apply(new BTree.Editor[next.length], next); // copies every node it changes
         roots = next;
       }
       committed = true;
     }
 
     /**
-     * Applies the writes with the store's one editor and publishes them, when the store edits
-     * in place and no read is open; holds the lock that begins reads meanwhile. A failure part
-     * way leaves the trees part-edited: the store closes.
+     * Applies the writes with the store's editors (one a tree) and publishes them, when the
+     * store edits in place and no read is open; holds the lock that begins reads meanwhile. A
+     * failure part way leaves the trees part-edited: the store closes.
      */
     private boolean commitInPlace() {
       if (inPlace == null) {

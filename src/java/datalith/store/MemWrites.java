@@ -5,6 +5,11 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A {@link MemStore} write transaction's puts and deletes, kept in the order made and applied to
@@ -29,6 +34,14 @@ final class MemWrites extends EntrySort {
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
   private static final int INITIAL_ENTRIES = 1024;
   private static final int KEPT_ENTRIES = 256 * 1024; // arrays kept up to this size
+  /** Commits of at least this many writes apply them on two threads ({@link #apply}). */
+  static final int TWO_THREADS = 8192;
+  private static final boolean CORES = Runtime.getRuntime().availableProcessors() > 1;
+  private static final ExecutorService HELPERS = Executors.newCachedThreadPool(task -> {
+    Thread t = new Thread(task, "datalith-mem-writer");
+    t.setDaemon(true);
+    return t;
+  });
 
   // per entry, in the order made: its key, its value (null for a delete), its sub-database's
   // ordinal and its key's first PREFIX bytes as LONGS numbers
@@ -39,6 +52,7 @@ final class MemWrites extends EntrySort {
   private long[] prefixes = new long[LONGS * INITIAL_ENTRIES];
   private int[] order = new int[INITIAL_ENTRIES]; // entry numbers, sorted at commit
   private int[] other = new int[INITIAL_ENTRIES]; // the merge sort's second array
+  private volatile long helped; // commits whose writes the helper applied some of (any reader)
 
   /** Logs the put of {@code key} (kept, not copied) with {@code val} into {@code db}. */
   void put(SubDb db, byte[] key, ByteBuffer val) {
@@ -50,15 +64,165 @@ final class MemWrites extends EntrySort {
     add(db, key, null);
   }
 
-  /** Applies the writes to {@code roots} (indexed by sub-database ordinal), in key order. */
-  void apply(BTree.Editor editor, BTree.Node[] roots) {
-    int[] inKeyOrder = sorted();
-    for (int i = 0; i < count; i++) {
-      int x = inKeyOrder[i];
-      int d = dbs[x];
-      roots[d] = vals[x] == null ? editor.delete(roots[d], keys[x])
-          : editor.put(roots[d], keys[x], vals[x]);
+  /**
+   * Applies the writes to {@code roots} (indexed by sub-database ordinal), in key order, each
+   * sub-database's with its own editor ({@code editors[d]}, made here when null). Many writes
+   * ({@link #TWO_THREADS}) on a machine of two cores or more are applied on two threads: the
+   * caller and a helper each take the next sub-database, largest first, sort its writes and
+   * apply them; the trees are apart, and so are their editors (no tree holds another's nodes).
+   * The caller returns once the helper is done; either's failure is thrown here.
+   */
+  void apply(BTree.Editor[] editors, BTree.Node[] roots) {
+    if (order.length < count) {
+      order = new int[keys.length];
+      other = new int[keys.length];
     }
+    int[] starts = bucket(dbs, count, order);
+    int[] bySize = bySize(starts);
+    if (count < TWO_THREADS || !CORES || bySize.length < 2) {
+      for (int d : bySize) {
+        apply(d, starts, editors, roots);
+      }
+      return;
+    }
+    Split split = new Split(bySize, starts, editors, roots);
+    try {
+      HELPERS.execute(split::help);
+    } catch (RejectedExecutionException | OutOfMemoryError e) {
+      // no thread to be had: the caller applies every sub-database's writes
+    }
+    RuntimeException mine = null;
+    Error myError = null;
+    try {
+      split.work();
+    } catch (RuntimeException e) {
+      mine = e;
+    } catch (Error e) {
+      myError = e;
+    }
+    if (mine != null || myError != null) {
+      split.next.set(bySize.length); // the helper takes no more
+    }
+    Throwable helpers = split.awaitHelper();
+    if (split.helped) {
+      helped = helped + 1; // one writer at a time
+    }
+    Throwable first = mine != null ? mine : myError != null ? myError : helpers;
+    if (first == null) {
+      return;
+    }
+    if (first != helpers && helpers != null) {
+      first.addSuppressed(helpers);
+    }
+    if (first instanceof RuntimeException e) {
+      throw e;
+    }
+    throw (Error) first;
+  }
+
+  /** The sub-databases written, by ordinal, the most written first. */
+  private static int[] bySize(int[] starts) {
+    int n = 0;
+    int[] out = new int[starts.length - 1];
+    for (int d = 0; d < out.length; d++) {
+      if (starts[d + 1] > starts[d]) {
+        int i = n++;
+        for (; i > 0 && size(starts, out[i - 1]) < size(starts, d); i--) {
+          out[i] = out[i - 1];
+        }
+        out[i] = d;
+      }
+    }
+    return Arrays.copyOf(out, n);
+  }
+
+  private static int size(int[] starts, int d) {
+    return starts[d + 1] - starts[d];
+  }
+
+  /** Sorts sub-database {@code d}'s writes and applies them to its tree. */
+  private void apply(int d, int[] starts, BTree.Editor[] editors, BTree.Node[] roots) {
+    int from = starts[d];
+    int to = starts[d + 1];
+    sortBucket(order, other, from, to);
+    BTree.Editor editor = editors[d];
+    if (editor == null) {
+      editor = editors[d] = new BTree.Editor();
+    }
+    BTree.Node root = roots[d];
+    for (int i = from; i < to; i++) {
+      int x = order[i];
+      root = vals[x] == null ? editor.delete(root, keys[x]) : editor.put(root, keys[x], vals[x]);
+    }
+    roots[d] = root;
+  }
+
+  /**
+   * One commit's sub-databases shared by the caller and the helper: each takes the next one
+   * until none is left. The helper, once it runs, is running until it is done; the caller, out
+   * of work, either keeps it from starting or waits for it.
+   */
+  private final class Split {
+    private static final int WAITING = 0;
+    private static final int RUNNING = 1;
+    private static final int DONE = 2; // or never to run
+    private final int[] bySize;
+    private final int[] starts;
+    private final BTree.Editor[] editors;
+    private final BTree.Node[] roots;
+    private final AtomicInteger next = new AtomicInteger();
+    private final AtomicInteger helper = new AtomicInteger(WAITING);
+    private final Thread caller = Thread.currentThread();
+    private Throwable failure; // the helper's; read once it is DONE
+    private boolean helped; // the helper applied a sub-database's writes; read once DONE
+
+    Split(int[] bySize, int[] starts, BTree.Editor[] editors, BTree.Node[] roots) {
+      this.bySize = bySize;
+      this.starts = starts;
+      this.editors = editors;
+      this.roots = roots;
+    }
+
+    /** Applies sub-databases' writes until none is left; whether it applied any. */
+    boolean work() {
+      boolean any = false;
+      for (int i = next.getAndIncrement(); i < bySize.length; i = next.getAndIncrement()) {
+        apply(bySize[i], starts, editors, roots);
+        any = true;
+      }
+      return any;
+    }
+
+    void help() {
+      if (!helper.compareAndSet(WAITING, RUNNING)) {
+        return;
+      }
+      try {
+        helped = work();
+      } catch (RuntimeException | Error e) {
+        helped = true;
+        failure = e;
+        next.set(bySize.length); // the caller takes no more either
+      } finally {
+        helper.set(DONE);
+        LockSupport.unpark(caller);
+      }
+    }
+
+    /** Waits for the helper unless it has not started (it then never will); its failure. */
+    Throwable awaitHelper() {
+      if (!helper.compareAndSet(WAITING, DONE)) {
+        while (helper.get() != DONE) {
+          LockSupport.park(this);
+        }
+      }
+      return failure;
+    }
+  }
+
+  /** The commits whose writes a helper thread applied some of ({@link #apply}). */
+  long helped() {
+    return helped;
   }
 
   /** Forgets the writes, for the next transaction; drops the arrays when they grew large. */
@@ -110,15 +274,6 @@ final class MemWrites extends EntrySort {
       p = p << 8 | (i < n ? key[i] & 0xFF : 0);
     }
     return p;
-  }
-
-  /** The entries by sub-database, then key prefix, then the order they were made in. */
-  private int[] sorted() {
-    if (order.length < count) {
-      order = new int[keys.length];
-      other = new int[keys.length];
-    }
-    return sortEntries(dbs, count, order, other);
   }
 
   /**

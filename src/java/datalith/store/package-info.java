@@ -90,8 +90,11 @@
  * log is; it copies each
  * node it changes once, and publishes the new roots at commit. A store opened in place
  * ({@code MemStore.openInPlace}, a layered store's delta) copies only when a read is open at
- * commit: otherwise one editor, kept across commits, changes its own nodes where they lie, and
- * reads begin after the commit. Branch keys are lower bounds of their
+ * commit: otherwise one editor a tree, kept across commits, changes its own nodes where they
+ * lie, and reads begin after the commit. A commit of many writes (8,192 or more) on a machine of
+ * two cores applies them on two threads, the caller and a helper each taking the next tree,
+ * largest first, sorting its writes and applying them (a staging's chunks, a large
+ * transaction). Branch keys are lower bounds of their
  * children (LMDB's layout), so a run of ascending keys landing anywhere in a tree appends to one
  * leaf, and a node that overflows during a run splits after the run (one filled by an append
  * stays full), so that runs leave full nodes behind; a put tries first where the last one went,
