@@ -564,16 +564,22 @@
               (finally (kill! c)))))
         (finally (tu/delete-tree (.getParentFile dir)))))))
 
-(defn- last-page
-  "The last page of the data file's last commit (its meta page of the larger txnid)."
-  [^File dir]
+(defn- last-meta
+  "The first 160 bytes of the data file's last commit's meta page (that of the larger txnid),
+  native order."
+  ^ByteBuffer [^File dir]
   (with-open [ch (FileChannel/open (.toPath (File. dir "data.mdb"))
                                    (into-array StandardOpenOption [StandardOpenOption/READ]))]
     (let [metas (for [m [0 1]]
                   (let [b (.order (ByteBuffer/allocate 160) (ByteOrder/nativeOrder))]
                     (.read ch b (* m 4096))
-                    [(.getLong b 144) (.getLong b 136)]))]
-      (second (last (sort-by first metas))))))
+                    b))]
+      (last (sort-by #(.getLong ^ByteBuffer % 144) metas)))))
+
+(defn- last-page
+  "The last page of the data file's last commit."
+  [^File dir]
+  (.getLong (last-meta dir) 136))
 
 (defn- write-model! [^Store s model parts]
   (doseq [part (range parts)]
@@ -757,13 +763,7 @@
   "The depth of the free list's tree in the data file's last commit (its MDB_db record's
   md_depth, at 24 + 6 past the meta page's header)."
   [^File dir]
-  (with-open [ch (FileChannel/open (.toPath (File. dir "data.mdb"))
-                                   (into-array StandardOpenOption [StandardOpenOption/READ]))]
-    (let [metas (for [m [0 1]]
-                  (let [b (.order (ByteBuffer/allocate 160) (ByteOrder/nativeOrder))]
-                    (.read ch b (* m 4096))
-                    [(.getLong b 144) (.getShort b 46)]))]
-      (second (last (sort-by first metas))))))
+  (.getShort (last-meta dir) 46))
 
 (deftest a-free-list-of-several-levels-is-written-back-in-key-order
   (testing "a replace over a free list whose tree has branch pages (many commits while a
