@@ -91,33 +91,28 @@ final class MemWrites extends EntrySort {
     } catch (RejectedExecutionException | OutOfMemoryError e) {
       // no thread to be had: the caller applies every sub-database's writes
     }
-    RuntimeException mine = null;
-    Error myError = null;
+    Throwable failure = null;
     try {
       split.work();
-    } catch (RuntimeException e) {
-      mine = e;
-    } catch (Error e) {
-      myError = e;
-    }
-    if (mine != null || myError != null) {
+    } catch (RuntimeException | Error e) {
+      failure = e;
       split.next.set(bySize.length); // the helper takes no more
     }
     Throwable helpers = split.awaitHelper();
     if (split.helped) {
       helped = helped + 1; // one writer at a time
     }
-    Throwable first = mine != null ? mine : myError != null ? myError : helpers;
-    if (first == null) {
-      return;
+    if (failure == null) {
+      failure = helpers;
+    } else if (helpers != null) {
+      failure.addSuppressed(helpers);
     }
-    if (first != helpers && helpers != null) {
-      first.addSuppressed(helpers);
-    }
-    if (first instanceof RuntimeException e) {
+    if (failure instanceof RuntimeException e) {
       throw e;
     }
-    throw (Error) first;
+    if (failure != null) {
+      throw (Error) failure;
+    }
   }
 
   /** The sub-databases written, by ordinal, the most written first. */
