@@ -377,6 +377,14 @@ public final class LmdbStore implements Store {
     return replayed;
   }
 
+  /**
+   * The background flushes of the data file that this store's commits began ahead of the
+   * write-ahead log's checkpoints (0 without the log): for the tests.
+   */
+  public long flushesAhead() {
+    return wal == null ? 0 : wal.flushesAhead();
+  }
+
   /** Runs {@code job} holding the writer permit and the directory's writer lock. */
   private void runLocked(Runnable job) {
     writer.acquire();

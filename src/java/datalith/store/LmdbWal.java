@@ -20,7 +20,9 @@ import org.lmdbjava.Txn;
  * the last commit X with a read transaction (so LMDB reuses no page X references, whatever
  * happens to the unsynced pages written after it) and starts the next segment with a
  * checkpoint record holding X's meta page. Recovery ({@link LmdbWalRecovery}) writes X's meta
- * back and replays the records after it.
+ * back and replays the records after it. Large commits have LMDB's file flushed in the
+ * background as they come ({@link LmdbFlusher}), so that the checkpoint's sync, on the
+ * committing thread, finds little left to write.
  *
  * <p>Files: two segments, {@value #FILE0} and {@value #FILE1}, preallocated with zeros (so that
  * an fdatasync writes data, not the file's size) and grown by doubling. Checkpoint number E
@@ -74,11 +76,13 @@ final class LmdbWal {
   private Txn<ByteBuffer> pin; // read transaction on the last checkpoint's commit, or null
   private boolean paused;
   private volatile boolean broken; // a record durable but neither committed nor cancelled
+  private final LmdbFlusher flusher; // LMDB's file flushed ahead of the next checkpoint
 
   LmdbWal(Env<ByteBuffer> env, Path dir, String where) {
     this.env = env;
     this.dir = dir;
     this.where = where;
+    this.flusher = new LmdbFlusher(dir.resolve(LmdbFiles.DATA));
     reopen();
   }
 
@@ -163,6 +167,7 @@ final class LmdbWal {
     Txn<ByteBuffer> next = null;
     try {
       env.sync(true);
+      flusher.checkpointed();
       next = env.txnRead();
       long x = next.getId();
       ByteBuffer meta = ByteBuffer.allocate(LmdbLayout.META_END).order(ByteOrder.nativeOrder());
@@ -240,6 +245,7 @@ final class LmdbWal {
       throw io("Cannot write to the write-ahead log", e);
     }
     commits++;
+    flusher.logged(r.limit());
   }
 
   private void append(ByteBuffer r) throws IOException {
@@ -292,6 +298,11 @@ final class LmdbWal {
     broken = true;
     return io("Commit " + txnid + " failed after its record reached the write-ahead log, and"
         + " the record cannot be cancelled; the store takes no more writes: reopen it", e);
+  }
+
+  /** The flushes of LMDB's file begun ahead of a checkpoint ({@link LmdbFlusher}). */
+  long flushesAhead() {
+    return flusher.flushes();
   }
 
   /** Whether a pause runs: commits skip the log. */
@@ -394,6 +405,7 @@ final class LmdbWal {
   }
 
   private void closeFiles() {
+    flusher.close();
     for (FileChannel f : files) {
       closeQuietly(f);
     }

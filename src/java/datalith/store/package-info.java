@@ -131,7 +131,10 @@
  * ({@link datalith.store.LmdbWal}), a checkpoint syncs the map, pins the last commit X with a
  * read transaction (LMDB then reuses no page X references, whatever becomes of the unsynced
  * pages written after it), and writes a checkpoint record {X, X's meta page, the writer} at the
- * start of the other segment; closing takes one too, so a clean reopen replays nothing. An open
+ * start of the other segment; closing takes one too, so a clean reopen replays nothing. Once
+ * 256 KiB of log have come since the last, a background thread fdatasyncs the map's file
+ * ({@link datalith.store.LmdbFlusher}): under large commits the checkpoint's sync, on the
+ * committing thread, then finds little left to write (durability rests on that sync alone). An open
  * that is alone on the directory (it locks {@code open.lock}'s byte 1 exclusively; every open
  * store holds it shared, and opens take byte 0 in turn) recovers
  * ({@link datalith.store.LmdbWalRecovery}): when the log holds records after its last
