@@ -1219,3 +1219,53 @@
              (when (and (instance? MemStore s)
                         (> (.availableProcessors (Runtime/getRuntime)) 1))
                (is (pos? (.helpedCommits ^MemStore s)) "a helper applied some")))))))))
+
+(deftest large-commits-read-while-their-trees-are-applied
+  (testing "commits of thousands of writes with no read open (on a MemStore editing in place,
+  applied in the background after the commit returns): a read begun at once, on this thread or
+  another, sees every tree whole, whichever it reads first; a commit at once, with no read in
+  between, builds on them whole; a failed expectation writes nothing"
+    (doseq [kind kinds]
+      (testing (name kind)
+        (call-with-store
+         kind {"map-size" (* 256 1024 1024) "sync" false}
+         (fn [^Store s]
+           (let [rnd (java.util.Random. 67)
+                 dbs (vec (SubDb/values))
+                 agrees? (fn [^ReadTxn r models order]
+                           (every? (fn [db] (= (view (models db)) (view (scan r db)))) order))
+                 shuffled #(shuffle dbs)]
+             (reduce
+              (fn [models round]
+                (let [writes (large-commit rnd models)
+                      models (apply-writes models writes)]
+                  (commit! s writes)
+                  (case (mod round 4)
+                    0 (with-open [r (.beginRead s)]
+                        (is (agrees? r models (shuffled)) (str "read at once, round " round)))
+                    1 (is (deref (future (with-open [r (.beginRead s)]
+                                           (agrees? r models (shuffled)))))
+                          (str "read at once on another thread, round " round))
+                    2 (with-open [r (.beginRead s)] ; a get before any scan
+                        (let [[db [k v]] (some (fn [db] (when-let [e (first (models db))] [db e]))
+                                               (shuffled))]
+                          (is (= (vec v) (some-> (.get r db (buf k)) bytes-of vec))
+                              (str "a get at once, round " round))))
+                    3 nil) ; the next commit at once
+                  (when (= round 5)
+                    (let [[db [k]] (some (fn [db] (when-let [e (first (models db))] [db e]))
+                                         (shuffled))]
+                      (is (thrown? Exception
+                                   (with-open [w (.beginWrite s)]
+                                     (put! w db k "x")
+                                     (.expect w db (buf k) (buf "not-its-value"))
+                                     (.commit w))))))
+                  (with-open [r (.beginRead s)]
+                    (is (agrees? r models dbs) (str "after round " round)))
+                  models))
+              (into {} (for [db dbs] [db (sorted-map-by unsigned-byte-comparator)]))
+              (range 12))
+             (when (and (= kind :mem-in-place)
+                        (> (.availableProcessors (Runtime/getRuntime)) 1))
+               (is (<= 6 (.helpedCommits ^MemStore s))
+                   "the commits with no read open were applied in the background")))))))))

@@ -266,7 +266,7 @@ public final class LayeredStore implements Store {
   private static MemReadTxn swapped(MemReadTxn from) {
     BTree.Node[] roots = new BTree.Node[SubDb.values().length];
     for (SubDb[] pair : DERIVED) {
-      roots[pair[0].ordinal()] = swappedTree(from.roots()[pair[1].ordinal()]);
+      roots[pair[0].ordinal()] = swappedTree(from.root(pair[1]));
     }
     return new MemReadTxn(roots, null);
   }

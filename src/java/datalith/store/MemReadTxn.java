@@ -7,11 +7,27 @@ final class MemReadTxn implements ReadTxn {
 
   private BTree.Node[] roots; // by SubDb ordinal, never modified; null once closed
   private final MemStore counted; // told of the close: it counts its open reads; or null
+  // the commit's apply in the background, whose trees are read once their writes are in; or null
+  private final MemWrites.Background background;
   private byte[] probe = new byte[0]; // the get key, copied
 
   MemReadTxn(BTree.Node[] roots, MemStore counted) {
+    this(roots, counted, null);
+  }
+
+  MemReadTxn(BTree.Node[] roots, MemStore counted, MemWrites.Background background) {
     this.roots = roots;
     this.counted = counted;
+    this.background = background;
+  }
+
+  /** The root of {@code db}'s tree (null when empty), once its writes are in. */
+  BTree.Node root(SubDb db) {
+    BTree.Node[] r = roots();
+    if (background != null) {
+      background.awaitTree(db.ordinal());
+    }
+    return r[db.ordinal()];
   }
 
   BTree.Node[] roots() {
@@ -24,17 +40,17 @@ final class MemReadTxn implements ReadTxn {
 
   /** Whether {@code db} holds no key in this snapshot. */
   boolean isEmpty(SubDb db) {
-    return roots()[db.ordinal()] == null;
+    return root(db) == null;
   }
 
   @Override
   public Cursor cursor(SubDb db) {
-    return new MemCursor(this, roots()[db.ordinal()]);
+    return new MemCursor(this, root(db));
   }
 
   @Override
   public ByteBuffer get(SubDb db, ByteBuffer key) {
-    BTree.Node root = roots()[db.ordinal()];
+    BTree.Node root = root(db);
     int length = key.remaining();
     if (probe.length < length) {
       probe = new byte[Math.max(length, 32)];

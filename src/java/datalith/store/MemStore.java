@@ -24,6 +24,12 @@ import java.util.concurrent.Semaphore;
  * see the change: a read begun meanwhile waits for the commit). A commit that finds a read open
  * copies what it changes, as every commit of {@link #open} does, so that read keeps its snapshot;
  * the trees it shares with the copies are only edited in place once no read is open.
+ *
+ * <p>A commit in place of many writes ({@code MemWrites.forBackground}: a staging's chunk)
+ * returns once they are handed to a helper thread, which applies them tree by tree while the
+ * committer goes on (a staged import's next chunk runs its transactor meanwhile); a read of a
+ * tree not yet written waits for it, and the next commit for all of them. The next write
+ * transaction logs into a second set of arrays, so that nothing waits before its commit.
  */
 public final class MemStore implements Store {
 
@@ -33,7 +39,9 @@ public final class MemStore implements Store {
   private volatile BTree.Node[] roots = new BTree.Node[SubDb.values().length]; // never modified
   private volatile boolean closed;
   private volatile Thread writerThread; // the thread that began the open write transaction
-  private final MemWrites writes = new MemWrites(); // the open write transaction's
+  private MemWrites writes = new MemWrites(); // the next write transaction's (writer's)
+  private MemWrites spare; // in place: the other one, which a background apply may hold
+  private volatile MemWrites.Background background; // the last commit's apply, or null
   private final BTree.Editor[] inPlace; // a tree's edits it when no read is open; null: never
   private final Object reads = new Object(); // guards openReads, and in-place commits
   private int openReads; // read transactions begun and not closed (in place only)
@@ -70,7 +78,25 @@ public final class MemStore implements Store {
    * {@code MemWrites.apply}): many writes, on a machine of two cores or more.
    */
   public long helpedCommits() {
-    return writes.helped();
+    return writes.helped() + (spare == null ? 0 : spare.helped());
+  }
+
+  /**
+   * Waits until the last commit's writes, when they are applied in the background, are in.
+   *
+   * @throws IllegalStateException when they failed (the store is then closed)
+   */
+  private void awaitBackground() {
+    MemWrites.Background b = background;
+    if (b != null) {
+      try {
+        b.awaitAll();
+      } catch (IllegalStateException e) {
+        closed = true; // the trees are part-edited, as after a failed commit in place
+        throw e;
+      }
+      background = null;
+    }
   }
 
   private void checkOpen() {
@@ -92,7 +118,7 @@ public final class MemStore implements Store {
     }
     synchronized (reads) { // not during an in-place commit: the roots are whole
       openReads++;
-      return new MemReadTxn(roots, this);
+      return new MemReadTxn(roots, this, background);
     }
   }
 
@@ -121,7 +147,7 @@ public final class MemStore implements Store {
       throw Errors.closed(WHERE, "The store");
     }
     writerThread = Thread.currentThread();
-    return new Write(roots.clone());
+    return new Write(writes);
   }
 
   @Override
@@ -147,6 +173,11 @@ public final class MemStore implements Store {
       return;
     }
     writer.acquireUninterruptibly();
+    try {
+      awaitBackground();
+    } catch (IllegalStateException e) {
+      // closed by the failure already
+    }
     closed = true;
     roots = new BTree.Node[SubDb.values().length];
     writer.release();
@@ -168,15 +199,16 @@ public final class MemStore implements Store {
     return ByteBuffer.wrap(into).asReadOnlyBuffer();
   }
 
-  /** The write transaction: edits its own copy of the roots, published by commit. */
+  /** The write transaction: logs its writes, applied to a copy of the roots by commit. */
   private final class Write implements WriteTxn {
-    private final BTree.Node[] next; // the roots being built, by the writes at commit
+    private final MemWrites writes; // its log; a background apply's once committed so
     private final List<Expected> expected = new ArrayList<>();
     private boolean open = true;
     private boolean committed;
+    private boolean handedOff; // its writes given to a background apply, which clears them
 
-    Write(BTree.Node[] next) {
-      this.next = next;
+    Write(MemWrites writes) {
+      this.writes = writes;
     }
 
     private void checkWritable() {
@@ -213,11 +245,13 @@ public final class MemStore implements Store {
     @Override
     public void commit() {
       checkWritable();
+      awaitBackground(); // the last commit's trees whole before these are built on them
+      BTree.Node[] next = roots.clone();
       for (Expected x : expected) {
         byte[] k = x.key();
-        x.check(WHERE, BTree.get(roots[x.db.ordinal()], k, k.length));
+        x.check(WHERE, BTree.get(next[x.db.ordinal()], k, k.length));
       }
-      if (!commitInPlace()) {
+      if (!commitInPlace(next)) {
         writes.apply(new BTree.Editor[next.length], next); // copies every node it changes
         roots = next;
       }
@@ -227,15 +261,29 @@ public final class MemStore implements Store {
     /**
      * Applies the writes with the store's editors (one a tree) and publishes them, when the
      * store edits in place and no read is open; holds the lock that begins reads meanwhile. A
-     * failure part way leaves the trees part-edited: the store closes.
+     * failure part way leaves the trees part-edited: the store closes. Many writes are handed
+     * to a background apply instead ({@link MemStore}), the roots published at once: a read
+     * waits for a tree of them until its writes are in.
      */
-    private boolean commitInPlace() {
+    private boolean commitInPlace(BTree.Node[] next) {
       if (inPlace == null) {
         return false;
       }
       synchronized (reads) {
         if (openReads > 0) {
           return false;
+        }
+        if (writes.forBackground()) {
+          MemWrites.Background b = new MemWrites.Background();
+          writes.applyInBackground(inPlace, next, b);
+          handedOff = true;
+          MemWrites free = spare != null ? spare : new MemWrites(); // its apply awaited above
+          spare = writes; // until the background apply clears it
+          MemStore.this.writes = free;
+          background = b;
+          roots = next;
+          inPlaceCommits++;
+          return true;
         }
         try {
           writes.apply(inPlace, next);
@@ -254,7 +302,9 @@ public final class MemStore implements Store {
     public void close() {
       if (open) {
         open = false;
-        writes.clear();
+        if (!handedOff) {
+          writes.clear();
+        }
         writerThread = null;
         writer.release();
       }

@@ -115,6 +115,103 @@ final class MemWrites extends EntrySort {
     }
   }
 
+  /** Whether a commit of these writes is applied in the background: many, and a core for it. */
+  boolean forBackground() {
+    return count >= TWO_THREADS && CORES;
+  }
+
+  /**
+   * Applies the writes to {@code roots} with {@code editors} on a helper thread, after which it
+   * forgets them ({@link #clear}) and ends {@code background}; each tree, the least written
+   * first, is marked pending here and done once its writes are in. Applies them here instead
+   * when no thread is to be had.
+   */
+  void applyInBackground(BTree.Editor[] editors, BTree.Node[] roots, Background background) {
+    if (order.length < count) {
+      order = new int[keys.length];
+      other = new int[keys.length];
+    }
+    int[] starts = bucket(dbs, count, order);
+    int[] bySize = bySize(starts);
+    for (int d : bySize) {
+      background.pending[d] = true;
+    }
+    Runnable job = () -> {
+      Throwable failure = null;
+      try {
+        for (int i = bySize.length - 1; i >= 0; i--) {
+          apply(bySize[i], starts, editors, roots);
+          background.treeDone(bySize[i]);
+        }
+        helped = helped + 1; // one writer at a time, and the next waits for this one
+      } catch (RuntimeException | Error e) {
+        failure = e;
+      } finally {
+        clear();
+        background.finish(failure);
+      }
+    };
+    try {
+      HELPERS.execute(job);
+    } catch (RejectedExecutionException | OutOfMemoryError e) {
+      job.run(); // no thread to be had: applied here, the commit returns when it is done
+    }
+  }
+
+  /**
+   * The trees of a commit being applied in the background ({@link #applyInBackground}): a read
+   * of one waits until its writes are in, and the next commit until all are.
+   */
+  static final class Background {
+    private final boolean[] pending = new boolean[SubDb.values().length]; // guarded by this
+    private boolean done; // guarded by this
+    private Throwable failure; // guarded by this
+
+    private synchronized void treeDone(int d) {
+      pending[d] = false;
+      notifyAll();
+    }
+
+    private synchronized void finish(Throwable f) {
+      failure = f;
+      done = true;
+      Arrays.fill(pending, false);
+      notifyAll();
+    }
+
+    /** Waits until tree {@code d}'s writes are in. */
+    void awaitTree(int d) {
+      await(d);
+    }
+
+    /** Waits until every tree's writes are in. */
+    void awaitAll() {
+      await(-1);
+    }
+
+    /** Waits for tree {@code d}, or for all ({@code d} -1), not to be interrupted; throws a failure. */
+    private synchronized void await(int d) {
+      boolean interrupted = false;
+      try {
+        while (failure == null && (d < 0 ? !done : pending[d])) {
+          try {
+            wait();
+          } catch (InterruptedException e) {
+            interrupted = true;
+          }
+        }
+      } finally {
+        if (interrupted) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      if (failure != null) {
+        throw new IllegalStateException("The store is closed: a commit's writes failed while"
+            + " they were applied in the background (mem)", failure);
+      }
+    }
+  }
+
   /** The sub-databases written, by ordinal, the most written first. */
   private static int[] bySize(int[] starts) {
     int n = 0;

@@ -91,10 +91,13 @@
  * node it changes once, and publishes the new roots at commit. A store opened in place
  * ({@code MemStore.openInPlace}, a layered store's delta) copies only when a read is open at
  * commit: otherwise one editor a tree, kept across commits, changes its own nodes where they
- * lie, and reads begin after the commit. A commit of many writes (8,192 or more) on a machine of
- * two cores applies them on two threads, the caller and a helper each taking the next tree,
- * largest first, sorting its writes and applying them (a staging's chunks, a large
- * transaction). Branch keys are lower bounds of their
+ * lie, and reads begin after the commit; such a commit of many writes (8,192 or more, a
+ * staging's chunk) on a machine of two cores returns once it has handed them to a helper thread,
+ * which applies them tree by tree while the committer goes on (its next chunk's transactor): a
+ * read of a tree waits until its writes are in, the next commit until all are, and the next
+ * transaction logs into a second set of arrays. Any other commit of many writes applies them on
+ * two threads, the caller and a helper each taking the next tree, largest first, sorting its
+ * writes and applying them (a large transaction on a {@code :mem} connection). Branch keys are lower bounds of their
  * children (LMDB's layout), so a run of ascending keys landing anywhere in a tree appends to one
  * leaf, and a node that overflows during a run splits after the run (one filled by an append
  * stays full), so that runs leave full nodes behind; a put tries first where the last one went,
