@@ -5,7 +5,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -26,11 +25,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class LmdbFlusher {
   /** The log's bytes after which a flush starts. */
   static final long AHEAD = 256L << 10;
-  private static final ExecutorService FLUSHERS = Executors.newCachedThreadPool(task -> {
-    Thread t = new Thread(task, "datalith-lmdb-flush");
-    t.setDaemon(true);
-    return t;
-  });
+  private static final ExecutorService FLUSHERS = PlatformThreads.daemons("datalith-lmdb-flush");
 
   private final Path data;
   private final AtomicBoolean running = new AtomicBoolean();

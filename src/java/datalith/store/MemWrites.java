@@ -6,7 +6,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
@@ -37,11 +36,7 @@ final class MemWrites extends EntrySort {
   /** Commits of at least this many writes apply them on two threads ({@link #apply}). */
   static final int TWO_THREADS = 8192;
   private static final boolean CORES = Runtime.getRuntime().availableProcessors() > 1;
-  private static final ExecutorService HELPERS = Executors.newCachedThreadPool(task -> {
-    Thread t = new Thread(task, "datalith-mem-writer");
-    t.setDaemon(true);
-    return t;
-  });
+  private static final ExecutorService HELPERS = PlatformThreads.daemons("datalith-mem-writer");
 
   // per entry, in the order made: its key, its value (null for a delete), its sub-database's
   // ordinal and its key's first PREFIX bytes as LONGS numbers
@@ -73,11 +68,7 @@ final class MemWrites extends EntrySort {
    * The caller returns once the helper is done; either's failure is thrown here.
    */
   void apply(BTree.Editor[] editors, BTree.Node[] roots) {
-    if (order.length < count) {
-      order = new int[keys.length];
-      other = new int[keys.length];
-    }
-    int[] starts = bucket(dbs, count, order);
+    int[] starts = bucketed();
     int[] bySize = bySize(starts);
     if (count < TWO_THREADS || !CORES || bySize.length < 2) {
       for (int d : bySize) {
@@ -127,11 +118,7 @@ final class MemWrites extends EntrySort {
    * when no thread is to be had.
    */
   void applyInBackground(BTree.Editor[] editors, BTree.Node[] roots, Background background) {
-    if (order.length < count) {
-      order = new int[keys.length];
-      other = new int[keys.length];
-    }
-    int[] starts = bucket(dbs, count, order);
+    int[] starts = bucketed();
     int[] bySize = bySize(starts);
     for (int d : bySize) {
       background.pending[d] = true;
@@ -210,6 +197,15 @@ final class MemWrites extends EntrySort {
             + " they were applied in the background (mem)", failure);
       }
     }
+  }
+
+  /** The entries bucketed by sub-database into {@code order}: each bucket's start, by ordinal. */
+  private int[] bucketed() {
+    if (order.length < count) {
+      order = new int[keys.length];
+      other = new int[keys.length];
+    }
+    return bucket(dbs, count, order);
   }
 
   /** The sub-databases written, by ordinal, the most written first. */

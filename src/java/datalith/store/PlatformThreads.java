@@ -20,13 +20,18 @@ import java.util.function.Supplier;
  */
 final class PlatformThreads {
   private static final MethodHandle IS_VIRTUAL = isVirtual(); // null before Java 21
-  private static final ExecutorService POOL = Executors.newCachedThreadPool(task -> {
-    Thread t = new Thread(task, "datalith-lmdb-write");
-    t.setDaemon(true);
-    return t;
-  });
+  private static final ExecutorService POOL = daemons("datalith-lmdb-write");
 
   private PlatformThreads() {}
+
+  /** A pool of platform threads, made as needed, daemons named {@code name}. */
+  static ExecutorService daemons(String name) {
+    return Executors.newCachedThreadPool(task -> {
+      Thread t = new Thread(task, name);
+      t.setDaemon(true);
+      return t;
+    });
+  }
 
   private static MethodHandle isVirtual() {
     try {
