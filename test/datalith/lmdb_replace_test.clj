@@ -34,7 +34,7 @@
             [datalith.test-util :as tu])
   (:import (clojure.lang ExceptionInfo)
            (datalith.conn Conn)
-           (datalith.store Cursor LmdbBackup LmdbStore ReadTxn Store SubDb WriteTxn)
+           (datalith.store Cursor LayeredStore LmdbBackup LmdbStore ReadTxn Store SubDb WriteTxn)
            (java.io File)
            (java.nio ByteBuffer ByteOrder)
            (java.nio.channels FileChannel)
@@ -614,6 +614,55 @@
             (doseq [[db ^TreeMap m] small] (.putAll ^TreeMap (big db) m))
             (with-open [r (.beginRead s)] (check-store r big rnd))))
         (finally (tu/delete-tree (.getParentFile dir)))))))
+
+(defn- append-past-the-ends!
+  "One write transaction of `n` new keys past the last of each sub-database of `model` (as a
+  staged import's new entities land past EAVT's end), on `s` and in `model`."
+  [^Store s model ^Random rnd n]
+  (with-open [w (.beginWrite s)]
+    (doseq [db (SubDb/values)
+            :let [^TreeMap m (model db)]
+            i (range n)]
+      (let [k (byte-array (+ 3 (.nextInt rnd 40)) (unchecked-byte 0xff))
+            _ (aset-byte k 2 (unchecked-byte i))
+            v (random-bytes rnd (if (zero? (.nextInt rnd 8)) 3000 (.nextInt rnd 40)))]
+        (when (or (.isEmpty m) (pos? (Arrays/compareUnsigned k ^bytes (.lastKey m))))
+          (.put w db (ByteBuffer/wrap k) (ByteBuffer/wrap v))
+          (.put m k v))))
+    (.commit w)))
+
+(deftest a-replace-over-the-old-trees-keeps-the-pages-it-passes-whole
+  (doseq [commit ["wal" "lmdb-sync"]]
+    (testing (str "commit " commit ": the old trees under a sparse delta (puts, overwrites, runs
+  of deletes) and keys past their ends, written back by replaceAll")
+      (let [dir (File. (tu/temp-dir) "db")
+            rnd (Random. 29)
+            model (rc/contents 1 0.3)]
+        (try
+          (with-open [s (open-store dir "java" commit)]
+            (write-model! s model 1)
+            (let [taken (.takenPages s)
+                  replaced (.directReplaces s)]
+              (with-open [layered (LayeredStore/over s 0)]
+                (random-writes! layered model rnd 20)
+                (append-past-the-ends! layered model rnd 30)
+                (with-open [r (.beginRead layered)]
+                  (.replaceAll s r)))
+              (is (= (inc replaced) (.directReplaces s)) "written as pages")
+              (is (< (+ taken 100) (.takenPages s)) "most old leaf pages are kept"))
+            (is (nil? (.pageAccountingProblem s)) "no page kept is in the free list")
+            (with-open [r (.beginRead s)] (check-store r model rnd))
+            (stats-agree s model)
+            (testing "later commits reuse the freed pages, never the kept ones"
+              (dotimes [_ 6] (random-writes! s model rnd 400))
+              (with-open [r (.beginRead s)] (check-store r model rnd))
+              (stats-agree s model)
+              (is (nil? (.pageAccountingProblem s)))))
+          (testing "reopened, on LMDB's own page reader"
+            (with-open [s2 (open-store dir "lmdb" commit)
+                        r (.beginRead s2)]
+              (check-store r model rnd)))
+          (finally (tu/delete-tree (.getParentFile dir))))))))
 
 (deftest foreign-sub-databases-take-the-generic-way
   (testing "a main database naming a sub-database that is not a SubDb: replaceAll falls back to

@@ -267,6 +267,85 @@ final class LmdbCursor implements Cursor {
     return at(i);
   }
 
+  // For LmdbTreeWrites, which writes this cursor's entries (merged with others, or alone) into
+  // a new tree of the same file and takes the leaf pages the merge passes whole as they are.
+
+  /** The id of the LMDB transaction whose snapshot this cursor reads. */
+  long snapshotTxn() {
+    return txn.reader().txn.getId();
+  }
+
+  /** The number of the leaf page the cursor is on when it is on the page's first key, else -1. */
+  long leafStarted() {
+    tree();
+    return positioned && index == 0 ? pgno : -1;
+  }
+
+  /** The keys of the leaf page the cursor is on. */
+  int leafKeys() {
+    return count;
+  }
+
+  /**
+   * Key {@code i} of the leaf page the cursor is on, checked to lie in it, as the slot's spare
+   * view: valid until the next call of this or {@link #checkLeaf}, and while the cursor is open.
+   */
+  ByteBuffer leafKey(int i) {
+    tree();
+    int node = node(i);
+    ByteBuffer v = slot.spareView;
+    ReadOnlyBufferProxy.point(v, page + LmdbTree.offset(node) + NODE_HEADER,
+        LmdbTree.keySize(node));
+    return v;
+  }
+
+  /**
+   * Checks the leaf page the cursor is on as a page taken into another tree must be: each node
+   * in the page, the keys ascending, each value in the page or on overflow pages of the snapshot
+   * that say they are its ({@link LmdbTree#overflow}). Gives each run of overflow pages to
+   * {@code runs} (its first page and count); returns how many there are in all.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} for a page that does not
+   */
+  long checkLeaf(LmdbTakenPages runs) {
+    tree();
+    long overflow = 0;
+    for (int i = 0; i < count; i++) {
+      int node = node(i);
+      long at = page + LmdbTree.offset(node);
+      if (i > 0 && tree.compare(leafKey(i - 1), at + NODE_HEADER, LmdbTree.keySize(node)) >= 0) {
+        throw txn.corrupt(db, pgno, "A leaf page's keys out of order (key " + i + ")");
+      }
+      int flags = LmdbLayout.nodeFlags(at);
+      if (flags == LmdbLayout.F_BIGDATA) {
+        int start = LmdbTree.offset(node) + NODE_HEADER + LmdbTree.keySize(node);
+        if (start + Long.BYTES > LmdbTree.PAGE_SIZE) {
+          throw txn.corrupt(db, pgno, "A node (" + i + ") lies outside its page");
+        }
+        long first = ReadOnlyBufferProxy.nativeLong(page + start);
+        int pages = tree.overflow(pgno, i, first, LmdbLayout.dataSize(at));
+        runs.add(first, pages);
+        overflow += pages;
+      } else {
+        tree.value(pgno, node, i, slot.valView); // checks it lies in the page
+      }
+    }
+    return overflow;
+  }
+
+  /**
+   * Moves from the leaf page the cursor is on to the first key of the next one; false, off the
+   * end, when there is none.
+   */
+  boolean skipLeaf() {
+    tree();
+    if (!positioned) {
+      return false;
+    }
+    at(count - 1);
+    return cross(true, key, true);
+  }
+
   @Override
   public ByteBuffer key() {
     // The view is re-pointed by every move, so it only needs checking that the transaction is

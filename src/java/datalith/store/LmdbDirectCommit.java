@@ -45,6 +45,13 @@ import org.lmdbjava.Txn;
  * list is kept as it is and their pages are left unreferenced (leaked). Later calls never reuse
  * free pages: each writes its trees past the last page.
  *
+ * <p>Pages kept: a tree whose source reads the last commit's own tree (a staged import's
+ * merge of it with its delta, or the old tree alone) takes each of the old leaf pages that the
+ * source passes whole as it is, with the overflow pages of its values ({@link LmdbTreeWrites},
+ * {@link LmdbTakenPages}): nothing of them is written again, and they are left out of the free
+ * list's new entry. Only when the old trees read soundly (else nothing is taken), and the pages
+ * taken must all be theirs, else nothing is committed.
+ *
  * <p>Durable as the store's commits are, before any process can see it: with the option "sync"
  * and no pause, the new pages are fdatasynced before the meta page is written, and the meta
  * page before the lock file publishes it; through the write-ahead log, a checkpoint holding
@@ -99,16 +106,17 @@ final class LmdbDirectCommit {
 
   /**
    * Replaces every sub-database of the store in directory {@code dir} by {@code source}'s
-   * entries in one commit; false, having written nothing, when the checks of the class comment
-   * fail. The caller holds the writer lock (permit and the directory's lock) and no LMDB write
-   * transaction is open.
+   * entries in one commit; returns how many of the last commit's pages the new trees took as
+   * they are (see "Pages kept" in the class comment), or -1, having committed nothing, when the
+   * checks of the class comment fail. The caller holds the writer lock (permit and the
+   * directory's lock) and no LMDB write transaction is open.
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/io} when the files cannot be read or
    *     written, {@code :store/key-size} or {@code :store/order} for a source whose keys are
    *     not 1 to 511 bytes in ascending order, {@code :store/map-full} when the map must grow
    *     and read transactions stay open
    */
-  static boolean commit(Env<ByteBuffer> env, Path dir, String where, LmdbMapGrowth map,
+  static long commit(Env<ByteBuffer> env, Path dir, String where, LmdbMapGrowth map,
       LmdbWal wal, Durability durability, ReadTxn source) {
     // with it set, a channel's I/O closes it; set again once the commit is done
     boolean[] interrupted = {Thread.interrupted()};
@@ -120,26 +128,33 @@ final class LmdbDirectCommit {
       try {
         lmdbWriter = env.txnWrite();
       } catch (MapResizedException e) {
-        return false; // another process grew the file past the map: the generic way adopts it
+        return -1; // another process grew the file past the map: the generic way adopts it
       }
       long t = lmdbWriter.getId() - 1;
       ByteBuffer meta = readMeta(data, t);
       if (meta == null || lockFile.size() < PAGE) {
-        return false;
+        return -1;
       }
       MappedByteBuffer lock = lockFile.map(FileChannel.MapMode.READ_WRITE, 0, PAGE);
       lock.order(ByteOrder.nativeOrder());
       if (lock.getInt(0) != LmdbLayout.META_MAGIC || (long) LONGS.getVolatile(lock, LOCK_TXNID)
           != t) {
-        return false;
+        return -1;
       }
       LmdbOldPages.Found old = LmdbOldPages.read(data, meta);
       if (old != null && old.foreign) {
-        return false; // the generic way keeps the sub-databases that are not SubDbs
+        return -1; // the generic way keeps the sub-databases that are not SubDbs
       }
       LmdbPageSink sink = new LmdbPageSink(data, meta.getLong(MM_LAST_PG) + 1);
-      ByteBuffer main = writeTrees(sink, source, where, interrupted);
-      ByteBuffer free = old == null ? null : writeFreeList(sink, old, t + 1, where);
+      // pages of T's trees the new ones keep: only when the free list can be made without them
+      LmdbTakenPages taken = old == null ? null : new LmdbTakenPages(t);
+      ByteBuffer main = writeTrees(sink, source, where, taken, interrupted);
+      long[] freed = old == null ? null : taken.removeFrom(old.pages);
+      if (old != null && freed == null) {
+        return -1; // a page taken is not one of T's trees' (cannot be): nothing refers to them
+      }
+      ByteBuffer free = old == null ? null : writeFreeList(sink, old.freeEntries, freed, t + 1,
+          where);
       sink.flush();
       long pages = sink.next();
       if (pages * PAGE > map.mapSize()) {
@@ -149,10 +164,10 @@ final class LmdbDirectCommit {
         try {
           lmdbWriter = env.txnWrite();
         } catch (MapResizedException e) {
-          return false;
+          return -1;
         }
         if (lmdbWriter.getId() != t + 1) {
-          return false; // a writer of LMDB's lock alone committed meanwhile, maybe over the pages
+          return -1; // a writer of LMDB's lock alone committed meanwhile, maybe over the pages
         }
       }
       if (durability != Durability.NONE) {
@@ -186,7 +201,7 @@ final class LmdbDirectCommit {
       } catch (InterruptedException e) {
         interrupted[0] = true;
       }
-      return true;
+      return taken == null ? 0 : taken.total();
     } catch (IOException e) {
       throw Errors.error(Errors.IO, where, "Cannot write the store's pages: " + e, e);
     } finally {
@@ -203,7 +218,7 @@ final class LmdbDirectCommit {
    * The first {@link LmdbLayout#META_END} bytes of the meta page of transaction {@code t} (in
    * slot t % 2), native order; null when it does not read as LMDB's of pages of 4 KiB.
    */
-  private static ByteBuffer readMeta(FileChannel data, long t) throws IOException {
+  static ByteBuffer readMeta(FileChannel data, long t) throws IOException {
     ByteBuffer meta = ByteBuffer.allocate(META_END).order(ByteOrder.nativeOrder());
     long at = (t & 1) * PAGE;
     while (meta.hasRemaining() && data.read(meta, at + meta.position()) > 0) {
@@ -223,8 +238,8 @@ final class LmdbDirectCommit {
    * a MemStore's), then the main database's; returns the main's record.
    */
   private static ByteBuffer writeTrees(LmdbPageSink sink, ReadTxn source, String where,
-      boolean[] interrupted) throws IOException {
-    ByteBuffer[] records = LmdbTreeWrites.write(sink, source, where, interrupted);
+      LmdbTakenPages taken, boolean[] interrupted) throws IOException {
+    ByteBuffer[] records = LmdbTreeWrites.write(sink, source, where, taken, interrupted);
     LmdbTreeWriter mainTree = new LmdbTreeWriter(sink, F_SUBDATA, false, where);
     for (SubDb db : BY_NAME) {
       mainTree.add(ByteBuffer.wrap(name(db)), records[db.ordinal()]);
@@ -233,21 +248,21 @@ final class LmdbDirectCommit {
   }
 
   /**
-   * Writes the free list anew: its entries as they were, then one under {@code txnid} holding
-   * the pages the last commit's trees leave behind (descending, after their count); returns its
-   * record.
+   * Writes the free list anew: its entries as they were, {@code entries}, then one under
+   * {@code txnid} holding {@code pages}, those the last commit's trees leave behind (descending,
+   * after their count); returns its record.
    */
-  private static ByteBuffer writeFreeList(LmdbPageSink sink, LmdbOldPages.Found old, long txnid,
-      String where) throws IOException {
+  private static ByteBuffer writeFreeList(LmdbPageSink sink, java.util.List<ByteBuffer[]> entries,
+      long[] pages, long txnid, String where) throws IOException {
     LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, true, where);
-    for (ByteBuffer[] e : old.freeEntries) {
+    for (ByteBuffer[] e : entries) {
       tree.add(e[0], e[1]);
     }
-    if (old.pages.length > 0) {
-      ByteBuffer ids = ByteBuffer.allocate(Long.BYTES * (old.pages.length + 1))
+    if (pages.length > 0) {
+      ByteBuffer ids = ByteBuffer.allocate(Long.BYTES * (pages.length + 1))
           .order(ByteOrder.nativeOrder());
-      ids.putLong(old.pages.length);
-      for (long n : old.pages) {
+      ids.putLong(pages.length);
+      for (long n : pages) {
         ids.putLong(n);
       }
       tree.add(ByteBuffer.allocate(Long.BYTES).order(ByteOrder.nativeOrder()).putLong(0, txnid),

@@ -114,6 +114,45 @@ final class LmdbOldPages {
     return new Found(pages, r.freeEntries, r.foreign);
   }
 
+  /**
+   * What is wrong with how the trees of the meta page {@code meta} (as {@link #read}) and its
+   * free list account for the pages, or null: every page at most once in the trees (the free
+   * list's own pages among them) and the free list's entries, each entry's ids within the
+   * snapshot and as many as its count says. A page both in a tree and in the free list is the
+   * worst of these: LMDB would write over a live page.
+   */
+  static String accountingProblem(FileChannel data, ByteBuffer meta) throws IOException {
+    Found found = read(data, meta);
+    if (found == null) {
+      return "the trees do not read soundly";
+    }
+    BitSet used = new BitSet();
+    for (long n : found.pages) {
+      used.set((int) n);
+    }
+    long last = meta.getLong(LmdbLayout.MM_LAST_PG);
+    for (ByteBuffer[] e : found.freeEntries) {
+      ByteBuffer ids = e[1];
+      long txn = e[0].getLong(0);
+      long count = ids.remaining() < Long.BYTES ? -1 : ids.getLong(0);
+      if (count < 0 || ids.remaining() != Long.BYTES * (count + 1)) {
+        return "the free list's entry of transaction " + txn + " does not hold its count of ids";
+      }
+      for (int i = 1; i <= count; i++) {
+        long n = ids.getLong(Long.BYTES * i);
+        if (n < NUM_METAS || n > last) {
+          return "the free list's entry of transaction " + txn + " holds page " + n
+              + ", not one of the snapshot's";
+        }
+        if (used.get((int) n)) {
+          return "page " + n + " is both in use and in the free list (transaction " + txn + ")";
+        }
+        used.set((int) n);
+      }
+    }
+    return null;
+  }
+
   private enum Tree { FREE, MAIN, SUB }
 
   /** Walks the tree of the MDB_db record at offset {@code at} of {@code b}. */

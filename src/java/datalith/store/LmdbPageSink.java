@@ -60,6 +60,11 @@ final class LmdbPageSink {
     return ByteBuffer.allocateDirect(MEMORY_PAGES * PAGE).order(ByteOrder.nativeOrder());
   }
 
+  /** Whether this sink keeps its pages in memory (see {@link #inMemory()}). */
+  boolean keepsPages() {
+    return file == null;
+  }
+
   /** The number the next page appended gets. */
   long next() {
     return next;

@@ -28,6 +28,7 @@ final class LmdbReader {
     final ByteBuffer pageView = ReadOnlyBufferProxy.newView();
     final ByteBuffer keyView = ReadOnlyBufferProxy.newView();
     final ByteBuffer valView = ReadOnlyBufferProxy.newView();
+    final ByteBuffer spareView = ReadOnlyBufferProxy.newView(); // LmdbCursor.leafKey's
     final LmdbTree tree = new LmdbTree();
     private int epoch; // the reader epoch the cursor was last renewed in
     private boolean lent;
@@ -65,6 +66,7 @@ final class LmdbReader {
       ReadOnlyBufferProxy.detach(pageView);
       ReadOnlyBufferProxy.detach(keyView);
       ReadOnlyBufferProxy.detach(valView);
+      ReadOnlyBufferProxy.detach(spareView);
       tree.detach();
     }
 

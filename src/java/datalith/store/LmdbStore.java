@@ -7,6 +7,7 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -120,6 +121,7 @@ public final class LmdbStore implements Store {
   private int replayed; // commits the open replayed from the log
   private volatile boolean syncPaused; // LMDB's own sync paused (LmdbSyncPause), no log
   private volatile int directReplaces; // replaceAll calls that wrote their trees as pages
+  private volatile long takenPages; // pages of old trees those calls kept as they were
   private volatile int state = OPEN;
 
   private LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
@@ -629,6 +631,14 @@ public final class LmdbStore implements Store {
     return directReplaces;
   }
 
+  /**
+   * How many pages of the trees they replaced the {@link #directReplaces} since the open kept as
+   * they were: leaf pages their source passed whole, and those pages' overflow pages.
+   */
+  public long takenPages() {
+    return takenPages;
+  }
+
   private boolean directCommit(ReadTxn source) {
     FileLock lock = lockWriter();
     try {
@@ -637,11 +647,13 @@ public final class LmdbStore implements Store {
           : wal == null ? LmdbDirectCommit.Durability.LMDB_SYNC
           : wal.paused() ? LmdbDirectCommit.Durability.NONE
           : LmdbDirectCommit.Durability.WAL;
-      if (!PlatformThreads.call(() ->
-          LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source))) {
+      long taken = PlatformThreads.call(() ->
+          LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source));
+      if (taken < 0) {
         return false;
       }
       directReplaces++; // under the writer lock
+      takenPages += taken;
       return true;
     } finally {
       writer.unlock(lock);
@@ -659,6 +671,26 @@ public final class LmdbStore implements Store {
   public Map<Keyword, Long> pageStats(SubDb db) {
     try (LmdbReadTxn r = (LmdbReadTxn) beginRead()) {
       return r.stats(db, dbis);
+    }
+  }
+
+  /**
+   * What is wrong with how the last commit accounts for the data file's pages, or null when
+   * nothing is: each page in at most one place, a tree or the free list (see
+   * {@code LmdbOldPages}), read from the file under a read transaction that keeps the commit's
+   * pages as they are. A page both in a tree and in the free list would be written over by a
+   * later commit. Null also when the file is not laid out as LMDB 0.9's of pages of 4 KiB
+   * ({@link LmdbLayout}), which this cannot check.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the file cannot be read
+   */
+  public String pageAccountingProblem() {
+    try (LmdbReadTxn r = (LmdbReadTxn) beginRead();
+        FileChannel data = FileChannel.open(dataFile, StandardOpenOption.READ)) {
+      ByteBuffer meta = LmdbDirectCommit.readMeta(data, r.reader().txn.getId());
+      return meta == null ? null : LmdbOldPages.accountingProblem(data, meta);
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot read the store's pages: " + e, e);
     }
   }
 

@@ -97,6 +97,7 @@ final class LmdbTreeWriter {
   private long leafPages;
   private long branchPages;
   private final long overflowBefore;
+  private long takenOverflow; // the overflow pages of the leaf pages taken as they are
 
   /**
    * A writer of a tree into {@code sink} whose leaf nodes have the flags {@code nodeFlags}, its
@@ -148,6 +149,44 @@ final class LmdbTreeWriter {
     for (int i = 0; i < n; i++) {
       add(keys[i], keys[i].length, true, leaf.val(i));
     }
+  }
+
+  /**
+   * Adds leaf page {@code pgno} of the file as it is (a page of the tree this one replaces, the
+   * sink's file's), with its {@code keys} entries from {@code first} to {@code last} (past the
+   * last key added) and the {@code overflow} pages its values lie on, which stay where they are.
+   * The leaf being filled is written first, however full. The caller checked the page
+   * ({@link LmdbCursor#checkLeaf}); {@code first} and {@code last} are read before the call
+   * returns.
+   *
+   * @throws clojure.lang.ExceptionInfo as {@link #add(ByteBuffer, ByteBuffer)}
+   */
+  void addPage(long pgno, ByteBuffer first, ByteBuffer last, int keys, long overflow)
+      throws IOException {
+    if (sink.keepsPages()) {
+      throw new IllegalStateException("A page of the file taken into a tree kept in memory");
+    }
+    int k = first.remaining();
+    Errors.checkKeySize(where, k);
+    byte[] f = new byte[k];
+    first.get(first.position(), f);
+    checkOrder(f, k);
+    int m = last.remaining();
+    Errors.checkKeySize(where, m);
+    byte[] l = copies[(int) (entries + keys - 1) & 1]; // the next add's copy is the other one
+    last.get(last.position(), l, 0, m);
+    if (keys > 1) {
+      checkOrder(l, m);
+    }
+    if (nodes > 0) {
+      finishLeaf();
+    }
+    level.add(f, 0, k, pgno);
+    previous = l;
+    previousSize = m;
+    leafPages++;
+    entries += keys;
+    takenOverflow += overflow;
   }
 
   /**
@@ -245,7 +284,7 @@ final class LmdbTreeWriter {
     ByteBuffer r = ByteBuffer.allocate(DB_RECORD).order(ByteOrder.nativeOrder());
     r.putShort(MD_DEPTH, (short) depth).putLong(MD_BRANCH_PAGES, branchPages)
         .putLong(MD_LEAF_PAGES, leafPages)
-        .putLong(MD_OVERFLOW_PAGES, sink.overflowPages() - overflowBefore)
+        .putLong(MD_OVERFLOW_PAGES, sink.overflowPages() - overflowBefore + takenOverflow)
         .putLong(MD_ENTRIES, entries).putLong(MD_ROOT, depth == 0 ? P_INVALID : level.pages[0]);
     return r;
   }

@@ -36,6 +36,7 @@ final class LmdbTreeWrites {
 
   private final ReadTxn source;
   private final String where;
+  private final LmdbTakenPages taken; // null: no page of the old trees is taken
   private final SubDb[] dbs = SubDb.values();
   private final ByteBuffer[] records = new ByteBuffer[dbs.length];
   private final BTree.Node[] roots = new BTree.Node[dbs.length]; // null: not a MemStore's
@@ -48,21 +49,26 @@ final class LmdbTreeWrites {
   private volatile boolean stop; // either thread failed: the other stops
   private boolean interrupted; // the caller was interrupted while it waited for the helper
 
-  private LmdbTreeWrites(ReadTxn source, String where) {
+  private LmdbTreeWrites(ReadTxn source, String where, LmdbTakenPages taken) {
     this.source = source;
     this.where = where;
+    this.taken = taken;
   }
 
   /**
    * Writes every sub-database's tree of {@code source} into {@code sink}; returns their MDB_db
    * records, by {@link SubDb#ordinal()}. Sets {@code interrupted[0]}, rather than the thread's
    * interrupt status (it would close the file's channel), when interrupted while it waited.
+   * With {@code taken} (else null), a tree the caller writes from a cursor of the file's last
+   * commit (transaction {@code taken.txn}), alone or under a staged delta
+   * ({@link MergedCursor}), takes that commit's leaf pages that it passes whole as they are,
+   * noting them there ({@link #addTaking}).
    *
    * @throws clojure.lang.ExceptionInfo as {@link LmdbTreeWriter#add(ByteBuffer, ByteBuffer)}
    */
   static ByteBuffer[] write(LmdbPageSink sink, ReadTxn source, String where,
-      boolean[] interrupted) throws IOException {
-    LmdbTreeWrites w = new LmdbTreeWrites(source, where);
+      LmdbTakenPages taken, boolean[] interrupted) throws IOException {
+    LmdbTreeWrites w = new LmdbTreeWrites(source, where, taken);
     try {
       w.writeAll(sink);
     } finally {
@@ -196,14 +202,53 @@ final class LmdbTreeWrites {
 
   private ByteBuffer writeTree(LmdbPageSink sink, int i, Cursor c) throws IOException {
     LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, false, where);
+    LmdbCursor base = baseOf(c);
     if (roots[i] != null) {
       addLeaves(tree, roots[i]);
+    } else if (base != null) {
+      addTaking(tree, c, base);
     } else {
       for (boolean more = c.first(); more; more = c.next()) {
         tree.add(c.key(), c.val());
       }
     }
     return tree.finish();
+  }
+
+  /**
+   * The cursor of the last commit's snapshot that {@code c} is, or merges a delta over, when
+   * its pages may be taken; else null.
+   */
+  private LmdbCursor baseOf(Cursor c) {
+    Cursor b = c instanceof MergedCursor ? ((MergedCursor) c).base() : c;
+    return taken != null && b instanceof LmdbCursor && ((LmdbCursor) b).snapshotTxn() == taken.txn
+        ? (LmdbCursor) b : null;
+  }
+
+  /**
+   * Adds {@code c}'s entries, each leaf page of {@code base} (c itself, or the base of the merge
+   * c is) that c passes whole, with nothing of the delta in it, taken as it is: the file's page
+   * becomes a leaf of the new tree, checked first ({@link LmdbCursor#checkLeaf}), and neither it
+   * nor its overflow pages are written again. The leaf being filled before it is written as it
+   * is, so a run of taken pages costs the new tree one leaf less full than the rest at most.
+   */
+  private void addTaking(LmdbTreeWriter tree, Cursor c, LmdbCursor base) throws IOException {
+    MergedCursor merged = c instanceof MergedCursor ? (MergedCursor) c : null;
+    for (boolean more = c.first(); more && !stop; ) {
+      long page = base.leafStarted();
+      if (page >= 0 && (merged == null
+          || merged.baseAloneUpTo(base.leafKey(base.leafKeys() - 1)))) {
+        long overflow = base.checkLeaf(taken);
+        taken.add(page, 1);
+        tree.addPage(page, base.key(), base.leafKey(base.leafKeys() - 1), base.leafKeys(),
+            overflow);
+        boolean moved = base.skipLeaf();
+        more = merged == null ? moved : merged.baseMoved(moved);
+      } else {
+        tree.add(c.key(), c.val());
+        more = c.next();
+      }
+    }
   }
 
   /**
