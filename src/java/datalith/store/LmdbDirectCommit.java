@@ -148,14 +148,21 @@ final class LmdbDirectCommit {
       LmdbPageSink sink = new LmdbPageSink(data, meta.getLong(MM_LAST_PG) + 1);
       // pages of T's trees the new ones keep: only when the free list can be made without them
       LmdbTakenPages taken = old == null ? null : new LmdbTakenPages(t);
-      ByteBuffer main = writeTrees(sink, source, where, taken, interrupted);
-      long[] freed = old == null ? null : taken.removeFrom(old.pages);
-      if (old != null && freed == null) {
-        return -1; // a page taken is not one of T's trees' (cannot be): nothing refers to them
+      ByteBuffer main;
+      ByteBuffer free;
+      try {
+        main = writeTrees(sink, source, where, taken, interrupted);
+        long[] freed = old == null ? null : taken.removeFrom(old.pages);
+        if (old != null && freed == null) {
+          return -1; // a page taken is not one of T's trees' (cannot be): nothing refers to them
+        }
+        free = old == null ? null : writeFreeList(sink, old.freeEntries, freed, t + 1, where);
+        sink.flush();
+      } finally {
+        // no write of the sink goes on once this returns or throws (the generic way, or the
+        // next commit, writes those pages next)
+        interrupted[0] |= sink.settle();
       }
-      ByteBuffer free = old == null ? null : writeFreeList(sink, old.freeEntries, freed, t + 1,
-          where);
-      sink.flush();
       long pages = sink.next();
       if (pages * PAGE > map.mapSize()) {
         lmdbWriter.close(); // LMDB grows no map while a write transaction is open

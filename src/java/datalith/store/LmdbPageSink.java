@@ -15,12 +15,17 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 
 /**
  * The pages that an {@link LmdbDirectCommit} appends to the data file, numbered in the order
  * they come from a first page on, gathered in a large buffer and written with positional
  * writes of the file (not through LMDB's map, which is read-only). Pages of 4 KiB
- * ({@link LmdbTree#PAGE_SIZE}). One thread.
+ * ({@link LmdbTree#PAGE_SIZE}). One thread; each full buffer is written by a helper thread
+ * while the caller fills the other one (the kernel's copy into the page cache costs about as
+ * much as making the pages), and {@link #flush()} waits for every write.
  *
  * <p>A sink {@link #inMemory()} keeps its pages instead, numbered from 0, in direct buffers: a
  * tree written on another thread, before the file's sink knows where it goes; the file's sink
@@ -32,7 +37,12 @@ final class LmdbPageSink {
   private static final int MEMORY_PAGES = 256; // 1 MiB a chunk
   static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(PAGE);
 
+  private static final ExecutorService WRITERS = PlatformThreads.daemons("datalith-page-writer");
+
   private final FileChannel file; // null: in memory
+  private Future<?> writing; // the helper's write of the other buffer, null when none
+  private ByteBuffer spare; // the other buffer, once its write is done
+  private boolean interrupted; // the caller was interrupted while it waited for a write
   private final List<ByteBuffer> full = new ArrayList<>(); // in memory: the chunks filled
   private ByteBuffer buffer;
   private long buffered; // the number of the page at the buffer's start
@@ -105,7 +115,7 @@ final class LmdbPageSink {
     ByteBuffer v = value.duplicate();
     while (v.hasRemaining()) {
       if (!buffer.hasRemaining()) {
-        flush();
+        handOff();
       }
       int chunk = Math.min(v.remaining(), buffer.remaining());
       buffer.put(buffer.position(), v, v.position(), chunk).position(buffer.position() + chunk);
@@ -124,26 +134,96 @@ final class LmdbPageSink {
   /** Makes room for {@code bytes} (at most the buffer's size) in the buffer. */
   private void room(int bytes) throws IOException {
     if (buffer.remaining() < bytes) {
-      flush();
+      handOff();
     }
   }
 
-  /** Writes the buffered pages to the file; in memory, keeps them and starts a new chunk. */
+  /**
+   * Writes the buffered pages to the file and waits for every write; in memory, keeps them and
+   * starts a new chunk.
+   */
   void flush() throws IOException {
+    handOff();
+    awaitWrite();
+  }
+
+  /**
+   * Hands the buffered pages to the helper to write and goes on with the other buffer (once its
+   * own write is done); in memory, keeps them and starts a new chunk.
+   */
+  private void handOff() throws IOException {
     if (file == null) {
       full.add(buffer);
       buffered += MEMORY_PAGES; // every chunk but the last is full: room() and overflow() fill it
       buffer = memoryChunk();
       return;
     }
-    buffer.flip();
+    awaitWrite();
+    ByteBuffer out = buffer.flip();
     long at = buffered * PAGE;
-    int pages = buffer.remaining() / PAGE;
-    while (buffer.hasRemaining()) {
-      at += file.write(buffer, at);
+    buffered += out.remaining() / PAGE;
+    buffer = spare != null ? spare : ByteBuffer.allocateDirect(BUFFER_PAGES * PAGE)
+        .order(ByteOrder.nativeOrder());
+    spare = null;
+    if (!out.hasRemaining()) {
+      spare = out.clear();
+      return;
     }
-    buffered += pages;
-    buffer.clear();
+    writing = WRITERS.submit(() -> {
+      long position = at;
+      while (out.hasRemaining()) {
+        position += file.write(out, position);
+      }
+      return null;
+    });
+    spare = out; // not touched until the write is done (awaitWrite)
+  }
+
+  /**
+   * Waits for the helper's write, if any, and makes its buffer the spare one (cleared); its
+   * error is thrown here. Waits on when interrupted: {@link #interrupted()} tells.
+   */
+  private void awaitWrite() throws IOException {
+    Future<?> w = writing;
+    if (w == null) {
+      return;
+    }
+    writing = null;
+    try {
+      while (true) {
+        try {
+          w.get();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    } catch (ExecutionException e) {
+      spare = null; // a write that failed may have left the buffer anywhere
+      Throwable cause = e.getCause();
+      if (cause instanceof IOException io) {
+        throw io;
+      }
+      if (cause instanceof Error err) {
+        throw err;
+      }
+      throw cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
+    }
+    spare.clear();
+  }
+
+  /**
+   * Waits for the helper's write in flight, if any, whatever its outcome (an error is dropped:
+   * for a commit that already failed, or gives up); returns whether the caller was interrupted
+   * while it waited for a write, here or before (and waited on).
+   */
+  boolean settle() {
+    try {
+      awaitWrite();
+    } catch (IOException | RuntimeException | Error e) {
+      // the commit fails or gives up anyway; what matters is that no write goes on
+    }
+    return interrupted;
   }
 
   /**
