@@ -80,7 +80,12 @@
  * one meta page and the lock file's txnid make them the last commit ({@link
  * datalith.store.LmdbDirectCommit}; through the log, the checkpoint holding that meta page is
  * durable before the txnid publishes it); the old trees' pages go to the free list under the new
- * transaction's id ({@link datalith.store.LmdbOldPages}), for later commits to reuse. Pages not of
+ * transaction's id ({@link datalith.store.LmdbOldPages}), for later commits to reuse, except the
+ * leaf pages a new tree takes as they are: where its source reads the last commit's own tree
+ * (a staged import's merge of it with the delta), each old leaf page the merge passes whole
+ * becomes a leaf of the new tree, checked, with its values' overflow pages, and stays out of the
+ * free list ({@link datalith.store.LmdbTakenPages}; {@code LmdbStore.pageAccountingProblem}
+ * checks that no page is both in a tree and free). Pages not of
  * 4 KiB, or files that do not read as the layout says, take the generic way (deletes and puts
  * through one write transaction).
  *
