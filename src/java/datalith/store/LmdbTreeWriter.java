@@ -190,6 +190,17 @@ final class LmdbTreeWriter {
   }
 
   /**
+   * Adds the entry {@code key} (all of the array, kept unchanged by the caller until
+   * {@link #finish()}, as {@link #addLeaf}'s), {@code val} (read before the call returns).
+   *
+   * @throws clojure.lang.ExceptionInfo as {@link #add(ByteBuffer, ByteBuffer)}
+   */
+  void addKept(byte[] key, ByteBuffer val) throws IOException {
+    Errors.checkKeySize(where, key.length);
+    add(key, key.length, true, val);
+  }
+
+  /**
    * Adds {@code key[0 .. k)}, {@code val}; {@code kept}: the array is kept unchanged until
    * {@link #finish()} (else it is copied when it is a leaf page's first key).
    */

@@ -6,7 +6,9 @@ import static datalith.store.LmdbLayout.MD_ROOT;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -205,6 +207,9 @@ final class LmdbTreeWrites {
     LmdbCursor base = baseOf(c);
     if (roots[i] != null) {
       addLeaves(tree, roots[i]);
+    } else if (base != null && c instanceof MergedCursor m && m.top() instanceof MemCursor top
+        && m.gone() instanceof MemCursor gone) {
+      mergeTaking(tree, base, top.root(), gone.root());
     } else if (base != null) {
       addTaking(tree, c, base);
     } else {
@@ -263,6 +268,118 @@ final class LmdbTreeWrites {
       BTree.Branch branch = (BTree.Branch) node;
       for (int i = 0; i < branch.size; i++) {
         addLeaves(tree, branch.children[i]);
+      }
+    }
+  }
+
+  /**
+   * {@link #addTaking} of a merge whose writes and deletions are a MemStore's immutable
+   * B+trees, {@code top} and {@code gone} (null: empty), as {@link MergedCursor} merges them
+   * over {@code base}, read from their leaves' key arrays rather than through cursors (whose key
+   * views, two objects a key, cost more than the merge): each key of top, and each of base's
+   * that gone does not hold and top does not shadow, in key order.
+   */
+  private void mergeTaking(LmdbTreeWriter tree, LmdbCursor base, BTree.Node top,
+      BTree.Node gone) throws IOException {
+    Leaves puts = new Leaves(top);
+    Leaves deleted = new Leaves(gone);
+    byte[] baseKey = new byte[Errors.MAX_KEY_SIZE];
+    byte[] lastKey = new byte[Errors.MAX_KEY_SIZE];
+    boolean more = base.first();
+    while ((more || puts.key != null) && !stop) {
+      if (!more) {
+        tree.addKept(puts.key, puts.val());
+        puts.next();
+        continue;
+      }
+      int n = copy(base.key(), baseKey);
+      while (deleted.key != null && compare(deleted.key, baseKey, n) < 0) {
+        deleted.next();
+      }
+      if (deleted.key != null && compare(deleted.key, baseKey, n) == 0) {
+        deleted.next();
+        more = base.next();
+        continue;
+      }
+      int c = puts.key == null ? 1 : compare(puts.key, baseKey, n);
+      if (c <= 0) {
+        tree.addKept(puts.key, puts.val());
+        puts.next();
+        if (c == 0) {
+          more = base.next();
+        }
+        continue;
+      }
+      long page = base.leafStarted();
+      if (page >= 0) {
+        int m = copy(base.leafKey(base.leafKeys() - 1), lastKey);
+        if ((puts.key == null || compare(puts.key, lastKey, m) > 0)
+            && (deleted.key == null || compare(deleted.key, lastKey, m) > 0)) {
+          long overflow = base.checkLeaf(taken);
+          taken.add(page, 1);
+          tree.addPage(page, base.key(), base.leafKey(base.leafKeys() - 1), base.leafKeys(),
+              overflow);
+          more = base.skipLeaf();
+          continue;
+        }
+      }
+      tree.add(base.key(), base.val());
+      more = base.next();
+    }
+  }
+
+  /** Copies {@code key}'s remaining bytes (at most 511) into {@code into}; their number. */
+  private int copy(ByteBuffer key, byte[] into) {
+    int n = key.remaining();
+    Errors.checkKeySize(where, n);
+    key.get(key.position(), into, 0, n);
+    return n;
+  }
+
+  private static int compare(byte[] a, byte[] b, int n) {
+    return Arrays.compareUnsigned(a, 0, a.length, b, 0, n);
+  }
+
+  /** The entries of a MemStore's immutable B+tree (null: none), first to last, by leaf. */
+  private static final class Leaves {
+    private final List<BTree.Leaf> leaves = new ArrayList<>();
+    private int leaf = -1;
+    private int i;
+    byte[] key; // the current key, null past the last
+
+    Leaves(BTree.Node root) {
+      collect(root);
+      nextLeaf();
+    }
+
+    private void collect(BTree.Node node) {
+      if (node instanceof BTree.Leaf l) {
+        if (l.size > 0) {
+          leaves.add(l);
+        }
+      } else if (node != null) {
+        BTree.Branch b = (BTree.Branch) node;
+        for (int c = 0; c < b.size; c++) {
+          collect(b.children[c]);
+        }
+      }
+    }
+
+    private void nextLeaf() {
+      leaf++;
+      i = 0;
+      key = leaf < leaves.size() ? leaves.get(leaf).keys[0] : null;
+    }
+
+    ByteBuffer val() {
+      return leaves.get(leaf).val(i);
+    }
+
+    void next() {
+      if (++i < leaves.get(leaf).size) {
+        key = leaves.get(leaf).keys[i];
+      } else {
+        nextLeaf();
       }
     }
   }

@@ -41,6 +41,16 @@ public final class MergedCursor implements Cursor {
     return base;
   }
 
+  /** The cursor of the writes. */
+  Cursor top() {
+    return top;
+  }
+
+  /** The cursor of the deleted keys. */
+  Cursor gone() {
+    return gone;
+  }
+
   /**
    * Whether, moving forward, the current entry is the base's and every key of the base from it
    * up to {@code last} is the merge's too, in a row: neither the writes nor the deletions hold a
