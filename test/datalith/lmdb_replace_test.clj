@@ -657,6 +657,18 @@
               (dotimes [_ 6] (random-writes! s model rnd 400))
               (with-open [r (.beginRead s)] (check-store r model rnd))
               (stats-agree s model)
+              (is (nil? (.pageAccountingProblem s))))
+            (testing "a second replace over trees that hold pages kept by the first"
+              (let [taken (.takenPages s)]
+                (with-open [layered (LayeredStore/over s 0)]
+                  (random-writes! layered model rnd 20)
+                  (append-past-the-ends! layered model rnd 30)
+                  (with-open [r (.beginRead layered)]
+                    (.replaceAll s r)))
+                (is (< taken (.takenPages s))))
+              (is (nil? (.pageAccountingProblem s)))
+              (dotimes [_ 4] (random-writes! s model rnd 400))
+              (with-open [r (.beginRead s)] (check-store r model rnd))
               (is (nil? (.pageAccountingProblem s)))))
           (testing "reopened, on LMDB's own page reader"
             (with-open [s2 (open-store dir "lmdb" commit)
