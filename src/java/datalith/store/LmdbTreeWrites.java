@@ -243,17 +243,25 @@ final class LmdbTreeWrites {
       long page = base.leafStarted();
       if (page >= 0 && (merged == null
           || merged.baseAloneUpTo(base.leafKey(base.leafKeys() - 1)))) {
-        long overflow = base.checkLeaf(taken);
-        taken.add(page, 1);
-        tree.addPage(page, base.key(), base.leafKey(base.leafKeys() - 1), base.leafKeys(),
-            overflow);
-        boolean moved = base.skipLeaf();
+        boolean moved = take(tree, base, page);
         more = merged == null ? moved : merged.baseMoved(moved);
       } else {
         tree.add(c.key(), c.val());
         more = c.next();
       }
     }
+  }
+
+  /**
+   * Takes leaf page {@code page}, which {@code base} is on at its first key, into {@code tree} as
+   * it is (checked, its overflow pages noted with it), and moves base to the next page's first
+   * key: whether there is one.
+   */
+  private boolean take(LmdbTreeWriter tree, LmdbCursor base, long page) throws IOException {
+    long overflow = base.checkLeaf(taken);
+    taken.add(page, 1);
+    tree.addPage(page, base.key(), base.leafKey(base.leafKeys() - 1), base.leafKeys(), overflow);
+    return base.skipLeaf();
   }
 
   /**
@@ -315,11 +323,7 @@ final class LmdbTreeWrites {
         int m = copy(base.leafKey(base.leafKeys() - 1), lastKey);
         if ((puts.key == null || compare(puts.key, lastKey, m) > 0)
             && (deleted.key == null || compare(deleted.key, lastKey, m) > 0)) {
-          long overflow = base.checkLeaf(taken);
-          taken.add(page, 1);
-          tree.addPage(page, base.key(), base.leafKey(base.leafKeys() - 1), base.leafKeys(),
-              overflow);
-          more = base.skipLeaf();
+          more = take(tree, base, page);
           continue;
         }
       }
