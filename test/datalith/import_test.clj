@@ -200,6 +200,9 @@
       [[1 2 3]] {} :import/invalid-source
       (StringReader. "[{:a 1}") {} :import/invalid-source
       [] {:progress 3} :import/invalid-options
+      [[{:k/n 1}]] {:progress [\y \;]} :import/invalid-options ; an IFn, not a function of the map
+      [[{:k/n 1}]] {:progress :chunk} :import/invalid-options
+      [[{:k/n 1}]] {:progress {:chunk 1}} :import/invalid-options
       [] {:skip -1} :import/invalid-options
       [] {:chunk-size 0} :import/invalid-options
       [] {:staged :yes} :import/invalid-options
@@ -208,6 +211,24 @@
       [{:t "1" :tx-data []}] {} :import/record-t
       [{:t 5 :tx-data []}] {} :import/record-t)
     (is (= 0 (d/basis-t (d/db conn))))))
+
+(deftest a-failing-progress-function-stops-the-import-as-a-failing-chunk-does
+  (doseq [store tu/stores
+          staged (if (= store :lmdb) [true false] [false])]
+    (testing (str store ", staged " staged)
+      (tu/with-conn [conn store]
+        (let [ex (try (d/import! conn [[{:k/n 1}] [{:k/n 2}] [{:k/n 3}]]
+                                 {:staged staged
+                                  :progress (fn [{:keys [chunk]}]
+                                              (when (= 1 chunk) (throw (IllegalStateException. "no"))))})
+                      nil
+                      (catch clojure.lang.ExceptionInfo e e))]
+          (is (= :import/failed (:error (ex-data ex))))
+          (is (instance? IllegalStateException (.getCause ^Throwable (ex-cause ex))))
+          (is (= 1 (:import/chunk (ex-data ex))))
+          (is (= 2 (:transactions (:import/report (ex-data ex)))))
+          (is (= #{1 2} (set (map :v (d/datoms (d/db conn) :aevt :k/n))))
+              "the chunks committed before it stay"))))))
 
 (deftest an-attribute-given-an-explicit-new-id-is-usable-in-its-transaction
   (tu/each-store [conn]

@@ -222,8 +222,12 @@
 (defn import!
   "See datalith.core/import!."
   [^Conn conn source {:keys [progress skip chunk-size] :as opts}]
-  (when-not (or (nil? progress) (ifn? progress))
-    (throw (error :import/invalid-options ":progress is a function" {:progress progress})))
+  (when-not (or (nil? progress)
+                ;; a function: collections, keywords and symbols are IFns that look a key up
+                (and (ifn? progress) (not (coll? progress)) (not (keyword? progress))
+                     (not (symbol? progress))))
+    (throw (error :import/invalid-options ":progress is a function of the progress map"
+                  {:progress progress})))
   (when-not (or (nil? skip) (nat-int? skip))
     (throw (error :import/invalid-options ":skip is a count of chunks" {:skip skip})))
   (when-not (or (nil? (:staged opts)) (boolean? (:staged opts)))

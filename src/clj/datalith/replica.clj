@@ -110,9 +110,11 @@
                            (update :t-first #(or % t))
                            (assoc :t-last t))]
                 (if (and progress
-                         (= :stop (progress {:chunk i :transactions (:transactions st)
-                                             :datoms (:datoms st) :basis-t t
-                                             :elapsed-ms (quot (- (System/nanoTime) (:start st))
-                                                               1000000)})))
+                         (= :stop (try (progress {:chunk i :transactions (:transactions st)
+                                                  :datoms (:datoms st) :basis-t t
+                                                  :elapsed-ms (quot (- (System/nanoTime)
+                                                                       (:start st))
+                                                                    1000000)})
+                                       (catch Exception e (throw (import-error e i st))))))
                   (import-report (assoc st :stopped-at (inc i)))
                   (recur more st))))))))))

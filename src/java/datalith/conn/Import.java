@@ -228,10 +228,23 @@ public final class Import {
       if (staged != null && staged.datoms() >= budget) {
         writeStaged(null);
       }
-      if (progress != null && STOP.equals(progress.invoke(progressMap()))) {
+      if (progress != null && STOP.equals(progress())) {
         stoppedAt = chunk + 1;
         return;
       }
+    }
+  }
+
+  /**
+   * What the progress function returns for the chunk just committed; its failure stops the
+   * import as a failing chunk does (the chunk committed stays so, and the ex-info says how far
+   * the import got).
+   */
+  private Object progress() {
+    try {
+      return progress.invoke(progressMap());
+    } catch (RuntimeException e) {
+      throw withChunk(e);
     }
   }
 
