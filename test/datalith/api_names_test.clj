@@ -225,6 +225,8 @@
         (d/unlisten! conn :a))
       (are [f err] (= err (error-of f))
         #(d/listen! conn :k 42) :db/invalid-listener
+        #(d/listen! conn :k [1 2]) :db/invalid-listener ; an IFn that looks a key up
+        #(d/listen! conn :k :tx-data) :db/invalid-listener
         #(d/listen! (d/db conn) :k identity) :db/invalid-conn
         #(d/unlisten! nil :k) :db/invalid-conn))))
 

@@ -11,6 +11,13 @@
 (defn error [k msg data]
   (ex-info msg (assoc data :error k)))
 
+(defn function?
+  "Whether `x` is a function a caller means to be called (a callback, a predicate):
+  an IFn that is not a collection, keyword or symbol, which are IFns that look a key
+  up and throw, or answer nil, when called with something else."
+  [x]
+  (and (ifn? x) (not (coll? x)) (not (keyword? x)) (not (symbol? x))))
+
 ;; A form refused for its shape (a :parser/* or :pull/pattern error of a query, a
 ;; :pull/pattern of a pull, a :tx/invalid-op or :tx/invalid-data of tx-data) is
 ;; rethrown with what its spec (datalith.specs) finds wrong under :explain: only on

@@ -5,7 +5,7 @@
   (:require [clojure.edn :as edn]
             [clojure.java.io :as io]
             [clojure.string :as str]
-            [datalith.args :refer [error]]
+            [datalith.args :refer [error function?]]
             [datalith.readers :as readers]
             [datalith.replica :as replica]
             [datalith.valid :as valid])
@@ -222,10 +222,7 @@
 (defn import!
   "See datalith.core/import!."
   [^Conn conn source {:keys [progress skip chunk-size] :as opts}]
-  (when-not (or (nil? progress)
-                ;; a function: collections, keywords and symbols are IFns that look a key up
-                (and (ifn? progress) (not (coll? progress)) (not (keyword? progress))
-                     (not (symbol? progress))))
+  (when-not (or (nil? progress) (function? progress))
     (throw (error :import/invalid-options ":progress is a function of the progress map"
                   {:progress progress})))
   (when-not (or (nil? skip) (nat-int? skip))

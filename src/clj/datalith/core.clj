@@ -13,7 +13,7 @@
   Every fact is a datom `[e a v tx added]`; nothing is overwritten, so
   `as-of`, `since` and `history` see any past state."
   (:refer-clojure :exclude [filter with sync])
-  (:require [datalith.args :refer [conn-arg db-arg error explaining long-arg opts-arg
+  (:require [datalith.args :refer [conn-arg db-arg error explaining function? long-arg opts-arg
                                      query-shape? tx-shape?]]
             [datalith.bulk :as bulk]
             [datalith.dirs :refer [->path delete-contents empty-target with-store]]
@@ -238,7 +238,7 @@
     ; => nil"
   ^Db [db pred]
   (let [db (db-arg db)]
-    (when-not (and (ifn? pred) (not (keyword? pred)) (not (symbol? pred)) (not (coll? pred)))
+    (when-not (function? pred)
       (throw (error :db/invalid-filter "filter takes a function (fn [db datom])" {:pred pred})))
     (.filtered db pred)))
 

@@ -162,7 +162,7 @@
   ([conn f] (listen! conn (Object.) f))
   ([conn key f]
    (let [c (conn-arg conn)]
-     (when-not (ifn? f)
+     (when-not (function? f)
        (throw (error :db/invalid-listener "A listener is a function of the report" {:listener f})))
      (.listen c (listener-key key) f)
      key)))
