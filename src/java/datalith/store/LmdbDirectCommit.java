@@ -22,6 +22,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.List;
 import org.lmdbjava.Dbi.MapResizedException;
 import org.lmdbjava.Env;
 import org.lmdbjava.Txn;
@@ -259,7 +260,7 @@ final class LmdbDirectCommit {
    * {@code txnid} holding {@code pages}, those the last commit's trees leave behind (descending,
    * after their count); returns its record.
    */
-  private static ByteBuffer writeFreeList(LmdbPageSink sink, java.util.List<ByteBuffer[]> entries,
+  private static ByteBuffer writeFreeList(LmdbPageSink sink, List<ByteBuffer[]> entries,
       long[] pages, long txnid, String where) throws IOException {
     LmdbTreeWriter tree = new LmdbTreeWriter(sink, 0, true, where);
     for (ByteBuffer[] e : entries) {

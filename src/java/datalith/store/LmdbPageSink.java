@@ -158,6 +158,9 @@ final class LmdbPageSink {
       buffer = memoryChunk();
       return;
     }
+    if (buffer.position() == 0) {
+      return; // nothing buffered (a flush after a full hand-off)
+    }
     awaitWrite();
     ByteBuffer out = buffer.flip();
     long at = buffered * PAGE;
@@ -165,10 +168,6 @@ final class LmdbPageSink {
     buffer = spare != null ? spare : ByteBuffer.allocateDirect(BUFFER_PAGES * PAGE)
         .order(ByteOrder.nativeOrder());
     spare = null;
-    if (!out.hasRemaining()) {
-      spare = out.clear();
-      return;
-    }
     writing = WRITERS.submit(() -> {
       long position = at;
       while (out.hasRemaining()) {

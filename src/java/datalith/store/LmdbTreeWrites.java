@@ -210,8 +210,8 @@ final class LmdbTreeWrites {
     } else if (base != null && c instanceof MergedCursor m && m.top() instanceof MemCursor top
         && m.gone() instanceof MemCursor gone) {
       mergeTaking(tree, base, top.root(), gone.root());
-    } else if (base != null) {
-      addTaking(tree, c, base);
+    } else if (base == c) {
+      addTaking(tree, base);
     } else {
       for (boolean more = c.first(); more; more = c.next()) {
         tree.add(c.key(), c.val());
@@ -231,31 +231,22 @@ final class LmdbTreeWrites {
   }
 
   /**
-   * Adds {@code c}'s entries, each leaf page of {@code base} (c itself, or the base of the merge
-   * c is) that c passes whole, with nothing of the delta in it, taken as it is: the file's page
-   * becomes a leaf of the new tree, checked first ({@link LmdbCursor#checkLeaf}), and neither it
-   * nor its overflow pages are written again. The leaf being filled before it is written as it
-   * is, so a run of taken pages costs the new tree one leaf less full than the rest at most.
+   * Adds the entries of {@code base}, the last commit's own tree with nothing laid over it,
+   * each of its leaf pages taken as it is ({@link #take}).
    */
-  private void addTaking(LmdbTreeWriter tree, Cursor c, LmdbCursor base) throws IOException {
-    MergedCursor merged = c instanceof MergedCursor ? (MergedCursor) c : null;
-    for (boolean more = c.first(); more && !stop; ) {
-      long page = base.leafStarted();
-      if (page >= 0 && (merged == null
-          || merged.baseAloneUpTo(base.leafKey(base.leafKeys() - 1)))) {
-        boolean moved = take(tree, base, page);
-        more = merged == null ? moved : merged.baseMoved(moved);
-      } else {
-        tree.add(c.key(), c.val());
-        more = c.next();
-      }
+  private void addTaking(LmdbTreeWriter tree, LmdbCursor base) throws IOException {
+    for (boolean more = base.first(); more && !stop; ) {
+      more = take(tree, base, base.leafStarted());
     }
   }
 
   /**
    * Takes leaf page {@code page}, which {@code base} is on at its first key, into {@code tree} as
-   * it is (checked, its overflow pages noted with it), and moves base to the next page's first
-   * key: whether there is one.
+   * it is: the file's page becomes a leaf of the new tree, checked first
+   * ({@link LmdbCursor#checkLeaf}), and neither it nor its overflow pages (noted with it) are
+   * written again; the leaf being filled before it is written as it is, so a run of taken pages
+   * costs the new tree one leaf less full than the rest at most. Moves base to the next page's
+   * first key: whether there is one.
    */
   private boolean take(LmdbTreeWriter tree, LmdbCursor base, long page) throws IOException {
     long overflow = base.checkLeaf(taken);
@@ -270,18 +261,17 @@ final class LmdbTreeWrites {
    * Stops, the tree unfinished, once {@link #stop} is set.
    */
   private void addLeaves(LmdbTreeWriter tree, BTree.Node node) throws IOException {
-    if (node instanceof BTree.Leaf) {
-      tree.addLeaf((BTree.Leaf) node);
-    } else if (node != null && !stop) {
-      BTree.Branch branch = (BTree.Branch) node;
-      for (int i = 0; i < branch.size; i++) {
-        addLeaves(tree, branch.children[i]);
+    for (BTree.Leaf leaf : Leaves.of(node)) {
+      if (stop) {
+        return;
       }
+      tree.addLeaf(leaf);
     }
   }
 
   /**
-   * {@link #addTaking} of a merge whose writes and deletions are a MemStore's immutable
+   * {@link #addTaking} of a merge (as {@link MergedCursor}'s) whose writes and deletions are a
+   * MemStore's immutable
    * B+trees, {@code top} and {@code gone} (null: empty), as {@link MergedCursor} merges them
    * over {@code base}, read from their leaves' key arrays rather than through cursors (whose key
    * views, two objects a key, cost more than the merge): each key of top, and each of base's
@@ -346,25 +336,32 @@ final class LmdbTreeWrites {
 
   /** The entries of a MemStore's immutable B+tree (null: none), first to last, by leaf. */
   private static final class Leaves {
-    private final List<BTree.Leaf> leaves = new ArrayList<>();
+    private final List<BTree.Leaf> leaves;
     private int leaf = -1;
     private int i;
     byte[] key; // the current key, null past the last
 
     Leaves(BTree.Node root) {
-      collect(root);
+      leaves = of(root);
       nextLeaf();
     }
 
-    private void collect(BTree.Node node) {
+    /** The leaves of entries beneath {@code root} (null: none), left to right. */
+    static List<BTree.Leaf> of(BTree.Node root) {
+      List<BTree.Leaf> into = new ArrayList<>();
+      collect(root, into);
+      return into;
+    }
+
+    private static void collect(BTree.Node node, List<BTree.Leaf> into) {
       if (node instanceof BTree.Leaf l) {
         if (l.size > 0) {
-          leaves.add(l);
+          into.add(l);
         }
       } else if (node != null) {
         BTree.Branch b = (BTree.Branch) node;
         for (int c = 0; c < b.size; c++) {
-          collect(b.children[c]);
+          collect(b.children[c], into);
         }
       }
     }

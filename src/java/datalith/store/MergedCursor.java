@@ -51,25 +51,6 @@ public final class MergedCursor implements Cursor {
     return gone;
   }
 
-  /**
-   * Whether, moving forward, the current entry is the base's and every key of the base from it
-   * up to {@code last} is the merge's too, in a row: neither the writes nor the deletions hold a
-   * key up to {@code last}. (For a writer of the merge that takes such a run of the base whole.)
-   */
-  boolean baseAloneUpTo(ByteBuffer last) {
-    return valid && forward && !onTop && (!topValid || compare(top.key(), last) > 0)
-        && (!goneValid || compare(gone.key(), last) > 0);
-  }
-
-  /**
-   * Moves on after the caller moved the base forward past a run {@link #baseAloneUpTo}
-   * approved; {@code moved}: whether the base is positioned. Whether this is.
-   */
-  boolean baseMoved(boolean moved) {
-    baseValid = moved;
-    return choose();
-  }
-
   static int compare(ByteBuffer a, ByteBuffer b) {
     return ReadOnlyBufferProxy.compareUnsigned(a, b);
   }
