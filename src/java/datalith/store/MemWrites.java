@@ -123,25 +123,53 @@ final class MemWrites extends EntrySort {
     for (int d : bySize) {
       background.pending[d] = true;
     }
+    int helpers = CORES && bySize.length > 1 ? 2 : 1;
+    AtomicInteger next = new AtomicInteger(); // the next tree to take, the largest first
+    AtomicInteger running = new AtomicInteger(helpers);
+    Throwable[] failure = new Throwable[1]; // the first, guarded by it
     Runnable job = () -> {
-      Throwable failure = null;
       try {
-        for (int i = bySize.length - 1; i >= 0; i--) {
-          apply(bySize[i], starts, editors, roots);
-          background.treeDone(bySize[i]);
+        for (int k; (k = next.getAndIncrement()) < bySize.length; ) {
+          int d = bySize[bySize.length - 1 - k];
+          apply(d, starts, editors, roots);
+          background.treeDone(d);
         }
-        helped = helped + 1; // one writer at a time, and the next waits for this one
       } catch (RuntimeException | Error e) {
-        failure = e;
+        next.set(bySize.length); // the other takes no more
+        synchronized (failure) {
+          if (failure[0] == null) {
+            failure[0] = e;
+          }
+        }
       } finally {
-        clear();
-        background.finish(failure);
+        endJob(running, failure, background);
       }
     };
+    for (int h = 0; h < helpers; h++) {
+      try {
+        HELPERS.execute(job);
+      } catch (RejectedExecutionException | OutOfMemoryError e) {
+        job.run(); // no thread to be had: applied here (what is left), then it ends
+      }
+    }
+  }
+
+  /** One job of a background apply ended: the last one forgets the writes and ends it. */
+  private void endJob(AtomicInteger running, Throwable[] failure, Background background) {
+    if (running.decrementAndGet() > 0) {
+      return;
+    }
+    Throwable f;
+    synchronized (failure) {
+      f = failure[0];
+    }
     try {
-      HELPERS.execute(job);
-    } catch (RejectedExecutionException | OutOfMemoryError e) {
-      job.run(); // no thread to be had: applied here, the commit returns when it is done
+      if (f == null) {
+        helped = helped + 1; // one writer at a time, and the next waits for this one
+      }
+      clear();
+    } finally {
+      background.finish(f);
     }
   }
 
