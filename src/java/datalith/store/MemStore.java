@@ -26,8 +26,8 @@ import java.util.concurrent.Semaphore;
  * the trees it shares with the copies are only edited in place once no read is open.
  *
  * <p>A commit in place of many writes ({@code MemWrites.forBackground}: a staging's chunk)
- * returns once they are handed to a helper thread, which applies them tree by tree while the
- * committer goes on (a staged import's next chunk runs its transactor meanwhile); a read of a
+ * returns once they are handed to two helper threads, each applying the next tree (largest
+ * first) while the committer goes on (a staged import's next chunk runs its transactor meanwhile); a read of a
  * tree not yet written waits for it, and the next commit for all of them. The next write
  * transaction logs into a second set of arrays, so that nothing waits before its commit.
  */

@@ -112,10 +112,11 @@ final class MemWrites extends EntrySort {
   }
 
   /**
-   * Applies the writes to {@code roots} with {@code editors} on a helper thread, after which it
-   * forgets them ({@link #clear}) and ends {@code background}; each tree, the least written
-   * first, is marked pending here and done once its writes are in. Applies them here instead
-   * when no thread is to be had.
+   * Applies the writes to {@code roots} with {@code editors} on two helper threads (one on a
+   * single core), each taking the next tree, the most written first; the last to end forgets
+   * them ({@link #clear}) and ends {@code background}. Each tree is marked pending here and done
+   * once its writes are in. A helper not to be had is this thread: it applies what is left
+   * before it returns.
    */
   void applyInBackground(BTree.Editor[] editors, BTree.Node[] roots, Background background) {
     int[] starts = bucketed();
