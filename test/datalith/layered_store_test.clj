@@ -108,7 +108,10 @@
              (.writeDelta layered w)
              (.commit w))
     :replace-all (with-open [r (.beginRead layered)]
-                   (.replaceAll base r))))
+                   (.replaceAll base r))
+    ;; as a staged import writes back: the derived sub-databases built on a helper meanwhile
+    :write-back (with-open [r (.beginWriteBack layered)]
+                  (.replaceAll base r))))
 
 (defn- trial
   "Fills a base of `kind` from `seed`, lays a store over it, commits random transactions there
@@ -300,7 +303,7 @@
              (agrees? r model (vec (mapcat keys (vals model))) rnd rand-key datom-dbs))))))))
 
 (deftest a-staging-that-derives-aevt-against-a-sorted-map
-  (doseq [kind [:lmdb :mem], how [:delta :replace-all], seed (range 5)]
+  (doseq [kind [:lmdb :mem], how [:delta :replace-all :write-back], seed (range 5)]
     (testing (str kind " base, written back by " how ", seed " seed)
       (is (derive-trial kind seed how 0))))
   (doseq [kind [:lmdb :mem], seed (range 3)]
@@ -330,3 +333,41 @@
          (is (not (.derives w SubDb/AEVT)) "after reads of AEVT at two commits, the staging writes it"))
        (with-open [r (.beginRead layered)]
          (is (= 2 (count (scan r SubDb/AEVT true))) "the derived entries put into the delta"))))))
+
+(deftest a-write-back-read-builds-the-derived-indexes-on-a-helper
+  (doseq [kind [:lmdb :mem]]
+    (testing (name kind)
+      (call-with-base
+       kind
+       (fn [^Store base]
+         (let [datoms (for [e (range 1 30001)] [e (inc (mod e 7)) (byte-array [(mod e 5)]) 9])
+               expected (fn [db] (->> datoms
+                                      (map #(datom-key db % nil))
+                                      (sort st/unsigned-byte-comparator)
+                                      (mapv (fn [k] [(vec k) []]))))
+               staged (fn [] (doto (LayeredStore/over base 0 true)
+                               (write-datoms! {} (map #(vector :add %) datoms) true)))]
+           (with-open [layered ^LayeredStore (staged)
+                       r (.beginWriteBack layered)]
+             (is (every? #(.ready r %) [SubDb/EAVT SubDb/AVET SubDb/HEAVT]) "only the derived ones wait")
+             (is (= (expected SubDb/EAVT) (scan r SubDb/EAVT true)))
+             (is (= (expected SubDb/AEVT) (scan r SubDb/AEVT true)))
+             (is (= (reverse (expected SubDb/AEVT)) (scan r SubDb/AEVT false)))
+             (is (= [] (scan r SubDb/HAEVT true)))
+             (is (.ready r SubDb/AEVT) "built, once read"))
+           (testing "an interrupt while a read waits for the helper is set again when the read closes"
+             (with-open [layered ^LayeredStore (staged)]
+               (let [r (.beginWriteBack layered)
+                     ;; nothing between the interrupt and its check may look at it (a clojure.test
+                     ;; report's STM transaction clears it)
+                     aevt (do (.interrupt (Thread/currentThread))
+                              (scan r SubDb/AEVT true))
+                     _ (.close r)
+                     interrupted (Thread/interrupted)]
+                 (is (= (expected SubDb/AEVT) aevt))
+                 (is interrupted))))
+           (testing "a read closed unread waits for its helper"
+             (with-open [layered ^LayeredStore (staged)]
+               (let [r (.beginWriteBack layered)]
+                 (.close r)
+                 (is (.ready r SubDb/AEVT)))))))))))

@@ -154,7 +154,7 @@ final class Staged implements Source {
         return;
       }
       if (layered.replacesAll()) {
-        try (ReadTxn source = new Guard(layered.beginRead())) {
+        try (ReadTxn source = new Guard(layered.beginWriteBack())) {
           target.replaceAll(source);
         }
       } else {
@@ -221,6 +221,11 @@ final class Staged implements Source {
     public ByteBuffer get(SubDb db, ByteBuffer key) {
       check();
       return staged.get(db, key);
+    }
+
+    @Override
+    public boolean ready(SubDb db) {
+      return staged.ready(db);
     }
 
     @Override

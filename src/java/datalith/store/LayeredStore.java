@@ -8,6 +8,8 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
 
 /**
  * A {@link Store} laid over a snapshot of another (the base): its writes go to a delta in
@@ -29,7 +31,8 @@ import java.util.List;
  * a|e|...), so its write transactions tell the writer to leave them out
  * ({@link WriteTxn#derives}), and a read of either builds it from the other as of the read's
  * commit ({@link #derivedOf}). The transactor reads neither while it stages, so a staging
- * commonly builds them once, for its write-back: a quarter of the delta's puts and of their
+ * commonly builds them once, for its write-back, on a helper thread while the writer writes
+ * the others ({@link #beginWriteBack}): a quarter of the delta's puts and of their
  * sorting saved, and the derived trees built in key order by bucketing the EAVT keys by
  * attribute (within one attribute they are in AEVT order already). Once a derived
  * sub-database was read at {@link #MATERIALIZE_AFTER} commits, the next write transaction puts
@@ -66,10 +69,10 @@ public final class LayeredStore implements Store {
 
   private static final Keyword ENTRIES = Keyword.intern("entries");
 
-  /** Each sub-database a deriving staging makes, and the one it makes it from. */
   /** Reads of derived sub-databases at this many commits make the staging write them. */
   static final int MATERIALIZE_AFTER = 2;
 
+  /** Each sub-database a deriving staging makes, and the one it makes it from. */
   private static final SubDb[][] DERIVED = {{SubDb.AEVT, SubDb.EAVT}, {SubDb.HAEVT, SubDb.HEAVT}};
   private static final VarHandle LONG_AT =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
@@ -158,6 +161,21 @@ public final class LayeredStore implements Store {
       ReadTxn p = puts.beginRead();
       return new Read((MemReadTxn) p, (MemReadTxn) gone.beginRead(), commits, deriving);
     }
+  }
+
+  /**
+   * A read for writing the whole store back ({@link Store#replaceAll}): {@link #beginRead()},
+   * whose derived sub-databases, when this store derives them, a helper thread builds
+   * meanwhile; a read of one waits for them, and {@link ReadTxn#ready} says whether they are
+   * built, so that the writer writes the others first (building them is a sort of every EAVT
+   * key of the delta: a tenth of a large import's write-back, on the other core now).
+   */
+  public ReadTxn beginWriteBack() {
+    Read r = (Read) beginRead();
+    if (r.deriving) {
+      r.deriveAhead();
+    }
+    return r;
   }
 
   /**
@@ -428,6 +446,8 @@ public final class LayeredStore implements Store {
     final MemReadTxn gone;
     final long commit; // the delta's commit it reads
     final boolean deriving; // the derived sub-databases are made from the others
+    private FutureTask<Derived> ahead; // the derived sub-databases built on a helper, or null
+    private boolean interrupted; // while it waited for the helper
 
     Read(MemReadTxn puts, MemReadTxn gone, long commit, boolean deriving) {
       this.puts = puts;
@@ -436,14 +456,59 @@ public final class LayeredStore implements Store {
       this.deriving = deriving;
     }
 
+    /** Builds the derived sub-databases on a helper thread ({@link #beginWriteBack}). */
+    void deriveAhead() {
+      FutureTask<Derived> task = new FutureTask<>(() -> derivedOf(this));
+      Thread t = new Thread(task, "datalith-derive");
+      t.setDaemon(true);
+      try {
+        t.start();
+        ahead = task;
+      } catch (OutOfMemoryError e) {
+        // no thread to be had: built by the first read of one, as without a helper
+      }
+    }
+
+    /**
+     * This read's derived sub-databases: the helper's once it is done, else built here. A wait
+     * for the helper is not interrupted (the writer waiting may not have its interrupt status
+     * set while it writes: it would close the file's channel); an interrupt that comes meanwhile
+     * is set again when this read closes.
+     */
+    private Derived derivedTrees() {
+      if (ahead == null) {
+        return derivedOf(this);
+      }
+      while (true) {
+        try {
+          return ahead.get();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        } catch (ExecutionException e) {
+          if (e.getCause() instanceof Error err) {
+            throw err;
+          }
+          if (e.getCause() instanceof RuntimeException re) {
+            throw re;
+          }
+          throw new IllegalStateException(e.getCause());
+        }
+      }
+    }
+
     /** The delta's entries of {@code db}: its own, or made from another's when derived. */
     MemReadTxn putsOf(SubDb db) {
-      return deriving && derived(db) ? derivedOf(this).puts : puts;
+      return deriving && derived(db) ? derivedTrees().puts : puts;
     }
 
     /** The delta's deletions of the base's keys of {@code db}, likewise. */
     MemReadTxn goneOf(SubDb db) {
-      return deriving && derived(db) ? derivedOf(this).gone : gone;
+      return deriving && derived(db) ? derivedTrees().gone : gone;
+    }
+
+    @Override
+    public boolean ready(SubDb db) {
+      return !(deriving && derived(db)) || ahead == null || ahead.isDone();
     }
 
     /**
@@ -478,12 +543,23 @@ public final class LayeredStore implements Store {
       return snapshot.get(db, key);
     }
 
+    /** {@inheritDoc} Waits for a helper still building the derived sub-databases first. */
     @Override
     public void close() {
       try {
+        if (ahead != null) {
+          try {
+            derivedTrees();
+          } catch (RuntimeException | Error e) {
+            // the helper's failure is a read's to throw, not the close's
+          }
+        }
         puts.close();
       } finally {
         gone.close();
+        if (interrupted) {
+          Thread.currentThread().interrupt();
+        }
       }
     }
   }

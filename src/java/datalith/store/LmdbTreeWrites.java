@@ -84,9 +84,8 @@ final class LmdbTreeWrites {
     Thread helper = null;
     try {
       for (SubDb db : dbs) {
-        cursors[db.ordinal()] = source.cursor(db);
-        if (cursors[db.ordinal()] instanceof MemCursor) {
-          roots[db.ordinal()] = ((MemCursor) cursors[db.ordinal()]).root();
+        if (source.ready(db)) { // the others are the caller's, opened when it comes to them
+          cursors[db.ordinal()] = open(db.ordinal());
         }
       }
       callerTrees = dbs.length;
@@ -107,6 +106,9 @@ final class LmdbTreeWrites {
       }
       for (int i = 0; i < dbs.length; i++) {
         if (take(i, CALLER)) {
+          if (cursors[i] == null) {
+            cursors[i] = open(i);
+          }
           records[i] = writeTree(sink, i, cursors[i]);
         } else {
           append(sink, i, awaitHelper(i));
@@ -130,6 +132,17 @@ final class LmdbTreeWrites {
         }
       }
     }
+  }
+
+  /** A cursor of tree {@code i}; a MemStore's root is noted, for its leaves to be read whole. */
+  private Cursor open(int i) {
+    Cursor c = source.cursor(dbs[i]);
+    if (c instanceof MemCursor m) {
+      synchronized (this) {
+        roots[i] = m.root();
+      }
+    }
+    return c;
   }
 
   /**

@@ -15,6 +15,15 @@ public interface ReadTxn extends AutoCloseable {
   /** The value stored under {@code key}, or null when absent. */
   ByteBuffer get(SubDb db, ByteBuffer key);
 
+  /**
+   * Whether a cursor of {@code db} opens at once: false while its entries are still being
+   * built on another thread (a staged import's derived index, {@link LayeredStore#beginWriteBack}),
+   * so that a reader of every sub-database may read the others first.
+   */
+  default boolean ready(SubDb db) {
+    return true;
+  }
+
   @Override
   void close();
 }

@@ -127,7 +127,8 @@
  * swapped): their write transactions say so ({@code WriteTxn.derives}), the transactor leaves
  * those keys out, and a read of them (mostly the write-back's) builds them from the EAVT keys
  * by bucketing them by attribute, bottom up ({@code BTree.build}), with no sort and no B-tree
- * put.
+ * put. The write-back's read ({@code LayeredStore.beginWriteBack}) builds them on a helper
+ * thread while the writer writes the other trees ({@code ReadTxn.ready} says which may wait).
  *
  * <p>Durability ({@code LmdbStore.open}'s option {@code "commit"}): with {@code "wal"}, LMDB
  * runs with MDB_NOSYNC and a commit is durable once its one record (its logged puts and deletes,
