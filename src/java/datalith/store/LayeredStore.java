@@ -8,7 +8,6 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 
 /**
@@ -447,7 +446,7 @@ public final class LayeredStore implements Store {
     final long commit; // the delta's commit it reads
     final boolean deriving; // the derived sub-databases are made from the others
     private FutureTask<Derived> ahead; // the derived sub-databases built on a helper, or null
-    private boolean interrupted; // while it waited for the helper
+    private final boolean[] interrupted = new boolean[1]; // while it waited for the helper
 
     Read(MemReadTxn puts, MemReadTxn gone, long commit, boolean deriving) {
       this.puts = puts;
@@ -476,24 +475,7 @@ public final class LayeredStore implements Store {
      * is set again when this read closes.
      */
     private Derived derivedTrees() {
-      if (ahead == null) {
-        return derivedOf(this);
-      }
-      while (true) {
-        try {
-          return ahead.get();
-        } catch (InterruptedException e) {
-          interrupted = true;
-        } catch (ExecutionException e) {
-          if (e.getCause() instanceof Error err) {
-            throw err;
-          }
-          if (e.getCause() instanceof RuntimeException re) {
-            throw re;
-          }
-          throw new IllegalStateException(e.getCause());
-        }
-      }
+      return ahead == null ? derivedOf(this) : PlatformThreads.await(ahead, interrupted);
     }
 
     /** The delta's entries of {@code db}: its own, or made from another's when derived. */
@@ -557,7 +539,7 @@ public final class LayeredStore implements Store {
         puts.close();
       } finally {
         gone.close();
-        if (interrupted) {
+        if (interrupted[0]) {
           Thread.currentThread().interrupt();
         }
       }

@@ -71,27 +71,36 @@ final class PlatformThreads {
   /** {@code task}'s result, computed on a pooled platform thread, as {@link #call} says. */
   private static <T> T onPlatformThread(Supplier<T> task) {
     Future<T> f = POOL.submit(task::get);
-    boolean interrupted = false;
+    boolean[] interrupted = new boolean[1];
     try {
-      while (true) {
-        try {
-          return f.get();
-        } catch (InterruptedException e) {
-          interrupted = true;
-        } catch (ExecutionException e) {
-          Throwable cause = e.getCause();
-          if (cause instanceof RuntimeException r) {
-            throw r;
-          }
-          if (cause instanceof Error err) {
-            throw err;
-          }
-          throw new IllegalStateException(cause);
-        }
-      }
+      return await(f, interrupted);
     } finally {
-      if (interrupted) {
+      if (interrupted[0]) {
         Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * The result of {@code f}, waited for without being interrupted: its task's RuntimeException
+   * or Error thrown as it is. An interrupt that comes meanwhile sets {@code interrupted[0]}; the
+   * caller sets the thread's status again when it may.
+   */
+  static <T> T await(Future<T> f, boolean[] interrupted) {
+    while (true) {
+      try {
+        return f.get();
+      } catch (InterruptedException e) {
+        interrupted[0] = true;
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        if (cause instanceof RuntimeException r) {
+          throw r;
+        }
+        if (cause instanceof Error err) {
+          throw err;
+        }
+        throw new IllegalStateException(cause);
       }
     }
   }
