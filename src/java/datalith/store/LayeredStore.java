@@ -166,8 +166,9 @@ public final class LayeredStore implements Store {
    * A read for writing the whole store back ({@link Store#replaceAll}): {@link #beginRead()},
    * whose derived sub-databases, when this store derives them, a helper thread builds
    * meanwhile; a read of one waits for them, and {@link ReadTxn#ready} says whether they are
-   * built, so that the writer writes the others first (building them is a sort of every EAVT
-   * key of the delta: a tenth of a large import's write-back, on the other core now).
+   * built, so that the writer writes the others first (building them copies every EAVT key of
+   * the delta, bucketed by attribute: a tenth of a large import's write-back, on the other core
+   * now).
    */
   public ReadTxn beginWriteBack() {
     Read r = (Read) beginRead();
