@@ -27,8 +27,9 @@ import java.util.concurrent.Semaphore;
  *
  * <p>A commit in place of many writes ({@code MemWrites.forBackground}: a staging's chunk)
  * returns once they are handed to two helper threads, each applying the next tree (largest
- * first) while the committer goes on (a staged import's next chunk runs its transactor meanwhile); a read of a
- * tree not yet written waits for it, and the next commit for all of them. The next write
+ * first) while the committer goes on (a staged import's next chunk runs its transactor
+ * meanwhile); a read of a tree not yet written waits for it, and the next commit for all of
+ * them. The next write
  * transaction logs into a second set of arrays, so that nothing waits before its commit.
  */
 public final class MemStore implements Store {
