@@ -46,8 +46,12 @@
                    ;; which the JVM searches right after the jar naming it, ahead of the
                    ;; classpath's own Clojure; a path here precedes every dependency. Its
                    ;; version is the one in :dependencies (datalith.classpath-test checks).
-                   :resource-paths [~(str (System/getProperty "user.home")
-                                          "/.m2/repository/org/clojure/clojure/1.12.3/clojure-1.12.3.jar")]}
+                   ;; Named only once it is there: Leiningen makes a directory of a resource
+                   ;; path that does not exist, where Maven would then fail to put the jar
+                   ;; (bin/setup fetches it first, with `lein deps`).
+                   :resource-paths ~(let [jar (str (System/getProperty "user.home")
+                                                   "/.m2/repository/org/clojure/clojure/1.12.3/clojure-1.12.3.jar")]
+                                      (if (.isFile (java.io.File. jar)) [jar] []))}
              :bench {:target-path "target/bench"
                      :source-paths ["bench/clj"]
                      :dependencies [[com.datomic/local "1.0.291"]
