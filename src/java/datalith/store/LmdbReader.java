@@ -1,5 +1,6 @@
 package datalith.store;
 
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,8 +51,12 @@ final class LmdbReader {
       if (size > Errors.MAX_KEY_SIZE || !key.isDirect()) {
         k = copy(key, probe);
       }
-      if (!c.get(k, GetOp.MDB_SET_RANGE)) {
-        return false;
+      try {
+        if (!c.get(k, GetOp.MDB_SET_RANGE)) {
+          return false;
+        }
+      } finally {
+        Reference.reachabilityFence(k); // LMDB reads it where it lies (see LmdbTree#compare)
       }
       // A longer key sorts right after its 511-byte prefix, and no stored key is longer.
       return size <= Errors.MAX_KEY_SIZE || !txn.check(c.key(), db, "key").equals(k)
@@ -194,7 +199,13 @@ final class LmdbReader {
     if (size == 0 || size > Errors.MAX_KEY_SIZE) {
       return null;
     }
-    ByteBuffer val = dbis.get(db.ordinal()).get(txn, key.isDirect() ? key : copy(key, probe));
+    ByteBuffer k = key.isDirect() ? key : copy(key, probe);
+    ByteBuffer val;
+    try {
+      val = dbis.get(db.ordinal()).get(txn, k);
+    } finally {
+      Reference.reachabilityFence(k); // LMDB reads it where it lies (see LmdbTree#compare)
+    }
     if (val == null) {
       return null;
     }

@@ -8,6 +8,7 @@ import static datalith.store.LmdbLayout.P_BRANCH;
 import static datalith.store.LmdbLayout.P_LEAF;
 import static datalith.store.LmdbLayout.P_OVERFLOW;
 
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 
 /**
@@ -454,11 +455,20 @@ final class LmdbTree {
     return hi;
   }
 
-  /** Unsigned order of {@code probe}'s remaining bytes and the {@code size} at {@code key}. */
+  /**
+   * Unsigned order of {@code probe}'s remaining bytes and the {@code size} at {@code key}. A
+   * direct probe's bytes are read at its address, with {@code probe} kept reachable until they
+   * are read: otherwise a collection in the comparison could free a caller's probe that nothing
+   * else holds (its cleaner runs at once), and the comparison read freed memory.
+   */
   int compare(ByteBuffer probe, long key, int size) {
     if (probe.isDirect()) {
-      return ReadOnlyBufferProxy.compareUnsigned(ReadOnlyBufferProxy.base(probe)
-          + probe.position(), probe.remaining(), key, size);
+      try {
+        return ReadOnlyBufferProxy.compareUnsigned(ReadOnlyBufferProxy.base(probe)
+            + probe.position(), probe.remaining(), key, size);
+      } finally {
+        Reference.reachabilityFence(probe);
+      }
     }
     ReadOnlyBufferProxy.point(view, key, size);
     return ReadOnlyBufferProxy.compareUnsigned(probe, view);

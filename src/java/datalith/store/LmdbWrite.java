@@ -1,5 +1,6 @@
 package datalith.store;
 
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileLock;
 import java.util.ArrayList;
@@ -121,7 +122,12 @@ final class LmdbWrite implements WriteTxn {
       }
       try {
         for (Expected x : expected) {
-          x.check(where, dbis.get(x.db.ordinal()).get(txn, x.directKey()));
+          ByteBuffer key = x.directKey();
+          try {
+            x.check(where, dbis.get(x.db.ordinal()).get(txn, key));
+          } finally {
+            Reference.reachabilityFence(key); // LMDB reads it where it lies
+          }
         }
         try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
           log.replay(replay);
