@@ -26,7 +26,11 @@
  * while their transaction is open (a cursor's only until it moves). They are not copies: LMDB's
  * point into its memory map, MemStore's are the stored entries, shared by every reader. Read them
  * with absolute gets, or read a {@code duplicate()}; leave their position and limit alone.
- * Buffers passed to writes are copied before the call returns.
+ * Buffers passed to writes are copied before the call returns. A direct buffer passed as a key
+ * to a read is read where it lies (by LMDB, or by the Java page reader's comparisons), and kept
+ * reachable until then ({@code Reference.reachabilityFence}): a probe the caller made for the
+ * call alone would otherwise be collectable once its address is taken, and a collection in the
+ * read would free its memory under the comparison.
  *
  * <p>Reads: a call into LMDB through JNR costs as much as reading a leaf page, and LMDB's C code
  * reads a page as it finds it, so a read transaction's pages are read in Java, by LMDB 0.9's
