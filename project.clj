@@ -3,7 +3,10 @@
   :license {:name "Apache License 2.0" :url "https://www.apache.org/licenses/LICENSE-2.0"}
   :dependencies [[org.clojure/clojure "1.12.3"]
                  [org.lmdbjava/lmdbjava "0.9.1"]
-                 [com.taoensso/nippy "3.1.3" :exclusions [org.clojure/clojure]]
+                 ;; lz4-java: kafka-clients' 1.8.0 from Maven Central, in both builds (Debian's
+                 ;; nippy names its own repackaged "debian" version, which Leiningen's nearest-wins
+                 ;; took and tools.deps' newest-wins did not)
+                 [com.taoensso/nippy "3.1.3" :exclusions [org.clojure/clojure org.lz4/lz4-java]]
                  ;; the replicated transaction log (datalith.log.KafkaLog)
                  [org.apache.kafka/kafka-clients "4.1.0"]]
   :java-source-paths ["src/java"]
