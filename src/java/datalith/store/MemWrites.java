@@ -63,41 +63,29 @@ final class MemWrites extends EntrySort {
    * Applies the writes to {@code roots} (indexed by sub-database ordinal), in key order, each
    * sub-database's with its own editor ({@code editors[d]}, made here when null). Many writes
    * ({@link #TWO_THREADS}) on a machine of two cores or more are applied on two threads: the
-   * caller and a helper each take the next sub-database, largest first, sort its writes and
-   * apply them; the trees are apart, and so are their editors (no tree holds another's nodes).
-   * The caller returns once the helper is done; either's failure is thrown here.
+   * caller and a helper share the sub-databases ({@link Trees}); the trees are apart, and so
+   * are their editors (no tree holds another's nodes). The caller returns once the helper is
+   * done, or never started; the first failure is thrown here.
    */
   void apply(BTree.Editor[] editors, BTree.Node[] roots) {
     int[] starts = bucketed();
     int[] bySize = bySize(starts);
+    Trees trees = new Trees(bySize, starts, editors, roots, null);
     if (count < TWO_THREADS || !CORES || bySize.length < 2) {
-      for (int d : bySize) {
-        apply(d, starts, editors, roots);
+      trees.work();
+    } else {
+      Helper helper = new Helper(trees);
+      try {
+        HELPERS.execute(helper);
+      } catch (RejectedExecutionException | OutOfMemoryError e) {
+        // no thread to be had: the caller applies every sub-database's writes
       }
-      return;
+      trees.work();
+      if (helper.await()) {
+        helped = helped + 1; // one writer at a time
+      }
     }
-    Split split = new Split(bySize, starts, editors, roots);
-    try {
-      HELPERS.execute(split::help);
-    } catch (RejectedExecutionException | OutOfMemoryError e) {
-      // no thread to be had: the caller applies every sub-database's writes
-    }
-    Throwable failure = null;
-    try {
-      split.work();
-    } catch (RuntimeException | Error e) {
-      failure = e;
-      split.next.set(bySize.length); // the helper takes no more
-    }
-    Throwable helpers = split.awaitHelper();
-    if (split.helped) {
-      helped = helped + 1; // one writer at a time
-    }
-    if (failure == null) {
-      failure = helpers;
-    } else if (helpers != null) {
-      failure.addSuppressed(helpers);
-    }
+    Throwable failure = trees.failure();
     if (failure instanceof RuntimeException e) {
       throw e;
     }
@@ -113,10 +101,10 @@ final class MemWrites extends EntrySort {
 
   /**
    * Applies the writes to {@code roots} with {@code editors} on two helper threads (one on a
-   * single core), each taking the next tree, the most written first; the last to end forgets
-   * them ({@link #clear}) and ends {@code background}. Each tree is marked pending here and done
-   * once its writes are in. A helper not to be had is this thread: it applies what is left
-   * before it returns.
+   * single core) sharing the trees ({@link Trees}); the last to end forgets them ({@link
+   * #clear}) and ends {@code background}. Each tree is marked pending here and done once its
+   * writes are in. A helper not to be had is this thread: it applies what is left before it
+   * returns.
    */
   void applyInBackground(BTree.Editor[] editors, BTree.Node[] roots, Background background) {
     int[] starts = bucketed();
@@ -124,53 +112,32 @@ final class MemWrites extends EntrySort {
     for (int d : bySize) {
       background.pending[d] = true;
     }
-    int helpers = CORES && bySize.length > 1 ? 2 : 1;
-    AtomicInteger next = new AtomicInteger(); // the next tree to take, the largest first
-    AtomicInteger running = new AtomicInteger(helpers);
-    Throwable[] failure = new Throwable[1]; // the first, guarded by it
+    Trees trees = new Trees(bySize, starts, editors, roots, background);
+    int workers = CORES && bySize.length > 1 ? 2 : 1;
+    AtomicInteger running = new AtomicInteger(workers);
     Runnable job = () -> {
       try {
-        for (int k; (k = next.getAndIncrement()) < bySize.length; ) {
-          int d = bySize[bySize.length - 1 - k];
-          apply(d, starts, editors, roots);
-          background.treeDone(d);
-        }
-      } catch (RuntimeException | Error e) {
-        next.set(bySize.length); // the other takes no more
-        synchronized (failure) {
-          if (failure[0] == null) {
-            failure[0] = e;
+        trees.work();
+      } finally {
+        if (running.decrementAndGet() == 0) {
+          Throwable f = trees.failure();
+          try {
+            if (f == null) {
+              helped = helped + 1; // one writer at a time, and the next waits for this one
+            }
+            clear();
+          } finally {
+            background.finish(f);
           }
         }
-      } finally {
-        endJob(running, failure, background);
       }
     };
-    for (int h = 0; h < helpers; h++) {
+    for (int h = 0; h < workers; h++) {
       try {
         HELPERS.execute(job);
       } catch (RejectedExecutionException | OutOfMemoryError e) {
         job.run(); // no thread to be had: applied here (what is left), then it ends
       }
-    }
-  }
-
-  /** One job of a background apply ended: the last one forgets the writes and ends it. */
-  private void endJob(AtomicInteger running, Throwable[] failure, Background background) {
-    if (running.decrementAndGet() > 0) {
-      return;
-    }
-    Throwable f;
-    synchronized (failure) {
-      f = failure[0];
-    }
-    try {
-      if (f == null) {
-        helped = helped + 1; // one writer at a time, and the next waits for this one
-      }
-      clear();
-    } finally {
-      background.finish(f);
     }
   }
 
@@ -275,65 +242,97 @@ final class MemWrites extends EntrySort {
   }
 
   /**
-   * One commit's sub-databases shared by the caller and the helper: each takes the next one
-   * until none is left. The helper, once it runs, is running until it is done; the caller, out
-   * of work, either keeps it from starting or waits for it.
+   * One commit's sub-databases, applied by workers that each take the next one, the most
+   * written first (so that the last taken are short), until none is left. A failure makes the
+   * others take no more; the first is kept, any later one suppressed in it. With a
+   * {@code background}, each tree is marked done there once its writes are in.
    */
-  private final class Split {
-    private static final int WAITING = 0;
-    private static final int RUNNING = 1;
-    private static final int DONE = 2; // or never to run
+  private final class Trees {
     private final int[] bySize;
     private final int[] starts;
     private final BTree.Editor[] editors;
     private final BTree.Node[] roots;
+    private final Background background; // null: the caller waits for all
     private final AtomicInteger next = new AtomicInteger();
-    private final AtomicInteger helper = new AtomicInteger(WAITING);
-    private final Thread caller = Thread.currentThread();
-    private Throwable failure; // the helper's; read once it is DONE
-    private boolean helped; // the helper applied a sub-database's writes; read once DONE
+    private Throwable failure; // guarded by this
 
-    Split(int[] bySize, int[] starts, BTree.Editor[] editors, BTree.Node[] roots) {
+    Trees(int[] bySize, int[] starts, BTree.Editor[] editors, BTree.Node[] roots,
+        Background background) {
       this.bySize = bySize;
       this.starts = starts;
       this.editors = editors;
       this.roots = roots;
+      this.background = background;
     }
 
-    /** Applies sub-databases' writes until none is left; whether it applied any. */
+    /** Applies sub-databases' writes until none is left or one failed; whether it took any. */
     boolean work() {
       boolean any = false;
-      for (int i = next.getAndIncrement(); i < bySize.length; i = next.getAndIncrement()) {
-        apply(bySize[i], starts, editors, roots);
-        any = true;
+      try {
+        for (int i; (i = next.getAndIncrement()) < bySize.length; ) {
+          any = true;
+          int d = bySize[i];
+          apply(d, starts, editors, roots);
+          if (background != null) {
+            background.treeDone(d);
+          }
+        }
+      } catch (RuntimeException | Error e) {
+        next.set(bySize.length);
+        synchronized (this) {
+          if (failure == null) {
+            failure = e;
+          } else {
+            failure.addSuppressed(e);
+          }
+        }
       }
       return any;
     }
 
-    void help() {
-      if (!helper.compareAndSet(WAITING, RUNNING)) {
+    synchronized Throwable failure() {
+      return failure;
+    }
+  }
+
+  /**
+   * The caller's helper in a foreground {@link #apply}: once it runs, it is running until it is
+   * done; the caller, out of work, either keeps it from starting or waits for it.
+   */
+  private static final class Helper implements Runnable {
+    private static final int WAITING = 0;
+    private static final int RUNNING = 1;
+    private static final int DONE = 2; // or never to run
+    private final Trees trees;
+    private final AtomicInteger state = new AtomicInteger(WAITING);
+    private final Thread caller = Thread.currentThread();
+    private boolean took; // it applied a sub-database's writes; read once DONE
+
+    Helper(Trees trees) {
+      this.trees = trees;
+    }
+
+    @Override
+    public void run() {
+      if (!state.compareAndSet(WAITING, RUNNING)) {
         return;
       }
       try {
-        helped = work();
-      } catch (RuntimeException | Error e) {
-        helped = true;
-        failure = e;
-        next.set(bySize.length); // the caller takes no more either
+        took = trees.work();
       } finally {
-        helper.set(DONE);
+        state.set(DONE);
         LockSupport.unpark(caller);
       }
     }
 
-    /** Waits for the helper unless it has not started (it then never will); its failure. */
-    Throwable awaitHelper() {
-      if (!helper.compareAndSet(WAITING, DONE)) {
-        while (helper.get() != DONE) {
+    /** Waits for it unless it has not started (it then never will); whether it took a tree. */
+    boolean await() {
+      if (!state.compareAndSet(WAITING, DONE)) {
+        while (state.get() != DONE) {
           LockSupport.park(this);
         }
       }
-      return failure;
+      return took;
     }
   }
 
