@@ -268,7 +268,10 @@
                                [:retract [(.getLong bb 0) (.getLong bb 8)
                                           (Arrays/copyOfRange k 16 (- (alength k) 8))
                                           (.getLong bb (- (alength k) 8))] t])
-                             [:add [(inc (.nextInt rnd 30)) (inc (.nextInt rnd 4)) (pick vparts) t]]))))))
+                             ;; mostly 4 attributes, now and then one of 40 (a derived tree's
+                             ;; buckets: more attributes than it first makes room for)
+                             [:add [(inc (.nextInt rnd 30)) (inc (.nextInt rnd (if (zero? (.nextInt rnd 4)) 40 4)))
+                                    (pick vparts) t]]))))))
            ;; one op a datom a transaction: a retraction of a datom asserted in it is left out
            ops (fn [m n] (let [xs (ops m n)
                                added (set (map (fn [[_ d]] (update (vec d) 2 vec)) (filter (comp #{:add} first) xs)))]

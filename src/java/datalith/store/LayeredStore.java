@@ -310,18 +310,31 @@ public final class LayeredStore implements Store {
       }
       attrs[i] = (long) LONG_AT.get(k, 8) ^ Long.MIN_VALUE; // unsigned order as signed
     }
-    long[] distinct = attrs.clone();
-    Arrays.sort(distinct);
+    // the distinct attributes, sorted: few, and a key's is mostly the one before's (EAVT keys
+    // come entity by entity), so a sorted insertion rather than a sort of all n
+    long[] distinct = new long[16];
     int m = 0;
     for (int i = 0; i < n; i++) {
-      if (m == 0 || distinct[m - 1] != distinct[i]) {
-        distinct[m++] = distinct[i];
+      long a = attrs[i];
+      if (i > 0 && a == attrs[i - 1]) {
+        continue;
+      }
+      int at = Arrays.binarySearch(distinct, 0, m, a);
+      if (at < 0) {
+        at = -at - 1;
+        if (m == distinct.length) {
+          distinct = Arrays.copyOf(distinct, 2 * m);
+        }
+        System.arraycopy(distinct, at, distinct, at + 1, m - at);
+        distinct[at] = a;
+        m++;
       }
     }
     int[] start = new int[m + 1];
     int[] bucket = new int[n];
     for (int i = 0; i < n; i++) {
-      bucket[i] = Arrays.binarySearch(distinct, 0, m, attrs[i]);
+      bucket[i] = i > 0 && attrs[i] == attrs[i - 1]
+          ? bucket[i - 1] : Arrays.binarySearch(distinct, 0, m, attrs[i]);
       start[bucket[i] + 1]++;
     }
     for (int b = 0; b < m; b++) {
