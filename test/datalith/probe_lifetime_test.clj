@@ -124,10 +124,10 @@
   (let [cmd [(str (System/getProperty "java.home") "/bin/java")
              "--add-opens=java.base/java.nio=ALL-UNNAMED"
              "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED"
-             ;; C1 alone (as Leiningen runs tests): a safepoint at every loop's back edge,
-             ;; in the comparisons too; a small young generation, collected hundreds of
-             ;; times a second. Against the code before the fix, the gets went wrong about
-             ;; once a second.
+             ;; C1 alone: a safepoint at every loop's back edge, in the comparisons too (with
+             ;; C2 as well the bug showed, less often); a small young generation, collected
+             ;; hundreds of times a second. Against the code before the fix, the gets went
+             ;; wrong about once a second.
              "-XX:TieredStopAtLevel=1" "-XX:+UseSerialGC" "-Xmn2m"
              "-cp" (System/getProperty "java.class.path")
              "clojure.main" "-m" "datalith.probe-lifetime-test" "12000" "1500"]
