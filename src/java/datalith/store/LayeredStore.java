@@ -299,12 +299,11 @@ public final class LayeredStore implements Store {
     if (root == null) {
       return null;
     }
-    List<byte[]> keys = new ArrayList<>();
-    collectKeys(root, keys);
-    int n = keys.size();
+    byte[][] keys = new byte[entries(root)][];
+    int n = collectKeys(root, keys, 0);
     long[] attrs = new long[n];
     for (int i = 0; i < n; i++) {
-      byte[] k = keys.get(i);
+      byte[] k = keys[i];
       if (k.length < 16) {
         throw new IllegalStateException("A key of " + k.length + " bytes in a datom index");
       }
@@ -342,7 +341,7 @@ public final class LayeredStore implements Store {
     }
     byte[][] inOrder = new byte[n][];
     for (int i = 0; i < n; i++) {
-      byte[] k = keys.get(i);
+      byte[] k = keys[i];
       byte[] s = k.clone();
       System.arraycopy(k, 8, s, 0, 8);
       System.arraycopy(k, 0, s, 8, 8);
@@ -351,21 +350,37 @@ public final class LayeredStore implements Store {
     return BTree.build(inOrder, n);
   }
 
-  /** Adds the keys under {@code node} to {@code into} in key order; index values are empty. */
-  private static void collectKeys(BTree.Node node, List<byte[]> into) {
+  /** The number of entries under {@code node}. */
+  private static int entries(BTree.Node node) {
+    if (node instanceof BTree.Branch b) {
+      int n = 0;
+      for (int i = 0; i < b.size; i++) {
+        n += entries(b.children[i]);
+      }
+      return n;
+    }
+    return node.size;
+  }
+
+  /**
+   * Puts the keys under {@code node} into {@code into} from {@code at}, in key order; returns
+   * where the next goes. Index values are empty.
+   */
+  private static int collectKeys(BTree.Node node, byte[][] into, int at) {
     if (node instanceof BTree.Branch b) {
       for (int i = 0; i < b.size; i++) {
-        collectKeys(b.children[i], into);
+        at = collectKeys(b.children[i], into, at);
       }
-      return;
+      return at;
     }
     BTree.Leaf leaf = (BTree.Leaf) node;
     for (int i = 0; i < leaf.size; i++) {
       if (leaf.val(i).hasRemaining()) {
         throw new IllegalStateException("A value in a datom index");
       }
-      into.add(leaf.keys[i]);
+      into[at++] = leaf.keys[i];
     }
+    return at;
   }
 
   /** The derived sub-databases of one commit: puts and deletions of the base's keys. */
