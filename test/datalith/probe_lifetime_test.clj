@@ -12,19 +12,15 @@
   bytes. The child is datalith.probe-lifetime-test's -main."
   (:require [clojure.edn :as edn]
             [clojure.string :as str]
-            [clojure.test :refer [deftest is]])
-  (:import (datalith.store Cursor LmdbStore MemStore ReadTxn Store SubDb WriteTxn)
-           (java.io File)
+            [clojure.test :refer [deftest is]]
+            [datalith.store-test :as st])
+  (:import (datalith.store Cursor ReadTxn Store SubDb WriteTxn)
            (java.lang.management ManagementFactory GarbageCollectorMXBean)
            (java.nio ByteBuffer)
-           (java.nio.file Files Path)
-           (java.nio.file.attribute FileAttribute)
            (java.util Random)
            (java.util.concurrent TimeUnit)))
 
 (set! *warn-on-reflection* true)
-
-(def ^:private kinds [:lmdb :lmdb-plain :mem :mem-in-place])
 
 (def ^:private key-count 2000)
 
@@ -46,59 +42,50 @@
     (.position bb 1)
     (.limit bb (inc (alength b)))))
 
-(defn- open-store ^Store [kind ^Path dir]
-  (case kind
-    :lmdb (LmdbStore/open dir {"sync" false "page-reader" "java"})
-    :lmdb-plain (LmdbStore/open dir {"sync" false "page-reader" "lmdb"})
-    :mem (MemStore/open)
-    :mem-in-place (MemStore/openInPlace)))
-
 (defn- collections []
   (reduce + (map #(.getCollectionCount ^GarbageCollectorMXBean %)
                  (ManagementFactory/getGarbageCollectorMXBeans))))
 
-(defn- read-kind
-  "Reads fresh probes of stored keys from a store of `kind` for `ms` milliseconds: point
+(defn- read-store
+  "Reads fresh probes of stored keys from `s`, a store of `kind`, for `ms` milliseconds: point
   gets, and unless `gets-only`, cursor seeks and expectations of a commit; the reads that went
   wrong, counted."
-  [kind ms gets-only]
-  (let [dir (Files/createTempDirectory "datalith-probe-lifetime" (make-array FileAttribute 0))
-        ^Store s (open-store kind dir)
-        rnd (Random. 7)
+  [^Store s kind ms gets-only]
+  (let [rnd (Random. 7)
         wrong (atom {:get 0 :seek 0 :expect 0})
         reads (atom 0)
         gcs (collections)]
-    (try
-      (with-open [^WriteTxn w (.beginWrite s)]
-        (dotimes [i key-count]
-          (.put w SubDb/EAVT (ByteBuffer/wrap (stored-key i)) (ByteBuffer/wrap (byte-array 8 (unchecked-byte i)))))
-        (.commit w))
-      (let [end (+ (System/nanoTime) (* ms 1000000))]
-        (while (< (System/nanoTime) end)
-          (with-open [^ReadTxn r (.beginRead s)
-                      ^Cursor c (.cursor r SubDb/EAVT)]
-            (dotimes [_ 500]
-              (let [i (.nextInt rnd key-count)]
-                (when (nil? (.get r SubDb/EAVT (probe (stored-key i))))
-                  (swap! wrong update :get inc))
-                (when-not (or gets-only
-                              (and (.seek c (probe (stored-key i)))
-                                   (= i (.getInt (.key c) 482))))
-                  (swap! wrong update :seek inc)))))
-          (swap! reads + (if gets-only 500 1000))
-          (when-not gets-only
+    (with-open [^WriteTxn w (.beginWrite s)]
+      (dotimes [i key-count]
+        (.put w SubDb/EAVT (ByteBuffer/wrap (stored-key i)) (ByteBuffer/wrap (byte-array 8 (unchecked-byte i)))))
+      (.commit w))
+    (let [end (+ (System/nanoTime) (* ms 1000000))]
+      (while (< (System/nanoTime) end)
+        (with-open [^ReadTxn r (.beginRead s)
+                    ^Cursor c (.cursor r SubDb/EAVT)]
+          (dotimes [_ 500]
             (let [i (.nextInt rnd key-count)]
+              (when (nil? (.get r SubDb/EAVT (probe (stored-key i))))
+                (swap! wrong update :get inc))
+              (when-not (or gets-only
+                            (and (.seek c (probe (stored-key i)))
+                                 (= i (.getInt (.key c) 482))))
+                (swap! wrong update :seek inc)))))
+        (swap! reads + (if gets-only 500 1000))
+        (when-not gets-only
+          (let [i (.nextInt rnd key-count)]
             (try
               (with-open [^WriteTxn w (.beginWrite s)]
                 (.expect w SubDb/EAVT (probe (stored-key i)) (ByteBuffer/wrap (byte-array 8 (unchecked-byte i))))
                 (.commit w))
               (catch clojure.lang.ExceptionInfo _
                 (swap! wrong update :expect inc)))))))
-      {:kind kind :gets-only gets-only :wrong @wrong :reads @reads :collections (- (collections) gcs)}
-      (finally
-        (.close s)
-        (doseq [^File f (reverse (file-seq (.toFile dir)))]
-          (.delete f))))))
+    {:kind kind :gets-only gets-only :wrong @wrong :reads @reads :collections (- (collections) gcs)}))
+
+(defn- read-kind
+  "read-store on a fresh store of `kind` (store-test's), deleted after."
+  [kind ms gets-only]
+  (st/call-with-store kind {"sync" false} (fn [s] (read-store s kind ms gets-only))))
 
 (defn -main
   "The child: reads with point gets alone from LMDB's Java page reader (the read that went
@@ -113,7 +100,7 @@
                 (.setDaemon true)
                 (.start))]
     (prn (read-kind :lmdb long-ms true))
-    (doseq [kind kinds]
+    (doseq [kind st/kinds]
       (prn (read-kind kind ms false)))
     (vreset! stop true)
     (.join churn)
@@ -142,7 +129,7 @@
     (let [lines (mapv edn/read-string (remove str/blank? (str/split-lines @out)))]
       (is (and ended (zero? (.exitValue p)) (= :done (peek lines)))
           (str "the child ended badly:\n" @out @err))
-      (is (= (set kinds) (set (keep :kind lines))))
+      (is (= (set st/kinds) (set (keep :kind lines))))
       (is (= 5 (count (filter map? lines))))
       (doseq [{:keys [wrong reads collections] :as line} (filter map? lines)]
         (is (= {:get 0 :seek 0 :expect 0} wrong) (pr-str line))
