@@ -327,6 +327,24 @@
                    0))
       node)))
 
+(defn- widen-first-key!
+  "Makes the first key of a MemStore leaf `n` bytes of zeros, behind the store's back: the
+  leaf's keys lie back to back in one array, key i at [offs[i], offs[i + 1])."
+  [leaf n]
+  (let [field (fn [^Class c name] (doto (.getDeclaredField c name) (.setAccessible true)))
+        leaf-class (Class/forName "datalith.store.BTree$Leaf")
+        data-field (field leaf-class "data")
+        ^bytes data (.get data-field leaf)
+        ^ints offs (.get (field leaf-class "offs") leaf)
+        size (.getInt (field (Class/forName "datalith.store.BTree$Node") "size") leaf)
+        first-end (aget offs 1)
+        shift (- n first-end)
+        widened (byte-array (+ (aget offs size) shift))]
+    (System/arraycopy data first-end widened n (- (aget offs size) first-end))
+    (doseq [i (range 1 (inc size))]
+      (aset offs i (int (+ (aget offs i) shift))))
+    (.set data-field leaf widened)))
+
 (deftest a-tree-that-fails-on-either-thread-commits-nothing
   (testing "a key of 512 bytes in a MemStore's last tree (corrupted behind its back), written by
   the helper thread or by the caller: replaceAll throws :store/key-size, nothing committed"
@@ -345,10 +363,8 @@
                                                               (make-array Class 0))
                                       (.setAccessible true))
                                     c (object-array 0)))
-                    keys-field (doto (.getDeclaredField (Class/forName "datalith.store.BTree$Node")
-                                                        "keys")
-                                 (.setAccessible true))]
-                (aset ^objects (.get keys-field (first-leaf root)) 0 (byte-array 512))
+]
+                (widen-first-key! (first-leaf root) 512)
                 (is (= :store/key-size
                        (with-caller-trees k
                          #(try (.replaceAll s r) nil

@@ -29,69 +29,117 @@ final class BTree {
 
   private BTree() {}
 
-  /** A node; {@code keys[0..size)} are sorted, capacity MAX + 1 to hold a key before a split. */
+  /** A node: {@code size} entries, sorted; room for MAX + 1, to hold one before a split. */
   abstract static class Node {
     final Editor editor; // the editor that may still change this node in place
-    final byte[][] keys; // leaf: its keys; branch: a lower bound of each child (see BTree)
     int size;
     int lastAdded = -1; // where its editor added an entry last, or -1 (a hint: a run steps by 1)
 
     Node(Editor editor) {
       this.editor = editor;
-      this.keys = new byte[MAX + 1][];
     }
 
-    /** A node of the same kind, empty. */
+    /** A copy owned by {@code editor}. */
+    abstract Node copy(Editor editor);
+
+    /** A node of the same kind, empty, owned by {@code editor}, sized as this one. */
     abstract Node empty(Editor editor);
 
-    /** Copies entries [from, from + count) to {@code to} at {@code at}; overlap is fine. */
-    abstract void move(int from, Node to, int at, int count);
+    /** Appends {@code src}'s entries {@code [from, from + count)} (a node of this kind). */
+    abstract void appendFrom(Node src, int from, int count);
 
-    /** Drops references in slots [from, to) so that removed entries can be collected. */
-    abstract void clear(int from, int to);
+    /** Puts {@code src}'s entries {@code [from, from + count)} before this node's. */
+    abstract void prependFrom(Node src, int from, int count);
+
+    /** Drops the entries from {@code n} on. */
+    abstract void truncate(int n);
+
+    /** Drops the first {@code n} entries. */
+    abstract void removeFirst(int n);
+
+    /** Drops entry {@code i}. */
+    abstract void removeAt(int i);
+
+    /** Its first key (a leaf's copied out): the lower bound a parent keeps for it. */
+    abstract byte[] firstKey();
 
     /** Forgets what reads made of it, before its editor changes it again in place. */
     void reopen() {}
 
-    Node copy(Editor editor) {
-      Node n = empty(editor);
-      move(0, n, 0, size);
-      n.size = size;
-      n.lastAdded = lastAdded;
-      return n;
-    }
-
-    void removeAt(int i) {
-      move(i + 1, this, i, size - i - 1);
-      size--;
-      clear(size, size + 1);
+    /**
+     * The entries from {@code keep} on, moved to a new node of this kind owned by
+     * {@code editor}; this one keeps those before.
+     */
+    Node splitOff(Editor editor, int keep) {
+      Node right = empty(editor);
+      right.appendFrom(this, keep, size - keep);
+      truncate(keep);
+      return right;
     }
   }
 
   /**
-   * A leaf: keys and their values (read-only buffers at position 0, shared with readers). The
-   * read-only views of its keys are made on the first read of the leaf, once it is immutable.
-   * A leaf whose values are all empty (an index's) has no array of values, which halves a copy.
+   * A leaf: keys and their values (read-only buffers at position 0, shared with readers). Its
+   * keys lie back to back in one array, key {@code i} at {@code data[offs[i], offs[i + 1])}:
+   * an index's entries are small and many, and one array a leaf rather than one a key makes
+   * fewer objects for the collector to copy (a staged import's trees live through many young
+   * collections), no allocation a put, and neighbours that share cache lines. The read-only
+   * views of its keys are made on the first read of the leaf, once it is immutable. A leaf whose
+   * values are all empty (an index's) has no array of values, which halves a copy.
    */
   static final class Leaf extends Node {
+    private byte[] data;
+    private final int[] offs = new int[MAX + 2]; // offs[0] is 0; offs[size] the bytes used
     private ByteBuffer[] vals; // null while every value is EMPTY
     private volatile ByteBuffer[] keyViews; // null until read; then views of keys[0..size)
 
-    Leaf(Editor editor) {
+    Leaf(Editor editor, int capacity) {
       super(editor);
+      this.data = new byte[capacity];
+    }
+
+    /** The array key {@code i} lies in (every key of the leaf), valid until its next edit. */
+    byte[] data() {
+      return data;
+    }
+
+    /** Where key {@code i} starts in {@link #data}. */
+    int keyStart(int i) {
+      return offs[i];
+    }
+
+    /** The length of key {@code i}. */
+    int keyLength(int i) {
+      return offs[i + 1] - offs[i];
+    }
+
+    /** A copy of key {@code i}. */
+    byte[] key(int i) {
+      return Arrays.copyOfRange(data, offs[i], offs[i + 1]);
+    }
+
+    /** Compares key {@code i} with {@code key[off, off + len)}, unsigned. */
+    int compare(int i, byte[] key, int off, int len) {
+      return Arrays.compareUnsigned(data, offs[i], offs[i + 1], key, off, off + len);
+    }
+
+    /** Whether key {@code i} equals {@code key[off, off + len)}. */
+    boolean equals(int i, byte[] key, int off, int len) {
+      return Arrays.equals(data, offs[i], offs[i + 1], key, off, off + len);
     }
 
     /**
-     * Read-only views (position 0) of {@code keys[0..size)}, made by the first call. Only for a
-     * leaf no editor changes meanwhile: any thread may call it, and racing calls make equal
-     * views. An edit in place drops them ({@link #reopen}).
+     * Read-only views (position 0) of its keys, made by the first call. Only for a leaf no
+     * editor changes meanwhile: any thread may call it, and racing calls make equal views. An
+     * edit in place drops them ({@link #reopen}).
      */
     ByteBuffer[] keyViews() {
       ByteBuffer[] views = keyViews;
       if (views == null) {
         views = new ByteBuffer[size];
+        ByteBuffer all = ByteBuffer.wrap(data).asReadOnlyBuffer();
         for (int i = 0; i < size; i++) {
-          views[i] = ByteBuffer.wrap(keys[i]).asReadOnlyBuffer();
+          views[i] = all.slice(offs[i], offs[i + 1] - offs[i]);
         }
         keyViews = views; // volatile: a reader of the array sees its views whole
       }
@@ -125,33 +173,142 @@ final class BTree {
       return vals;
     }
 
+    /** Makes room for {@code more} bytes of keys. */
+    private void reserve(int more) {
+      int used = offs[size];
+      if (used + more > data.length) {
+        data = Arrays.copyOf(data, Math.max(2 * data.length, used + more));
+      }
+    }
+
+    /** Inserts {@code key[off, off + len)} with {@code val} as entry {@code i}. */
+    void insert(int i, byte[] key, int off, int len, ByteBuffer val) {
+      reserve(len);
+      int at = offs[i];
+      System.arraycopy(data, at, data, at + len, offs[size] - at);
+      System.arraycopy(key, off, data, at, len);
+      for (int j = size; j > i; j--) {
+        offs[j + 1] = offs[j] + len;
+      }
+      offs[i + 1] = at + len;
+      if (vals != null) {
+        System.arraycopy(vals, i, vals, i + 1, size - i);
+      }
+      size++;
+      if (vals != null || val != EMPTY) {
+        values()[i] = val;
+      }
+    }
+
+    @Override
+    Node copy(Editor editor) {
+      Leaf n = new Leaf(editor, 0);
+      n.data = Arrays.copyOf(data, offs[size] + 256); // room for the puts that made the copy
+      System.arraycopy(offs, 0, n.offs, 0, size + 1);
+      if (vals != null) {
+        n.vals = vals.clone();
+      }
+      n.size = size;
+      n.lastAdded = lastAdded;
+      return n;
+    }
+
     @Override
     Node empty(Editor editor) {
-      return new Leaf(editor);
+      return new Leaf(editor, data.length);
     }
 
     @Override
-    void move(int from, Node to, int at, int count) {
-      Leaf leaf = (Leaf) to;
-      System.arraycopy(keys, from, leaf.keys, at, count);
+    void appendFrom(Node node, int from, int count) {
+      Leaf src = (Leaf) node;
+      int start = src.offs[from];
+      int bytes = src.offs[from + count] - start;
+      reserve(bytes);
+      int used = offs[size];
+      System.arraycopy(src.data, start, data, used, bytes);
+      for (int j = 1; j <= count; j++) {
+        offs[size + j] = used + src.offs[from + j] - start;
+      }
+      copyVals(src, from, size, count);
+      size += count;
+    }
+
+    @Override
+    void prependFrom(Node node, int from, int count) {
+      Leaf src = (Leaf) node;
+      int start = src.offs[from];
+      int bytes = src.offs[from + count] - start;
+      reserve(bytes);
+      System.arraycopy(data, 0, data, bytes, offs[size]);
+      System.arraycopy(src.data, start, data, 0, bytes);
+      for (int j = size; j >= 0; j--) {
+        offs[j + count] = offs[j] + bytes;
+      }
+      for (int j = 0; j < count; j++) {
+        offs[j] = src.offs[from + j] - start;
+      }
       if (vals != null) {
-        System.arraycopy(vals, from, leaf.values(), at, count);
-      } else if (leaf.vals != null) {
-        Arrays.fill(leaf.vals, at, at + count, EMPTY);
+        System.arraycopy(vals, 0, vals, count, size);
+      }
+      copyVals(src, from, 0, count);
+      size += count;
+    }
+
+    /** Sets values {@code [at, at + count)} to {@code src}'s from {@code from}. */
+    private void copyVals(Leaf src, int from, int at, int count) {
+      if (src.vals != null) {
+        System.arraycopy(src.vals, from, values(), at, count);
+      } else if (vals != null) {
+        Arrays.fill(vals, at, at + count, EMPTY);
       }
     }
 
     @Override
-    void clear(int from, int to) {
-      Arrays.fill(keys, from, to, null);
+    void truncate(int n) {
       if (vals != null) {
-        Arrays.fill(vals, from, to, null);
+        Arrays.fill(vals, n, size, null);
       }
+      size = n;
+    }
+
+    @Override
+    void removeFirst(int n) {
+      int bytes = offs[n];
+      System.arraycopy(data, bytes, data, 0, offs[size] - bytes);
+      for (int j = 0; j + n <= size; j++) {
+        offs[j] = offs[j + n] - bytes;
+      }
+      if (vals != null) {
+        System.arraycopy(vals, n, vals, 0, size - n);
+        Arrays.fill(vals, size - n, size, null);
+      }
+      size -= n;
+    }
+
+    @Override
+    void removeAt(int i) {
+      int at = offs[i];
+      int len = offs[i + 1] - at;
+      System.arraycopy(data, at + len, data, at, offs[size] - at - len);
+      for (int j = i + 1; j < size; j++) {
+        offs[j] = offs[j + 1] - len;
+      }
+      if (vals != null) {
+        System.arraycopy(vals, i + 1, vals, i, size - i - 1);
+        vals[size - 1] = null;
+      }
+      size--;
+    }
+
+    @Override
+    byte[] firstKey() {
+      return key(0);
     }
   }
 
   /** A branch: children, each with a lower bound of the keys beneath it. */
   static final class Branch extends Node {
+    final byte[][] keys = new byte[MAX + 1][]; // a lower bound of each child (see BTree)
     final Node[] children = new Node[MAX + 1];
     int lastChild = -1; // the child its editor's last put went to, or -1 (a hint)
 
@@ -166,40 +323,83 @@ final class BTree {
 
     @Override
     Node copy(Editor editor) {
-      Branch b = (Branch) super.copy(editor);
+      Branch b = new Branch(editor);
+      b.appendFrom(this, 0, size);
+      b.lastAdded = lastAdded;
       b.lastChild = lastChild;
       return b;
     }
 
-    @Override
-    void move(int from, Node to, int at, int count) {
-      Branch branch = (Branch) to;
-      System.arraycopy(keys, from, branch.keys, at, count);
-      System.arraycopy(children, from, branch.children, at, count);
+    /** Inserts child {@code i}, {@code child}, with lower bound {@code key}. */
+    void insert(int i, byte[] key, Node child) {
+      System.arraycopy(keys, i, keys, i + 1, size - i);
+      System.arraycopy(children, i, children, i + 1, size - i);
+      keys[i] = key;
+      children[i] = child;
+      size++;
     }
 
     @Override
-    void clear(int from, int to) {
-      Arrays.fill(keys, from, to, null);
-      Arrays.fill(children, from, to, null);
+    void appendFrom(Node node, int from, int count) {
+      Branch src = (Branch) node;
+      System.arraycopy(src.keys, from, keys, size, count);
+      System.arraycopy(src.children, from, children, size, count);
+      size += count;
+    }
+
+    @Override
+    void prependFrom(Node node, int from, int count) {
+      Branch src = (Branch) node;
+      System.arraycopy(keys, 0, keys, count, size);
+      System.arraycopy(children, 0, children, count, size);
+      System.arraycopy(src.keys, from, keys, 0, count);
+      System.arraycopy(src.children, from, children, 0, count);
+      size += count;
+    }
+
+    @Override
+    void truncate(int n) {
+      Arrays.fill(keys, n, size, null);
+      Arrays.fill(children, n, size, null);
+      size = n;
+    }
+
+    @Override
+    void removeFirst(int n) {
+      System.arraycopy(keys, n, keys, 0, size - n);
+      System.arraycopy(children, n, children, 0, size - n);
+      truncate(size - n);
+    }
+
+    @Override
+    void removeAt(int i) {
+      System.arraycopy(keys, i + 1, keys, i, size - i - 1);
+      System.arraycopy(children, i + 1, children, i, size - i - 1);
+      truncate(size - 1);
+    }
+
+    @Override
+    byte[] firstKey() {
+      return keys[0];
     }
   }
 
-  /** Index of the first key {@code >= key[0..length)} in the leaf {@code node}, or its size. */
-  static int search(Node node, byte[] key, int length) {
-    return search(node, key, length, 0, node.size);
+  /** Index of the first key {@code >= key[0..length)} in {@code leaf}, or its size. */
+  static int search(Node leaf, byte[] key, int length) {
+    return search((Leaf) leaf, key, 0, length, 0, leaf.size);
   }
 
   /**
-   * Index of the first key {@code >= key[0..length)} in the leaf {@code node} among
+   * Index of the first key {@code >= key[off, off + len)} in {@code leaf} among
    * {@code [lo, hi)}, or {@code hi}, given that those before {@code lo} are less and those from
    * {@code hi} on are not.
    */
-  private static int search(Node node, byte[] key, int length, int lo, int hi) {
+  private static int search(Leaf leaf, byte[] key, int off, int len, int lo, int hi) {
+    byte[] data = leaf.data;
+    int[] offs = leaf.offs;
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
-      byte[] k = node.keys[mid];
-      if (Arrays.compareUnsigned(k, 0, k.length, key, 0, length) < 0) {
+      if (Arrays.compareUnsigned(data, offs[mid], offs[mid + 1], key, off, off + len) < 0) {
         lo = mid + 1;
       } else {
         hi = mid;
@@ -213,18 +413,18 @@ final class BTree {
    * the last child whose lower bound is {@code <=} it, or child 0.
    */
   static int child(Node node, byte[] key, int length) {
-    return child(node, key, length, 1, node.size); // key 0 is never compared
+    return child((Branch) node, key, 0, length, 1, node.size); // key 0 is never compared
   }
 
   /**
-   * {@link #child} among children {@code [lo - 1, hi)}, given that keys {@code [1, lo)} are
-   * {@code <=} {@code key[0..length)} and those from {@code hi} on are greater.
+   * {@link #child} of {@code key[off, off + len)} among children {@code [lo - 1, hi)}, given
+   * that keys {@code [1, lo)} are {@code <=} it and those from {@code hi} on are greater.
    */
-  private static int child(Node node, byte[] key, int length, int lo, int hi) {
+  private static int child(Branch node, byte[] key, int off, int len, int lo, int hi) {
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       byte[] k = node.keys[mid];
-      if (Arrays.compareUnsigned(k, 0, k.length, key, 0, length) <= 0) {
+      if (Arrays.compareUnsigned(k, 0, k.length, key, off, off + len) <= 0) {
         lo = mid + 1;
       } else {
         hi = mid;
@@ -239,24 +439,22 @@ final class BTree {
       return null;
     }
     Node node = root;
-    while (node instanceof Branch) {
-      node = ((Branch) node).children[child(node, key, length)];
+    while (node instanceof Branch b) {
+      node = b.children[child(b, key, 0, length, 1, b.size)];
     }
-    int i = search(node, key, length);
-    if (i == node.size) {
-      return null;
-    }
-    byte[] k = node.keys[i];
-    return Arrays.equals(k, 0, k.length, key, 0, length) ? ((Leaf) node).val(i) : null;
+    Leaf leaf = (Leaf) node;
+    int i = search(leaf, key, 0, length, 0, leaf.size);
+    return i < leaf.size && leaf.equals(i, key, 0, length) ? leaf.val(i) : null;
   }
 
   /**
-   * The tree of {@code keys[0..n)}, strictly ascending, each with the empty value (an index's),
-   * built bottom up: the keys spread evenly over as few leaves as hold them, then each level of
-   * branches over the one below likewise, every node but the root at least half full. Its
-   * nodes belong to no editor: immutable. Null when {@code n} is 0.
+   * The tree of the {@code n} keys in {@code data}, key {@code i} at
+   * {@code data[offs[i], offs[i + 1])}, strictly ascending, each with the empty value (an
+   * index's), built bottom up: the keys spread evenly over as few leaves as hold them, then each
+   * level of branches over the one below likewise, every node but the root at least half full.
+   * Its nodes belong to no editor: immutable. Null when {@code n} is 0.
    */
-  static Node build(byte[][] keys, int n) {
+  static Node build(byte[] data, int[] offs, int n) {
     if (n == 0) {
       return null;
     }
@@ -264,8 +462,12 @@ final class BTree {
     int count = level.length;
     for (int i = 0, from = 0; i < count; i++) {
       int to = (int) ((long) n * (i + 1) / count);
-      Leaf leaf = new Leaf(null);
-      System.arraycopy(keys, from, leaf.keys, 0, to - from);
+      int start = offs[from];
+      Leaf leaf = new Leaf(null, offs[to] - start);
+      System.arraycopy(data, start, leaf.data, 0, offs[to] - start);
+      for (int j = from; j <= to; j++) {
+        leaf.offs[j - from] = offs[j] - start;
+      }
       leaf.size = to - from;
       level[i] = leaf;
       from = to;
@@ -277,7 +479,7 @@ final class BTree {
         Branch branch = new Branch(null);
         for (int c = from; c < to; c++) {
           branch.children[c - from] = level[c];
-          branch.keys[c - from] = level[c].keys[0];
+          branch.keys[c - from] = level[c].firstKey();
         }
         branch.size = to - from;
         level[i] = branch;
@@ -294,6 +496,7 @@ final class BTree {
    * place, kept across commits that no read can see (see {@link MemStore}).
    */
   static final class Editor {
+    private static final int FIRST_LEAF = 256; // bytes of keys a tree's first leaf has room for
     private Node split; // the right half of the node just split, until its parent takes it
 
     private Node editable(Node node) {
@@ -305,38 +508,34 @@ final class BTree {
     }
 
     /**
-     * The tree {@code root} (may be null) with {@code val} under {@code key}, both kept, not
-     * copied: {@code val} read-only at position 0, {@link BTree#EMPTY} when empty.
+     * The tree {@code root} (may be null) with {@code val} under {@code key[off, off + len)}:
+     * the key's bytes copied, {@code val} kept (read-only at position 0, {@link BTree#EMPTY}
+     * when empty).
      */
-    Node put(Node root, byte[] key, ByteBuffer val) {
+    Node put(Node root, byte[] key, int off, int len, ByteBuffer val) {
       if (root == null) {
-        Leaf leaf = new Leaf(this);
-        leaf.keys[0] = key;
-        leaf.setVal(0, val);
-        leaf.size = 1;
+        Leaf leaf = new Leaf(this, Math.max(FIRST_LEAF, len));
+        leaf.insert(0, key, off, len, val);
         return leaf;
       }
-      Node left = insert(root, key, val);
+      Node left = insert(root, key, off, len, val);
       Node right = split;
       if (right == null) {
         return left;
       }
       split = null;
       Branch top = new Branch(this);
-      top.keys[0] = left.keys[0];
-      top.children[0] = left;
-      top.keys[1] = right.keys[0];
-      top.children[1] = right;
-      top.size = 2;
+      top.insert(0, left.firstKey(), left);
+      top.insert(1, right.firstKey(), right);
       return top;
     }
 
-    /** The tree {@code root} (may be null) without {@code key}; {@code root} when absent. */
-    Node delete(Node root, byte[] key) {
+    /** The tree {@code root} (may be null) without {@code key[off, off + len)}; {@code root} when absent. */
+    Node delete(Node root, byte[] key, int off, int len) {
       if (root == null) {
         return null;
       }
-      Node node = remove(root, key);
+      Node node = remove(root, key, off, len);
       if (node == null) {
         return root;
       }
@@ -347,19 +546,19 @@ final class BTree {
     }
 
     /** {@link #search} of a put, tried first right after the last key added (a run's next). */
-    private static int searchNear(Node leaf, byte[] key) {
+    private static int searchNear(Leaf leaf, byte[] key, int off, int len) {
       int h = leaf.lastAdded;
       int n = leaf.size;
       if (h < 0 || h >= n) {
-        return search(leaf, key, key.length);
+        return search(leaf, key, off, len, 0, n);
       }
-      if (Arrays.compareUnsigned(leaf.keys[h], key) >= 0) {
-        return search(leaf, key, key.length, 0, h);
+      if (leaf.compare(h, key, off, len) >= 0) {
+        return search(leaf, key, off, len, 0, h);
       }
-      if (h + 1 == n || Arrays.compareUnsigned(leaf.keys[h + 1], key) >= 0) {
+      if (h + 1 == n || leaf.compare(h + 1, key, off, len) >= 0) {
         return h + 1;
       }
-      return search(leaf, key, key.length, h + 2, n);
+      return search(leaf, key, off, len, h + 2, n);
     }
 
     /**
@@ -367,44 +566,45 @@ final class BTree {
      * it when the key lies before it, else forward from it in steps that double (puts in key
      * order, as {@link MemWrites} makes them, go a few children on).
      */
-    private static int childNear(Branch branch, byte[] key) {
+    private static int childNear(Branch branch, byte[] key, int off, int len) {
       int h = branch.lastChild;
       int n = branch.size;
       if (h < 0 || h >= n) {
-        return child(branch, key, key.length);
+        return child(branch, key, off, len, 1, n);
       }
-      if (h > 0 && Arrays.compareUnsigned(branch.keys[h], key) > 0) {
-        return child(branch, key, key.length, 1, h);
+      if (h > 0 && compare(branch.keys[h], key, off, len) > 0) {
+        return child(branch, key, off, len, 1, h);
       }
       int lo = h + 1; // keys [1, lo) are <= key
       for (int step = 1; ; step <<= 1) {
         int probe = lo + step - 1;
         if (probe >= n) {
-          return child(branch, key, key.length, lo, n);
+          return child(branch, key, off, len, lo, n);
         }
-        if (Arrays.compareUnsigned(branch.keys[probe], key) > 0) {
-          return child(branch, key, key.length, lo, probe);
+        if (compare(branch.keys[probe], key, off, len) > 0) {
+          return child(branch, key, off, len, lo, probe);
         }
         lo = probe + 1;
       }
     }
 
-    private Node insert(Node node, byte[] key, ByteBuffer val) {
+    private static int compare(byte[] k, byte[] key, int off, int len) {
+      return Arrays.compareUnsigned(k, 0, k.length, key, off, off + len);
+    }
+
+    private Node insert(Node node, byte[] key, int off, int len, ByteBuffer val) {
       if (node instanceof Leaf) {
-        int i = searchNear(node, key);
+        int i = searchNear((Leaf) node, key, off, len);
         Leaf leaf = (Leaf) editable(node);
-        if (i < leaf.size && Arrays.equals(leaf.keys[i], key)) {
+        if (i < leaf.size && leaf.equals(i, key, off, len)) {
           leaf.setVal(i, val);
           return leaf;
         }
-        leaf.move(i, leaf, i + 1, leaf.size - i);
-        leaf.keys[i] = key;
-        leaf.setVal(i, val);
-        leaf.size++;
+        leaf.insert(i, key, off, len, val);
         return added(leaf, i);
       }
-      int i = childNear((Branch) node, key);
-      Node child = insert(((Branch) node).children[i], key, val);
+      int i = childNear((Branch) node, key, off, len);
+      Node child = insert(((Branch) node).children[i], key, off, len, val);
       Node right = split;
       split = null;
       Branch branch = (Branch) editable(node);
@@ -413,10 +613,8 @@ final class BTree {
       if (right == null) {
         return branch;
       }
-      branch.move(i + 1, branch, i + 2, branch.size - i - 1);
-      branch.children[i + 1] = right;
-      branch.keys[i + 1] = right.keys[0]; // a branch's key 0 is its child 0's lower bound
-      branch.size++;
+      // a branch's key 0 is its child 0's lower bound
+      branch.insert(i + 1, right.firstKey(), right);
       return added(branch, i + 1);
     }
 
@@ -429,12 +627,8 @@ final class BTree {
       boolean run = at == node.lastAdded + 1 || at == node.size - 1;
       node.lastAdded = at;
       if (node.size > MAX) {
-        Node right = node.empty(this);
         int keep = run ? Math.min(at + 1, MAX) : node.size / 2;
-        node.move(keep, right, 0, node.size - keep);
-        right.size = node.size - keep;
-        node.clear(keep, node.size);
-        node.size = keep;
+        Node right = node.splitOff(this, keep);
         if (at >= keep) {
           node.lastAdded = -1;
           right.lastAdded = at - keep;
@@ -444,19 +638,20 @@ final class BTree {
       return node;
     }
 
-    /** The node without {@code key}, possibly underfull; null when the key is absent. */
-    private Node remove(Node node, byte[] key) {
-      if (node instanceof Leaf) {
-        int i = search(node, key, key.length);
-        if (i == node.size || !Arrays.equals(node.keys[i], key)) {
+    /** The node without {@code key[off, off + len)}, possibly underfull; null when the key is absent. */
+    private Node remove(Node node, byte[] key, int off, int len) {
+      if (node instanceof Leaf l) {
+        int i = search(l, key, off, len, 0, l.size);
+        if (i == l.size || !l.equals(i, key, off, len)) {
           return null;
         }
         Node leaf = editable(node);
         leaf.removeAt(i);
         return leaf;
       }
-      int i = child(node, key, key.length);
-      Node child = remove(((Branch) node).children[i], key);
+      Branch b = (Branch) node;
+      int i = child(b, key, off, len, 1, b.size);
+      Node child = remove(b.children[i], key, off, len);
       if (child == null) {
         return null;
       }
@@ -476,31 +671,25 @@ final class BTree {
     private void rebalance(Branch branch, int l) {
       Node left = editable(branch.children[l]);
       branch.children[l] = left;
-      int total = left.size + branch.children[l + 1].size;
+      Node right = branch.children[l + 1];
+      int total = left.size + right.size;
       if (total <= MAX) {
-        Node right = branch.children[l + 1];
-        right.move(0, left, left.size, right.size);
-        left.size = total;
+        left.appendFrom(right, 0, right.size);
         branch.removeAt(l + 1);
-      } else {
-        Node right = editable(branch.children[l + 1]);
-        int half = total / 2;
-        if (left.size > half) {
-          int n = left.size - half;
-          right.move(0, right, n, right.size);
-          left.move(half, right, 0, n);
-          left.clear(half, left.size);
-        } else {
-          int n = half - left.size;
-          right.move(0, left, left.size, n);
-          right.move(n, right, 0, right.size - n);
-          right.clear(right.size - n, right.size);
-        }
-        right.size = total - half;
-        left.size = half;
-        branch.children[l + 1] = right;
-        branch.keys[l + 1] = right.keys[0];
+        return;
       }
+      right = editable(right);
+      int half = total / 2;
+      if (left.size > half) {
+        right.prependFrom(left, half, left.size - half);
+        left.truncate(half);
+      } else {
+        int n = half - left.size;
+        left.appendFrom(right, 0, n);
+        right.removeFirst(n);
+      }
+      branch.children[l + 1] = right;
+      branch.keys[l + 1] = right.firstKey();
     }
   }
 }

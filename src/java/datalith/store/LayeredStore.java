@@ -299,15 +299,35 @@ public final class LayeredStore implements Store {
     if (root == null) {
       return null;
     }
-    byte[][] keys = new byte[entries(root)][];
-    int n = collectKeys(root, keys, 0);
+    List<BTree.Leaf> leaves = new ArrayList<>();
+    collectLeaves(root, leaves);
+    int n = 0;
+    int bytes = 0;
+    for (BTree.Leaf leaf : leaves) {
+      n += leaf.size;
+      bytes += leaf.keyStart(leaf.size);
+    }
+    // the keys back to back, in order: key i is keys[at[i] .. at[i + 1])
+    byte[] keys = new byte[bytes];
+    int[] at = new int[n + 1];
+    int k = 0;
+    for (BTree.Leaf leaf : leaves) {
+      for (int i = 0; i < leaf.size; i++) {
+        if (leaf.val(i).hasRemaining()) {
+          throw new IllegalStateException("A value in a datom index");
+        }
+        int len = leaf.keyLength(i);
+        if (len < 16) {
+          throw new IllegalStateException("A key of " + len + " bytes in a datom index");
+        }
+        System.arraycopy(leaf.data(), leaf.keyStart(i), keys, at[k], len);
+        at[k + 1] = at[k] + len;
+        k++;
+      }
+    }
     long[] attrs = new long[n];
     for (int i = 0; i < n; i++) {
-      byte[] k = keys[i];
-      if (k.length < 16) {
-        throw new IllegalStateException("A key of " + k.length + " bytes in a datom index");
-      }
-      attrs[i] = (long) LONG_AT.get(k, 8) ^ Long.MIN_VALUE; // unsigned order as signed
+      attrs[i] = (long) LONG_AT.get(keys, at[i] + 8) ^ Long.MIN_VALUE; // unsigned order as signed
     }
     // the distinct attributes, sorted: few, and a key's is mostly the one before's (EAVT keys
     // come entity by entity), so a sorted insertion rather than a sort of all n
@@ -318,14 +338,14 @@ public final class LayeredStore implements Store {
       if (i > 0 && a == attrs[i - 1]) {
         continue;
       }
-      int at = Arrays.binarySearch(distinct, 0, m, a);
-      if (at < 0) {
-        at = -at - 1;
+      int x = Arrays.binarySearch(distinct, 0, m, a);
+      if (x < 0) {
+        x = -x - 1;
         if (m == distinct.length) {
           distinct = Arrays.copyOf(distinct, 2 * m);
         }
-        System.arraycopy(distinct, at, distinct, at + 1, m - at);
-        distinct[at] = a;
+        System.arraycopy(distinct, x, distinct, x + 1, m - x);
+        distinct[x] = a;
         m++;
       }
     }
@@ -339,48 +359,35 @@ public final class LayeredStore implements Store {
     for (int b = 0; b < m; b++) {
       start[b + 1] += start[b];
     }
-    byte[][] inOrder = new byte[n][];
+    int[] dest = new int[n]; // where key i goes in the swapped order
+    int[] outAt = new int[n + 1];
     for (int i = 0; i < n; i++) {
-      byte[] k = keys[i];
-      byte[] s = k.clone();
-      System.arraycopy(k, 8, s, 0, 8);
-      System.arraycopy(k, 0, s, 8, 8);
-      inOrder[start[bucket[i]]++] = s;
+      dest[i] = start[bucket[i]]++;
+      outAt[dest[i] + 1] = at[i + 1] - at[i];
     }
-    return BTree.build(inOrder, n);
+    for (int i = 0; i < n; i++) {
+      outAt[i + 1] += outAt[i];
+    }
+    byte[] out = new byte[bytes];
+    for (int i = 0; i < n; i++) {
+      int from = at[i];
+      int to = outAt[dest[i]];
+      System.arraycopy(keys, from + 8, out, to, 8);
+      System.arraycopy(keys, from, out, to + 8, 8);
+      System.arraycopy(keys, from + 16, out, to + 16, at[i + 1] - from - 16);
+    }
+    return BTree.build(out, outAt, n);
   }
 
-  /** The number of entries under {@code node}. */
-  private static int entries(BTree.Node node) {
-    if (node instanceof BTree.Branch b) {
-      int n = 0;
-      for (int i = 0; i < b.size; i++) {
-        n += entries(b.children[i]);
-      }
-      return n;
-    }
-    return node.size;
-  }
-
-  /**
-   * Puts the keys under {@code node} into {@code into} from {@code at}, in key order; returns
-   * where the next goes. Index values are empty.
-   */
-  private static int collectKeys(BTree.Node node, byte[][] into, int at) {
+  /** Puts the leaves under {@code node} into {@code into}, in key order. */
+  private static void collectLeaves(BTree.Node node, List<BTree.Leaf> into) {
     if (node instanceof BTree.Branch b) {
       for (int i = 0; i < b.size; i++) {
-        at = collectKeys(b.children[i], into, at);
+        collectLeaves(b.children[i], into);
       }
-      return at;
+    } else {
+      into.add((BTree.Leaf) node);
     }
-    BTree.Leaf leaf = (BTree.Leaf) node;
-    for (int i = 0; i < leaf.size; i++) {
-      if (leaf.val(i).hasRemaining()) {
-        throw new IllegalStateException("A value in a datom index");
-      }
-      into[at++] = leaf.keys[i];
-    }
-    return at;
   }
 
   /** The derived sub-databases of one commit: puts and deletions of the base's keys. */

@@ -86,10 +86,13 @@ final class LmdbTreeWriter {
   private final boolean integerKeys; // keys are native u64s, in numeric order (MDB_INTEGERKEY)
   private final ByteBuffer page = ByteBuffer.allocate(PAGE).order(ByteOrder.nativeOrder());
   private Level level = new Level(); // the leaves written so far
-  private byte[] firstKey; // the leaf page being filled's first key, all of the array
+  private byte[] firstKey; // the leaf page being filled's first key is firstKey[firstAt ..
+  private int firstAt; // firstAt + firstSize)
+  private int firstSize;
   // the copies of keys given as buffers: the last one's and the one before (see add)
   private final byte[][] copies = {new byte[Errors.MAX_KEY_SIZE], new byte[Errors.MAX_KEY_SIZE]};
-  private byte[] previous; // the last key added is previous[0 .. previousSize); null: none yet
+  private byte[] previous; // the last key added is previous[previousAt .. + previousSize); null:
+  private int previousAt; // none yet
   private int previousSize;
   private int nodes; // on the leaf page being filled
   private int upper = PAGE; // its lowest node's offset
@@ -127,27 +130,26 @@ final class LmdbTreeWriter {
     Errors.checkKeySize(where, k);
     byte[] copy = copies[(int) entries & 1]; // not previous's: that is the other one
     key.get(key.position(), copy, 0, k);
-    add(copy, k, false, val);
+    add(copy, 0, k, false, val);
   }
 
   /**
-   * Adds the entries of {@code leaf}, a MemStore's immutable leaf, each as its key (all of the
-   * array: 1 to 511 bytes, past the last key added) and value; the key arrays are kept,
-   * unchanged by the caller, until {@link #finish()}, and the values read before the call
-   * returns. The way of a source whose keys are arrays already: no copy of the keys. Their sizes
-   * are checked first, all of them: reading the arrays one after another, independent, overlaps
-   * their cache misses (the cost of this way), which the writing of each node would space out.
+   * Adds the entries of {@code leaf}, a MemStore's immutable leaf, each as its key (1 to 511
+   * bytes, past the last key added) and value; the leaf's array of keys is kept, unchanged by
+   * the caller, until {@link #finish()}, and the values read before the call returns. The way
+   * of a source whose keys are in arrays already: no copy of the keys. Their sizes are checked
+   * first, all of them.
    *
    * @throws clojure.lang.ExceptionInfo as {@link #add(ByteBuffer, ByteBuffer)}
    */
   void addLeaf(BTree.Leaf leaf) throws IOException {
-    byte[][] keys = leaf.keys;
     int n = leaf.size;
     for (int i = 0; i < n; i++) {
-      Errors.checkKeySize(where, keys[i].length);
+      Errors.checkKeySize(where, leaf.keyLength(i));
     }
+    byte[] data = leaf.data();
     for (int i = 0; i < n; i++) {
-      add(keys[i], keys[i].length, true, leaf.val(i));
+      add(data, leaf.keyStart(i), leaf.keyLength(i), true, leaf.val(i));
     }
   }
 
@@ -170,19 +172,20 @@ final class LmdbTreeWriter {
     Errors.checkKeySize(where, k);
     byte[] f = new byte[k];
     first.get(first.position(), f);
-    checkOrder(f, k);
+    checkOrder(f, 0, k);
     int m = last.remaining();
     Errors.checkKeySize(where, m);
     byte[] l = copies[(int) (entries + keys - 1) & 1]; // the next add's copy is the other one
     last.get(last.position(), l, 0, m);
     if (keys > 1) {
-      checkOrder(l, m);
+      checkOrder(l, 0, m);
     }
     if (nodes > 0) {
       finishLeaf();
     }
     level.add(f, 0, k, pgno);
     previous = l;
+    previousAt = 0;
     previousSize = m;
     leafPages++;
     entries += keys;
@@ -190,22 +193,22 @@ final class LmdbTreeWriter {
   }
 
   /**
-   * Adds the entry {@code key} (all of the array, kept unchanged by the caller until
+   * Adds the entry {@code key[at .. at + k)} (the array kept unchanged by the caller until
    * {@link #finish()}, as {@link #addLeaf}'s), {@code val} (read before the call returns).
    *
    * @throws clojure.lang.ExceptionInfo as {@link #add(ByteBuffer, ByteBuffer)}
    */
-  void addKept(byte[] key, ByteBuffer val) throws IOException {
-    Errors.checkKeySize(where, key.length);
-    add(key, key.length, true, val);
+  void addKept(byte[] key, int at, int k, ByteBuffer val) throws IOException {
+    Errors.checkKeySize(where, k);
+    add(key, at, k, true, val);
   }
 
   /**
-   * Adds {@code key[0 .. k)}, {@code val}; {@code kept}: the array is kept unchanged until
+   * Adds {@code key[at .. at + k)}, {@code val}; {@code kept}: the array is kept unchanged until
    * {@link #finish()} (else it is copied when it is a leaf page's first key).
    */
-  private void add(byte[] key, int k, boolean kept, ByteBuffer val) throws IOException {
-    checkOrder(key, k);
+  private void add(byte[] key, int at, int k, boolean kept, ByteBuffer val) throws IOException {
+    checkOrder(key, at, k);
     long d = val.remaining();
     boolean big = NODE_HEADER + k + d > NODE_MAX;
     long bytes = NODE_HEADER + k + (big ? 8 : d);
@@ -214,7 +217,9 @@ final class LmdbTreeWriter {
       finishLeaf();
     }
     if (nodes == 0) {
-      firstKey = kept ? key : Arrays.copyOf(key, k);
+      firstKey = kept ? key : Arrays.copyOfRange(key, at, at + k);
+      firstAt = kept ? at : 0;
+      firstSize = k;
     }
     long overflow = big ? sink.overflow(val) : 0; // numbered before the leaf page
     upper -= size;
@@ -223,7 +228,7 @@ final class LmdbTreeWriter {
     SHORTS.set(p, upper + 2, (short) (d >>> 16));
     SHORTS.set(p, upper + 4, (short) (big ? F_BIGDATA : nodeFlags));
     SHORTS.set(p, upper + 6, (short) k);
-    System.arraycopy(key, 0, p, upper + NODE_HEADER, k);
+    System.arraycopy(key, at, p, upper + NODE_HEADER, k);
     if (big) {
       LONGS.set(p, upper + NODE_HEADER + k, overflow);
     } else if (d > 0) {
@@ -238,31 +243,35 @@ final class LmdbTreeWriter {
   }
 
   /**
-   * Throws unless {@code key[0 .. k)} sorts after the last key added (unsigned bytes, or native
-   * u64s with integer keys), and makes it the last.
+   * Throws unless {@code key[at .. at + k)} sorts after the last key added (unsigned bytes, or
+   * native u64s with integer keys), and makes it the last.
    */
-  private void checkOrder(byte[] key, int k) {
+  private void checkOrder(byte[] key, int at, int k) {
     if (integerKeys && k != Long.BYTES) {
       throw Errors.error(Errors.KEY_SIZE, where, "An integer key of " + k + " bytes", null);
     }
-    if (previous != null && compare(previous, previousSize, key, k) >= 0) {
+    if (previous != null && compare(previous, previousAt, previousSize, key, at, k) >= 0) {
       throw Errors.error(Errors.ORDER, where, "The entries to write are not in ascending key"
           + " order", null);
     }
     previous = key;
+    previousAt = at;
     previousSize = k;
   }
 
-  /** Unsigned comparison of {@code a[0 .. m)} and {@code b[0 .. n)} as the tree orders keys. */
-  private int compare(byte[] a, int m, byte[] b, int n) {
+  /**
+   * Unsigned comparison of {@code a[i .. i + m)} and {@code b[j .. j + n)} as the tree orders
+   * keys.
+   */
+  private int compare(byte[] a, int i, int m, byte[] b, int j, int n) {
     if (integerKeys) {
-      return Long.compareUnsigned((long) LONGS.get(a, 0), (long) LONGS.get(b, 0));
+      return Long.compareUnsigned((long) LONGS.get(a, i), (long) LONGS.get(b, j));
     }
-    return Arrays.compareUnsigned(a, 0, m, b, 0, n);
+    return Arrays.compareUnsigned(a, i, i + m, b, j, j + n);
   }
 
   private void finishLeaf() throws IOException {
-    level.add(firstKey, 0, firstKey.length, finish(P_LEAF));
+    level.add(firstKey, firstAt, firstSize, finish(P_LEAF));
     leafPages++;
   }
 

@@ -286,7 +286,7 @@ final class LmdbTreeWrites {
    * {@link #addTaking} of a merge (as {@link MergedCursor}'s) whose writes and deletions are a
    * MemStore's immutable
    * B+trees, {@code top} and {@code gone} (null: empty), as {@link MergedCursor} merges them
-   * over {@code base}, read from their leaves' key arrays rather than through cursors (whose key
+   * over {@code base}, read from their leaves' arrays of keys rather than through cursors (whose key
    * views, two objects a key, cost more than the merge): each key of top, and each of base's
    * that gone does not hold and top does not shadow, in key order.
    */
@@ -297,24 +297,24 @@ final class LmdbTreeWrites {
     byte[] baseKey = new byte[Errors.MAX_KEY_SIZE];
     byte[] lastKey = new byte[Errors.MAX_KEY_SIZE];
     boolean more = base.first();
-    while ((more || puts.key != null) && !stop) {
+    while ((more || puts.more()) && !stop) {
       if (!more) {
-        tree.addKept(puts.key, puts.val());
+        puts.addTo(tree);
         puts.next();
         continue;
       }
       int n = copy(base.key(), baseKey);
-      while (deleted.key != null && compare(deleted.key, baseKey, n) < 0) {
+      while (deleted.more() && deleted.compare(baseKey, n) < 0) {
         deleted.next();
       }
-      if (deleted.key != null && compare(deleted.key, baseKey, n) == 0) {
+      if (deleted.more() && deleted.compare(baseKey, n) == 0) {
         deleted.next();
         more = base.next();
         continue;
       }
-      int c = puts.key == null ? 1 : compare(puts.key, baseKey, n);
+      int c = puts.more() ? puts.compare(baseKey, n) : 1;
       if (c <= 0) {
-        tree.addKept(puts.key, puts.val());
+        puts.addTo(tree);
         puts.next();
         if (c == 0) {
           more = base.next();
@@ -324,8 +324,8 @@ final class LmdbTreeWrites {
       long page = base.leafStarted();
       if (page >= 0) {
         int m = copy(base.leafKey(base.leafKeys() - 1), lastKey);
-        if ((puts.key == null || compare(puts.key, lastKey, m) > 0)
-            && (deleted.key == null || compare(deleted.key, lastKey, m) > 0)) {
+        if ((!puts.more() || puts.compare(lastKey, m) > 0)
+            && (!deleted.more() || deleted.compare(lastKey, m) > 0)) {
           more = take(tree, base, page);
           continue;
         }
@@ -343,16 +343,12 @@ final class LmdbTreeWrites {
     return n;
   }
 
-  private static int compare(byte[] a, byte[] b, int n) {
-    return Arrays.compareUnsigned(a, 0, a.length, b, 0, n);
-  }
-
   /** The entries of a MemStore's immutable B+tree (null: none), first to last, by leaf. */
   private static final class Leaves {
     private final List<BTree.Leaf> leaves;
     private int leaf = -1;
     private int i;
-    byte[] key; // the current key, null past the last
+    private BTree.Leaf current; // the current key's leaf, null past the last
 
     Leaves(BTree.Node root) {
       leaves = of(root);
@@ -382,17 +378,26 @@ final class LmdbTreeWrites {
     private void nextLeaf() {
       leaf++;
       i = 0;
-      key = leaf < leaves.size() ? leaves.get(leaf).keys[0] : null;
+      current = leaf < leaves.size() ? leaves.get(leaf) : null;
     }
 
-    ByteBuffer val() {
-      return leaves.get(leaf).val(i);
+    /** Whether there is a current entry: not past the last. */
+    boolean more() {
+      return current != null;
+    }
+
+    /** Compares the current key with {@code key[0 .. n)}, unsigned. */
+    int compare(byte[] key, int n) {
+      return current.compare(i, key, 0, n);
+    }
+
+    /** Adds the current entry to {@code tree}, its key kept (the leaf is immutable). */
+    void addTo(LmdbTreeWriter tree) throws IOException {
+      tree.addKept(current.data(), current.keyStart(i), current.keyLength(i), current.val(i));
     }
 
     void next() {
-      if (++i < leaves.get(leaf).size) {
-        key = leaves.get(leaf).keys[i];
-      } else {
+      if (++i == current.size) {
         nextLeaf();
       }
     }

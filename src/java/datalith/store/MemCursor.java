@@ -32,7 +32,7 @@ final class MemCursor implements Cursor {
 
   /**
    * The root of the tree this cursor reads (null: empty), immutable: for a reader that walks
-   * the leaves' key arrays itself ({@link LmdbDirectCommit}), valid while the transaction is.
+   * the leaves' arrays of keys itself ({@link LmdbDirectCommit}), valid while the transaction is.
    *
    * @throws IllegalStateException when the cursor or its transaction is closed
    */

@@ -184,17 +184,6 @@ public final class MemStore implements Store {
     writer.release();
   }
 
-  /** A copy of {@code from}'s remaining bytes, its position unmoved. */
-  private static byte[] bytes(ByteBuffer from) {
-    byte[] to = new byte[from.remaining()];
-    if (from.hasArray()) {
-      System.arraycopy(from.array(), from.arrayOffset() + from.position(), to, 0, to.length);
-    } else {
-      from.get(from.position(), to);
-    }
-    return to;
-  }
-
   private static ByteBuffer copy(ByteBuffer from, byte[] into) {
     from.get(from.position(), into);
     return ByteBuffer.wrap(into).asReadOnlyBuffer();
@@ -225,16 +214,15 @@ public final class MemStore implements Store {
     public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
       checkWritable();
       Errors.checkKey(WHERE, key);
-      byte[] k = bytes(key);
       ByteBuffer valView = val.hasRemaining() ? copy(val, new byte[val.remaining()]) : BTree.EMPTY;
-      writes.put(db, k, valView);
+      writes.put(db, key, valView);
     }
 
     @Override
     public void delete(SubDb db, ByteBuffer key) {
       checkWritable();
       Errors.checkKey(WHERE, key);
-      writes.delete(db, bytes(key));
+      writes.delete(db, key);
     }
 
     @Override

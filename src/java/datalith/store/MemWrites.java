@@ -33,15 +33,19 @@ final class MemWrites extends EntrySort {
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
   private static final int INITIAL_ENTRIES = 1024;
   private static final int KEPT_ENTRIES = 256 * 1024; // arrays kept up to this size
+  private static final int KEPT_BYTES = 16 << 20; // and the log of keys up to this size
   /** Commits of at least this many writes apply them on two threads ({@link #apply}). */
   static final int TWO_THREADS = 8192;
   private static final boolean CORES = Runtime.getRuntime().availableProcessors() > 1;
   private static final ExecutorService HELPERS = PlatformThreads.daemons("datalith-mem-writer");
 
-  // per entry, in the order made: its key, its value (null for a delete), its sub-database's
-  // ordinal and its key's first PREFIX bytes as LONGS numbers
+  // per entry, in the order made: its key (where it starts in bytes, which holds the keys back
+  // to back: no array a key, and the trees copy them), its value (null for a delete), its
+  // sub-database's ordinal and its key's first PREFIX bytes as LONGS numbers
   private int count;
-  private byte[][] keys = new byte[INITIAL_ENTRIES][];
+  private byte[] bytes = new byte[32 * INITIAL_ENTRIES];
+  private int used; // bytes of keys logged
+  private int[] keyAt = new int[INITIAL_ENTRIES + 1]; // entry i's key: [keyAt[i], keyAt[i + 1])
   private ByteBuffer[] vals = new ByteBuffer[INITIAL_ENTRIES];
   private byte[] dbs = new byte[INITIAL_ENTRIES];
   private long[] prefixes = new long[LONGS * INITIAL_ENTRIES];
@@ -49,13 +53,13 @@ final class MemWrites extends EntrySort {
   private int[] other = new int[INITIAL_ENTRIES]; // the merge sort's second array
   private volatile long helped; // commits whose writes the helper applied some of (any reader)
 
-  /** Logs the put of {@code key} (kept, not copied) with {@code val} into {@code db}. */
-  void put(SubDb db, byte[] key, ByteBuffer val) {
+  /** Logs the put of {@code key}'s remaining bytes (copied) with {@code val} (kept) into {@code db}. */
+  void put(SubDb db, ByteBuffer key, ByteBuffer val) {
     add(db, key, val);
   }
 
-  /** Logs the delete of {@code key} (kept, not copied) from {@code db}. */
-  void delete(SubDb db, byte[] key) {
+  /** Logs the delete of {@code key}'s remaining bytes (copied) from {@code db}. */
+  void delete(SubDb db, ByteBuffer key) {
     add(db, key, null);
   }
 
@@ -198,8 +202,8 @@ final class MemWrites extends EntrySort {
   /** The entries bucketed by sub-database into {@code order}: each bucket's start, by ordinal. */
   private int[] bucketed() {
     if (order.length < count) {
-      order = new int[keys.length];
-      other = new int[keys.length];
+      order = new int[vals.length];
+      other = new int[vals.length];
     }
     return bucket(dbs, count, order);
   }
@@ -234,9 +238,13 @@ final class MemWrites extends EntrySort {
       editor = editors[d] = new BTree.Editor();
     }
     BTree.Node root = roots[d];
+    byte[] b = bytes;
     for (int i = from; i < to; i++) {
       int x = order[i];
-      root = vals[x] == null ? editor.delete(root, keys[x]) : editor.put(root, keys[x], vals[x]);
+      int at = keyAt[x];
+      int len = keyAt[x + 1] - at;
+      root = vals[x] == null
+          ? editor.delete(root, b, at, len) : editor.put(root, b, at, len, vals[x]);
     }
     roots[d] = root;
   }
@@ -343,51 +351,61 @@ final class MemWrites extends EntrySort {
 
   /** Forgets the writes, for the next transaction; drops the arrays when they grew large. */
   void clear() {
-    if (keys.length > KEPT_ENTRIES) {
-      keys = new byte[INITIAL_ENTRIES][];
+    if (vals.length > KEPT_ENTRIES) {
+      keyAt = new int[INITIAL_ENTRIES + 1];
       vals = new ByteBuffer[INITIAL_ENTRIES];
       dbs = new byte[INITIAL_ENTRIES];
       prefixes = new long[LONGS * INITIAL_ENTRIES];
       order = new int[INITIAL_ENTRIES];
       other = new int[INITIAL_ENTRIES];
     } else {
-      Arrays.fill(keys, 0, count, null);
       Arrays.fill(vals, 0, count, null);
     }
+    if (bytes.length > KEPT_BYTES) {
+      bytes = new byte[32 * INITIAL_ENTRIES];
+    }
     count = 0;
+    used = 0;
   }
 
-  private void add(SubDb db, byte[] key, ByteBuffer val) {
-    if (count == keys.length) {
-      keys = Arrays.copyOf(keys, 2 * count);
+  private void add(SubDb db, ByteBuffer key, ByteBuffer val) {
+    if (count == vals.length) {
+      keyAt = Arrays.copyOf(keyAt, 2 * count + 1);
       vals = Arrays.copyOf(vals, 2 * count);
       dbs = Arrays.copyOf(dbs, 2 * count);
       prefixes = Arrays.copyOf(prefixes, 2 * LONGS * count);
     }
-    keys[count] = key;
+    int n = key.remaining();
+    if (used + n > bytes.length) {
+      bytes = Arrays.copyOf(bytes, Math.max(2 * bytes.length, used + n));
+    }
+    int at = used;
+    key.get(key.position(), bytes, at, n);
+    used = at + n;
+    keyAt[count] = at;
+    keyAt[count + 1] = used;
     vals[count] = val;
     dbs[count] = (byte) db.ordinal();
     for (int i = 0; i < LONGS; i++) {
-      prefixes[LONGS * count + i] = prefix(key, 8 * i);
+      prefixes[LONGS * count + i] = prefix(bytes, at, n, 8 * i);
     }
     count++;
   }
 
-  /** Bytes {@code from..from+8} of {@code key}, big-endian, zeros past its end. */
-  private static long prefix(byte[] key, int from) {
-    int n = key.length;
+  /** Bytes {@code from..from+8} of {@code b[at, at + n)}, big-endian, zeros past its end. */
+  private static long prefix(byte[] b, int at, int n, int from) {
     if (n >= from + 8) {
-      return (long) LONG_AT.get(key, from);
+      return (long) LONG_AT.get(b, at + from);
     }
     if (n <= from) {
       return 0;
     }
     if (n >= 8) { // the key's last 8 bytes, shifted so that byte from leads and zeros follow
-      return (long) LONG_AT.get(key, n - 8) << 8 * (from + 8 - n);
+      return (long) LONG_AT.get(b, at + n - 8) << 8 * (from + 8 - n);
     }
     long p = 0;
     for (int i = from; i < from + 8; i++) {
-      p = p << 8 | (i < n ? key[i] & 0xFF : 0);
+      p = p << 8 | (i < n ? b[at + i] & 0xFF : 0);
     }
     return p;
   }

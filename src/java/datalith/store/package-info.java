@@ -77,7 +77,7 @@
  * that writes nothing, so that writers knowing only LMDB's wait), fresh trees are written in key
  * order, page after page past the last commit's pages, with positional writes of the file ({@link
  * datalith.store.LmdbTreeWriter}, {@link datalith.store.LmdbPageSink}; a sub-database whose
- * source cursor is a MemStore's is read from its B+tree's leaves, their key arrays as they are,
+ * source cursor is a MemStore's is read from its B+tree's leaves, their arrays of keys as they are,
  * any other through its cursor, each key copied; a MemStore's trees on two threads, the
  * caller's into the file, a helper's into memory, then appended renumbered, so that the file is
  * the same whoever wrote which: {@link datalith.store.LmdbTreeWrites}), then a new main database,
@@ -112,6 +112,9 @@
  * stays full), so that runs leave full nodes behind; a put tries first where the last one went,
  * and a branch then searches forward from there in doubling steps (sorted puts that scatter over a
  * tree, such as the AVET keys of a chunk's refs, go a few children on).
+ * A transaction logs its keys back to back in one array, and a leaf keeps its keys back to
+ * back in one array of its own (a put copies the key's bytes there): no object a key, so a
+ * staged import's trees, which live through many young collections, are few objects to copy.
  * An index's leaves hold no values (all empty), and a leaf's key views are made on its first
  * read, once it is immutable (an edit in place drops them).
  *
