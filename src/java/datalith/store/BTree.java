@@ -42,7 +42,7 @@ final class BTree {
     /** A copy owned by {@code editor}. */
     abstract Node copy(Editor editor);
 
-    /** A node of the same kind, empty, owned by {@code editor}, sized as this one. */
+    /** A node of the same kind, empty, owned by {@code editor}, with room for this one's entries. */
     abstract Node empty(Editor editor);
 
     /** Appends {@code src}'s entries {@code [from, from + count)} (a node of this kind). */
@@ -215,7 +215,9 @@ final class BTree {
 
     @Override
     Node empty(Editor editor) {
-      return new Leaf(editor, data.length);
+      // room for as many bytes as this one holds (a split's: one over full), not its array's
+      // length: a leaf's array is all of it, spare room included, for a collection to copy
+      return new Leaf(editor, offs[size]);
     }
 
     @Override
