@@ -329,7 +329,8 @@
 
 (defn- widen-first-key!
   "Makes the first key of a MemStore leaf `n` bytes of zeros, behind the store's back: the
-  leaf's keys lie back to back in one array, key i at [offs[i], offs[i + 1])."
+  leaf's keys lie back to back in its array, key i at [offs[i], offs[i + 1]), its room ending at
+  end; the widened keys get an array of their own."
   [leaf n]
   (let [field (fn [^Class c name] (doto (.getDeclaredField c name) (.setAccessible true)))
         leaf-class (Class/forName "datalith.store.BTree$Leaf")
@@ -338,12 +339,14 @@
         ^ints offs (.get (field leaf-class "offs") leaf)
         size (.getInt (field (Class/forName "datalith.store.BTree$Node") "size") leaf)
         first-end (aget offs 1)
-        shift (- n first-end)
-        widened (byte-array (+ (aget offs size) shift))]
-    (System/arraycopy data first-end widened n (- (aget offs size) first-end))
+        rest-bytes (- (aget offs size) first-end)
+        widened (byte-array (+ n rest-bytes))]
+    (System/arraycopy data first-end widened n rest-bytes)
     (doseq [i (range 1 (inc size))]
-      (aset offs i (int (+ (aget offs i) shift))))
-    (.set data-field leaf widened)))
+      (aset offs i (int (+ n (- (aget offs i) first-end)))))
+    (aset offs 0 (int 0))
+    (.set data-field leaf widened)
+    (.setInt (field leaf-class "end") leaf (alength widened))))
 
 (deftest a-tree-that-fails-on-either-thread-commits-nothing
   (testing "a key of 512 bytes in a MemStore's last tree (corrupted behind its back), written by

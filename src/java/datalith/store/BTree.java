@@ -80,30 +80,45 @@ final class BTree {
 
   /**
    * A leaf: keys and their values (read-only buffers at position 0, shared with readers). Its
-   * keys lie back to back in one array, key {@code i} at {@code data[offs[i], offs[i + 1])}:
-   * an index's entries are small and many, and one array a leaf rather than one a key makes
-   * fewer objects for the collector to copy (a staged import's trees live through many young
-   * collections), no allocation a put, and neighbours that share cache lines. The read-only
-   * views of its keys are made on the first read of the leaf, once it is immutable. A leaf whose
-   * values are all empty (an index's) has no array of values, which halves a copy.
+   * keys lie back to back in one stretch of an array, key {@code i} at
+   * {@code data[offs[i], offs[i + 1])}, the stretch's room ending at {@code end}: an index's
+   * entries are small and many, and one stretch a leaf rather than one array a key makes fewer
+   * objects for the collector to copy, no allocation a put, and neighbours that share cache
+   * lines. The array is the leaf's own, or a slab its editor shares out among its leaves
+   * ({@link Editor#slabs}). The read-only views of its keys are made on the first read of the
+   * leaf, once it is immutable. A leaf whose values are all empty (an index's) has no array of
+   * values, which halves a copy.
    */
   static final class Leaf extends Node {
     private byte[] data;
-    private final int[] offs = new int[MAX + 2]; // offs[0] is 0; offs[size] the bytes used
+    private int end; // its room in data is [offs[0], end)
+    private final int[] offs = new int[MAX + 2]; // offs[size]: the end of its last key
     private ByteBuffer[] vals; // null while every value is EMPTY
-    private volatile ByteBuffer[] keyViews; // null until read; then views of keys[0..size)
+    private volatile ByteBuffer[] keyViews; // null until read; then views of its keys
 
+    /** A leaf owned by {@code editor} (null: none, immutable) with room for {@code capacity} bytes. */
     Leaf(Editor editor, int capacity) {
       super(editor);
-      this.data = new byte[capacity];
+      room(capacity);
     }
 
-    /** The array key {@code i} lies in (every key of the leaf), valid until its next edit. */
+    /** Takes fresh room for {@code capacity} bytes (its keys not kept: the caller moves them). */
+    private void room(int capacity) {
+      if (editor != null && editor.slabs) {
+        editor.share(this, capacity);
+      } else {
+        data = new byte[capacity];
+        offs[0] = 0;
+        end = capacity;
+      }
+    }
+
+    /** The array its keys lie in, valid until its next edit. */
     byte[] data() {
       return data;
     }
 
-    /** Where key {@code i} starts in {@link #data}. */
+    /** Where key {@code i} starts in {@link #data}; {@code keyStart(size)} is where the last ends. */
     int keyStart(int i) {
       return offs[i];
     }
@@ -111,6 +126,11 @@ final class BTree {
     /** The length of key {@code i}. */
     int keyLength(int i) {
       return offs[i + 1] - offs[i];
+    }
+
+    /** The bytes of its keys, all of them. */
+    int bytes() {
+      return offs[size] - offs[0];
     }
 
     /** A copy of key {@code i}. */
@@ -173,11 +193,18 @@ final class BTree {
       return vals;
     }
 
-    /** Makes room for {@code more} bytes of keys. */
+    /** Makes room for {@code more} bytes of keys: moves them to more room when they lack it. */
     private void reserve(int more) {
-      int used = offs[size];
-      if (used + more > data.length) {
-        data = Arrays.copyOf(data, Math.max(2 * data.length, used + more));
+      int base = offs[0];
+      int used = offs[size] - base;
+      if (offs[size] + more > end) {
+        byte[] from = data;
+        room(Math.max(2 * (end - base), used + more));
+        System.arraycopy(from, base, data, offs[0], used);
+        int shift = offs[0] - base;
+        for (int j = 1; j <= size; j++) {
+          offs[j] += shift;
+        }
       }
     }
 
@@ -202,9 +229,13 @@ final class BTree {
 
     @Override
     Node copy(Editor editor) {
-      Leaf n = new Leaf(editor, 0);
-      n.data = Arrays.copyOf(data, offs[size] + 256); // room for the puts that made the copy
-      System.arraycopy(offs, 0, n.offs, 0, size + 1);
+      int used = bytes();
+      Leaf n = new Leaf(editor, used + 256); // room for the puts that made the copy
+      int base = n.offs[0];
+      System.arraycopy(data, offs[0], n.data, base, used);
+      for (int j = 1; j <= size; j++) {
+        n.offs[j] = offs[j] - offs[0] + base;
+      }
       if (vals != null) {
         n.vals = vals.clone();
       }
@@ -215,9 +246,9 @@ final class BTree {
 
     @Override
     Node empty(Editor editor) {
-      // room for as many bytes as this one holds (a split's: one over full), not its array's
-      // length: a leaf's array is all of it, spare room included, for a collection to copy
-      return new Leaf(editor, offs[size]);
+      // room for as many bytes as this one holds (a split's: one over full), not all its room:
+      // a leaf's room is all of it, spare room included, for a collection to copy
+      return new Leaf(editor, bytes());
     }
 
     @Override
@@ -226,10 +257,10 @@ final class BTree {
       int start = src.offs[from];
       int bytes = src.offs[from + count] - start;
       reserve(bytes);
-      int used = offs[size];
-      System.arraycopy(src.data, start, data, used, bytes);
+      int last = offs[size];
+      System.arraycopy(src.data, start, data, last, bytes);
       for (int j = 1; j <= count; j++) {
-        offs[size + j] = used + src.offs[from + j] - start;
+        offs[size + j] = last + src.offs[from + j] - start;
       }
       copyVals(src, from, size, count);
       size += count;
@@ -241,13 +272,14 @@ final class BTree {
       int start = src.offs[from];
       int bytes = src.offs[from + count] - start;
       reserve(bytes);
-      System.arraycopy(data, 0, data, bytes, offs[size]);
-      System.arraycopy(src.data, start, data, 0, bytes);
+      int base = offs[0];
+      System.arraycopy(data, base, data, base + bytes, offs[size] - base);
+      System.arraycopy(src.data, start, data, base, bytes);
       for (int j = size; j >= 0; j--) {
         offs[j + count] = offs[j] + bytes;
       }
       for (int j = 0; j < count; j++) {
-        offs[j] = src.offs[from + j] - start;
+        offs[j] = base + src.offs[from + j] - start;
       }
       if (vals != null) {
         System.arraycopy(vals, 0, vals, count, size);
@@ -275,8 +307,9 @@ final class BTree {
 
     @Override
     void removeFirst(int n) {
-      int bytes = offs[n];
-      System.arraycopy(data, bytes, data, 0, offs[size] - bytes);
+      int base = offs[0];
+      int bytes = offs[n] - base;
+      System.arraycopy(data, offs[n], data, base, offs[size] - offs[n]);
       for (int j = 0; j + n <= size; j++) {
         offs[j] = offs[j + n] - bytes;
       }
@@ -499,7 +532,44 @@ final class BTree {
    */
   static final class Editor {
     private static final int FIRST_LEAF = 256; // bytes of keys a tree's first leaf has room for
+    private static final int FIRST_SLAB = 64 << 10;
+    private static final int LAST_SLAB = 8 << 20; // slabs double from the first up to this
+    /**
+     * Whether its leaves take their room from slabs it shares out, large arrays of many leaves'
+     * keys (an editor in place's, {@link MemStore#openInPlace}: a staged import's trees live
+     * through many young collections, and a slab grown large is allocated where they do not copy
+     * it, G1's humongous regions); else each leaf has an array of its own. A slab lives while any
+     * of its leaves does, and the room a leaf leaves for more is not reused: for stores whose
+     * trees are dropped whole (a layered store's delta).
+     */
+    final boolean slabs;
+    private byte[] slab;
+    private int slabUsed;
+    private int slabSize = FIRST_SLAB / 2;
     private Node split; // the right half of the node just split, until its parent takes it
+
+    /** An editor whose leaves each have an array of their own. */
+    Editor() {
+      this(false);
+    }
+
+    /** An editor whose leaves share slabs ({@link #slabs}) when {@code slabs}. */
+    Editor(boolean slabs) {
+      this.slabs = slabs;
+    }
+
+    /** Gives {@code leaf} room for {@code capacity} bytes from the current slab, or a new one. */
+    private void share(Leaf leaf, int capacity) {
+      if (slab == null || slabUsed + capacity > slab.length) {
+        slabSize = Math.min(2 * slabSize, LAST_SLAB);
+        slab = new byte[Math.max(slabSize, capacity)];
+        slabUsed = 0;
+      }
+      leaf.data = slab;
+      leaf.offs[0] = slabUsed;
+      leaf.end = slabUsed + capacity;
+      slabUsed += capacity;
+    }
 
     private Node editable(Node node) {
       if (node.editor != this) {

@@ -305,7 +305,7 @@ public final class LayeredStore implements Store {
     int bytes = 0;
     for (BTree.Leaf leaf : leaves) {
       n += leaf.size;
-      bytes += leaf.keyStart(leaf.size);
+      bytes += leaf.bytes();
     }
     // the keys back to back, in order: key i is keys[at[i] .. at[i + 1])
     byte[] keys = new byte[bytes];

@@ -64,7 +64,11 @@ public final class MemStore implements Store {
    * place that fails part way (out of memory) closes the store, whose trees it left part-edited.
    */
   public static MemStore openInPlace() {
-    return new MemStore(new BTree.Editor[SubDb.values().length]);
+    BTree.Editor[] editors = new BTree.Editor[SubDb.values().length];
+    for (int d = 0; d < editors.length; d++) {
+      editors[d] = new BTree.Editor(true); // its trees are dropped whole: leaves share slabs
+    }
+    return new MemStore(editors);
   }
 
   /** The commits that edited the trees in place rather than copy: 0 unless {@link #openInPlace}. */

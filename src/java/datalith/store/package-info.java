@@ -113,8 +113,12 @@
  * and a branch then searches forward from there in doubling steps (sorted puts that scatter over a
  * tree, such as the AVET keys of a chunk's refs, go a few children on).
  * A transaction logs its keys back to back in one array, and a leaf keeps its keys back to
- * back in one array of its own (a put copies the key's bytes there): no object a key, so a
- * staged import's trees, which live through many young collections, are few objects to copy.
+ * back in one stretch of an array (a put copies the key's bytes there): no object a key. A
+ * store opened in place (whose trees are dropped whole) gives its leaves their room in slabs,
+ * arrays of many leaves' keys that double up to 8 MiB, which G1 allocates as humongous objects
+ * that young collections never copy: a staged import's trees, which live through many of
+ * them, are then a few small objects a leaf to copy; any other store's leaf has an array of
+ * its own.
  * An index's leaves hold no values (all empty), and a leaf's key views are made on its first
  * read, once it is immutable (an edit in place drops them).
  *
