@@ -545,7 +545,7 @@ final class BTree {
     final boolean slabs;
     private byte[] slab;
     private int slabUsed;
-    private int slabSize = FIRST_SLAB / 2;
+    private int slabSize = FIRST_SLAB; // the next slab's
     private Node split; // the right half of the node just split, until its parent takes it
 
     /** An editor whose leaves each have an array of their own. */
@@ -561,9 +561,9 @@ final class BTree {
     /** Gives {@code leaf} room for {@code capacity} bytes from the current slab, or a new one. */
     private void share(Leaf leaf, int capacity) {
       if (slab == null || slabUsed + capacity > slab.length) {
-        slabSize = Math.min(2 * slabSize, LAST_SLAB);
         slab = new byte[Math.max(slabSize, capacity)];
         slabUsed = 0;
+        slabSize = Math.min(2 * slabSize, LAST_SLAB);
       }
       leaf.data = slab;
       leaf.offs[0] = slabUsed;

@@ -302,17 +302,13 @@ public final class LayeredStore implements Store {
     List<BTree.Leaf> leaves = new ArrayList<>();
     collectLeaves(root, leaves);
     int n = 0;
-    int bytes = 0;
     for (BTree.Leaf leaf : leaves) {
       n += leaf.size;
-      bytes += leaf.bytes();
     }
-    // the keys back to back, in order: key i is keys[at[i] .. at[i + 1])
-    byte[] keys = new byte[bytes];
-    int[] at = new int[n + 1];
+    long[] attrs = new long[n];
     int k = 0;
     for (BTree.Leaf leaf : leaves) {
-      for (int i = 0; i < leaf.size; i++) {
+      for (int i = 0; i < leaf.size; i++, k++) {
         if (leaf.val(i).hasRemaining()) {
           throw new IllegalStateException("A value in a datom index");
         }
@@ -320,14 +316,9 @@ public final class LayeredStore implements Store {
         if (len < 16) {
           throw new IllegalStateException("A key of " + len + " bytes in a datom index");
         }
-        System.arraycopy(leaf.data(), leaf.keyStart(i), keys, at[k], len);
-        at[k + 1] = at[k] + len;
-        k++;
+        // unsigned order as signed
+        attrs[k] = (long) LONG_AT.get(leaf.data(), leaf.keyStart(i) + 8) ^ Long.MIN_VALUE;
       }
-    }
-    long[] attrs = new long[n];
-    for (int i = 0; i < n; i++) {
-      attrs[i] = (long) LONG_AT.get(keys, at[i] + 8) ^ Long.MIN_VALUE; // unsigned order as signed
     }
     // the distinct attributes, sorted: few, and a key's is mostly the one before's (EAVT keys
     // come entity by entity), so a sorted insertion rather than a sort of all n
@@ -349,32 +340,42 @@ public final class LayeredStore implements Store {
         m++;
       }
     }
-    int[] start = new int[m + 1];
+    // each key's bucket, then where each bucket's keys and their bytes begin
     int[] bucket = new int[n];
-    for (int i = 0; i < n; i++) {
-      bucket[i] = i > 0 && attrs[i] == attrs[i - 1]
-          ? bucket[i - 1] : Arrays.binarySearch(distinct, 0, m, attrs[i]);
-      start[bucket[i] + 1]++;
+    int[] keysAt = new int[m + 1];
+    int[] bytesAt = new int[m + 1];
+    k = 0;
+    for (BTree.Leaf leaf : leaves) {
+      for (int i = 0; i < leaf.size; i++, k++) {
+        int b = k > 0 && attrs[k] == attrs[k - 1]
+            ? bucket[k - 1] : Arrays.binarySearch(distinct, 0, m, attrs[k]);
+        bucket[k] = b;
+        keysAt[b + 1]++;
+        bytesAt[b + 1] += leaf.keyLength(i);
+      }
     }
     for (int b = 0; b < m; b++) {
-      start[b + 1] += start[b];
+      keysAt[b + 1] += keysAt[b];
+      bytesAt[b + 1] += bytesAt[b];
     }
-    int[] dest = new int[n]; // where key i goes in the swapped order
+    // each key, swapped, to the next place of its bucket: a stable counting sort
+    byte[] out = new byte[bytesAt[m]];
     int[] outAt = new int[n + 1];
-    for (int i = 0; i < n; i++) {
-      dest[i] = start[bucket[i]]++;
-      outAt[dest[i] + 1] = at[i + 1] - at[i];
-    }
-    for (int i = 0; i < n; i++) {
-      outAt[i + 1] += outAt[i];
-    }
-    byte[] out = new byte[bytes];
-    for (int i = 0; i < n; i++) {
-      int from = at[i];
-      int to = outAt[dest[i]];
-      System.arraycopy(keys, from + 8, out, to, 8);
-      System.arraycopy(keys, from, out, to + 8, 8);
-      System.arraycopy(keys, from + 16, out, to + 16, at[i + 1] - from - 16);
+    outAt[n] = bytesAt[m];
+    k = 0;
+    for (BTree.Leaf leaf : leaves) {
+      byte[] data = leaf.data();
+      for (int i = 0; i < leaf.size; i++, k++) {
+        int b = bucket[k];
+        int from = leaf.keyStart(i);
+        int len = leaf.keyLength(i);
+        int to = bytesAt[b];
+        outAt[keysAt[b]++] = to;
+        bytesAt[b] += len;
+        System.arraycopy(data, from + 8, out, to, 8);
+        System.arraycopy(data, from, out, to + 8, 8);
+        System.arraycopy(data, from + 16, out, to + 16, len - 16);
+      }
     }
     return BTree.build(out, outAt, n);
   }
