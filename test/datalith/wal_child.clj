@@ -10,7 +10,9 @@
   LIMIT transactions it writes `done` and waits to be killed. With a fifth
   argument `pause`, it commits with the store's fsync paused (Store.pauseSync, as
   an import does) and writes `applied I` instead of `ack I`: nothing it commits
-  is acknowledged as durable."
+  is acknowledged as durable. With `large`, each transaction also asserts 100
+  entities {:w/p NAME+ :w/i I*1000+J :w/s S}: more than 64 KiB of writes, whose
+  record the store writes to its log while LMDB puts them (LmdbWrite.logAhead)."
   (:require [datalith.child-jvm :as child]
             [datalith.core :as d])
   (:import (datalith.conn Conn)
@@ -29,13 +31,17 @@
         f (FileOutputStream. ^String out true)
         line! (fn [^String s] (.write f (.getBytes (str s "\n"))))
         conn (d/connect dir {:commit :wal :schema schema})
-        pause? (= mode "pause")]
+        pause? (= mode "pause")
+        filler (if (= mode "large") 100 0)]
     (when pause?
       (.pauseSync (.store ^Conn conn)))
     (line! "ready")
     (dotimes [i limit]
-      (d/transact! conn [{:w/p name :w/i i
-                          :w/s (apply str (repeat (.nextInt rnd 300) \x))}])
+      (d/transact! conn (into [{:w/p name :w/i i
+                                :w/s (apply str (repeat (.nextInt rnd 300) \x))}]
+                              (for [j (range filler)]
+                                {:w/p (str name "+") :w/i (+ (* i 1000) j)
+                                 :w/s (apply str (repeat 300 \y))})))
       (line! (str (if pause? "applied " "ack ") i)))
     (line! "done")
     (Thread/sleep Long/MAX_VALUE)))

@@ -147,6 +147,65 @@
                (conj out [at (.getInt b (int (+ at 8))) (.getLong b (int (+ at 16)))]))
         {:segment (if (= b (seg 0)) 0 1) :records out}))))
 
+(deftest large-commits-logged-while-lmdb-puts-them-survive-the-loss-of-unsynced-pages
+  ;; LmdbWrite.logAhead: each transaction's record (over 64 KiB) is written to the log by a
+  ;; helper thread while LMDB puts its writes; killed, with its unsynced pages lost, the
+  ;; database holds every acknowledged transaction whole (30 of them: 3 MB of log, short of a
+  ;; checkpoint, whose synced pages the loss here must not take)
+  (let [dir (fresh-db)
+        before (read-bytes (File. dir "data.mdb"))
+        c (start-child dir "large" 30 "large")]
+    (try (await-acks c 20)
+         (finally (kill! c)))
+    (let [acked (acks (:out c))
+          lost (lose-unsynced-pages! dir before (Random. 11))
+          {:keys [by-name replayed]} (committed dir)
+          got (get by-name "large" #{})]
+      (is (pos? lost))
+      (is (<= 20 (count acked)))
+      (is (every? got acked) "every acknowledged transaction is there")
+      (is (= got (set (range (count got)))) "a prefix, without gaps")
+      (is (<= (count got) (inc (count acked))) "at most one unacknowledged")
+      (is (= (set (for [i got j (range 100)] (+ (* i 1000) j))) (by-name "large+"))
+          "each whole")
+      (is (<= (count acked) replayed) "they were replayed from the log"))))
+
+(deftest a-large-commit-whose-puts-find-the-map-full-leaves-one-record
+  ;; the record of a commit of 64 KiB or more is written while LMDB puts its writes; when the
+  ;; map is full, the record is cancelled, the map grows and the commit is made again with a
+  ;; record of its own: the log holds each commit once, and replays them after a crash
+  (let [dir (File. (tu/temp-dir) "db")
+        copy (File. (tu/temp-dir) "copy")
+        key (fn [^long n] (doto (ByteBuffer/allocateDirect 8) (.putLong n) (.flip)))
+        val (fn [^long n] (let [b (byte-array 1000)]
+                            (Arrays/fill b (byte (mod n 127)))
+                            (ByteBuffer/wrap b)))
+        commit! (fn [^LmdbStore s ks]
+                  (with-open [w (.beginWrite s)]
+                    (doseq [k ks] (.put w SubDb/META (key k) (val k)))
+                    (.commit w)))
+        check (fn [^LmdbStore s]
+                (with-open [r (.beginRead s)]
+                  (doseq [k (concat (range 10) (range 100 4100) (range 5000 5010))]
+                    (is (= (val k) (.get r SubDb/META (key k))) k))))]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal" "map-size" (* 1024 1024)})]
+      (commit! s (range 10))
+      (commit! s (range 100 4100)) ; 4 MB of values: the 1 MiB map is full before they are in
+      (commit! s (range 5000 5010))
+      (let [{:keys [records]} (records dir)
+            txnids (mapv peek records)]
+        (is (= 3 (count records)) "no record of the attempt that found the map full")
+        (is (= txnids (vec (range (first txnids) (+ 3 (first txnids)))))))
+      (check s)
+      ;; what a kill -9 leaves: the files as they are now, the store open
+      (.mkdirs copy)
+      (doseq [^File f (.listFiles dir)]
+        (Files/copy (.toPath f) (.toPath (File. copy (.getName f)))
+                    ^"[Ljava.nio.file.CopyOption;" (make-array java.nio.file.CopyOption 0))))
+    (with-open [s (LmdbStore/open (.toPath copy) {"commit" "wal"})]
+      (is (= 3 (.replayedAtOpen s)))
+      (check s))))
+
 (defn- damage! [^File dir {:keys [segment]} offset]
   (with-open [raf (RandomAccessFile. (File. dir (str "wal." segment)) "rw")]
     (.seek raf offset)

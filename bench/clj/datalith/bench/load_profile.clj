@@ -74,20 +74,27 @@
 
 (defn- single-txs
   "Times `n` single-datom transactions on `conn` (after n/10 untimed); prints
-  tx/s and this thread's CPU time per transaction."
+  tx/s, their latency's p50, p99 and p99.9, and this thread's CPU time per
+  transaction."
   [conn n]
   (dotimes [i (quot n 10)]
     (d/transact! conn [[:db/add "t" :issue/title (str "warm " i)]]))
-  (let [start (System/nanoTime)
+  (let [lat (long-array n)
+        start (System/nanoTime)
         cpu (cpu-ns)
         user (user-ns)
         bytes (allocated)]
     (dotimes [i n]
-      (d/transact! conn [[:db/add "t" :issue/title (str "bench " i)]]))
-    (printf "lmdb single-datom durable tx: %,.0f tx/s, %.0f us CPU (%.0f us user) and %,d bytes allocated each (%d timed)%n"
-            (/ n (/ (double (- (System/nanoTime) start)) 1e9))
-            (/ (double (- (cpu-ns) cpu)) 1e3 n) (/ (double (- (user-ns) user)) 1e3 n)
-            (quot (- (allocated) bytes) n) n)
+      (let [t0 (System/nanoTime)]
+        (d/transact! conn [[:db/add "t" :issue/title (str "bench " i)]])
+        (aset lat i (- (System/nanoTime) t0))))
+    (let [wall (- (System/nanoTime) start)
+          _ (java.util.Arrays/sort lat)
+          at (fn [q] (/ (aget lat (min (dec n) (long (* q n)))) 1e3))]
+      (printf "lmdb single-datom durable tx: %,.0f tx/s, %.0f us CPU (%.0f us user) and %,d bytes allocated each (%d timed); latency p50 %.0f us, p99 %.0f us, p99.9 %.0f us%n"
+              (/ n (/ (double wall) 1e9))
+              (/ (double (- (cpu-ns) cpu)) 1e3 n) (/ (double (- (user-ns) user)) 1e3 n)
+              (quot (- (allocated) bytes) n) n (at 0.5) (at 0.99) (at 0.999)))
     (flush)))
 
 (defn- threaded-txs

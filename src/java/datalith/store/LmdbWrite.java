@@ -5,6 +5,8 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileLock;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.Dbi.MapResizedException;
 import org.lmdbjava.Env;
@@ -20,6 +22,15 @@ import org.lmdbjava.Txn;
  * writer lock until closed. Used by the thread that began it.
  */
 final class LmdbWrite implements WriteTxn {
+  /**
+   * A commit whose writes take this many bytes of the log has its record written to the
+   * write-ahead log by a helper thread while LMDB puts them: the append's copy, write and
+   * fdatasync overlap the puts rather than follow them. Below it, handing the record over would
+   * cost about what the overlap saves.
+   */
+  static final long LOG_AHEAD_BYTES = 64L << 10;
+  private static final ExecutorService LOGGERS = PlatformThreads.daemons("datalith-lmdb-log");
+
   private final Env<ByteBuffer> env;
   private final List<Dbi<ByteBuffer>> dbis; // by SubDb ordinal
   private final WriteLog log; // the store's, cleared when this began
@@ -129,11 +140,18 @@ final class LmdbWrite implements WriteTxn {
             Reference.reachabilityFence(key); // LMDB reads it where it lies
           }
         }
-        try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
-          log.replay(replay);
-        } // its cursors closed before the commit, or before the abort
-        long usedPages = nextPage(txn);
-        commit(txn);
+        Future<?> record = logAhead(txn.getId());
+        long usedPages;
+        try {
+          try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
+            log.replay(replay);
+          } // its cursors closed before the commit, or before the abort
+          usedPages = nextPage(txn);
+        } catch (RuntimeException | Error e) {
+          unlog(record, txn.getId());
+          throw e;
+        }
+        commit(txn, record);
         return usedPages > 0 ? usedPages : map.dataSize() / pageSize;
       } catch (Env.MapFullException e) {
         return -1;
@@ -146,16 +164,65 @@ final class LmdbWrite implements WriteTxn {
   }
 
   /**
-   * Commits {@code txn}: with the log, only once its record is durable, so that a commit seen
-   * is a commit kept; a commit that fails after that cancels the record.
+   * The record of a commit of {@link #LOG_AHEAD_BYTES} or more, which LMDB numbers
+   * {@code txnid}, appended to the write-ahead log by a helper thread as this one puts the
+   * writes; null for a smaller commit, or without the log, or while a pause skips it. The log
+   * is read by both threads meanwhile, and changed by neither.
    */
-  private void commit(Txn<ByteBuffer> txn) {
+  private Future<?> logAhead(long txnid) {
+    if (wal == null || wal.paused() || log.bytes() < LOG_AHEAD_BYTES) {
+      return null;
+    }
+    return LOGGERS.submit(() -> wal.append(log, txnid));
+  }
+
+  /**
+   * Waits for {@code record} (of {@link #logAhead}) to end, without being interrupted; its
+   * failure is thrown here (the append cancelled what it wrote).
+   */
+  private static void await(Future<?> record) {
+    boolean[] interrupted = new boolean[1];
+    try {
+      PlatformThreads.await(record, interrupted);
+    } finally {
+      if (interrupted[0]) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * The puts failed (the map is full, say): waits for {@code record} and cancels it when it was
+   * written, so that recovery never replays a commit that did not happen.
+   */
+  private void unlog(Future<?> record, long txnid) {
+    if (record == null) {
+      return;
+    }
+    try {
+      await(record);
+    } catch (RuntimeException e) {
+      return; // the append failed, and cancelled what it wrote
+    }
+    wal.cancel(txnid);
+  }
+
+  /**
+   * Commits {@code txn}: with the log, only once its record is durable (appended now, or by
+   * {@code record} of {@link #logAhead}), so that a commit seen is a commit kept; a commit that
+   * fails after that cancels the record.
+   */
+  private void commit(Txn<ByteBuffer> txn, Future<?> record) {
     if (wal == null) {
       txn.commit();
       return;
     }
     long txnid = txn.getId();
-    wal.append(log, txnid);
+    if (record == null) {
+      wal.append(log, txnid);
+    } else {
+      await(record);
+    }
     try {
       txn.commit();
     } catch (RuntimeException e) {

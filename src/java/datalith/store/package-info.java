@@ -145,7 +145,11 @@
  * runs with MDB_NOSYNC and a commit is durable once its one record (its logged puts and deletes,
  * the txnid LMDB gives it, a length and a crc32c) is in the write-ahead log ({@code wal.0},
  * {@code wal.1}: preallocated with zeros, grown by doubling) and the log fdatasynced; only then
- * does LMDB's commit make it visible, so a commit seen is a commit kept. A commit that fails
+ * does LMDB's commit make it visible, so a commit seen is a commit kept. A commit of
+ * {@code LmdbWrite.LOG_AHEAD_BYTES} (64 KiB) of writes or more has its record appended and
+ * fdatasynced by a helper thread while LMDB puts the writes, and waits for it before LMDB's
+ * commit; when the puts fail (the map full), the record is cancelled before the commit is tried
+ * again. A commit that fails
  * after its record is durable cancels the record (zeros its magic, fdatasync); when even that
  * fails, the store takes no more writes ({@code :store/io}). After 1024 commits or 8 MiB of log
  * ({@link datalith.store.LmdbWal}), a checkpoint syncs the map, pins the last commit X with a
