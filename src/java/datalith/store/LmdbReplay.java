@@ -52,8 +52,9 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
   // the keys taken off pages, with their values, to put back
   private final TreeMap<byte[], byte[]> moved = new TreeMap<>(Arrays::compareUnsigned);
   private final ByteBuffer view = ReadOnlyBufferProxy.newView();
-  private final ByteBuffer k = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
-  private ByteBuffer v = ByteBuffer.allocateDirect(256);
+  // a moved key and its value, put back: made by the first move (most commits move none)
+  private ByteBuffer k;
+  private ByteBuffer v;
 
   LmdbReplay(List<Dbi<ByteBuffer>> dbis, Txn<ByteBuffer> txn, int pageSize, boolean fillPages,
       String where) {
@@ -67,6 +68,12 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
   @Override
   public void put(SubDb db, ByteBuffer key, ByteBuffer val, ByteBuffer nextPut, int nextValSize) {
     putBackUpTo(db, key);
+    if (nextPut == null && cursors[db.ordinal()] == null) {
+      // a sub-database's one put (a small commit's): LMDB's own put, its cursor on its stack,
+      // rather than a cursor of lmdbjava's made and closed for it
+      dbis.get(db.ordinal()).put(txn, key, val, NO_FLAGS);
+      return;
+    }
     Cursor<ByteBuffer> c = cursor(db);
     c.put(key, val, NO_FLAGS);
     if (nextPut != null) {
@@ -94,11 +101,9 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
       Map.Entry<byte[], byte[]> e = moved.pollFirstEntry();
       byte[] mk = e.getKey();
       byte[] mv = e.getValue();
+      direct(mv.length);
       k.clear();
       k.put(mk).flip();
-      if (v.capacity() < mv.length) {
-        v = ByteBuffer.allocateDirect(Math.max(mv.length, 2 * v.capacity()));
-      }
       v.clear();
       v.put(mv).flip();
       cursor(db).put(k, v, NO_FLAGS);
@@ -155,6 +160,7 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
     }
     Dbi<ByteBuffer> dbi = dbis.get(db.ordinal());
     for (byte[] key : keys) {
+      direct(0);
       k.clear();
       k.put(key).flip();
       if (!dbi.delete(txn, k)) {
@@ -164,6 +170,16 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
     }
     for (int j = 0; j < n; j++) {
       moved.put(keys[j], vals[j]);
+    }
+  }
+
+  /** Makes {@link #k} and {@link #v} direct buffers of room for any key and a value this large. */
+  private void direct(int valSize) {
+    if (k == null) {
+      k = ByteBuffer.allocateDirect(Errors.MAX_KEY_SIZE);
+    }
+    if (v == null || v.capacity() < valSize) {
+      v = ByteBuffer.allocateDirect(Math.max(valSize, v == null ? 256 : 2 * v.capacity()));
     }
   }
 

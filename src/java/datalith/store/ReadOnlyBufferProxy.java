@@ -90,9 +90,16 @@ final class ReadOnlyBufferProxy extends BufferProxy<ByteBuffer> {
     point(buffer, 0L, 0);
   }
 
-  /** A new read-only direct buffer that can be pointed anywhere; it owns no memory. */
+  /** The buffer every view duplicates: the one that allocated (its memory is its own). */
+  private static final ByteBuffer TEMPLATE = ByteBuffer.allocateDirect(0).asReadOnlyBuffer();
+
+  /**
+   * A new read-only direct buffer that can be pointed anywhere; it owns no memory. A duplicate
+   * of one buffer made once: no native memory and no cleaner a view, as a buffer allocated
+   * direct would have (a point get makes one).
+   */
   static ByteBuffer newView() {
-    return ByteBuffer.allocateDirect(0).asReadOnlyBuffer();
+    return TEMPLATE.duplicate();
   }
 
   /** Points {@code buffer} (one of ours) at {@code size} bytes at {@code address}, big-endian. */
