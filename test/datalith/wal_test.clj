@@ -182,15 +182,20 @@
                             (ByteBuffer/wrap b)))
         commit! (fn [^LmdbStore s ks]
                   (with-open [w (.beginWrite s)]
-                    (doseq [k ks] (.put w SubDb/META (key k) (val k)))
+                    (doseq [k ks]
+                      (.put w SubDb/META (key k) (val k))
+                      (when (< 100 k 1000) ; a second sub-database, sorted ahead (WriteLog)
+                        (.put w SubDb/EAVT (key k) (val (inc k)))))
                     (.commit w)))
         check (fn [^LmdbStore s]
                 (with-open [r (.beginRead s)]
                   (doseq [k (concat (range 10) (range 100 4100) (range 5000 5010))]
-                    (is (= (val k) (.get r SubDb/META (key k))) k))))]
+                    (is (= (val k) (.get r SubDb/META (key k))) k)
+                    (when (< 100 k 1000)
+                      (is (= (val (inc k)) (.get r SubDb/EAVT (key k))) k)))))]
     (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal" "map-size" (* 1024 1024)})]
       (commit! s (range 10))
-      (commit! s (range 100 4100)) ; 4 MB of values: the 1 MiB map is full before they are in
+      (commit! s (range 100 4100)) ; 5 MB of values: the 1 MiB map is full before they are in
       (commit! s (range 5000 5010))
       (let [{:keys [records]} (records dir)
             txnids (mapv peek records)]

@@ -31,19 +31,6 @@ abstract class EntrySort {
   }
 
   /**
-   * Fills {@code order[0..count)} with the entries' numbers, by sub-database ({@code dbs[i]}
-   * of entry i), then {@link #compare}; {@code other} is scratch. Both hold at least
-   * {@code count}. Returns {@code order}.
-   */
-  final int[] sortEntries(byte[] dbs, int count, int[] order, int[] other) {
-    int[] starts = bucket(dbs, count, order);
-    for (int d = 0; d < DBS; d++) {
-      sortBucket(order, other, starts[d], starts[d + 1]);
-    }
-    return order;
-  }
-
-  /**
    * Fills {@code order[0..count)} with the entries' numbers by sub-database ({@code dbs[i]} of
    * entry i), each's in the order made; returns where each sub-database's begin, by ordinal,
    * and their end last.

@@ -3,13 +3,17 @@ package datalith.store;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 
 /**
  * The puts and deletes of one LMDB write transaction, copied out of the caller's buffers so that
  * they can be replayed whole (after the map grows, for one). Entries are laid out in heap chunks
  * as [op:1][db:1][keySize:2][valSize:4][key][val]; beside them, each entry's place, its
  * sub-database and its key's first {@code PREFIX} bytes as numbers, so that sorting them
- * compares numbers and reads a key only when those tie. Used by the writer thread only.
+ * compares numbers and reads a key only when those tie. Used by the writer thread, and while it
+ * replays a large log, by the helpers that write its record to the write-ahead log and sort its
+ * later sub-databases (reading it: nothing changes it then).
  */
 final class WriteLog extends EntrySort {
 
@@ -44,6 +48,12 @@ final class WriteLog extends EntrySort {
   private static final int LONGS = PREFIX / 8;
   private static final int KEPT_ENTRIES = 64 * 1024; // entry arrays retained up to this size
   private static final int ORDERED = 256 << 10; // bytes of entries a replay batch copies in order
+  /**
+   * A replay of this many entries or more sorts the sub-databases after its first on a helper
+   * thread while it puts the first's.
+   */
+  static final int SORT_AHEAD_ENTRIES = 4096;
+  private static final ExecutorService SORTERS = PlatformThreads.daemons("datalith-lmdb-sort");
 
   private final ArrayList<ByteBuffer> chunks = new ArrayList<>(); // heap, each filled to position
   private int current; // index of the chunk being filled
@@ -103,11 +113,69 @@ final class WriteLog extends EntrySort {
    * (a cache miss each, behind LMDB's put of the one before, which evicts them).
    */
   void replay(Replay to) {
-    int[] order = sorted();
+    int[] order = new int[count];
+    int[] other = new int[count];
+    int[] starts = bucket(dbs, count, order);
+    int first = 0; // the first sub-database written, sorted here; the others maybe ahead
+    while (first < DBS.length - 1 && starts[first + 1] == 0) {
+      first++;
+    }
+    int rest = starts[first + 1]; // the entries of the sub-databases after it
+    Future<?> sorting = null;
+    if (count >= SORT_AHEAD_ENTRIES && rest < count) {
+      int from = first + 1;
+      sorting = SORTERS.submit(() -> {
+        for (int d = from; d < DBS.length; d++) {
+          sortBucket(order, other, starts[d], starts[d + 1]);
+        }
+      });
+    } else {
+      for (int d = first + 1; d < DBS.length; d++) {
+        sortBucket(order, other, starts[d], starts[d + 1]);
+      }
+    }
+    sortBucket(order, other, starts[first], rest);
+    try {
+      replay(to, order, sorting, rest);
+    } finally {
+      if (sorting != null && !sorting.isDone()) {
+        // the replay failed: the helper reads this log, which the next transaction refills
+        boolean[] interrupted = new boolean[1];
+        try {
+          PlatformThreads.await(sorting, interrupted);
+        } catch (RuntimeException | Error e) {
+          // the replay's own failure is the one thrown
+        }
+        if (interrupted[0]) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    }
+  }
+
+  /**
+   * Replays the entries in {@code order}, of which those from {@code rest} on are sorted by
+   * {@code sorting} (null: all are sorted), waited for before they are read. An entry's next,
+   * looked at for a put's {@code nextPut}, may be read while unsorted: it is of a later
+   * sub-database then (each sub-database's entries stay in their range of {@code order}), which
+   * is all that is asked of it.
+   */
+  private void replay(Replay to, int[] order, Future<?> sorting, int rest) {
     ByteBuffer[] views = new ByteBuffer[chunks.size()]; // of each chunk, for a nextPut past a batch
     try {
       for (int from = 0; from < order.length; ) {
-        int end = gather(order, from);
+        if (sorting != null && from >= rest) {
+          boolean[] interrupted = new boolean[1];
+          try {
+            PlatformThreads.await(sorting, interrupted);
+          } finally {
+            if (interrupted[0]) {
+              Thread.currentThread().interrupt();
+            }
+          }
+          sorting = null;
+        }
+        int end = gather(order, from, sorting != null ? rest : order.length);
         long base = ReadOnlyBufferProxy.base(ordered);
         int at = 0; // in ordered, of entry i
         for (int i = from; i < end; i++) {
@@ -163,17 +231,17 @@ final class WriteLog extends EntrySort {
   }
 
   /**
-   * Copies the entries {@code order[from..]} into {@link #ordered}, one after another from its
+   * Copies the entries {@code order[from..to)} into {@link #ordered}, one after another from its
    * start, as many as it holds (at least one: it grows for an entry larger than it); returns the
    * index past the last one copied.
    */
-  private int gather(int[] order, int from) {
+  private int gather(int[] order, int from, int to) {
     if (ordered == null) {
       ordered = ByteBuffer.allocateDirect(ORDERED);
     }
     ordered.clear();
     int i = from;
-    for (; i < order.length; i++) {
+    for (; i < to; i++) {
       long e = entries[order[i]];
       byte[] array = chunks.get((int) (e >>> 32)).array();
       int at = (int) e;
@@ -232,13 +300,6 @@ final class WriteLog extends EntrySort {
     return (array[at + 2] & 0xFF) << 8 | (array[at + 3] & 0xFF);
   }
 
-  /**
-   * The entries' numbers sorted by sub-database, then key, then number (so that one key's
-   * entries keep their order): grouped by sub-database, then each group merge sorted.
-   */
-  private int[] sorted() {
-    return sortEntries(dbs, count, new int[count], new int[count]);
-  }
 
   /**
    * The order of entries {@code x} and {@code y} of one sub-database: by key as LMDB's (the

@@ -64,7 +64,8 @@
 
  * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
  * transaction in key order, copied in that order a batch at a time into a direct buffer whose
- * bytes LMDB reads where they lie ({@link datalith.store.WriteLog};
+ * bytes LMDB reads where they lie (a log of 4,096 entries or more has the sub-databases after its
+ * first sorted by a helper thread while LMDB puts the first's: {@link datalith.store.WriteLog};
  * {@link datalith.store.LmdbWrite}, holding the
  * {@link datalith.store.LmdbWriterLock}; the map grows by {@link datalith.store.LmdbMapGrowth},
  * and read transactions are pooled by {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new entities' datoms
