@@ -177,21 +177,6 @@ final class LmdbWrite implements WriteTxn {
   }
 
   /**
-   * Waits for {@code record} (of {@link #logAhead}) to end, without being interrupted; its
-   * failure is thrown here (the append cancelled what it wrote).
-   */
-  private static void await(Future<?> record) {
-    boolean[] interrupted = new boolean[1];
-    try {
-      PlatformThreads.await(record, interrupted);
-    } finally {
-      if (interrupted[0]) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  /**
    * The puts failed (the map is full, say): waits for {@code record} and cancels it when it was
    * written, so that recovery never replays a commit that did not happen.
    */
@@ -200,7 +185,7 @@ final class LmdbWrite implements WriteTxn {
       return;
     }
     try {
-      await(record);
+      PlatformThreads.join(record);
     } catch (RuntimeException e) {
       return; // the append failed, and cancelled what it wrote
     }
@@ -221,7 +206,7 @@ final class LmdbWrite implements WriteTxn {
     if (record == null) {
       wal.append(log, txnid);
     } else {
-      await(record);
+      PlatformThreads.join(record); // its failure thrown here: the append cancelled its record
     }
     try {
       txn.commit();

@@ -82,6 +82,22 @@ final class PlatformThreads {
   }
 
   /**
+   * Waits for {@code f} without being interrupted, as {@link #await} does, then sets the
+   * thread's interrupt status again if an interrupt came meanwhile; its task's RuntimeException
+   * or Error thrown as it is.
+   */
+  static void join(Future<?> f) {
+    boolean[] interrupted = new boolean[1];
+    try {
+      await(f, interrupted);
+    } finally {
+      if (interrupted[0]) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
    * The result of {@code f}, waited for without being interrupted: its task's RuntimeException
    * or Error thrown as it is. An interrupt that comes meanwhile sets {@code interrupted[0]}; the
    * caller sets the thread's status again when it may.

@@ -140,14 +140,10 @@ final class WriteLog extends EntrySort {
     } finally {
       if (sorting != null && !sorting.isDone()) {
         // the replay failed: the helper reads this log, which the next transaction refills
-        boolean[] interrupted = new boolean[1];
         try {
-          PlatformThreads.await(sorting, interrupted);
+          PlatformThreads.join(sorting);
         } catch (RuntimeException | Error e) {
           // the replay's own failure is the one thrown
-        }
-        if (interrupted[0]) {
-          Thread.currentThread().interrupt();
         }
       }
     }
@@ -165,14 +161,7 @@ final class WriteLog extends EntrySort {
     try {
       for (int from = 0; from < order.length; ) {
         if (sorting != null && from >= rest) {
-          boolean[] interrupted = new boolean[1];
-          try {
-            PlatformThreads.await(sorting, interrupted);
-          } finally {
-            if (interrupted[0]) {
-              Thread.currentThread().interrupt();
-            }
-          }
+          PlatformThreads.join(sorting);
           sorting = null;
         }
         int end = gather(order, from, sorting != null ? rest : order.length);
