@@ -159,8 +159,8 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
       }
     }
     Dbi<ByteBuffer> dbi = dbis.get(db.ordinal());
+    direct(0);
     for (byte[] key : keys) {
-      direct(0);
       k.clear();
       k.put(key).flip();
       if (!dbi.delete(txn, k)) {

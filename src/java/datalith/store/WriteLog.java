@@ -121,18 +121,17 @@ final class WriteLog extends EntrySort {
       first++;
     }
     int rest = starts[first + 1]; // the entries of the sub-databases after it
-    Future<?> sorting = null;
-    if (count >= SORT_AHEAD_ENTRIES && rest < count) {
-      int from = first + 1;
-      sorting = SORTERS.submit(() -> {
-        for (int d = from; d < DBS.length; d++) {
-          sortBucket(order, other, starts[d], starts[d + 1]);
-        }
-      });
-    } else {
-      for (int d = first + 1; d < DBS.length; d++) {
+    int next = first + 1;
+    Runnable sortRest = () -> {
+      for (int d = next; d < DBS.length; d++) {
         sortBucket(order, other, starts[d], starts[d + 1]);
       }
+    };
+    Future<?> sorting = null;
+    if (count >= SORT_AHEAD_ENTRIES && rest < count) {
+      sorting = SORTERS.submit(sortRest);
+    } else {
+      sortRest.run();
     }
     sortBucket(order, other, starts[first], rest);
     try {
@@ -288,7 +287,6 @@ final class WriteLog extends EntrySort {
   private static int keySize(byte[] array, int at) {
     return (array[at + 2] & 0xFF) << 8 | (array[at + 3] & 0xFF);
   }
-
 
   /**
    * The order of entries {@code x} and {@code y} of one sub-database: by key as LMDB's (the
