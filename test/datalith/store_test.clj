@@ -26,8 +26,10 @@
 (def kinds
   "LMDB with its Java page reader, LMDB alone (option \"page-reader\" \"lmdb\": every read
   and write LMDB's own, the plain path the Java reader is checked against), MemStore, and
-  MemStore editing in place when no read is open (MemStore/openInPlace)."
-  [:lmdb :lmdb-plain :mem :mem-in-place])
+  MemStore editing in place when no read is open (MemStore/openInPlace), and LMDB with
+  write-behind (its commits laid in memory over LMDB's, and written back every few
+  commits: reads merge layers, or not, as the write-back thread finds the time)."
+  [:lmdb :lmdb-plain :mem :mem-in-place :lmdb-behind])
 
 (defn- open-mem ^MemStore [kind]
   (if (= kind :mem-in-place) (MemStore/openInPlace) (MemStore/open)))
@@ -57,6 +59,13 @@
        (let [dir (temp-dir)]
          (try
            (let [s (open-lmdb dir (assoc opts "page-reader" (if (= kind :lmdb) "java" "lmdb")))]
+             (try (f s) (finally (.close s))))
+           (finally (delete-tree dir))))
+       :lmdb-behind
+       (let [dir (temp-dir)]
+         (try
+           (let [s (open-lmdb dir (-> opts (dissoc "sync")
+                                      (assoc "write-behind" true "write-back-commits" 3)))]
              (try (f s) (finally (.close s))))
            (finally (delete-tree dir))))))))
 
@@ -748,6 +757,7 @@
           (with-open [^Store s (case kind
                           :lmdb (open-lmdb dir {"sync" false "page-reader" "java"})
                           :lmdb-plain (open-lmdb dir {"sync" false "page-reader" "lmdb"})
+                          :lmdb-behind (open-lmdb dir {"write-behind" true "write-back-commits" 3})
                           (:mem :mem-in-place) (open-mem kind))]
             (let [stop (atom false)
                   readers (doall (repeatedly 3 #(run-for stop (fn [] (with-open [r (.beginRead s)]
@@ -758,7 +768,7 @@
               (doseq [r readers] (is (pos? @r)))
               (with-open [r (.beginRead s)]
                 (is (= 1000 (count (scan r SubDb/EAVT))))))
-            (when (#{:lmdb :lmdb-plain} kind)
+            (when (#{:lmdb :lmdb-plain :lmdb-behind} kind)
               ;; about 110 KB of live entries; 300 unreclaimed versions would take 30+ MB.
               ;; Readers pin a few versions each, more on a loaded machine: allow 12 MiB.
               (is (< (data-file-size dir) (* 12 1024 1024)) (str "data.mdb: " (data-file-size dir)))))

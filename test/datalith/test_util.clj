@@ -13,8 +13,11 @@
   "The stores the store and property tests run on: `stores` and :lmdb-plain,
   LMDB with `:page-reader :lmdb` (every read and write LMDB's own), the slow
   twin that the Java page reader of :lmdb is checked against. To run every
-  test on LMDB alone: JVM_OPTS=-Ddatalith.page-reader=lmdb lein test"
-  [:lmdb :lmdb-plain :mem])
+  test on LMDB alone: JVM_OPTS=-Ddatalith.page-reader=lmdb lein test; and
+  :lmdb-behind, LMDB with write-behind (each commit laid in memory over LMDB's
+  last, written back every few commits or milliseconds, so that reads meet every
+  state of the layers)."
+  [:lmdb :lmdb-plain :mem :lmdb-behind])
 
 (defn durable?
   "Whether `store` keeps its data in a directory."
@@ -24,7 +27,9 @@
 (defn store-opts
   "`opts` for a connection on `store`."
   [store opts]
-  (cond-> opts (= store :lmdb-plain) (assoc :page-reader :lmdb)))
+  (cond-> opts
+    (= store :lmdb-plain) (assoc :page-reader :lmdb)
+    (= store :lmdb-behind) (assoc :write-behind true :write-back-commits 5 :write-back-ms 2)))
 
 (defn temp-dir
   "A new empty temporary directory."
@@ -37,8 +42,8 @@
   (.delete f))
 
 (defn open-conn
-  "A connection on a fresh database of kind `store` (:lmdb, :lmdb-plain or
-  :mem); returns [conn cleanup-fn]."
+  "A connection on a fresh database of kind `store` (:lmdb, :lmdb-plain,
+  :lmdb-behind or :mem); returns [conn cleanup-fn]."
   [store opts]
   (if (durable? store)
     (let [dir (temp-dir)]

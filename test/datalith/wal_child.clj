@@ -12,7 +12,11 @@
   an import does) and writes `applied I` instead of `ack I`: nothing it commits
   is acknowledged as durable. With `large`, each transaction also asserts 100
   entities {:w/p NAME+ :w/i I*1000+J :w/s S}: more than 64 KiB of writes, whose
-  record the store writes to its log while LMDB puts them (LmdbWrite.logAhead)."
+  record the store writes to its log while LMDB puts them (LmdbWrite.logAhead).
+  With `behind`, the store has write-behind and writes nothing back while it
+  runs (every commit only in its log and in memory); with `behind-often`, it
+  has write-behind and writes back every 3 commits or 1 ms (checkpoints that
+  carry the later records over, all the time)."
   (:require [datalith.child-jvm :as child]
             [datalith.core :as d])
   (:import (datalith.conn Conn)
@@ -30,7 +34,13 @@
         rnd (Random. (hash name))
         f (FileOutputStream. ^String out true)
         line! (fn [^String s] (.write f (.getBytes (str s "\n"))))
-        conn (d/connect dir {:commit :wal :schema schema})
+        conn (d/connect dir (merge {:commit :wal :schema schema}
+                                   (case mode
+                                     "behind" {:write-behind true :write-back-commits 1000000
+                                               :write-back-ms 3600000}
+                                     "behind-often" {:write-behind true :write-back-commits 3
+                                                     :write-back-ms 1}
+                                     {})))
         pause? (= mode "pause")
         filler (if (= mode "large") 100 0)]
     (when pause?

@@ -508,3 +508,105 @@
       (is (zero? (.replayedAtOpen s)))
       (is (zero? (.flushesAhead s)))
       (check s))))
+
+;; Write-behind (LmdbBehind): commits durable in the log, laid in memory over LMDB's last
+;; commit, and written back into LMDB later by a thread of the store
+
+(deftest write-behind-commits-only-in-the-log-survive-the-loss-of-unsynced-pages
+  ;; nothing is written back while the child runs: LMDB's file holds only the checkpoint's
+  ;; commit, every acknowledged transaction is a record of the log (numbered after the
+  ;; checkpoint as LMDB's commits would be), and the reopen replays them all
+  (let [dir (fresh-db)
+        before (read-bytes (File. dir "data.mdb"))
+        c (start-child dir "behind" 600 "behind")]
+    (try (await-acks c 150)
+         (finally (kill! c)))
+    (let [acked (acks (:out c))
+          {:keys [records]} (records dir)
+          _ (lose-unsynced-pages! dir before (Random. 17))
+          {:keys [by-name replayed]} (committed dir)
+          got (get by-name "behind" #{})
+          txnids (mapv peek records)]
+      (is (<= 150 (count acked)))
+      (is (= txnids (vec (range (first txnids) (+ (count txnids) (first txnids)))))
+          "consecutive txnids")
+      (is (every? got acked) "every acknowledged transaction is there")
+      (is (= got (set (range (count got)))) "a prefix, without gaps")
+      (is (<= (count got) (inc (count acked))) "at most one unacknowledged")
+      (is (<= (count acked) replayed) "they were replayed from the log")
+      (is (= (set (range 5)) (by-name "parent"))))))
+
+(defn- checkpoint-epoch
+  "The epoch of the last checkpoint of dir's log."
+  [^File dir]
+  (apply max (for [n [0 1]
+                   :let [b (ByteBuffer/wrap (read-bytes (File. dir (str "wal." n))))]
+                   :when (and (<= 32 (.limit b)) (= 0x444C574C (.getInt b 0)))]
+               (.getLong b 24))))
+
+(deftest write-behind-killed-amid-write-backs-keeps-every-acknowledged-commit
+  ;; write-backs every 3 commits or 1 ms, each a checkpoint carrying the records made while it
+  ;; ran into the other segment: a kill at any point of one loses nothing acknowledged
+  (doseq [seed [1 2 3]]
+    (let [dir (fresh-db)
+          epoch (checkpoint-epoch dir)
+          c (start-child dir (str "often" seed) 100000 "behind-often")]
+      (try (await-acks c (* 100 seed))
+           (finally (kill! c)))
+      (is (< (+ epoch 10) (checkpoint-epoch dir)) "write-backs took checkpoints all along")
+      (let [acked (acks (:out c))
+            {:keys [by-name]} (committed dir)
+            got (get by-name (str "often" seed) #{})]
+        (is (<= (* 100 seed) (count acked)))
+        (is (every? got acked) "every acknowledged transaction is there")
+        (is (= got (set (range (count got)))) "a prefix, without gaps")
+        (is (<= (count got) (inc (count acked))) "at most one unacknowledged")))))
+
+(deftest a-write-behind-store-is-alone-on-its-directory
+  (testing "another process's open fails while a write-behind store has the directory"
+    (let [dir (fresh-db)
+          c (start-child dir "alone" 100000 "behind-often")]
+      (try (await-acks c 10)
+           (let [e (try (d/connect (.getPath dir) {:commit :wal}) nil
+                        (catch ExceptionInfo e e))]
+             (is (= :store/lmdb (:error (ex-data e))) (pr-str e))
+             (is (re-find #"write-behind" (str (ex-message e)))))
+           (await-acks c (+ 10 (count (acks (:out c)))))
+           (finally (kill! c)))
+      (testing "and the child went on committing; once it is gone, the directory opens"
+        (let [{:keys [by-name]} (committed dir)]
+          (is (every? (get by-name "alone" #{}) (acks (:out c))))))))
+  (testing "a write-behind open fails while another process has the directory"
+    (let [dir (fresh-db)
+          c (start-child dir "other" 100000)]
+      (try (await-acks c 10)
+           (let [e (try (d/connect (.getPath dir) {:commit :wal :write-behind true}) nil
+                        (catch ExceptionInfo e e))]
+             (is (= :store/lmdb (:error (ex-data e))) (pr-str e)))
+           (finally (kill! c))))))
+
+(deftest write-behind-option-errors
+  (let [dir (File. (tu/temp-dir) "db")]
+    (doseq [[opts bad] [[{"write-behind" true "commit" "lmdb-sync"} "write-behind"]
+                        [{"write-behind" true "sync" false} "write-behind"]
+                        [{"write-behind" "yes"} "write-behind"]
+                        [{"write-back-commits" 0} "write-back-commits"]
+                        [{"write-back-commits" 1.5} "write-back-commits"]
+                        [{"write-back-ms" -1} "write-back-ms"]]]
+      (let [e (try (LmdbStore/open (.toPath dir) opts) nil (catch ExceptionInfo e e))]
+        (is (= :store/option (:error (ex-data e))) (pr-str opts))
+        (is (= bad (:option (ex-data e))) (pr-str opts))))))
+
+(deftest write-behind-close-writes-everything-back-and-a-reopen-replays-nothing
+  (let [dir (File. (tu/temp-dir) "db")
+        opts {:commit :wal :write-behind true :write-back-commits 1000000 :write-back-ms 3600000
+              :schema wal-child/schema}]
+    (with-open [conn (d/connect (.getPath dir) opts)]
+      (dotimes [i 50] (d/transact! conn [{:w/p "x" :w/i i}]))
+      (is (zero? (.writeBacks ^LmdbStore (.store ^Conn conn))) "nothing written back yet")
+      (is (= 50 (count (d/q '[:find ?e :where [?e :w/p "x"]] (d/db conn))))))
+    (with-open [conn (d/connect (.getPath dir) {:commit :wal})]
+      (is (zero? (replayed conn)))
+      (is (:ok? (d/verify conn)))
+      (is (= (set (range 50)) (set (map first (d/q '[:find ?i :where [?e :w/p "x"] [?e :w/i ?i]]
+                                                   (d/db conn)))))))))

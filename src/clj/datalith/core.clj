@@ -42,6 +42,9 @@
     (contains? opts :map-size) (assoc "map-size" (:map-size opts))
     (contains? opts :sync) (assoc "sync" (:sync opts))
     (contains? opts :max-readers) (assoc "max-readers" (:max-readers opts))
+    (contains? opts :write-behind) (assoc "write-behind" (:write-behind opts))
+    (contains? opts :write-back-commits) (assoc "write-back-commits" (:write-back-commits opts))
+    (contains? opts :write-back-ms) (assoc "write-back-ms" (:write-back-ms opts))
     (contains? opts :commit) (assoc "commit" (let [c (:commit opts)]
                                                (if (keyword? c) (name c) c)))
     (contains? opts :page-reader) (assoc "page-reader" (let [r (:page-reader opts)]
@@ -82,6 +85,13 @@
                   synced at checkpoints; :lmdb-sync, LMDB's own sync of the
                   pages of each commit. The JVM property datalith.commit sets
                   the default.
+    :write-behind true to lay each durable commit (:commit :wal) in memory over
+                  LMDB's last commit and write many into LMDB at once, on a thread
+                  of the store (within :write-back-ms, default 50, or every
+                  :write-back-commits, default 1024): commits cost about one
+                  fdatasync of the log. The database must then be open in no
+                  other process (its opens fail, as this one fails when another
+                  has it open).
     :page-reader  :java (default) reads LMDB's pages in Java (every seek, scan
                   and get), checking every page and address first (a damaged
                   file is a :store/corrupt ex-info); :lmdb leaves every read and

@@ -16,14 +16,14 @@
 
 (defn- eid [^Map ids tempid] (.get ids tempid))
 
-(deftype Datalith [kind ^File dir state]
+(deftype Datalith [kind ^File dir state conn-opts]
   system/BenchSystem
   (system-name [_] (str "datalith-" (name kind)))
 
   (load-data! [_ data opts]
     (when dir (system/delete-tree dir))
     (let [conn (if dir
-                 (d/connect (.getPath dir) {:schema workload/schema})
+                 (d/connect (.getPath dir) (assoc conn-opts :schema workload/schema))
                  (d/connect :mem {:schema workload/schema}))
           result (workload/load! data (assoc opts :transact (transact-fn conn)))]
       (swap! state assoc :conn conn :ids (:ids result))
@@ -75,12 +75,19 @@
 (defn lmdb
   "datalith on LMDB in `dir` (deleted before loading and on close!)."
   [^File dir]
-  (->Datalith :lmdb dir (atom {})))
+  (->Datalith :lmdb dir (atom {}) {}))
+
+(defn behind
+  "datalith on LMDB in `dir` with write-behind (LmdbBehind: commits durable in
+  the write-ahead log, written into LMDB many at a time by a thread of the
+  store); deleted before loading and on close!."
+  [^File dir]
+  (->Datalith :behind dir (atom {}) {:write-behind true}))
 
 (defn mem
   "datalith in memory."
   []
-  (->Datalith :mem nil (atom {})))
+  (->Datalith :mem nil (atom {}) {}))
 
 (defn release!
   "Closes the connection of `s` but keeps its files (for another process to read)."
@@ -93,7 +100,7 @@
   "datalith on the LMDB database already in `dir` (kept on release!), whose
   tempids map is `ids`."
   [^File dir ids]
-  (->Datalith :lmdb dir (atom {:conn (d/connect (.getPath dir)) :ids ids})))
+  (->Datalith :lmdb dir (atom {:conn (d/connect (.getPath dir)) :ids ids}) {}))
 
 (defn bulk?
   "Whether `s` is a datalith system (which has the import and export ops)."
@@ -122,7 +129,8 @@
     (.mkdirs scratch)
     (try
       (assoc (let [c (if (.-dir s)
-                       (d/connect (.getPath import-dir) {:schema workload/schema})
+                       (d/connect (.getPath import-dir) (assoc (.-conn-opts s)
+                                                               :schema workload/schema))
                        (d/connect :mem {:schema workload/schema}))]
                (try (let [source (doall (workload/import-tx-data data batch-size))
                           fresh (timed-rate #(:datoms (d/import! c source)))]

@@ -17,7 +17,11 @@
       --threads N     writer threads of the single-datom transactions (default 1;
                       each commits --tx / N of them, and the figure is all of theirs)
       --commit C      the LMDB store's option \"commit\": wal or lmdb-sync (default:
-                      the store's default)"
+                      the store's default)
+      --write-behind true
+                      the LMDB store with write-behind (LmdbBehind); a load then also
+                      prints how long the commits still in memory took to be
+                      written back into LMDB once it ended"
   (:require [clojure.string :as str]
             [datalith.bench.system :refer [delete-tree]]
             [datalith.core :as d]
@@ -70,6 +74,12 @@
         cpu (cpu-ns)
         bytes (allocated)
         {:keys [load-ns]} (w/load! data {:transact (transact-fn conn) :batch-size batch-size})]
+    (when (:write-behind @commit-opts)
+      (let [start (System/nanoTime)
+            store ^datalith.store.LmdbStore (.store ^datalith.conn.Conn conn)]
+        (.writeBehindCatchUp store)
+        (printf "  write-behind: %d write-backs, %,d bytes of log carried over; the last commits written back %.2f s after the load%n"
+                (.writeBacks store) (.carriedBytes store) (/ (- (System/nanoTime) start) 1e9))))
     [conn (/ (double load-ns) 1e9) (/ (double (- (cpu-ns) cpu)) 1e9) (- (allocated) bytes)]))
 
 (defn- single-txs
@@ -153,7 +163,9 @@
         threads (parse-long (opts "--threads" "1"))
         dir (File. ^String (opts "--dir"))]
     (when-let [c (opts "--commit")]
-      (reset! commit-opts {:commit c}))
+      (swap! commit-opts assoc :commit c))
+    (when (= "true" (opts "--write-behind"))
+      (swap! commit-opts assoc :write-behind true))
     (if (= "true" (opts "--tx-only"))
       (let [conn (d/connect (.getPath dir) @commit-opts)]
         (time-txs conn n-tx threads)

@@ -15,7 +15,7 @@
 
 (def columns [:system :scale :datoms :op :p50_ms :p95_ms :p99_ms :ops_per_s])
 
-(def system-order ["datalith-lmdb" "datalith-mem" "datomic-mem" "datomic-disk" "sqlite"
+(def system-order ["datalith-lmdb" "datalith-behind" "datalith-mem" "datomic-mem" "datomic-disk" "sqlite"
                    "datalith-lmdb-256m"])
 
 (def scale-order ["100k" "300k" "1m"])
@@ -163,7 +163,7 @@
         ops (sort-by op-order (distinct (map :op rows)))
         at (into {} (for [r rows] [[(:system r) (:op r)] r]))
         cell (fn [f s op] (if-let [r (at [s op])] (f r) "-"))
-        ours (filter #{"datalith-lmdb" "datalith-mem"} systems)
+        ours (filter #{"datalith-lmdb" "datalith-behind" "datalith-mem"} systems)
         others (remove #(str/starts-with? % "datalith") systems)
         pairs (for [a ours b others] [a b])]
     (str "## " scale " (" (format "%,d" (long (:datoms (first rows)))) " datoms)\n\n"

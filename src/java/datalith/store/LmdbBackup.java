@@ -33,7 +33,8 @@ public final class LmdbBackup {
    * @throws IllegalStateException when the store is closed
    */
   public static void copy(LmdbStore store, Path dest, boolean compact) {
-    try (ReadTxn pin = store.beginRead()) { // the map stays in place while LMDB copies
+    store.writeBehindCatchUp(); // the commits laid over LMDB's, with write-behind, into it
+    try (ReadTxn pin = store.beginLmdbRead()) { // the map stays in place while LMDB copies
       store.env().copy(dest.toFile(),
           compact ? new CopyFlags[] {CopyFlags.MDB_CP_COMPACT} : new CopyFlags[0]);
     } catch (LmdbException e) {

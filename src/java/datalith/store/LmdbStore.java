@@ -118,6 +118,7 @@ public final class LmdbStore implements Store {
   private final WriteLog log = new WriteLog(); // the open write transaction's writes
   private final LmdbWal wal; // null unless the option "commit" is "wal" and "sync" true
   private final LmdbWalRecovery.OpenLock openLock; // held shared while open
+  private LmdbBehind behind; // null unless the option "write-behind" is true
   private int replayed; // commits the open replayed from the log
   private volatile boolean syncPaused; // LMDB's own sync paused (LmdbSyncPause), no log
   private volatile int directReplaces; // replaceAll calls that wrote their trees as pages
@@ -191,7 +192,15 @@ public final class LmdbStore implements Store {
    * {@code "lmdb-sync"}: how a durable commit gets to disk, through the write-ahead log
    * ({@link LmdbWal}: one fdatasync of one record) or by LMDB's own sync of its pages; the
    * system property {@value #COMMIT_PROPERTY} sets the default, {@value #DEFAULT_COMMIT}
-   * otherwise; ignored when "sync" is false). Other keys are ignored.
+   * otherwise; ignored when "sync" is false), {@code "write-behind"} (Boolean, default false:
+   * with "commit" {@code "wal"}, a commit durable in the log is laid in memory over LMDB's last
+   * commit and written into LMDB later, many at once, by a thread of the store; the store must
+   * then be the only one open on the directory, in any process: see {@link LmdbBehind}),
+   * {@code "write-back-commits"} (with write-behind, how many commits start a write-back at
+   * the latest, from 1 to 2^20, default {@value LmdbBehind#WRITE_BACK_COMMITS}),
+   * {@code "write-back-ms"} (with write-behind, how many milliseconds after a commit its
+   * write-back starts at the latest, from 1 to 3600000, default
+   * {@value LmdbBehind#WRITE_BACK_MS}). Other keys are ignored.
    *
    * <p>An open that is the only one on the directory first recovers what the log holds (see
    * {@link LmdbWalRecovery}), whichever "commit" it asks for.
@@ -236,6 +245,29 @@ public final class LmdbStore implements Store {
           Keyword.intern("option"), "commit", Keyword.intern("value"), commit);
     }
     boolean walCommits = sync && commit.equals("wal");
+    boolean writeBehind = option(options, "write-behind", Boolean.class, Boolean.FALSE, where);
+    Number writeBackCommits = option(options, "write-back-commits", Number.class,
+        LmdbBehind.WRITE_BACK_COMMITS, where);
+    if (!(writeBackCommits instanceof Integer || writeBackCommits instanceof Long)
+        || writeBackCommits.longValue() < 1 || writeBackCommits.longValue() > 1 << 20) {
+      throw Errors.error(Errors.OPTION, where, "Option \"write-back-commits\" must be a whole"
+          + " number from 1 to " + (1 << 20) + ", got " + writeBackCommits, null,
+          Keyword.intern("option"), "write-back-commits", Keyword.intern("value"),
+          writeBackCommits);
+    }
+    Number writeBackMs = option(options, "write-back-ms", Number.class,
+        LmdbBehind.WRITE_BACK_MS, where);
+    if (!(writeBackMs instanceof Integer || writeBackMs instanceof Long)
+        || writeBackMs.longValue() < 1 || writeBackMs.longValue() > 3_600_000) {
+      throw Errors.error(Errors.OPTION, where, "Option \"write-back-ms\" must be a whole"
+          + " number from 1 to 3600000, got " + writeBackMs, null,
+          Keyword.intern("option"), "write-back-ms", Keyword.intern("value"), writeBackMs);
+    }
+    if (writeBehind && !walCommits) {
+      throw Errors.error(Errors.OPTION, where, "Option \"write-behind\" needs \"commit\""
+          + " \"wal\" and \"sync\" true", null, Keyword.intern("option"), "write-behind",
+          Keyword.intern("value"), true);
+    }
     Path real;
     try {
       real = Files.createDirectories(dir).toRealPath();
@@ -252,6 +284,10 @@ public final class LmdbStore implements Store {
     boolean openLockCreated = !Files.exists(real.resolve(LmdbWalRecovery.OPEN_LOCK));
     try {
       openLock = LmdbWalRecovery.OpenLock.enter(real, where);
+      if (writeBehind && !openLock.alone) {
+        throw Errors.error(Errors.LMDB, where, "The store is open in another process; with"
+            + " write-behind it must be the only one", null);
+      }
       if (openLock.alone) {
         plan = LmdbWalRecovery.plan(real, where);
         if (plan != null && LmdbWalRecovery.mustRollBack(real, plan, where)) {
@@ -293,7 +329,13 @@ public final class LmdbStore implements Store {
           reader.equals("java"), walCommits, openLock);
       try {
         store.recover(plan, openLock.alone);
-        openLock.stay(where);
+        if (writeBehind) {
+          openLock.stayAlone(where);
+          store.behind = new LmdbBehind(store, store.wal, where, writeBackCommits.intValue(),
+              writeBackMs.longValue());
+        } else {
+          openLock.stay(where);
+        }
       } catch (RuntimeException e) {
         store.closeAfterFailedOpen();
         env = null;
@@ -387,6 +429,74 @@ public final class LmdbStore implements Store {
     return wal == null ? 0 : wal.flushesAhead();
   }
 
+  /** LMDB's last commit. */
+  long lastTxnid() {
+    return env.info().lastTransactionId;
+  }
+
+  /** Takes the log's checkpoint when this process does not own it ({@link LmdbWal#own}). */
+  void ownLog() {
+    runLocked(wal::own);
+  }
+
+  /**
+   * Writes a write-behind layer back ({@link LmdbBehind}): {@code puts}' entries and
+   * {@code gone}'s keys deleted, in key order, in one LMDB commit that writes no record to the
+   * log, then syncs LMDB's file; returns LMDB's last commit, which holds them.
+   */
+  long writeBack(MemStore puts, MemStore gone) {
+    try (ReadTxn p = puts.beginRead(); ReadTxn g = gone.beginRead()) {
+      writer.acquire();
+      FileLock lock = writer.lockDirectory();
+      log.clear();
+      try (LmdbWrite w = new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize,
+          javaPages, where, null)) {
+        for (SubDb db : SubDb.values()) {
+          try (Cursor pc = p.cursor(db); Cursor gc = g.cursor(db)) {
+            boolean pv = pc.first();
+            boolean gv = gc.first();
+            while (pv || gv) {
+              if (gv && (!pv || MergedCursor.compare(gc.key(), pc.key()) < 0)) {
+                w.delete(db, gc.key());
+                gv = gc.next();
+              } else {
+                w.put(db, pc.key(), pc.val());
+                pv = pc.next();
+              }
+            }
+          }
+        }
+        w.commit();
+      }
+    }
+    try {
+      env.sync(true);
+    } catch (LmdbException e) {
+      throw failure("Cannot sync the store after a write-back", e);
+    }
+    return lastTxnid();
+  }
+
+  /** The write-backs of write-behind since the open (0 without it): for the tests. */
+  public long writeBacks() {
+    return behind == null ? 0 : behind.writeBacks();
+  }
+
+  /**
+   * The bytes of the write-ahead log's records that write-backs carried over to its other
+   * segment since the open (records of commits made while a write-back ran): for the bench.
+   */
+  public long carriedBytes() {
+    return behind == null ? 0 : wal.carried();
+  }
+
+  /** Writes every commit back into LMDB's file, with write-behind; else nothing. */
+  public void writeBehindCatchUp() {
+    if (behind != null) {
+      behind.drained(() -> null);
+    }
+  }
+
   /** Runs {@code job} holding the writer permit and the directory's writer lock. */
   private void runLocked(Runnable job) {
     writer.acquire();
@@ -476,6 +586,12 @@ public final class LmdbStore implements Store {
   @Override
   public ReadTxn beginRead() {
     checkOpen();
+    return behind != null ? behind.beginRead() : beginLmdbRead();
+  }
+
+  /** A read transaction of LMDB's last commit (with write-behind, under the layers). */
+  ReadTxn beginLmdbRead() {
+    checkOpen();
     LmdbReadTxn.Opened opened = openReads.get();
     long deadline = 0;
     while (true) {
@@ -549,6 +665,12 @@ public final class LmdbStore implements Store {
    */
   @Override
   public WriteTxn beginWrite() {
+    checkOpen();
+    return behind != null ? behind.beginWrite() : beginLmdbWrite();
+  }
+
+  /** A write transaction of LMDB's own, through the log (with write-behind: during a pause). */
+  WriteTxn beginLmdbWrite() {
     FileLock lock = lockWriter();
     log.clear();
     return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
@@ -617,6 +739,14 @@ public final class LmdbStore implements Store {
    */
   @Override
   public void replaceAll(ReadTxn source) {
+    if (behind != null) {
+      behind.replaceAll(() -> replaceLmdb(source));
+    } else {
+      replaceLmdb(source);
+    }
+  }
+
+  private void replaceLmdb(ReadTxn source) {
     boolean direct = pageSize == LmdbTree.PAGE_SIZE && directCommit(source);
     if (!direct) {
       Store.super.replaceAll(source);
@@ -669,7 +799,7 @@ public final class LmdbStore implements Store {
    * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when the record is damaged
    */
   public Map<Keyword, Long> pageStats(SubDb db) {
-    try (LmdbReadTxn r = (LmdbReadTxn) beginRead()) {
+    try (LmdbReadTxn r = (LmdbReadTxn) beginLmdbRead()) {
       return r.stats(db, dbis);
     }
   }
@@ -685,7 +815,7 @@ public final class LmdbStore implements Store {
    * @throws clojure.lang.ExceptionInfo {@code :store/io} when the file cannot be read
    */
   public String pageAccountingProblem() {
-    try (LmdbReadTxn r = (LmdbReadTxn) beginRead();
+    try (LmdbReadTxn r = (LmdbReadTxn) beginLmdbRead();
         FileChannel data = FileChannel.open(dataFile, StandardOpenOption.READ)) {
       ByteBuffer meta = LmdbDirectCommit.readMeta(data, r.reader().txn.getId());
       return meta == null ? null : LmdbOldPages.accountingProblem(data, meta);
@@ -707,6 +837,10 @@ public final class LmdbStore implements Store {
   /** {@inheritDoc} Sets LMDB's MDB_NOSYNC on the environment; ends with mdb_env_sync. */
   @Override
   public SyncPause pauseSync() {
+    return behind != null ? behind.pauseSync(this::pauseLmdb) : pauseLmdb();
+  }
+
+  private SyncPause pauseLmdb() {
     if (wal == null) {
       if (!sync) {
         return () -> {};
@@ -750,7 +884,7 @@ public final class LmdbStore implements Store {
   @Override
   public void close() {
     int held = openReads.get().count();
-    if (held > 0 || writer.heldByCurrentThread()) {
+    if (held > 0 || writer.heldByCurrentThread() || behind != null && behind.writing()) {
       throw new IllegalStateException("Cannot close the store while this thread holds "
           + (held > 0 ? held + " open read transaction(s)" : "the write transaction")
           + " (" + where + ")");
@@ -761,12 +895,13 @@ public final class LmdbStore implements Store {
       }
       state = CLOSING;
     }
+    boolean caughtUp = behind == null || behind.close(); // before the map stops growing
     map.close();
     FileChannel lockFile = writer.drain();
     RuntimeException checkpoint = null;
     if (wal != null) {
       try {
-        runLocked(() -> wal.close(true)); // a clean reopen replays nothing
+        runLocked(() -> wal.close(caughtUp)); // a clean reopen replays nothing
       } catch (RuntimeException e) {
         checkpoint = e; // the records stay in the log: the next open replays them
         wal.close(false);

@@ -228,10 +228,20 @@ final class LmdbWal {
    * writer lock, after {@link #own}.
    */
   void append(WriteLog log, long txnid) {
-    uninterrupted(() -> appendNow(log, txnid));
+    uninterrupted(() -> appendNow(log, txnid, true));
   }
 
-  private void appendNow(WriteLog log, long txnid) {
+  /**
+   * {@link #append} for a write-behind commit ({@link LmdbBehind}): {@code txnid} is the
+   * record's place after the checkpoint (X + 1, X + 2, ...), not a commit of LMDB's, and LMDB's
+   * file is not flushed ahead (the commit writes nothing to it). Under the write-behind's commit
+   * lock, after {@link #own}.
+   */
+  void appendBehind(WriteLog log, long txnid) {
+    uninterrupted(() -> appendNow(log, txnid, false));
+  }
+
+  private void appendNow(WriteLog log, long txnid, boolean flushAhead) {
     if (paused) {
       return;
     }
@@ -245,7 +255,9 @@ final class LmdbWal {
       throw io("Cannot write to the write-ahead log", e);
     }
     commits++;
-    flusher.logged(r.limit());
+    if (flushAhead) {
+      flusher.logged(r.limit());
+    }
   }
 
   private void append(ByteBuffer r) throws IOException {
@@ -298,6 +310,142 @@ final class LmdbWal {
     broken = true;
     return io("Commit " + txnid + " failed after its record reached the write-ahead log, and"
         + " the record cannot be cancelled; the store takes no more writes: reopen it", e);
+  }
+
+  /** Whether this process owns the last checkpoint as far as it knows (see {@link #own}). */
+  boolean owned() {
+    return epoch != -1;
+  }
+
+  /** Where the next record goes in the segment this process writes. */
+  long offset() {
+    return offset;
+  }
+
+  /**
+   * The first part of a write-back's checkpoint ({@link LmdbBehind}), taken without the commit
+   * lock while commits go on: copies the records from offset {@code from} to {@code upTo} of
+   * the segment this process writes (commits made while the write-back ran, before
+   * {@code upTo}, which the caller read under the lock) into the other segment, renumbered X + 1,
+   * X + 2, ... (X = {@code x}, the write-back's commit) with the next checkpoint's epoch, and
+   * fdatasyncs them; returns how many. They read as nothing until {@link #carryOver} writes that
+   * checkpoint. Touches nothing that appends use.
+   */
+  int carryAhead(long from, long upTo, long x) {
+    int[] n = new int[1];
+    uninterrupted(() -> {
+      try {
+        n[0] = copyRenumbered(from, from, upTo, x + 1);
+      } catch (IOException e) {
+        throw io("Cannot carry records over to the write-ahead log's other segment", e);
+      }
+    });
+    carried += upTo - from;
+    return n[0];
+  }
+
+  /**
+   * The checkpoint of a write-back ({@link LmdbBehind}): LMDB's last commit X = {@code x},
+   * synced already, holds every record before offset {@code from} of the segment this process
+   * writes; the records from there on (commits made while the write-back ran) are carried into
+   * the other segment, renumbered X + 1, X + 2, ... with the new checkpoint's epoch, and
+   * fdatasynced there before the checkpoint itself is written at its start, so that a crash at
+   * any point finds either the old checkpoint with every record after it, or the new one with
+   * the carried records after it. Those before {@code upTo} ({@code ahead} of them) were
+   * carried by {@link #carryAhead} already. Then pins X. Returns the txnid of the next record.
+   * Under the write-behind's commit lock (no append meanwhile) and the directory's writer lock.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the log cannot be read or written
+   *     (the old checkpoint and its records then stand)
+   */
+  long carryOver(long from, long upTo, int ahead, long x) {
+    long[] next = new long[1];
+    uninterrupted(() -> next[0] = carryOverNow(from, upTo, ahead, x));
+    return next[0];
+  }
+
+  private long carryOverNow(long from, long upTo, int ahead, long x) {
+    checkUsable();
+    Txn<ByteBuffer> pinX = null;
+    try {
+      pinX = env.txnRead();
+      if (pinX.getId() != x) {
+        throw io("LMDB's last commit is " + pinX.getId() + ", not the write-back's " + x, null);
+      }
+      ByteBuffer meta = ByteBuffer.allocate(LmdbLayout.META_END).order(ByteOrder.nativeOrder());
+      long page = (x & 1) * pageSize();
+      while (meta.hasRemaining() && data.read(meta, page + meta.position()) > 0) {
+        // reads the meta page's fields
+      }
+      if (meta.hasRemaining() || meta.getLong(LmdbLayout.MM_TXNID) != x) {
+        throw io("The meta page of transaction " + x + " is not on disk after a sync", null);
+      }
+      LmdbWalRecovery.Checkpoint last = LmdbWalRecovery.lastCheckpoint(files, where);
+      if (last == null || last.epoch != epoch || last.segment != segment) {
+        throw io("The write-ahead log's last checkpoint is not this process's", null);
+      }
+      int n = ahead + copyRenumbered(from, upTo, offset, x + 1 + ahead);
+      carried += offset - upTo;
+      long end = CHECKPOINT_SIZE + (offset - from);
+      writeCheckpoint(last, x, meta.flip());
+      offset = end;
+      commits = n;
+      if (pin != null) {
+        pin.close();
+      }
+      pin = pinX;
+      pinX = null;
+      return x + 1 + n;
+    } catch (IOException ex) {
+      throw io("Cannot write a checkpoint to the write-ahead log", ex);
+    } catch (org.lmdbjava.LmdbException ex) {
+      throw Errors.lmdb(where, "Cannot pin the write-back's commit", ex);
+    } finally {
+      if (pinX != null) {
+        pinX.close();
+      }
+    }
+  }
+
+  /**
+   * Copies the records from offset {@code from} to {@code to} of the segment this process
+   * writes into the other, at the place they will have after the next checkpoint (offset
+   * {@code start} going to {@link #CHECKPOINT_SIZE}), renumbered from {@code txnid} with that
+   * checkpoint's epoch, and fdatasyncs them; returns how many. Reads and writes by position,
+   * in a buffer of its own.
+   */
+  private int copyRenumbered(long start, long from, long to, long txnid) throws IOException {
+    if (to <= from) {
+      return 0;
+    }
+    int target = 1 - segment;
+    long e = epoch + 1;
+    ByteBuffer b = ByteBuffer.allocateDirect((int) (to - from));
+    while (b.hasRemaining()) {
+      if (files[segment].read(b, from + b.position()) < 0) {
+        throw new IOException("The write-ahead log ends before its last record");
+      }
+    }
+    int n = 0;
+    CRC32C crc = new CRC32C();
+    for (int at = 0; at < b.capacity(); n++) {
+      int size = b.getInt(at + 8);
+      b.putLong(at + 16, txnid + n).putLong(at + 24, e);
+      crc.reset();
+      crc.update(b.duplicate().position(at).limit(at + size - 4));
+      b.putInt(at + size - 4, (int) crc.getValue());
+      at += size;
+    }
+    place(target, CHECKPOINT_SIZE + (from - start), b.flip());
+    files[target].force(false);
+    return n;
+  }
+
+  private long carried; // bytes of records carried over, since the open
+
+  /** The bytes of records that write-backs carried over to the other segment: for the bench. */
+  long carried() {
+    return carried;
   }
 
   /** The flushes of LMDB's file begun ahead of a checkpoint ({@link LmdbFlusher}). */
@@ -455,17 +603,22 @@ final class LmdbWal {
 
   /** Writes {@code r} at {@code at} in segment {@code s}, growing it first, and fdatasyncs. */
   private void write(int s, long at, ByteBuffer r) throws IOException {
+    lastRecord = at;
+    place(s, at, r);
+    files[s].force(false);
+  }
+
+  /** Writes {@code r} at {@code at} in segment {@code s}, growing it first. */
+  private void place(int s, long at, ByteBuffer r) throws IOException {
     FileChannel f = files[s];
     long size = f.size();
     long end = at + r.remaining();
     if (end > size) {
       grow(f, size, Math.max(end, Math.max(INITIAL_SIZE, 2 * size)));
     }
-    lastRecord = at;
     while (r.hasRemaining()) {
       at += f.write(r, at);
     }
-    f.force(false);
   }
 
   /** Fills segment {@code f} with zeros from {@code from} to {@code to}, and syncs its size. */

@@ -103,6 +103,14 @@ final class LmdbWalRecovery {
         FileLock probe = f.tryLock(1, 1, false);
         if (probe != null) {
           probe.release();
+        } else {
+          FileLock shared = f.tryLock(1, 1, true);
+          if (shared == null) {
+            closeQuietly(f);
+            throw Errors.error(Errors.LMDB, where, "The store is open with write-behind in"
+                + " another process, which must be the only one on it", null);
+          }
+          shared.release();
         }
         return new OpenLock(f, entry, probe != null);
       } catch (IOException e) {
@@ -111,10 +119,34 @@ final class LmdbWalRecovery {
       }
     }
 
-    /** Ends the open: holds byte 1 shared until {@link #close}, and lets the next open in. */
+    /**
+     * Ends the open: holds byte 1 shared until {@link #close}, and lets the next open in.
+     *
+     * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} when a store with write-behind
+     *     holds the directory ({@link #stayAlone})
+     */
     void stay(String where) {
       try {
-        file.lock(1, 1, true);
+        if (file.tryLock(1, 1, true) == null) {
+          throw Errors.error(Errors.LMDB, where, "The store is open with write-behind in"
+              + " another process, which must be the only one on it", null);
+        }
+        entry.release();
+      } catch (IOException e) {
+        throw Errors.error(Errors.IO, where, "Cannot lock " + OPEN_LOCK + ": " + e, e);
+      }
+    }
+
+    /**
+     * Ends the open of a store with write-behind, which is {@link #alone}: holds byte 1
+     * exclusively until {@link #close}, so that every other open fails in {@link #stay}.
+     */
+    void stayAlone(String where) {
+      try {
+        if (file.tryLock(1, 1, false) == null) {
+          throw Errors.error(Errors.LMDB, where, "The store is open in another process; with"
+              + " write-behind it must be the only one", null);
+        }
         entry.release();
       } catch (IOException e) {
         throw Errors.error(Errors.IO, where, "Cannot lock " + OPEN_LOCK + ": " + e, e);

@@ -1,0 +1,679 @@
+package datalith.store;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+
+/**
+ * Write-behind for an {@link LmdbStore} opened with the option {@code "write-behind"}: a commit
+ * is durable once its record is in the write-ahead log ({@link LmdbWal}) and fdatasynced, as
+ * with the log alone, but it is then laid in memory over LMDB's last commit (a layer of two
+ * {@link MemStore}s, the entries put and the keys deleted, as {@link LayeredStore}'s delta)
+ * rather than put into LMDB's B-trees; a thread of the store writes the layer back into LMDB
+ * later, many commits in one LMDB commit. A durable commit of the log alone writes every page
+ * its keys' paths touch, some 28 pages (115 KB) for a one-datom transaction, and the next
+ * checkpoint syncs them all; written back together, commits share those pages, and the copy,
+ * the sync and the puts run on the other core, beside the next commits.
+ *
+ * <p>Layers: the active layer takes the commits; a write-back freezes it (a new active layer
+ * takes the commits from then on), writes the frozen layer's puts and deletes into LMDB in key
+ * order in one write transaction that writes no record (the records are in the log already),
+ * syncs LMDB's file, and takes a checkpoint of that commit that carries the records made
+ * meanwhile into the checkpoint's segment ({@link LmdbWal#carryOver}); then the frozen layer
+ * is dropped. A read takes the layers of the last publish, then a read transaction of LMDB:
+ * LMDB's commit is then the one the layers lie over or a later write-back's, which holds some
+ * of the layers already, and reads the same once the layers lie over it (each key is the last
+ * layer's that writes it). A read with no layer is LMDB's own read transaction, so a store at
+ * rest reads as one without write-behind.
+ *
+ * <p>A write-back starts once the active layer holds {@link #WRITE_BACK_BYTES} of records or
+ * {@link #WRITE_BACK_COMMITS} commits (the option {@code "write-back-commits"}), or
+ * {@link #WRITE_BACK_MS} ms (the option {@code "write-back-ms"}) after its first
+ * commit; while one runs, a write waits once the active layer holds {@link #MAX_BEHIND_BYTES}.
+ * A write-back that fails (a full disk) keeps its layer, is tried again, and fails the writes
+ * that wait for it. Recovery is the log's: the records after the last checkpoint are replayed
+ * into LMDB, one commit each (their txnids are consecutive after it, as LMDB's would be).
+ *
+ * <p>A store with write-behind is the only one on its directory (its commits are not in LMDB's
+ * file, where another process would read them): it holds {@code open.lock}'s byte 1
+ * exclusively. Operations on LMDB's file itself (a pause of the sync, {@code replaceAll}, a
+ * backup, closing) first write every commit back; during a pause commits go into LMDB directly.
+ *
+ * <p>Locks, taken in this order: {@code writeBacks} (a write-back runs), {@code commits} (the
+ * open write transaction, and the log), LMDB's writer lock (an LMDB write transaction), and
+ * {@code publish} (the layers).
+ */
+final class LmdbBehind {
+  /** The log's bytes in the active layer from which a write-back starts. */
+  static final long WRITE_BACK_BYTES = 16L << 20;
+  /** The commits in the active layer from which a write-back starts, by default. */
+  static final int WRITE_BACK_COMMITS = 1024;
+  /** How long after a layer's first commit its write-back starts, at the latest, by default. */
+  static final long WRITE_BACK_MS = 50;
+  /** The log's bytes in the active layer beyond which a write waits for the write-back. */
+  static final long MAX_BEHIND_BYTES = 256L << 20;
+  private static final long RETRY_MS = 100;
+
+  private final LmdbStore lmdb;
+  private final LmdbWal wal;
+  private final String where;
+  private final ReentrantLock writeBacks = new ReentrantLock();
+  private final ReentrantLock commits = new ReentrantLock();
+  private final Object publish = new Object();
+  private final WriteLog record = new WriteLog(); // the open write transaction's
+  private final Thread thread;
+  private final int writeBackCommits; // a write-back starts once the active layer holds these
+  private final long writeBackMs; // or once its first commit is this old
+  private Layer active = new Layer(); // under publish; replaced under commits too
+  private Layer frozen; // under publish: being written back, or null
+  private RuntimeException failure; // under publish: the last write-back's, until one succeeds
+  private long carryFrom; // under commits: where the frozen layer's records end in the log
+  private long nextTxnid; // under commits: the next record's
+  private int direct; // under writeBacks and commits: pauses running on LMDB directly
+  private volatile boolean closing;
+  private long writtenBack; // under publish: write-backs done
+
+  /** The layer of the commits since a write-back: its puts, and its deletes. */
+  private static final class Layer {
+    final MemStore puts = MemStore.openInPlace();
+    final MemStore gone = MemStore.openInPlace();
+    final boolean[] deletes = new boolean[SubDb.values().length]; // gone may hold keys of it
+    long bytes; // of its records
+    int commits;
+    long since; // System.nanoTime() of its first commit
+
+    boolean isEmpty() {
+      return commits == 0;
+    }
+  }
+
+  /** Starts write-behind on {@code lmdb}, whose log holds no record after its checkpoint. */
+  LmdbBehind(LmdbStore lmdb, LmdbWal wal, String where, int writeBackCommits,
+      long writeBackMs) {
+    this.writeBackCommits = writeBackCommits;
+    this.writeBackMs = writeBackMs;
+    this.lmdb = lmdb;
+    this.wal = wal;
+    this.where = where;
+    this.nextTxnid = lmdb.lastTxnid() + 1;
+    this.thread = new Thread(this::run, "datalith-lmdb-behind");
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** The write-backs done since the open: for the tests. */
+  long writeBacks() {
+    synchronized (publish) {
+      return writtenBack;
+    }
+  }
+
+  /** Whether every commit is in LMDB: for the tests. */
+  boolean caughtUp() {
+    synchronized (publish) {
+      return frozen == null && active.isEmpty();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // reads
+
+  /** A read of the last commit: LMDB's own when no layer holds a commit. */
+  ReadTxn beginRead() {
+    Layer f;
+    Layer a;
+    MemReadTxn fp = null;
+    MemReadTxn fg = null;
+    MemReadTxn ap;
+    MemReadTxn ag;
+    synchronized (publish) {
+      f = frozen;
+      a = active;
+      if (f == null && a.isEmpty()) {
+        ap = null;
+        ag = null;
+      } else {
+        if (f != null) {
+          fp = (MemReadTxn) f.puts.beginRead();
+          fg = (MemReadTxn) f.gone.beginRead();
+        }
+        ap = (MemReadTxn) a.puts.beginRead();
+        ag = (MemReadTxn) a.gone.beginRead();
+      }
+    }
+    ReadTxn base;
+    try {
+      base = lmdb.beginLmdbRead(); // after the layers: their commit, or a later write-back's
+    } catch (RuntimeException | Error e) {
+      closeAll(fp, fg, ap, ag);
+      throw e;
+    }
+    return ap == null ? base : new Read(base, fp, fg, ap, ag);
+  }
+
+  private static void closeAll(ReadTxn... txns) {
+    for (ReadTxn t : txns) {
+      if (t != null) {
+        t.close();
+      }
+    }
+  }
+
+  /** LMDB's read with the frozen layer (or none) and the active one over it. */
+  private static final class Read implements ReadTxn {
+    private final ReadTxn base;
+    private final MemReadTxn[] puts; // the layers', oldest first
+    private final MemReadTxn[] gone;
+
+    Read(ReadTxn base, MemReadTxn fp, MemReadTxn fg, MemReadTxn ap, MemReadTxn ag) {
+      this.base = base;
+      this.puts = fp == null ? new MemReadTxn[] {ap} : new MemReadTxn[] {fp, ap};
+      this.gone = fg == null ? new MemReadTxn[] {ag} : new MemReadTxn[] {fg, ag};
+    }
+
+    /** {@inheritDoc} LMDB's cursor, merged with each layer that holds keys of {@code db}. */
+    @Override
+    public Cursor cursor(SubDb db) {
+      Cursor c = base.cursor(db);
+      try {
+        for (int i = 0; i < puts.length; i++) {
+          if (!puts[i].isEmpty(db) || !gone[i].isEmpty(db)) {
+            c = new MergedCursor(c, puts[i].cursor(db), gone[i].cursor(db));
+          }
+        }
+        return c;
+      } catch (RuntimeException | Error e) {
+        c.close();
+        throw e;
+      }
+    }
+
+    /** {@inheritDoc} The newest layer's entry, or deletion, of {@code key}; else LMDB's. */
+    @Override
+    public ByteBuffer get(SubDb db, ByteBuffer key) {
+      for (int i = puts.length - 1; i >= 0; i--) {
+        ByteBuffer v = puts[i].get(db, key);
+        if (v != null) {
+          return v;
+        }
+        if (!gone[i].isEmpty(db) && gone[i].get(db, key) != null) {
+          return null;
+        }
+      }
+      return base.get(db, key);
+    }
+
+    @Override
+    public void close() {
+      try {
+        closeAll(puts);
+        closeAll(gone);
+      } finally {
+        base.close();
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // writes
+
+  /**
+   * The write transaction: waits for the open one to close, and, while a write-back runs and
+   * the active layer holds {@link #MAX_BEHIND_BYTES}, for the write-back. During a pause, one of
+   * LMDB's own.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when it waits for a write-back that
+   *     fails
+   */
+  WriteTxn beginWrite() {
+    if (commits.isHeldByCurrentThread()) {
+      throw new IllegalStateException(
+          "This thread already holds the write transaction (" + where + ")");
+    }
+    commits.lock();
+    try {
+      if (closing) {
+        throw Errors.closed(where, "The store");
+      }
+      if (direct > 0) {
+        return new Direct(lmdb.beginLmdbWrite());
+      }
+      synchronized (publish) {
+        while (frozen != null && active.bytes >= MAX_BEHIND_BYTES) {
+          if (failure != null) {
+            throw failed(failure);
+          }
+          waitOn(publish, 0);
+        }
+      }
+      return new Write(active);
+    } catch (RuntimeException | Error e) {
+      commits.unlock();
+      throw e;
+    }
+  }
+
+  private RuntimeException failed(RuntimeException cause) {
+    return Errors.error(Errors.IO, where, "Writing commits back into LMDB fails (" + cause
+        + "); they are durable in the write-ahead log, and the store takes more once the"
+        + " write-back succeeds", cause);
+  }
+
+  private static void waitOn(Object monitor, long ms) {
+    try {
+      monitor.wait(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt(); // the wait goes on; the caller sees the flag
+      throw new IllegalStateException("Interrupted while waiting for the write-back", e);
+    }
+  }
+
+  /** One of LMDB's write transactions, during a pause; releases the commit lock on close. */
+  private final class Direct implements WriteTxn {
+    private final WriteTxn w;
+    private boolean open = true;
+
+    Direct(WriteTxn w) {
+      this.w = w;
+    }
+
+    @Override
+    public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
+      w.put(db, key, val);
+    }
+
+    @Override
+    public void delete(SubDb db, ByteBuffer key) {
+      w.delete(db, key);
+    }
+
+    @Override
+    public void expect(SubDb db, ByteBuffer key, ByteBuffer val) {
+      w.expect(db, key, val);
+    }
+
+    @Override
+    public void commit() {
+      w.commit();
+    }
+
+    @Override
+    public void close() {
+      if (open) {
+        open = false;
+        try {
+          w.close();
+        } finally {
+          commits.unlock();
+        }
+      }
+    }
+  }
+
+  /** A write into the active layer: logged, and written to the layer's two stores. */
+  private final class Write implements WriteTxn {
+    private final Layer layer;
+    private final WriteTxn puts;
+    private final WriteTxn gone;
+    private final List<Expected> expected = new ArrayList<>();
+    private boolean open = true;
+    private boolean committed;
+
+    Write(Layer layer) {
+      this.layer = layer;
+      record.clear();
+      WriteTxn p = layer.puts.beginWrite();
+      try {
+        this.gone = layer.gone.beginWrite();
+      } catch (RuntimeException | Error e) {
+        p.close();
+        throw e;
+      }
+      this.puts = p;
+    }
+
+    private void checkWritable() {
+      if (!open) {
+        throw Errors.closed(where, "The write transaction");
+      }
+      if (committed) {
+        throw new IllegalStateException("The write transaction is committed (" + where + ")");
+      }
+    }
+
+    @Override
+    public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
+      checkWritable();
+      Errors.checkKey(where, key);
+      record.put(db, key, val);
+      puts.put(db, key, val);
+      if (layer.deletes[db.ordinal()]) {
+        gone.delete(db, key);
+      }
+    }
+
+    @Override
+    public void delete(SubDb db, ByteBuffer key) {
+      checkWritable();
+      Errors.checkKey(where, key);
+      record.delete(db, key);
+      puts.delete(db, key);
+      layer.deletes[db.ordinal()] = true;
+      gone.put(db, key, BTree.EMPTY);
+    }
+
+    @Override
+    public void expect(SubDb db, ByteBuffer key, ByteBuffer val) {
+      checkWritable();
+      expected.add(new Expected(where, db, key, val));
+    }
+
+    /**
+     * {@inheritDoc} Checks the expected values against the last commit, appends the record to
+     * the log and fdatasyncs it, then publishes the writes in the active layer.
+     */
+    @Override
+    public void commit() {
+      checkWritable();
+      if (!expected.isEmpty()) {
+        try (ReadTxn r = beginRead()) {
+          for (Expected x : expected) {
+            x.check(where, r.get(x.db, ByteBuffer.wrap(x.key())));
+          }
+        }
+      }
+      if (record.bytes() == 0) {
+        committed = true;
+        return;
+      }
+      if (!wal.owned()) {
+        own();
+      }
+      long txnid = nextTxnid;
+      wal.appendBehind(record, txnid);
+      boolean wake;
+      try {
+        synchronized (publish) {
+          puts.commit();
+          gone.commit();
+          if (layer.commits++ == 0) {
+            layer.since = System.nanoTime();
+          }
+          long before = layer.bytes;
+          layer.bytes += record.bytes();
+          wake = layer.commits == 1 || layer.commits == writeBackCommits
+              || before < WRITE_BACK_BYTES && layer.bytes >= WRITE_BACK_BYTES;
+          if (wake) {
+            publish.notifyAll();
+          }
+        }
+      } catch (RuntimeException | Error e) {
+        wal.cancel(txnid);
+        throw e;
+      }
+      nextTxnid = txnid + 1;
+      committed = true;
+    }
+
+    @Override
+    public void close() {
+      if (open) {
+        open = false;
+        try {
+          record.clear();
+          try {
+            gone.close();
+          } finally {
+            puts.close();
+          }
+        } finally {
+          commits.unlock();
+        }
+      }
+    }
+  }
+
+  /**
+   * Takes the log's checkpoint anew, when this process no longer owns it (after a pause, or a
+   * {@code replaceAll} whose pin failed): only while no layer holds a commit, whose records the
+   * checkpoint would leave behind. Under the commit lock.
+   */
+  private void own() {
+    synchronized (publish) {
+      if (frozen != null || !active.isEmpty()) {
+        throw Errors.error(Errors.IO, where, "The write-ahead log's checkpoint is lost while"
+            + " commits wait to be written back", null);
+      }
+    }
+    lmdb.ownLog();
+    nextTxnid = lmdb.lastTxnid() + 1;
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // write-backs
+
+  /** The write-back thread: waits until one is due, runs it, and so on until closed. */
+  private void run() {
+    while (true) {
+      synchronized (publish) {
+        long wait;
+        while (!closing && (wait = dueIn()) != 0) {
+          try {
+            publish.wait(Math.max(wait, 0));
+          } catch (InterruptedException e) {
+            // only close stops this thread
+          }
+        }
+        if (closing) {
+          return;
+        }
+      }
+      writeBacks.lock();
+      try {
+        writeBack();
+      } catch (RuntimeException | Error e) {
+        synchronized (publish) {
+          failure = e instanceof RuntimeException r ? r : new IllegalStateException(e);
+          publish.notifyAll();
+        }
+        try {
+          Thread.sleep(RETRY_MS);
+        } catch (InterruptedException ie) {
+          // tried again the sooner
+        }
+      } finally {
+        writeBacks.unlock();
+      }
+    }
+  }
+
+  /**
+   * Under publish: 0 when a write-back is due, else how long to wait for one in ms (-1: until
+   * woken). A frozen layer left by a failed write-back is due at once (the run waited already).
+   */
+  private long dueIn() {
+    if (frozen != null) {
+      return 0;
+    }
+    Layer a = active;
+    if (a.isEmpty()) {
+      return -1;
+    }
+    if (a.bytes >= WRITE_BACK_BYTES || a.commits >= writeBackCommits) {
+      return 0;
+    }
+    long left = writeBackMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - a.since);
+    return left <= 0 ? 0 : left;
+  }
+
+  /**
+   * Writes the frozen layer back into LMDB, freezing the active one first when none is; returns
+   * false when there was nothing to write. Holding {@code writeBacks}.
+   */
+  private boolean writeBack() {
+    Layer f;
+    commits.lock();
+    try {
+      synchronized (publish) {
+        f = frozen;
+        if (f == null) {
+          if (active.isEmpty()) {
+            return false;
+          }
+          f = active;
+          frozen = f;
+          active = new Layer();
+          carryFrom = wal.offset(); // the active layer's records begin here
+        }
+      }
+    } finally {
+      commits.unlock();
+    }
+    long x = lmdb.writeBack(f.puts, f.gone);
+    long upTo;
+    commits.lock();
+    try {
+      upTo = wal.offset();
+    } finally {
+      commits.unlock();
+    }
+    // most of the records to carry over, copied while commits go on; the rest under the lock
+    int ahead = wal.carryAhead(carryFrom, upTo, x);
+    commits.lock();
+    try {
+      nextTxnid = wal.carryOver(carryFrom, upTo, ahead, x);
+    } finally {
+      commits.unlock();
+    }
+    synchronized (publish) {
+      frozen = null;
+      failure = null;
+      writtenBack++;
+      publish.notifyAll();
+    }
+    return true;
+  }
+  // ---------------------------------------------------------------------------------------
+  // operations on LMDB's file
+
+  /**
+   * Runs {@code job} once every commit is written back, holding the locks that keep commits
+   * and write-backs out meanwhile (so that it may work on LMDB's file directly).
+   *
+   * @throws IllegalStateException when this thread holds the open write transaction
+   * @throws clojure.lang.ExceptionInfo when a write-back fails (the commits stay in the log)
+   */
+  <T> T drained(Supplier<T> job) {
+    if (commits.isHeldByCurrentThread()) {
+      throw new IllegalStateException(
+          "This thread holds the write transaction (" + where + ")");
+    }
+    writeBacks.lock();
+    try {
+      commits.lock();
+      try {
+        while (writeBack()) {
+          // until no layer holds a commit
+        }
+        return job.get();
+      } finally {
+        commits.unlock();
+      }
+    } finally {
+      writeBacks.unlock();
+    }
+  }
+
+  /** After an operation on LMDB's file that took the log's checkpoint: records follow it. */
+  private void resync() {
+    if (wal.owned()) {
+      nextTxnid = lmdb.lastTxnid() + 1;
+    }
+  }
+
+  /** {@link LmdbStore#replaceAll} on LMDB's file, once every commit is written back. */
+  void replaceAll(Runnable replace) {
+    drained(() -> {
+      try {
+        replace.run();
+      } finally {
+        resync();
+      }
+      return null;
+    });
+  }
+
+  /**
+   * A pause of LMDB's sync ({@code pause}, LMDB's own), once every commit is written back;
+   * until it ends, write transactions are LMDB's own.
+   */
+  Store.SyncPause pauseSync(Supplier<Store.SyncPause> pause) {
+    Store.SyncPause p = drained(() -> {
+      Store.SyncPause q = pause.get();
+      direct++;
+      return q;
+    });
+    return new Store.SyncPause() {
+      private boolean ended;
+
+      @Override
+      public void close() {
+        if (ended) {
+          return;
+        }
+        ended = true;
+        drained(() -> {
+          try {
+            p.close();
+          } finally {
+            direct--;
+            resync();
+          }
+          return null;
+        });
+      }
+    };
+  }
+
+  /** Whether this thread holds the open write transaction. */
+  boolean writing() {
+    return commits.isHeldByCurrentThread();
+  }
+
+  /**
+   * Writes every commit back and stops the write-back thread; returns false when a write-back
+   * failed (the commits then stay in the log, for the next open to replay). Writes are refused
+   * from then on.
+   */
+  boolean close() {
+    boolean caughtUp;
+    try {
+      drained(() -> {
+        closing = true;
+        return null;
+      });
+      caughtUp = true;
+    } catch (RuntimeException e) {
+      caughtUp = false;
+    }
+    closing = true;
+    synchronized (publish) {
+      publish.notifyAll();
+    }
+    boolean interrupted = false;
+    while (thread.isAlive()) {
+      try {
+        thread.join();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return caughtUp;
+  }
+}

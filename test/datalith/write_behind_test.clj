@@ -1,0 +1,117 @@
+(ns datalith.write-behind-test
+  "LMDB with write-behind (LmdbBehind, option :write-behind): commits durable in the
+  write-ahead log, laid in memory over LMDB's last commit, written back by a thread of
+  the store. What a connection's user relies on, with write-backs every few commits
+  or milliseconds so that each meets the layers in every state:
+  - readers never see a commit go missing, appear twice or out of order while layers
+    are frozen, written back and dropped under them
+  - concurrent writers upserting one identity make one entity; a transaction that
+    fails in a group fails alone and writes nothing
+  - history and as-of read the same as on a store without write-behind
+  - a backup, an import (the store's sync paused) and a close see every commit
+    (the crash tests are in datalith.wal-test; the property tests run on
+    :lmdb-behind too: datalith.test-util/checked-stores)"
+  (:require [clojure.java.io :as io]
+            [clojure.test :refer [deftest is testing]]
+            [datalith.core :as d]
+            [datalith.test-util :as tu])
+  (:import (clojure.lang ExceptionInfo)
+           (datalith.conn Conn)
+           (datalith.store LmdbStore)
+           (java.util.concurrent CountDownLatch TimeUnit)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private schema
+  {:w/i {:db/valueType :db.type/long}
+   :w/email {:db/valueType :db.type/string :db/unique :db.unique/identity}
+   :w/n {:db/valueType :db.type/long}})
+
+(defn- store ^LmdbStore [conn]
+  (.store ^Conn conn))
+
+(defn- is-of [db]
+  (set (map first (d/q '[:find ?i :where [?e :w/i ?i]] db))))
+
+(deftest readers-see-every-commit-once-and-in-order-across-write-backs
+  (tu/with-conn [conn :lmdb-behind {:schema schema}]
+    (let [stop (atom false)
+          problems (atom [])
+          reader (future
+                   (loop [last-n -1 reads 0]
+                     (if @stop
+                       reads
+                       (let [db (d/db conn)
+                             is (is-of db)
+                             n (count is)]
+                         (when-not (= is (set (range n)))
+                           (swap! problems conj [:gap n (d/basis-t db)]))
+                         (when (< n last-n)
+                           (swap! problems conj [:went-back last-n n]))
+                         (recur n (inc reads))))))]
+      (dotimes [i 400]
+        (d/transact! conn [{:w/i i}]))
+      (reset! stop true)
+      (is (pos? @reader))
+      (is (empty? @problems) (pr-str (take 5 @problems)))
+      (is (= (set (range 400)) (is-of (d/db conn))))
+      (is (pos? (.writeBacks (store conn))) "the commits were written back meanwhile"))))
+
+(deftest concurrent-writers-upsert-one-entity-and-a-failure-fails-alone
+  (tu/with-conn [conn :lmdb-behind {:schema schema}]
+    (let [start (CountDownLatch. 1)
+          writers (vec (for [t (range 8)]
+                         (future
+                           (.await start 10 TimeUnit/SECONDS)
+                           (dotimes [k 25]
+                             (d/transact! conn [{:w/email "one@x" :w/n (+ (* 100 t) k)}])
+                             (try (d/transact! conn [{:w/email (str t "-" k "@x") :w/i "not a long"}])
+                                  (catch ExceptionInfo _ nil))))))]
+      (.countDown start)
+      (run! deref writers)
+      (let [db (d/db conn)]
+        (is (= 1 (count (d/q '[:find ?e :where [?e :w/email "one@x"]] db))))
+        (is (empty? (d/q '[:find ?e :where [?e :w/email ?m] [(not= ?m "one@x")]] db))
+            "every failing transaction wrote nothing")))))
+
+(deftest history-and-as-of-read-as-without-write-behind
+  (let [txs (vec (for [i (range 60)]
+                   (cond-> [{:w/email (str "u" (mod i 7) "@x") :w/n i}]
+                     (zero? (mod i 5)) (conj {:w/i i}))))
+        run (fn [conn]
+              (let [ts (mapv #(d/basis-t (:db-after (d/transact! conn %))) txs)
+                    db (d/db conn)]
+                {:now (d/q '[:find ?m ?n :where [?e :w/email ?m] [?e :w/n ?n]] db)
+                 :history (d/q '[:find ?m ?n ?added :where [?e :w/email ?m] [?e :w/n ?n _ ?added]]
+                               (d/history db))
+                 :as-of (vec (for [t (take-nth 7 ts)]
+                               (d/q '[:find ?m ?n :where [?e :w/email ?m] [?e :w/n ?n]]
+                                    (d/as-of db t))))}))]
+    (tu/with-conn [behind :lmdb-behind {:schema schema}]
+      (tu/with-conn [plain :lmdb {:schema schema}]
+        (is (= (run plain) (run behind)))))))
+
+(deftest backup-import-and-close-see-every-commit
+  (let [parent (tu/temp-dir)
+        dir (io/file parent "db")
+        copy (io/file parent "copy")
+        opts {:schema schema :write-behind true :write-back-commits 1000000
+              :write-back-ms 3600000}]
+    (try
+      (with-open [conn (d/connect (.getPath dir) opts)]
+        (dotimes [i 20] (d/transact! conn [{:w/i i}]))
+        (is (zero? (.writeBacks (store conn))) "all 20 commits only in memory and the log")
+        (testing "a backup writes them back first"
+          (d/backup conn (.getPath copy))
+          (with-open [c (d/connect (.getPath copy))]
+            (is (= (set (range 20)) (is-of (d/db c))))))
+        (testing "an import into the store, and commits after it"
+          (d/transact! conn [{:w/i 20}])
+          (is (= 2 (:transactions (d/import! conn [[{:w/i 21}] [{:w/i 22}]]))))
+          (d/transact! conn [{:w/i 23}])
+          (is (= (set (range 24)) (is-of (d/db conn))))))
+      (with-open [conn (d/connect (.getPath dir) {})]
+        (is (zero? (.replayedAtOpen (store conn))) "the close wrote everything back")
+        (is (= (set (range 24)) (is-of (d/db conn))))
+        (is (:ok? (d/verify conn))))
+      (finally (tu/delete-tree parent)))))
