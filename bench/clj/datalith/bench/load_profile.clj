@@ -78,8 +78,8 @@
       (let [start (System/nanoTime)
             store ^datalith.store.LmdbStore (.store ^datalith.conn.Conn conn)]
         (.writeBehindCatchUp store)
-        (printf "  write-behind: %d write-backs, %,d bytes of log carried over; the last commits written back %.2f s after the load%n"
-                (.writeBacks store) (.carriedBytes store) (/ (- (System/nanoTime) start) 1e9))))
+        (printf "  write-behind: %d write-backs; the last commits written back %.2f s after the load%n"
+                (.writeBacks store) (/ (- (System/nanoTime) start) 1e9))))
     [conn (/ (double load-ns) 1e9) (/ (double (- (cpu-ns) cpu)) 1e9) (- (allocated) bytes)]))
 
 (defn- single-txs

@@ -381,7 +381,7 @@ public final class LayeredStore implements Store {
   }
 
   /** Puts the leaves under {@code node} into {@code into}, in key order. */
-  private static void collectLeaves(BTree.Node node, List<BTree.Leaf> into) {
+  static void collectLeaves(BTree.Node node, List<BTree.Leaf> into) {
     if (node instanceof BTree.Branch b) {
       for (int i = 0; i < b.size; i++) {
         collectLeaves(b.children[i], into);

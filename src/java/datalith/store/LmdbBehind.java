@@ -71,6 +71,7 @@ final class LmdbBehind {
   private Layer frozen; // under publish: being written back, or null
   private RuntimeException failure; // under publish: the last write-back's, until one succeeds
   private long carryFrom; // under commits: where the frozen layer's records end in the log
+  private long carryFirst; // under commits: the txnid of the record that follows them
   private long nextTxnid; // under commits: the next record's
   private int direct; // under writeBacks and commits: pauses running on LMDB directly
   private volatile boolean closing;
@@ -527,24 +528,16 @@ final class LmdbBehind {
           frozen = f;
           active = new Layer();
           carryFrom = wal.offset(); // the active layer's records begin here
+          carryFirst = nextTxnid; // numbered from here
         }
       }
     } finally {
       commits.unlock();
     }
     long x = lmdb.writeBack(f.puts, f.gone);
-    long upTo;
     commits.lock();
     try {
-      upTo = wal.offset();
-    } finally {
-      commits.unlock();
-    }
-    // most of the records to carry over, copied while commits go on; the rest under the lock
-    int ahead = wal.carryAhead(carryFrom, upTo, x);
-    commits.lock();
-    try {
-      nextTxnid = wal.carryOver(carryFrom, upTo, ahead, x);
+      wal.checkpointWriteBack(carryFrom, carryFirst, x);
     } finally {
       commits.unlock();
     }

@@ -52,7 +52,10 @@ final class LmdbWal {
   static final byte COMMIT = 2;
   static final byte PAUSE = 3;
   static final int HEADER = 32;
-  static final int CHECKPOINT_SIZE = align(HEADER + 8 + LmdbLayout.META_END + 4);
+  /** A checkpoint's size: header, owner, meta page, carry and first txnid, crc. */
+  static final int CHECKPOINT_SIZE = align(HEADER + 8 + LmdbLayout.META_END + 16 + 4);
+  /** The size of a checkpoint written before checkpoints could carry (read, never written). */
+  static final int CHECKPOINT_SIZE_BEFORE_CARRY = align(HEADER + 8 + LmdbLayout.META_END + 4);
   private static final long INITIAL_SIZE = 64L << 10;
   /** A checkpoint follows a commit once the segment holds this much, or this many commits. */
   private static final long CHECKPOINT_BYTES = 8L << 20;
@@ -206,11 +209,21 @@ final class LmdbWal {
    */
   private void writeCheckpoint(LmdbWalRecovery.Checkpoint last, long x, ByteBuffer meta)
       throws IOException {
+    writeCheckpoint(last, x, meta, 0, x + 1);
+  }
+
+  /**
+   * {@link #writeCheckpoint(LmdbWalRecovery.Checkpoint, long, ByteBuffer)} whose records begin
+   * at offset {@code carry} of the segment the last checkpoint is in (0: after this one),
+   * numbered from {@code first}.
+   */
+  private void writeCheckpoint(LmdbWalRecovery.Checkpoint last, long x, ByteBuffer meta,
+      long carry, long first) throws IOException {
     // a first checkpoint's epoch comes from the clock, past any stale record's in the segments
     long e = last == null ? System.currentTimeMillis() * 1000 : last.epoch + 1;
     int target = last == null ? 0 : 1 - last.segment;
-    ByteBuffer r = begin(CHECKPOINT, x, e, 8 + LmdbLayout.META_END);
-    r.putLong(owner).put(meta);
+    ByteBuffer r = begin(CHECKPOINT, x, e, 8 + LmdbLayout.META_END + 16);
+    r.putLong(owner).put(meta).putLong(carry).putLong(first);
     write(target, 0, finish(r));
     epoch = e;
     segment = target;
@@ -323,48 +336,24 @@ final class LmdbWal {
   }
 
   /**
-   * The first part of a write-back's checkpoint ({@link LmdbBehind}), taken without the commit
-   * lock while commits go on: copies the records from offset {@code from} to {@code upTo} of
-   * the segment this process writes (commits made while the write-back ran, before
-   * {@code upTo}, which the caller read under the lock) into the other segment, renumbered X + 1,
-   * X + 2, ... (X = {@code x}, the write-back's commit) with the next checkpoint's epoch, and
-   * fdatasyncs them; returns how many. They read as nothing until {@link #carryOver} writes that
-   * checkpoint. Touches nothing that appends use.
-   */
-  int carryAhead(long from, long upTo, long x) {
-    int[] n = new int[1];
-    uninterrupted(() -> {
-      try {
-        n[0] = copyRenumbered(from, from, upTo, x + 1);
-      } catch (IOException e) {
-        throw io("Cannot carry records over to the write-ahead log's other segment", e);
-      }
-    });
-    carried += upTo - from;
-    return n[0];
-  }
-
-  /**
    * The checkpoint of a write-back ({@link LmdbBehind}): LMDB's last commit X = {@code x},
    * synced already, holds every record before offset {@code from} of the segment this process
-   * writes; the records from there on (commits made while the write-back ran) are carried into
-   * the other segment, renumbered X + 1, X + 2, ... with the new checkpoint's epoch, and
-   * fdatasynced there before the checkpoint itself is written at its start, so that a crash at
-   * any point finds either the old checkpoint with every record after it, or the new one with
-   * the carried records after it. Those before {@code upTo} ({@code ahead} of them) were
-   * carried by {@link #carryAhead} already. Then pins X. Returns the txnid of the next record.
-   * Under the write-behind's commit lock (no append meanwhile) and the directory's writer lock.
+   * writes; the records from there on (commits made while the write-back ran), numbered from
+   * {@code first}, stay where they are, and the checkpoint, written at the start of the other
+   * segment, says so: recovery replays them, then the records after the checkpoint, which the
+   * next commits append with their numbers going on. Until that checkpoint is whole, recovery
+   * finds the last one with every record after it (the two segments hold both runs, and the
+   * next checkpoint overwrites this segment only once it holds all of them). Then pins X.
+   * Under the write-behind's commit lock (no append meanwhile).
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/io} when the log cannot be read or written
-   *     (the old checkpoint and its records then stand)
+   *     (the last checkpoint and its records then stand)
    */
-  long carryOver(long from, long upTo, int ahead, long x) {
-    long[] next = new long[1];
-    uninterrupted(() -> next[0] = carryOverNow(from, upTo, ahead, x));
-    return next[0];
+  void checkpointWriteBack(long from, long first, long x) {
+    uninterrupted(() -> checkpointWriteBackNow(from, first, x));
   }
 
-  private long carryOverNow(long from, long upTo, int ahead, long x) {
+  private void checkpointWriteBackNow(long from, long first, long x) {
     checkUsable();
     Txn<ByteBuffer> pinX = null;
     try {
@@ -384,18 +373,12 @@ final class LmdbWal {
       if (last == null || last.epoch != epoch || last.segment != segment) {
         throw io("The write-ahead log's last checkpoint is not this process's", null);
       }
-      int n = ahead + copyRenumbered(from, upTo, offset, x + 1 + ahead);
-      carried += offset - upTo;
-      long end = CHECKPOINT_SIZE + (offset - from);
-      writeCheckpoint(last, x, meta.flip());
-      offset = end;
-      commits = n;
+      writeCheckpoint(last, x, meta.flip(), from, first);
       if (pin != null) {
         pin.close();
       }
       pin = pinX;
       pinX = null;
-      return x + 1 + n;
     } catch (IOException ex) {
       throw io("Cannot write a checkpoint to the write-ahead log", ex);
     } catch (org.lmdbjava.LmdbException ex) {
@@ -405,47 +388,6 @@ final class LmdbWal {
         pinX.close();
       }
     }
-  }
-
-  /**
-   * Copies the records from offset {@code from} to {@code to} of the segment this process
-   * writes into the other, at the place they will have after the next checkpoint (offset
-   * {@code start} going to {@link #CHECKPOINT_SIZE}), renumbered from {@code txnid} with that
-   * checkpoint's epoch, and fdatasyncs them; returns how many. Reads and writes by position,
-   * in a buffer of its own.
-   */
-  private int copyRenumbered(long start, long from, long to, long txnid) throws IOException {
-    if (to <= from) {
-      return 0;
-    }
-    int target = 1 - segment;
-    long e = epoch + 1;
-    ByteBuffer b = ByteBuffer.allocateDirect((int) (to - from));
-    while (b.hasRemaining()) {
-      if (files[segment].read(b, from + b.position()) < 0) {
-        throw new IOException("The write-ahead log ends before its last record");
-      }
-    }
-    int n = 0;
-    CRC32C crc = new CRC32C();
-    for (int at = 0; at < b.capacity(); n++) {
-      int size = b.getInt(at + 8);
-      b.putLong(at + 16, txnid + n).putLong(at + 24, e);
-      crc.reset();
-      crc.update(b.duplicate().position(at).limit(at + size - 4));
-      b.putInt(at + size - 4, (int) crc.getValue());
-      at += size;
-    }
-    place(target, CHECKPOINT_SIZE + (from - start), b.flip());
-    files[target].force(false);
-    return n;
-  }
-
-  private long carried; // bytes of records carried over, since the open
-
-  /** The bytes of records that write-backs carried over to the other segment: for the bench. */
-  long carried() {
-    return carried;
   }
 
   /** The flushes of LMDB's file begun ahead of a checkpoint ({@link LmdbFlusher}). */
@@ -603,22 +545,17 @@ final class LmdbWal {
 
   /** Writes {@code r} at {@code at} in segment {@code s}, growing it first, and fdatasyncs. */
   private void write(int s, long at, ByteBuffer r) throws IOException {
-    lastRecord = at;
-    place(s, at, r);
-    files[s].force(false);
-  }
-
-  /** Writes {@code r} at {@code at} in segment {@code s}, growing it first. */
-  private void place(int s, long at, ByteBuffer r) throws IOException {
     FileChannel f = files[s];
     long size = f.size();
     long end = at + r.remaining();
     if (end > size) {
       grow(f, size, Math.max(end, Math.max(INITIAL_SIZE, 2 * size)));
     }
+    lastRecord = at;
     while (r.hasRemaining()) {
       at += f.write(r, at);
     }
+    f.force(false);
   }
 
   /** Fills segment {@code f} with zeros from {@code from} to {@code to}, and syncs its size. */

@@ -31,20 +31,31 @@ final class LmdbWalRecovery {
 
   private LmdbWalRecovery() {}
 
-  /** A valid checkpoint record: its epoch, segment, txnid X, writer and X's meta page. */
+  /**
+   * A valid checkpoint record: its epoch, segment, size, txnid X, writer and X's meta page, and
+   * where the records after X begin: at {@code carry} of the other segment (0: after this
+   * record), numbered from {@code first}.
+   */
   static final class Checkpoint {
     final long epoch;
     final int segment;
+    final int size;
     final long txnid;
     final long owner;
     final byte[] meta; // the first LmdbLayout.META_END bytes of X's meta page
+    final long carry;
+    final long first;
 
-    Checkpoint(long epoch, int segment, long txnid, long owner, byte[] meta) {
+    Checkpoint(long epoch, int segment, int size, long txnid, long owner, byte[] meta,
+        long carry, long first) {
       this.epoch = epoch;
       this.segment = segment;
+      this.size = size;
       this.txnid = txnid;
       this.owner = owner;
       this.meta = meta;
+      this.carry = carry;
+      this.first = first;
     }
   }
 
@@ -163,7 +174,7 @@ final class LmdbWalRecovery {
   static Checkpoint lastCheckpoint(FileChannel[] files, String where) {
     Checkpoint last = null;
     for (int s = 0; s < 2; s++) {
-      ByteBuffer b = ByteBuffer.allocate(LmdbWal.CHECKPOINT_SIZE);
+      ByteBuffer b = ByteBuffer.allocate(LmdbWal.CHECKPOINT_SIZE); // the larger of the two
       try {
         while (b.hasRemaining() && files[s].read(b, b.position()) > 0) {
           // reads the first record
@@ -179,14 +190,28 @@ final class LmdbWalRecovery {
     return last;
   }
 
+  /**
+   * The checkpoint at the start of {@code b}, or null: of this version's size, or of the size
+   * before checkpoints could carry (their records always follow them).
+   */
   private static Checkpoint checkpoint(ByteBuffer b, int segment) {
-    if (length(b, 0) != LmdbWal.CHECKPOINT_SIZE || b.get(4) != LmdbWal.CHECKPOINT) {
+    int size = length(b, 0);
+    if (size != LmdbWal.CHECKPOINT_SIZE && size != LmdbWal.CHECKPOINT_SIZE_BEFORE_CARRY
+        || b.get(4) != LmdbWal.CHECKPOINT) {
       return null;
     }
     byte[] meta = new byte[LmdbLayout.META_END];
     b.get(LmdbWal.HEADER + 8, meta);
-    return new Checkpoint(b.getLong(24), segment, b.getLong(16), b.getLong(LmdbWal.HEADER),
-        meta);
+    long x = b.getLong(16);
+    boolean carries = size == LmdbWal.CHECKPOINT_SIZE;
+    int fields = LmdbWal.HEADER + 8 + LmdbLayout.META_END;
+    long carry = carries ? b.getLong(fields) : 0;
+    long first = carries ? b.getLong(fields + 8) : x + 1;
+    if (carry != 0 && carry < LmdbWal.CHECKPOINT_SIZE || carry == 0 && first != x + 1) {
+      return null;
+    }
+    return new Checkpoint(b.getLong(24), segment, size, x, b.getLong(LmdbWal.HEADER), meta,
+        carry, first);
   }
 
   /** The size of the valid record at {@code at} in {@code b}, or -1. */
@@ -225,18 +250,14 @@ final class LmdbWalRecovery {
       if (c == null) {
         return null;
       }
-      FileChannel f = files[c.segment];
-      long size = f.size();
-      if (size > Integer.MAX_VALUE) {
-        throw Errors.error(Errors.CORRUPT, where, "A write-ahead log segment of " + size
-            + " bytes", null, Keyword.intern("file"), segmentName(c.segment));
+      Scan scan = new Scan(c.first);
+      if (c.carry != 0) {
+        // the records of commits made while the write-back ran, left where they were written
+        scan.run(read(files, 1 - c.segment, where), (int) Math.min(c.carry, Integer.MAX_VALUE),
+            1 - c.segment, c.epoch - 1, false, where);
       }
-      ByteBuffer b = ByteBuffer.allocate((int) size);
-      while (b.hasRemaining() && f.read(b, b.position()) > 0) {
-        // reads the segment
-      }
-      b.flip();
-      return scan(b, c, where);
+      scan.run(read(files, c.segment, where), c.size, c.segment, c.epoch, true, where);
+      return new Plan(c, scan.commits, scan.paused, scan.thisBoot);
     } catch (IOException e) {
       throw Errors.error(Errors.IO, where, "Cannot read the write-ahead log: " + e, e);
     } finally {
@@ -246,48 +267,77 @@ final class LmdbWalRecovery {
     }
   }
 
-  private static Plan scan(ByteBuffer b, Checkpoint c, String where) {
-    List<Commit> commits = new ArrayList<>();
-    boolean paused = false;
-    boolean thisBoot = false;
-    int at = LmdbWal.CHECKPOINT_SIZE;
-    long next = c.txnid + 1;
-    while (true) {
-      int size = length(b, at);
-      if (size < 0 || b.getLong(at + 24) != c.epoch) {
-        break;
-      }
-      byte kind = b.get(at + 4);
-      long txnid = b.getLong(at + 16);
-      if (kind == LmdbWal.COMMIT && txnid == next) {
-        int length = Math.min(Math.max(0, b.getInt(at + 12)), size - LmdbWal.HEADER - 4);
-        ByteBuffer payload = ByteBuffer.allocate(length);
-        payload.put(b.duplicate().position(at + LmdbWal.HEADER).limit(at + LmdbWal.HEADER + length))
-            .flip();
-        commits.add(new Commit(txnid, payload));
-        next++;
-      } else if (kind == LmdbWal.PAUSE && txnid == next - 1) {
-        paused = true;
-        byte[] boot = LmdbWal.bootId();
-        int length = b.getInt(at + 12);
-        thisBoot = boot.length > 0 && length == boot.length
-            && length <= size - LmdbWal.HEADER - 4
-            && b.slice(at + LmdbWal.HEADER, length).equals(ByteBuffer.wrap(boot));
-      } else {
-        break;
-      }
-      at += size;
+  /** Segment {@code s} whole. */
+  private static ByteBuffer read(FileChannel[] files, int s, String where) throws IOException {
+    FileChannel f = files[s];
+    long size = f.size();
+    if (size > Integer.MAX_VALUE) {
+      throw Errors.error(Errors.CORRUPT, where, "A write-ahead log segment of " + size
+          + " bytes", null, Keyword.intern("file"), segmentName(s));
     }
-    // the log ends at `at`: no valid record of this epoch may follow
-    for (int p = at; p + LmdbWal.HEADER + 4 <= b.limit(); p += 8) {
-      if (b.getInt(p) == LmdbWal.MAGIC && b.getLong(p + 24) == c.epoch && length(b, p) > 0) {
-        throw Errors.error(Errors.CORRUPT, where, "The write-ahead log " + segmentName(c.segment)
-            + " is damaged at offset " + at + ": a valid record follows at offset " + p
-            + " (transaction " + b.getLong(p + 16) + "). Restore the directory", null,
-            Keyword.intern("file"), segmentName(c.segment), Keyword.intern("offset"), at);
+    ByteBuffer b = ByteBuffer.allocate((int) size);
+    while (b.hasRemaining() && f.read(b, b.position()) > 0) {
+      // reads the segment
+    }
+    return b.flip();
+  }
+
+  /** The records after a checkpoint, read run by run: commits numbered on from the last. */
+  private static final class Scan {
+    final List<Commit> commits = new ArrayList<>();
+    long next; // the txnid the next commit record must have
+    boolean paused;
+    boolean thisBoot;
+
+    Scan(long first) {
+      this.next = first;
+    }
+
+    /**
+     * Reads the records of {@code epoch} from offset {@code at} of segment {@code b} (number
+     * {@code segment}) until one does not read; a pause record only where {@code pauses} (after
+     * the checkpoint, not in a carried run).
+     *
+     * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when a valid record of the
+     *     epoch follows the end
+     */
+    void run(ByteBuffer b, int at, int segment, long epoch, boolean pauses, String where) {
+      while (true) {
+        int size = at < 0 ? -1 : length(b, at);
+        if (size < 0 || b.getLong(at + 24) != epoch) {
+          break;
+        }
+        byte kind = b.get(at + 4);
+        long txnid = b.getLong(at + 16);
+        if (kind == LmdbWal.COMMIT && txnid == next) {
+          int length = Math.min(Math.max(0, b.getInt(at + 12)), size - LmdbWal.HEADER - 4);
+          ByteBuffer payload = ByteBuffer.allocate(length);
+          payload.put(b.duplicate().position(at + LmdbWal.HEADER)
+              .limit(at + LmdbWal.HEADER + length)).flip();
+          commits.add(new Commit(txnid, payload));
+          next++;
+        } else if (pauses && kind == LmdbWal.PAUSE && txnid == next - 1) {
+          paused = true;
+          byte[] boot = LmdbWal.bootId();
+          int length = b.getInt(at + 12);
+          thisBoot = boot.length > 0 && length == boot.length
+              && length <= size - LmdbWal.HEADER - 4
+              && b.slice(at + LmdbWal.HEADER, length).equals(ByteBuffer.wrap(boot));
+        } else {
+          break;
+        }
+        at += size;
+      }
+      // the run ends at `at`: no valid record of this epoch may follow
+      for (int p = Math.max(at, 0); p + LmdbWal.HEADER + 4 <= b.limit(); p += 8) {
+        if (b.getInt(p) == LmdbWal.MAGIC && b.getLong(p + 24) == epoch && length(b, p) > 0) {
+          throw Errors.error(Errors.CORRUPT, where, "The write-ahead log " + segmentName(segment)
+              + " is damaged at offset " + at + ": a valid record follows at offset " + p
+              + " (transaction " + b.getLong(p + 16) + "). Restore the directory", null,
+              Keyword.intern("file"), segmentName(segment), Keyword.intern("offset"), at);
+        }
       }
     }
-    return new Plan(c, commits, paused, thisBoot);
   }
 
   private static String segmentName(int s) {

@@ -43,6 +43,7 @@ final class LmdbWrite implements WriteTxn {
   private final String where;
   private final LmdbWal wal; // null: LMDB syncs its own commits (or none)
   private final List<Expected> expected = new ArrayList<>();
+  private LayerReplay layer; // written instead of the log, when set (a write-back)
   private boolean open = true;
   private boolean committed;
 
@@ -91,6 +92,15 @@ final class LmdbWrite implements WriteTxn {
     expected.add(new Expected(where, db, key, val));
   }
 
+  /**
+   * Commits the entries of write-behind's {@code layer} ({@link LmdbBehind}) rather than the
+   * log's, which stays empty: written in key order as they are, with no log record.
+   */
+  void commitLayer(LayerReplay layer) {
+    this.layer = layer;
+    commit();
+  }
+
   @Override
   public void commit() {
     checkWritable();
@@ -98,7 +108,7 @@ final class LmdbWrite implements WriteTxn {
     while ((usedPages = PlatformThreads.callLong(this::apply)) < 0) {
       // the map is full, or another process filled the file past it
       map.growForCommit(map.grownSize(Math.max(map.mapSize(), map.dataSize())
-          + 4 * log.bytes()));
+          + 4 * (layer != null ? layer.bytes() : log.bytes())));
     }
     committed = true;
     if (wal != null && wal.due()) {
@@ -144,7 +154,11 @@ final class LmdbWrite implements WriteTxn {
         long usedPages;
         try {
           try (LmdbReplay replay = new LmdbReplay(dbis, txn, pageSize, javaPages, where)) {
-            log.replay(replay);
+            if (layer != null) {
+              layer.replay(replay);
+            } else {
+              log.replay(replay);
+            }
           } // its cursors closed before the commit, or before the abort
           usedPages = nextPage(txn);
         } catch (RuntimeException | Error e) {
