@@ -4,7 +4,9 @@
   lines a killed child wrote to a pipe were seen lost); the parent kills it with SIGKILL
   (Process.destroyForcibly) at a random moment (now and then before its database is even
   open), reopens the directory and checks it, then starts the next life on the same
-  directory. Lives alternate between durable commits and {:sync false}, which risks only
+  directory. Lives take turns: durable commits, durable commits with write-behind (laid in
+  memory and written back into LMDB by a thread, every 20 commits or 5 ms), and
+  {:sync false}, which risks only
   operating-system crashes: a killed process loses nothing acknowledged in either mode.
 
   After each kill:
@@ -157,17 +159,24 @@
          :unacked? (> basis known)
          :failures (persistent! failures)}))))
 
+(def modes
+  "How the lives commit, in turn (the child's SYNC argument): durable, durable with
+  write-behind, {:sync false}."
+  ["true" "behind" "false"])
+
 (defn run
   "Runs `lives` lives (each: start, kill -9, reopen, check), `per-dir` to a directory;
   `progress` is called with each life's summary. Returns the totals:
-  {:kills :by-mode {true n false n} :acks :early :unacked-commits :max-t :failures :seconds}."
+  {:kills :by-mode {mode n} :acks :early :unacked-commits :max-t :failures :seconds}, the
+  modes those of `modes`."
   [{:keys [lives per-dir seed threads progress]
     :or {per-dir 100 seed 1 threads 1 progress (fn [_])}}]
   (let [rnd (Random. seed)
         work (tu/temp-dir)
         t0 (System/nanoTime)]
     (try
-      (loop [i 0, dir nil, model [], totals {:kills 0 :by-mode {true 0 false 0} :acks 0 :early 0
+      (loop [i 0, dir nil, model [], totals {:kills 0 :by-mode (zipmap modes (repeat 0)) :acks 0
+                                            :early 0
                                             :unacked-commits 0 :max-t 0 :failures []}]
         (if (= i lives)
           (do (some-> dir tu/delete-tree)
@@ -176,7 +185,7 @@
                 _ (when (and fresh? dir) (tu/delete-tree dir))
                 dir (if fresh? (tu/temp-dir) dir)
                 model (if fresh? [] model)
-                sync (even? i)
+                sync (nth modes (mod i 3))
                 out (run-life dir work (+ (* 1000 seed) i) sync threads rnd)
                 {:keys [model failures unacked?]}
                 (try (check-life dir model threads out rnd)

@@ -54,7 +54,7 @@ final class LmdbBehind {
   /** How long after a layer's first commit its write-back starts, at the latest, by default. */
   static final long WRITE_BACK_MS = 50;
   /** The log's bytes in the active layer beyond which a write waits for the write-back. */
-  static final long MAX_BEHIND_BYTES = 256L << 20;
+  static final long MAX_BEHIND_BYTES = 64L << 20;
   private static final long RETRY_MS = 100;
 
   private final LmdbStore lmdb;
