@@ -439,3 +439,28 @@
                   (is (= "one" (:p/name (d/pull (d/db conn) [:p/name] [:p/id 1]))))))))
           (finally (sh/sh "umount" (.getPath fs)))))
       (finally (tu/delete-tree work)))))
+
+(deftest a-store-that-lost-its-t-is-refused-not-bootstrapped-over
+  ;; a store whose META t is gone (damage the page checks cannot see: a flipped key byte) but
+  ;; that holds data is damaged: connect must not take it for a new database and write a
+  ;; bootstrap into it (t back to 0 over the old datoms, and LMDB's own writes into damaged
+  ;; pages, which a flip test once saw crash the JVM)
+  (doseq [opts [{} {:write-behind true}]]
+    (let [dir (tu/temp-dir)
+          t-key (doto (ByteBuffer/allocateDirect 1) (.put (byte (int \t))) (.flip))]
+      (try
+        (with-open [c (d/connect (.getPath dir) opts)]
+          (d/transact! c [{:db/doc "before the damage"}]))
+        (with-open [^Store s (LmdbStore/open (.toPath dir) {})]
+          (with-open [w (.beginWrite s)]
+            (.delete w SubDb/META t-key)
+            (.commit w)))
+        (let [e (try (d/connect (.getPath dir) opts) nil
+                     (catch clojure.lang.ExceptionInfo e e))]
+          (is (= :store/corrupt (:error (ex-data e))) (pr-str opts e)))
+        (with-open [^Store s (LmdbStore/open (.toPath dir) {})
+                    ^ReadTxn r (.beginRead s)]
+          (is (nil? (.get r SubDb/META t-key)) "nothing was written: t still missing")
+          (with-open [^Cursor c (.cursor r SubDb/EAVT)]
+            (is (.first c) "the datoms are still there")))
+        (finally (tu/delete-tree dir))))))

@@ -85,7 +85,9 @@ public final class Conn implements Source, AutoCloseable {
    * Opens a connection over {@code store}, strict or lenient ({@link Source#strict}), writing
    * the bootstrap schema into an empty one.
    *
-   * @throws clojure.lang.ExceptionInfo {@code :store/format} for a store of another format
+   * @throws clojure.lang.ExceptionInfo {@code :store/format} for a store of another format;
+   *     {@code :store/corrupt} for one that holds data but no basis t (a damaged one, which a
+   *     bootstrap would write into)
    */
   public static Conn open(Store store, boolean strict) {
     Conn c = new Conn(store, strict);
@@ -97,6 +99,9 @@ public final class Conn implements Source, AutoCloseable {
       try (WriteTxn wt = store.beginWrite()) {
         try (Snapshot s = Snapshot.of(store)) {
           l = Latest.load(c, s); // another process may have bootstrapped it meanwhile
+          if (l == null) {
+            Latest.checkEmpty(s); // a damaged store that lost its t is not written into
+          }
         }
         if (l == null) {
           l = Latest.bootstrap(c, wt);

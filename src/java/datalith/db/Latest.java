@@ -4,6 +4,7 @@ import datalith.codec.Codec;
 import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
+import datalith.store.Cursor;
 import datalith.store.SubDb;
 import datalith.store.WriteTxn;
 import java.nio.ByteBuffer;
@@ -134,6 +135,26 @@ public final class Latest {
    * @throws clojure.lang.ExceptionInfo {@code :store/conflict} when the store holds a t after all
    *     (a writer that ignored the store's writer lock), writing nothing
    */
+  /**
+   * Checks that the store {@code s} reads holds nothing at all, as a store to bootstrap must: one
+   * without a basis t that holds data is damaged (its META t lost or unreadable), and writing a
+   * bootstrap into it would write into damaged pages, which LMDB's own code does unchecked.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} naming a sub-database that holds
+   *     an entry
+   */
+  public static void checkEmpty(Snapshot s) {
+    for (SubDb db : SubDb.values()) {
+      try (Cursor c = s.rt.cursor(db)) {
+        if (c.first()) {
+          throw Errors.error("store/corrupt", "The store holds data but no basis t: it is"
+              + " damaged (run d/verify, or datalith repair from its log)", "sub-database",
+              db.name());
+        }
+      }
+    }
+  }
+
   public static Latest bootstrap(Source source, WriteTxn wt) {
     Schema schema = Schema.initial();
     long tx = Db.tToTx(0);
