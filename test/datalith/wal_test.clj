@@ -80,6 +80,14 @@
                       (d/q '[:find ?p ?i :where [?e :w/p ?p] [?e :w/i ?i]] (d/db conn)))
      :replayed (replayed conn)}))
 
+(defn- is-acked-prefix
+  "Asserts that `got` (the transactions found after a crash) holds every one of `acked` (those
+  acknowledged), and is a prefix without gaps, with at most one unacknowledged."
+  [got acked]
+  (is (every? got acked) "every acknowledged transaction is there")
+  (is (= got (set (range (count got)))) "a prefix, without gaps")
+  (is (<= (count got) (inc (count acked))) "at most one unacknowledged"))
+
 (defn- fresh-db
   "A database in a new directory with the child's schema and a few transactions,
   closed (so checkpointed); its directory."
@@ -128,9 +136,7 @@
             got (get by-name (str "child" seed) #{})]
         (is (pos? lost) "pages written after the checkpoint were overwritten")
         (is (seq acked))
-        (is (every? got acked) "every acknowledged transaction is there")
-        (is (= got (set (range (count got)))) "a prefix, without gaps")
-        (is (<= (count got) (inc (count acked))) "at most one unacknowledged")
+        (is-acked-prefix got acked)
         (is (<= (count acked) replayed) "they were replayed from the log")
         (is (= (set (range 5)) (by-name "parent")))))))
 
@@ -163,9 +169,7 @@
           got (get by-name "large" #{})]
       (is (pos? lost))
       (is (<= 20 (count acked)))
-      (is (every? got acked) "every acknowledged transaction is there")
-      (is (= got (set (range (count got)))) "a prefix, without gaps")
-      (is (<= (count got) (inc (count acked))) "at most one unacknowledged")
+      (is-acked-prefix got acked)
       (is (= (set (for [i got j (range 100)] (+ (* i 1000) j))) (by-name "large+"))
           "each whole")
       (is (<= (count acked) replayed) "they were replayed from the log"))))
@@ -530,9 +534,7 @@
       (is (<= 150 (count acked)))
       (is (= txnids (vec (range (first txnids) (+ (count txnids) (first txnids)))))
           "consecutive txnids")
-      (is (every? got acked) "every acknowledged transaction is there")
-      (is (= got (set (range (count got)))) "a prefix, without gaps")
-      (is (<= (count got) (inc (count acked))) "at most one unacknowledged")
+      (is-acked-prefix got acked)
       (is (<= (count acked) replayed) "they were replayed from the log")
       (is (= (set (range 5)) (by-name "parent"))))))
 
@@ -558,9 +560,7 @@
             {:keys [by-name]} (committed dir)
             got (get by-name (str "often" seed) #{})]
         (is (<= (* 100 seed) (count acked)))
-        (is (every? got acked) "every acknowledged transaction is there")
-        (is (= got (set (range (count got)))) "a prefix, without gaps")
-        (is (<= (count got) (inc (count acked))) "at most one unacknowledged")))))
+        (is-acked-prefix got acked)))))
 
 (deftest a-write-behind-store-is-alone-on-its-directory
   (testing "another process's open fails while a write-behind store has the directory"

@@ -82,6 +82,9 @@ public final class LmdbStore implements Store {
    */
   public static final int MAX_MAX_READERS = 65_536;
 
+  /** The system property that sets the default of the option "write-behind" (false). */
+  public static final String WRITE_BEHIND_PROPERTY = "datalith.write-behind";
+
   /** The system property that sets the default of the option "commit". */
   public static final String COMMIT_PROPERTY = "datalith.commit";
 
@@ -195,7 +198,8 @@ public final class LmdbStore implements Store {
    * otherwise; ignored when "sync" is false), {@code "write-behind"} (Boolean, default false:
    * with "commit" {@code "wal"}, a commit durable in the log is laid in memory over LMDB's last
    * commit and written into LMDB later, many at once, by a thread of the store; the store must
-   * then be the only one open on the directory, in any process: see {@link LmdbBehind}),
+   * then be the only one open on the directory, in any process: see {@link LmdbBehind}; the
+   * system property {@value #WRITE_BEHIND_PROPERTY} sets the default),
    * {@code "write-back-commits"} (with write-behind, how many commits start a write-back at
    * the latest, from 1 to 2^20, default {@value LmdbBehind#WRITE_BACK_COMMITS}),
    * {@code "write-back-ms"} (with write-behind, how many milliseconds after a commit its
@@ -245,7 +249,9 @@ public final class LmdbStore implements Store {
           Keyword.intern("option"), "commit", Keyword.intern("value"), commit);
     }
     boolean walCommits = sync && commit.equals("wal");
-    boolean writeBehind = option(options, "write-behind", Boolean.class, Boolean.FALSE, where);
+    // the property's default applies where write-behind can: durable commits through the log
+    boolean writeBehind = option(options, "write-behind", Boolean.class,
+        walCommits && Boolean.getBoolean(WRITE_BEHIND_PROPERTY), where);
     Number writeBackCommits = option(options, "write-back-commits", Number.class,
         LmdbBehind.WRITE_BACK_COMMITS, where);
     if (!(writeBackCommits instanceof Integer || writeBackCommits instanceof Long)

@@ -173,15 +173,7 @@ final class LmdbWal {
       flusher.checkpointed();
       next = env.txnRead();
       long x = next.getId();
-      ByteBuffer meta = ByteBuffer.allocate(LmdbLayout.META_END).order(ByteOrder.nativeOrder());
-      long page = (x & 1) * pageSize();
-      while (meta.hasRemaining() && data.read(meta, page + meta.position()) > 0) {
-        // reads the meta page's fields
-      }
-      if (meta.hasRemaining() || meta.getLong(LmdbLayout.MM_TXNID) != x) {
-        throw io("The meta page of transaction " + x + " is not on disk after a sync", null);
-      }
-      writeCheckpoint(last, x, meta.flip());
+      writeCheckpoint(last, x, metaOnDisk(x));
       if (pin != null) {
         pin.close();
       }
@@ -229,6 +221,24 @@ final class LmdbWal {
     segment = target;
     offset = CHECKPOINT_SIZE;
     commits = 0;
+  }
+
+  /**
+   * The first {@link LmdbLayout#META_END} bytes of commit {@code x}'s meta page, read from the
+   * data file after a sync, flipped.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the page is not x's
+   */
+  private ByteBuffer metaOnDisk(long x) throws IOException {
+    ByteBuffer meta = ByteBuffer.allocate(LmdbLayout.META_END).order(ByteOrder.nativeOrder());
+    long page = (x & 1) * pageSize();
+    while (meta.hasRemaining() && data.read(meta, page + meta.position()) > 0) {
+      // reads the meta page's fields
+    }
+    if (meta.hasRemaining() || meta.getLong(LmdbLayout.MM_TXNID) != x) {
+      throw io("The meta page of transaction " + x + " is not on disk after a sync", null);
+    }
+    return meta.flip();
   }
 
   private int pageSize() {
@@ -361,19 +371,12 @@ final class LmdbWal {
       if (pinX.getId() != x) {
         throw io("LMDB's last commit is " + pinX.getId() + ", not the write-back's " + x, null);
       }
-      ByteBuffer meta = ByteBuffer.allocate(LmdbLayout.META_END).order(ByteOrder.nativeOrder());
-      long page = (x & 1) * pageSize();
-      while (meta.hasRemaining() && data.read(meta, page + meta.position()) > 0) {
-        // reads the meta page's fields
-      }
-      if (meta.hasRemaining() || meta.getLong(LmdbLayout.MM_TXNID) != x) {
-        throw io("The meta page of transaction " + x + " is not on disk after a sync", null);
-      }
+      ByteBuffer meta = metaOnDisk(x);
       LmdbWalRecovery.Checkpoint last = LmdbWalRecovery.lastCheckpoint(files, where);
       if (last == null || last.epoch != epoch || last.segment != segment) {
         throw io("The write-ahead log's last checkpoint is not this process's", null);
       }
-      writeCheckpoint(last, x, meta.flip(), from, first);
+      writeCheckpoint(last, x, meta, from, first);
       if (pin != null) {
         pin.close();
       }
