@@ -1,5 +1,6 @@
 (ns datalith.java-api-test
-  "The Java API (datalith.api) through interop, on both stores: every failure is a
+  "The Java API (datalith.api) through interop, on both stores (and LMDB with the
+  option \"write-behind\"): every failure is a
   DatalithException with a category and Java-typed data, query answers through
   typed accessors, Keyword-free pulls, lookup refs as lists and arrays, prepared
   queries, and javadoc on every public type and method."
@@ -33,7 +34,8 @@
   [store]
   (if (tu/durable? store)
     (let [dir (tu/temp-dir)
-          conn (Datalith/open (.toPath dir) {"schema" schema})]
+          conn (Datalith/open (.toPath dir) (cond-> {"schema" schema}
+                                              (= store :lmdb-behind) (assoc "write-behind" true)))]
       (.transact conn people)
       [conn #(tu/delete-tree dir)])
     (let [conn (Datalith/openInMemory)]
@@ -42,9 +44,10 @@
       [conn (fn [])])))
 
 (defmacro ^:private each-java-store
-  "Runs body once per store with `conn` bound to a Java-API Connection."
+  "Runs body once per store (and on LMDB with write-behind) with `conn` bound to a
+  Java-API Connection."
   [[conn] & body]
-  `(doseq [store# tu/stores]
+  `(doseq [store# (conj tu/stores :lmdb-behind)]
      (testing (str store#)
        (let [[~(vary-meta conn assoc :tag `Connection) cleanup#] (open-java store#)]
          (try ~@body

@@ -43,7 +43,9 @@ public final class Datalith {
    * fsync on commit: faster bulk loads, but an OS crash may lose the last
    * commits), {@code "commit"} ({@code "wal"} or {@code "lmdb-sync"}: through a write-ahead
    * log, or by LMDB's own sync of each commit; see {@code LmdbStore.open}),
-   * {@code "schema"} (EDN text or data, as {@code transact} takes it),
+   * {@code "write-behind"} (true: commits durable in the log are laid in memory and written into
+   * LMDB in batches by a thread of the store, about one fdatasync a commit; the database must
+   * then be open in no other process), {@code "schema"} (EDN text or data, as {@code transact} takes it),
    * {@code "kafka.bootstrap-servers"} and {@code "kafka.topic"} (both strings: a node of a
    * replicated database whose transactions go through that Kafka topic, as the Clojure API's
    * {@code :log {:kafka {...}}}; see {@link Connection#sync}).
