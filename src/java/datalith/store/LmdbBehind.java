@@ -472,21 +472,25 @@ final class LmdbBehind {
           return;
         }
       }
+      boolean failed = false;
       writeBacks.lock();
       try {
         writeBack();
       } catch (RuntimeException | Error e) {
+        failed = true;
         synchronized (publish) {
           failure = e instanceof RuntimeException r ? r : new IllegalStateException(e);
           publish.notifyAll();
         }
+      } finally {
+        writeBacks.unlock();
+      }
+      if (failed) {
         try {
-          Thread.sleep(RETRY_MS);
+          Thread.sleep(RETRY_MS); // not holding writeBacks: a close or a pause may drain meanwhile
         } catch (InterruptedException ie) {
           // tried again the sooner
         }
-      } finally {
-        writeBacks.unlock();
       }
     }
   }
