@@ -74,6 +74,19 @@ final class Errors {
     return new Closed(what + " is closed (" + where + ")", data(CLOSED, where));
   }
 
+  /**
+   * Throws unless a write transaction is {@code open} and not {@code committed}: an
+   * IllegalStateException, whose ex-data says {@code :store/closed} after its close.
+   */
+  static void checkWritable(String where, boolean open, boolean committed) {
+    if (!open) {
+      throw closed(where, "The write transaction");
+    }
+    if (committed) {
+      throw new IllegalStateException("The write transaction is committed (" + where + ")");
+    }
+  }
+
   /** Throws unless {@code key} has 1 to {@link #MAX_KEY_SIZE} bytes remaining. */
   static void checkKey(String where, ByteBuffer key) {
     checkKeySize(where, key.remaining());

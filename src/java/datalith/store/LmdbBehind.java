@@ -337,12 +337,7 @@ final class LmdbBehind {
     }
 
     private void checkWritable() {
-      if (!open) {
-        throw Errors.closed(where, "The write transaction");
-      }
-      if (committed) {
-        throw new IllegalStateException("The write transaction is committed (" + where + ")");
-      }
+      Errors.checkWritable(where, open, committed);
     }
 
     @Override

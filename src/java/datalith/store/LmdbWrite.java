@@ -64,12 +64,7 @@ final class LmdbWrite implements WriteTxn {
   }
 
   private void checkWritable() {
-    if (!open) {
-      throw Errors.closed(where, "The write transaction");
-    }
-    if (committed) {
-      throw new IllegalStateException("The write transaction is committed (" + where + ")");
-    }
+    Errors.checkWritable(where, open, committed);
   }
 
   @Override

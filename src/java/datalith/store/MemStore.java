@@ -206,12 +206,7 @@ public final class MemStore implements Store {
     }
 
     private void checkWritable() {
-      if (!open) {
-        throw Errors.closed(WHERE, "The write transaction");
-      }
-      if (committed) {
-        throw new IllegalStateException("The write transaction is committed (mem)");
-      }
+      Errors.checkWritable(WHERE, open, committed);
     }
 
     @Override
