@@ -112,13 +112,6 @@ final class LmdbBehind {
     }
   }
 
-  /** Whether every commit is in LMDB: for the tests. */
-  boolean caughtUp() {
-    synchronized (publish) {
-      return frozen == null && active.isEmpty();
-    }
-  }
-
   // ---------------------------------------------------------------------------------------
   // reads
 
@@ -533,7 +526,7 @@ final class LmdbBehind {
     } finally {
       commits.unlock();
     }
-    long x = lmdb.writeBack(f.puts, f.gone);
+    long x = writeBack(f);
     commits.lock();
     try {
       wal.checkpointWriteBack(carryFrom, carryFirst, x);
@@ -548,6 +541,21 @@ final class LmdbBehind {
     }
     return true;
   }
+  /**
+   * Writes layer {@code f} into LMDB: its entries put and keys deleted, in key order, in one
+   * LMDB commit that writes no record to the log, then syncs LMDB's file; returns LMDB's last
+   * commit, which holds them.
+   */
+  private long writeBack(Layer f) {
+    try (MemReadTxn p = (MemReadTxn) f.puts.beginRead();
+        MemReadTxn g = (MemReadTxn) f.gone.beginRead();
+        LmdbWrite w = lmdb.unloggedWrite()) {
+      w.commitLayer(new LayerReplay(p, g));
+    }
+    lmdb.syncMap();
+    return lmdb.lastTxnid();
+  }
+
   // ---------------------------------------------------------------------------------------
   // operations on LMDB's file
 

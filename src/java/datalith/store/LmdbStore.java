@@ -8,8 +8,6 @@ import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -17,9 +15,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.Dbi.MapResizedException;
-import org.lmdbjava.DbiFlags;
 import org.lmdbjava.Env;
-import org.lmdbjava.EnvFlags;
 import org.lmdbjava.LmdbException;
 import org.lmdbjava.Txn;
 
@@ -45,7 +41,10 @@ import org.lmdbjava.Txn;
  * {@code commit()}, and begin reads after {@code beginWrite()} returns. A commit fails with
  * {@code :store/map-full} only when other read transactions stay open for 30 seconds.
  *
- * <p>Several processes may open one directory, as LMDB allows: readers anywhere, one write
+ * <p>Opening a directory is {@link LmdbOpen}'s job, its options checked by
+ * {@link LmdbOptions}.
+ *
+ * <p>Several processes may open one directory (unless one has write-behind), as LMDB allows: readers anywhere, one write
  * transaction at a time in all of them. {@link #beginWrite()} takes the directory's writer lock
  * ({@code writer.lock}, an advisory lock of the operating system that ends with its process)
  * and holds it until the write transaction closes, so a transaction that reads after
@@ -61,7 +60,9 @@ import org.lmdbjava.Txn;
  * and a commit is durable once its record is fdatasynced in the write-ahead log
  * ({@link LmdbWal}), before LMDB's commit makes it visible; checkpoints sync the map and pin the
  * synced commit, and an open that is alone on the directory recovers from the log
- * ({@link LmdbWalRecovery}). {@code "lmdb-sync"} leaves each commit's sync to LMDB.
+ * ({@link LmdbWalRecovery}). {@code "lmdb-sync"} leaves each commit's sync to LMDB. With
+ * {@code "write-behind"}, commits durable in the log are laid in memory over LMDB's last
+ * commit and written into LMDB in batches ({@link LmdbBehind}).
  *
  * <p>Thread-safe. Each transaction is used by one thread at a time.
  */
@@ -91,14 +92,12 @@ public final class LmdbStore implements Store {
   /** The system property that sets the default of the option "page-reader". */
   public static final String PAGE_READER_PROPERTY = "datalith.page-reader";
 
-  private static final long MAP_SIZE_UNIT = 64 << 10; // map sizes are multiples of this
   private static final long GROW_WAIT_S = 30; // longest wait of a reader for another's growth
   private static final int OPEN = 0;
   private static final int CLOSING = 1;
   private static final int CLOSED = 2;
 
   // LMDB forbids opening one environment twice in a process: closing either breaks its locks.
-  private static final Set<Path> OPEN_DIRS = ConcurrentHashMap.newKeySet(); // real paths
 
   private final Path dir; // real path
   private final String where; // the directory, for messages
@@ -119,16 +118,16 @@ public final class LmdbStore implements Store {
   private final LmdbMapGrowth map;
   private final LmdbReaderPool readers;
   private final WriteLog log = new WriteLog(); // the open write transaction's writes
-  private final LmdbWal wal; // null unless the option "commit" is "wal" and "sync" true
+  final LmdbWal wal; // null unless the option "commit" is "wal" and "sync" true
   private final LmdbWalRecovery.OpenLock openLock; // held shared while open
-  private LmdbBehind behind; // null unless the option "write-behind" is true
+  LmdbBehind behind; // null unless the option "write-behind" is true; set by the open
   private int replayed; // commits the open replayed from the log
   private volatile boolean syncPaused; // LMDB's own sync paused (LmdbSyncPause), no log
   private volatile int directReplaces; // replaceAll calls that wrote their trees as pages
   private volatile long takenPages; // pages of old trees those calls kept as they were
   private volatile int state = OPEN;
 
-  private LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
+  LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
       List<Dbi<ByteBuffer>> dbis, boolean javaPages, boolean walCommits,
       LmdbWalRecovery.OpenLock openLock) {
     this.dir = dir;
@@ -220,154 +219,7 @@ public final class LmdbStore implements Store {
    *     for an option of the wrong type or value
    */
   public static LmdbStore open(Path dir, Map<String, Object> opts) {
-    String where = dir.toAbsolutePath().toString();
-    Map<String, Object> options = opts == null ? Collections.emptyMap() : opts;
-    long mapSize = roundUp(option(options, "map-size", Number.class, DEFAULT_MAP_SIZE, where)
-        .longValue());
-    boolean sync = option(options, "sync", Boolean.class, Boolean.TRUE, where);
-    Number readers = option(options, "max-readers", Number.class, DEFAULT_MAX_READERS, where);
-    if (!(readers instanceof Integer || readers instanceof Long || readers instanceof Short
-        || readers instanceof Byte) || readers.longValue() < 1
-        || readers.longValue() > MAX_MAX_READERS) {
-      throw Errors.error(Errors.OPTION, where, "Option \"max-readers\" must be a whole number"
-          + " from 1 to " + MAX_MAX_READERS + ", got " + readers, null,
-          Keyword.intern("option"), "max-readers", Keyword.intern("value"), readers);
-    }
-    int maxReaders = readers.intValue();
-    String reader = option(options, "page-reader", String.class,
-        System.getProperty(PAGE_READER_PROPERTY, "java"), where);
-    if (!reader.equals("java") && !reader.equals("lmdb")) {
-      throw Errors.error(Errors.OPTION, where,
-          "Option \"page-reader\" must be \"java\" or \"lmdb\", got \"" + reader + "\"", null,
-          Keyword.intern("option"), "page-reader", Keyword.intern("value"), reader);
-    }
-    String commit = option(options, "commit", String.class,
-        System.getProperty(COMMIT_PROPERTY, DEFAULT_COMMIT), where);
-    if (!commit.equals("wal") && !commit.equals("lmdb-sync")) {
-      throw Errors.error(Errors.OPTION, where,
-          "Option \"commit\" must be \"wal\" or \"lmdb-sync\", got \"" + commit + "\"", null,
-          Keyword.intern("option"), "commit", Keyword.intern("value"), commit);
-    }
-    boolean walCommits = sync && commit.equals("wal");
-    // the property's default applies where write-behind can: durable commits through the log
-    boolean writeBehind = option(options, "write-behind", Boolean.class,
-        walCommits && Boolean.getBoolean(WRITE_BEHIND_PROPERTY), where);
-    Number writeBackCommits = option(options, "write-back-commits", Number.class,
-        LmdbBehind.WRITE_BACK_COMMITS, where);
-    if (!(writeBackCommits instanceof Integer || writeBackCommits instanceof Long)
-        || writeBackCommits.longValue() < 1 || writeBackCommits.longValue() > 1 << 20) {
-      throw Errors.error(Errors.OPTION, where, "Option \"write-back-commits\" must be a whole"
-          + " number from 1 to " + (1 << 20) + ", got " + writeBackCommits, null,
-          Keyword.intern("option"), "write-back-commits", Keyword.intern("value"),
-          writeBackCommits);
-    }
-    Number writeBackMs = option(options, "write-back-ms", Number.class,
-        LmdbBehind.WRITE_BACK_MS, where);
-    if (!(writeBackMs instanceof Integer || writeBackMs instanceof Long)
-        || writeBackMs.longValue() < 1 || writeBackMs.longValue() > 3_600_000) {
-      throw Errors.error(Errors.OPTION, where, "Option \"write-back-ms\" must be a whole"
-          + " number from 1 to 3600000, got " + writeBackMs, null,
-          Keyword.intern("option"), "write-back-ms", Keyword.intern("value"), writeBackMs);
-    }
-    if (writeBehind && !walCommits) {
-      throw Errors.error(Errors.OPTION, where, "Option \"write-behind\" needs \"commit\""
-          + " \"wal\" and \"sync\" true", null, Keyword.intern("option"), "write-behind",
-          Keyword.intern("value"), true);
-    }
-    Path real;
-    try {
-      real = Files.createDirectories(dir).toRealPath();
-    } catch (IOException e) {
-      throw Errors.error(Errors.IO, where, "Cannot create the store directory: " + e, e);
-    }
-    if (!OPEN_DIRS.add(real)) {
-      throw Errors.error(Errors.LMDB, where, "The store is already open in this process", null);
-    }
-    boolean existed;
-    boolean lockCreated;
-    LmdbWalRecovery.OpenLock openLock = null;
-    LmdbWalRecovery.Plan plan = null;
-    boolean openLockCreated = !Files.exists(real.resolve(LmdbWalRecovery.OPEN_LOCK));
-    try {
-      openLock = LmdbWalRecovery.OpenLock.enter(real, where);
-      if (writeBehind && !openLock.alone) {
-        throw Errors.error(Errors.LMDB, where, "The store is open in another process; with"
-            + " write-behind it must be the only one", null);
-      }
-      if (openLock.alone) {
-        plan = LmdbWalRecovery.plan(real, where);
-        if (plan != null && LmdbWalRecovery.mustRollBack(real, plan, where)) {
-          LmdbWalRecovery.rollBack(real, plan.checkpoint, where);
-        } else {
-          plan = null; // nothing to replay
-        }
-      }
-      // only with the directory ours in this process: the lock file is written while no other
-      // process uses it, and closing it must not drop an open environment's locks on it
-      existed = LmdbFiles.checkData(real, where);
-      lockCreated = LmdbFiles.prepareLock(real, where, maxReaders);
-    } catch (RuntimeException e) {
-      if (openLock != null) {
-        openLock.close();
-      }
-      if (openLockCreated) {
-        deleteQuietly(real.resolve(LmdbWalRecovery.OPEN_LOCK)); // the directory as it was
-      }
-      OPEN_DIRS.remove(real);
-      throw e;
-    }
-    Env<ByteBuffer> env = null;
-    try {
-      EnvFlags[] flags = sync && !walCommits
-          ? new EnvFlags[] {EnvFlags.MDB_NOTLS, EnvFlags.MDB_NORDAHEAD}
-          : new EnvFlags[] {EnvFlags.MDB_NOTLS, EnvFlags.MDB_NORDAHEAD, EnvFlags.MDB_NOSYNC};
-      env = Env.create(ReadOnlyBufferProxy.INSTANCE)
-          .setMapSize(mapSize)
-          .setMaxDbs(SubDb.values().length)
-          .setMaxReaders(maxReaders)
-          .open(dir.toFile(), flags);
-      env.readerCheck(); // frees reader slots left by dead processes
-      List<Dbi<ByteBuffer>> dbis = new ArrayList<>();
-      for (SubDb db : SubDb.values()) {
-        dbis.add(env.openDbi(db.name(), DbiFlags.MDB_CREATE));
-      }
-      LmdbStore store = new LmdbStore(real, where, sync, env, List.copyOf(dbis),
-          reader.equals("java"), walCommits, openLock);
-      try {
-        store.recover(plan, openLock.alone);
-        if (writeBehind) {
-          openLock.stayAlone(where);
-          store.behind = new LmdbBehind(store, store.wal, where, writeBackCommits.intValue(),
-              writeBackMs.longValue());
-        } else {
-          openLock.stay(where);
-        }
-      } catch (RuntimeException e) {
-        store.closeAfterFailedOpen();
-        env = null;
-        throw e;
-      }
-      return store;
-    } catch (RuntimeException e) {
-      if (env != null) {
-        env.close();
-      }
-      openLock.close();
-      if (openLockCreated) {
-        deleteQuietly(real.resolve(LmdbWalRecovery.OPEN_LOCK)); // the directory as it was
-      }
-      if (!existed && !LmdbFiles.holdsDatabase(real)) {
-        deleteQuietly(real.resolve(LmdbFiles.DATA)); // a database never made: as it was
-        if (lockCreated) {
-          deleteQuietly(real.resolve(LmdbFiles.LOCK));
-        }
-        deleteQuietly(real.resolve(LmdbWal.FILE0)); // made by this open, for this database
-        deleteQuietly(real.resolve(LmdbWal.FILE1));
-      }
-      OPEN_DIRS.remove(real);
-      throw e instanceof LmdbException
-          ? Errors.lmdb(where, "Cannot open the LMDB store", (LmdbException) e) : e;
-    }
+    return LmdbOpen.open(dir, opts);
   }
 
   /**
@@ -375,7 +227,7 @@ public final class LmdbStore implements Store {
    * back; then, when this process is alone on the directory, takes a checkpoint (commits through
    * the log), or retires the log (commits without it).
    */
-  private void recover(LmdbWalRecovery.Plan plan, boolean alone) {
+  void recover(LmdbWalRecovery.Plan plan, boolean alone) {
     // While the records replay (unsynced: MDB_NOSYNC, or LMDB's sync after the log's commit
     // records), a read transaction pins the checkpoint X that the open wrote back, as the
     // writer's pin did: LMDB reuses none of X's pages, so that a crash before the checkpoint
@@ -403,26 +255,43 @@ public final class LmdbStore implements Store {
    * or none when the record changes nothing (a write-behind commit of deletes of absent keys).
    */
   private void replay(LmdbWalRecovery.Commit c) {
-    long before = env.info().lastTransactionId;
-    writer.acquire();
-    FileLock lock = writer.lockDirectory();
-    log.clear();
-    if (!log.copyFrom(c.payload)) {
-      writer.unlock(lock);
-      throw Errors.error(Errors.CORRUPT, where, "The write-ahead log's record of transaction "
-          + c.txnid + " does not parse", null, Keyword.intern("txnid"), c.txnid);
-    }
-    try (LmdbWrite w = new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize,
-        javaPages, where, null)) {
+    long before = lastTxnid();
+    try (LmdbWrite w = unloggedWrite()) {
+      if (!log.copyFrom(c.payload)) {
+        throw Errors.error(Errors.CORRUPT, where, "The write-ahead log's record of transaction "
+            + c.txnid + " does not parse", null, Keyword.intern("txnid"), c.txnid);
+      }
       w.commit();
     }
-    long now = env.info().lastTransactionId;
+    long now = lastTxnid();
     if (now != before + 1 && now != before) {
       throw Errors.error(Errors.CORRUPT, where, "Replaying the write-ahead log's transaction "
           + c.txnid + " made LMDB's transaction " + now + " after " + before, null,
           Keyword.intern("txnid"), c.txnid);
     }
     replayed++;
+  }
+
+  /**
+   * A write transaction whose commit writes no record to the log, whose writes are there
+   * already (a record replayed at open, a write-behind layer written back), holding the writer
+   * permit and the directory's writer lock until closed.
+   */
+  LmdbWrite unloggedWrite() {
+    writer.acquire();
+    FileLock lock = writer.lockDirectory();
+    log.clear();
+    return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
+        where, null);
+  }
+
+  /** Syncs LMDB's file, after a write-back ({@link LmdbBehind}). */
+  void syncMap() {
+    try {
+      env.sync(true);
+    } catch (LmdbException e) {
+      throw failure("Cannot sync the store after a write-back", e);
+    }
   }
 
   /**
@@ -451,30 +320,6 @@ public final class LmdbStore implements Store {
     runLocked(wal::own);
   }
 
-  /**
-   * Writes a write-behind layer back ({@link LmdbBehind}): {@code puts}' entries and
-   * {@code gone}'s keys deleted, in key order, in one LMDB commit that writes no record to the
-   * log, then syncs LMDB's file; returns LMDB's last commit, which holds them.
-   */
-  long writeBack(MemStore puts, MemStore gone) {
-    try (MemReadTxn p = (MemReadTxn) puts.beginRead();
-        MemReadTxn g = (MemReadTxn) gone.beginRead()) {
-      writer.acquire();
-      FileLock lock = writer.lockDirectory();
-      log.clear();
-      try (LmdbWrite w = new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize,
-          javaPages, where, null)) {
-        w.commitLayer(new LayerReplay(p, g));
-      }
-    }
-    try {
-      env.sync(true);
-    } catch (LmdbException e) {
-      throw failure("Cannot sync the store after a write-back", e);
-    }
-    return lastTxnid();
-  }
-
   /** The write-backs of write-behind since the open (0 without it): for the tests. */
   public long writeBacks() {
     return behind == null ? 0 : behind.writeBacks();
@@ -499,7 +344,7 @@ public final class LmdbStore implements Store {
   }
 
   /** Releases what the constructor took, when the open fails after it. */
-  private void closeAfterFailedOpen() {
+  void closeAfterFailedOpen() {
     if (wal != null) {
       wal.close(false);
     }
@@ -513,33 +358,6 @@ public final class LmdbStore implements Store {
         // closing releases the lock whatever else failed
       }
     }
-  }
-
-  private static void deleteQuietly(Path file) {
-    try {
-      Files.deleteIfExists(file);
-    } catch (IOException e) {
-      // left as it is: the failure being reported names the cause
-    }
-  }
-
-  private static <T> T option(Map<String, Object> opts, String key, Class<T> type, T otherwise,
-      String where) {
-    Object value = opts.get(key);
-    if (value == null) {
-      return otherwise;
-    }
-    if (!type.isInstance(value)) {
-      throw Errors.error(Errors.OPTION, where,
-          "Option \"" + key + "\" must be a " + type.getSimpleName() + ", got a "
-              + value.getClass().getName(), null, // not the value: it may nest too deep to print
-          Keyword.intern("option"), key, Keyword.intern("value"), value);
-    }
-    return type.cast(value);
-  }
-
-  private static long roundUp(long size) {
-    return Math.max(MAP_SIZE_UNIT, (size + MAP_SIZE_UNIT - 1) / MAP_SIZE_UNIT * MAP_SIZE_UNIT);
   }
 
   String where() {
@@ -910,7 +728,7 @@ public final class LmdbStore implements Store {
       throw Errors.error(Errors.LMDB, where, "Cannot close " + LmdbWriterLock.FILE, e);
     } finally {
       openLock.close();
-      OPEN_DIRS.remove(dir);
+      LmdbOpen.OPEN_DIRS.remove(dir);
       state = CLOSED;
       map.unlockAfterClose(stamp);
     }

@@ -30,8 +30,12 @@ import org.lmdbjava.Txn;
  * hold the last valid checkpoint, so a torn checkpoint leaves the previous one intact. A record
  * is 8-byte aligned: {magic u32, kind u8, pad 3, length u32 (all of it, crc included), payload
  * length u32, txnid u64, epoch u64, payload, zeros to align, crc32c u32 of everything before it}, big-endian. A checkpoint's
- * payload is {owner u64, the first {@link LmdbLayout#META_END} bytes of X's meta page}, its
- * txnid X; a commit's is its {@link WriteLog}'s entries, its txnid the one LMDB gives it; a pause
+ * payload is {owner u64, the first {@link LmdbLayout#META_END} bytes of X's meta page, carry
+ * u64, first u64}, its txnid X: the records after X are those after it, numbered X + 1, ...
+ * (carry 0), or, after a write-back ({@link LmdbBehind}), those from offset carry of the other
+ * segment on, numbered from first, then those after it (checkpoints written before write-behind
+ * are {@value #CHECKPOINT_SIZE_BEFORE_CARRY} bytes, without carry and first, and still read);
+ * a commit's is its {@link WriteLog}'s entries, its txnid the one LMDB gives it; a pause
  * record's (a bulk load's, {@code Store.pauseSync}) is the operating system's boot id
  * ({@link #bootId}): after it the log holds nothing, and recovery trusts LMDB's file as it is
  * when the boot is the same (only processes died, the page cache holds the pause's writes), and
@@ -174,11 +178,7 @@ final class LmdbWal {
       next = env.txnRead();
       long x = next.getId();
       writeCheckpoint(last, x, metaOnDisk(x));
-      if (pin != null) {
-        pin.close();
-      }
-      pin = next;
-      next = null;
+      next = repin(next);
       if (paused) {
         byte[] boot = bootId();
         append(begin(PAUSE, x, epoch, boot.length).put(boot));
@@ -221,6 +221,18 @@ final class LmdbWal {
     segment = target;
     offset = CHECKPOINT_SIZE;
     commits = 0;
+  }
+
+  /**
+   * Makes {@code next} (a read transaction of the commit just checkpointed) the pin, closing
+   * the one before; returns null, for the caller's variable, which no longer owns it.
+   */
+  private Txn<ByteBuffer> repin(Txn<ByteBuffer> next) {
+    if (pin != null) {
+      pin.close();
+    }
+    pin = next;
+    return null;
   }
 
   /**
@@ -377,11 +389,7 @@ final class LmdbWal {
         throw io("The write-ahead log's last checkpoint is not this process's", null);
       }
       writeCheckpoint(last, x, meta, from, first);
-      if (pin != null) {
-        pin.close();
-      }
-      pin = pinX;
-      pinX = null;
+      pinX = repin(pinX);
     } catch (IOException ex) {
       throw io("Cannot write a checkpoint to the write-ahead log", ex);
     } catch (org.lmdbjava.LmdbException ex) {
@@ -439,11 +447,7 @@ final class LmdbWal {
     try {
       next = env.txnRead();
       if (next.getId() == txnid) {
-        if (pin != null) {
-          pin.close();
-        }
-        pin = next;
-        next = null;
+        next = repin(next);
         return;
       }
     } catch (org.lmdbjava.LmdbException e) {

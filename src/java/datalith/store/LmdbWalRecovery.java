@@ -131,32 +131,17 @@ final class LmdbWalRecovery {
     }
 
     /**
-     * Ends the open: holds byte 1 shared until {@link #close}, and lets the next open in.
+     * Ends the open: holds byte 1 until {@link #close}, shared, or exclusively for a store with
+     * write-behind (which is {@link #alone}), so that every other open fails meanwhile; and
+     * lets the next open in.
      *
-     * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} when a store with write-behind
-     *     holds the directory ({@link #stayAlone})
+     * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} when the lock is held against it
      */
-    void stay(String where) {
+    void stay(String where, boolean exclusive) {
       try {
-        if (file.tryLock(1, 1, true) == null) {
-          throw Errors.error(Errors.LMDB, where, "The store is open with write-behind in"
-              + " another process, which must be the only one on it", null);
-        }
-        entry.release();
-      } catch (IOException e) {
-        throw Errors.error(Errors.IO, where, "Cannot lock " + OPEN_LOCK + ": " + e, e);
-      }
-    }
-
-    /**
-     * Ends the open of a store with write-behind, which is {@link #alone}: holds byte 1
-     * exclusively until {@link #close}, so that every other open fails in {@link #stay}.
-     */
-    void stayAlone(String where) {
-      try {
-        if (file.tryLock(1, 1, false) == null) {
-          throw Errors.error(Errors.LMDB, where, "The store is open in another process; with"
-              + " write-behind it must be the only one", null);
+        if (file.tryLock(1, 1, !exclusive) == null) {
+          throw Errors.error(Errors.LMDB, where, "The store is open in another process, which"
+              + " must be the only one on it when either has write-behind", null);
         }
         entry.release();
       } catch (IOException e) {
