@@ -19,6 +19,12 @@
       --staged MODE   import!'s :staged: true, false or auto (default auto: the import
                       into the empty LMDB database is staged, the second is not)
       --non-empty false  skip the second import into LMDB (to profile the first alone)
+      --load-first true  first load the tracker through transact! into another LMDB
+                      directory, as `lein bench` does before its import (the transactor's
+                      code then compiled for transact!, the heap holding that database)
+      --threads true  after each import, the CPU each of the process's threads spent in
+                      it, by name, from /proc/self/task (the JIT's compiler threads and the
+                      collector's too, which a Java profiler does not sample)
       --replace-all true  also time Store.replaceAll alone: the in-memory import's
                       store written into an empty LMDB directory (what a staged import's
                       final write costs; the staging itself costs about the mem import)"
@@ -57,10 +63,35 @@
       (or (some->> (String. (java.nio.file.Files/readAllBytes (.toPath f))) (re-find #"wchar: (\d+)") second parse-long) 0)
       0)))
 
+(defn- threads-cpu
+  "CPU seconds so far of each of the process's threads (native ones too), summed by
+  name with digits dropped (\"C2 CompilerThre0\" and \"...1\" are one), from
+  /proc/self/task; empty where there is no /proc."
+  []
+  (let [tick 100.0
+        tasks (.listFiles (File. "/proc/self/task"))]
+    (reduce (fn [m ^File t]
+              (try
+                (let [stat (String. (java.nio.file.Files/readAllBytes (.toPath (File. t "stat"))))
+                      nm (str/replace (subs stat (inc (str/index-of stat "(")) (str/last-index-of stat ")"))
+                                      #"[0-9]+" "")
+                      fields (str/split (subs stat (+ 2 (str/last-index-of stat ")"))) #" ")
+                      cpu (/ (+ (parse-long (nth fields 11)) (parse-long (nth fields 12))) tick)]
+                  (update m nm (fnil + 0.0) cpu))
+                (catch java.io.IOException _ m)))
+            {} tasks)))
+
+(defn- print-threads-cpu [before after]
+  (doseq [[nm s] (->> after (map (fn [[k v]] [k (- v (get before k 0.0))])) (filter #(>= (second %) 0.02))
+                      (sort-by (comp - second)))]
+    (printf "    %-24s %5.2f s%n" nm s)))
+
 (defn- timed-import
   "Imports `chunks` into `conn`; prints and returns the figures."
   [label conn chunks opts]
-  (let [start (System/nanoTime)
+  (let [tcpu (when (:threads opts) (threads-cpu))
+        opts (dissoc opts :threads)
+        start (System/nanoTime)
         cpu (cpu-ns)
         all-cpu (process-cpu-ns)
         bytes (allocated)
@@ -72,6 +103,7 @@
     (printf "%-16s %,9d datoms in %5.2f s: %,10.0f datoms/s wall, %5.2f s CPU (this thread), %5.2f s CPU (the process), %,d bytes allocated, %,d bytes written%n"
             label (:datoms r) secs (/ (:datoms r) secs) cpu-s all-cpu-s (- (allocated) bytes)
             (- (written) wchar))
+    (when tcpu (print-threads-cpu tcpu (threads-cpu)))
     (flush)
     r))
 
@@ -103,8 +135,20 @@
         dir (File. ^String (opts "--dir"))
         systems (set (str/split (opts "--systems") #","))
         iopts (cond-> (if (= "true" (opts "--progress")) {:progress (fn [_])} {})
-                (#{"true" "false"} (opts "--staged")) (assoc :staged (= "true" (opts "--staged"))))]
+                (#{"true" "false"} (opts "--staged")) (assoc :staged (= "true" (opts "--staged")))
+                (= "true" (opts "--threads")) (assoc :threads true))]
     (printf "%s: %,d datoms, %d chunks%n" (opts "--scale") (:datoms data) (count chunks))
+    (when (= "true" (opts "--load-first"))
+      (let [ldir (File. (str (opts "--dir") "-loaded"))]
+        (delete-tree ldir)
+        (let [conn (d/connect (.getPath ldir) {:schema w/schema})]
+          (try
+            (let [r (w/load! data {:transact #(let [r (d/transact! conn %)]
+                                                {:t (d/basis-t (:db-after r)) :tempids (:tempids r)})
+                                   :batch-size (parse-long (opts "--batch-size"))})]
+              (printf "loaded through transact! in %.2f s%n" (/ (:load-ns r) 1e9)))
+            (finally (d/close conn))))
+        (delete-tree ldir)))
     (dotimes [_ (parse-long (opts "--runs"))]
       (when (systems "lmdb")
         (delete-tree dir)

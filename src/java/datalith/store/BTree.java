@@ -68,14 +68,11 @@ final class BTree {
 
     /**
      * The entries from {@code keep} on, moved to a new node of this kind owned by
-     * {@code editor}; this one keeps those before.
+     * {@code editor}; this one keeps those before. Each kind has its own, whose calls are bound
+     * to that kind (an editor's split of a leaf and of a branch then share no call site whose
+     * receiver the JIT guesses from the first splits, which are leaves').
      */
-    Node splitOff(Editor editor, int keep) {
-      Node right = empty(editor);
-      right.appendFrom(this, keep, size - keep);
-      truncate(keep);
-      return right;
-    }
+    abstract Node splitOff(Editor editor, int keep);
   }
 
   /**
@@ -188,7 +185,7 @@ final class BTree {
     private ByteBuffer[] values() {
       if (vals == null) {
         vals = new ByteBuffer[MAX + 1];
-        Arrays.fill(vals, EMPTY);
+        fillEmpty(vals, 0, vals.length);
       }
       return vals;
     }
@@ -245,7 +242,7 @@ final class BTree {
     }
 
     @Override
-    Node empty(Editor editor) {
+    Leaf empty(Editor editor) {
       // room for as many bytes as this one holds (a split's: one over full), not all its room:
       // a leaf's room is all of it, spare room included, for a collection to copy
       return new Leaf(editor, bytes());
@@ -293,14 +290,14 @@ final class BTree {
       if (src.vals != null) {
         System.arraycopy(src.vals, from, values(), at, count);
       } else if (vals != null) {
-        Arrays.fill(vals, at, at + count, EMPTY);
+        fillEmpty(vals, at, at + count);
       }
     }
 
     @Override
     void truncate(int n) {
       if (vals != null) {
-        Arrays.fill(vals, n, size, null);
+        clear(vals, n, size);
       }
       size = n;
     }
@@ -315,7 +312,7 @@ final class BTree {
       }
       if (vals != null) {
         System.arraycopy(vals, n, vals, 0, size - n);
-        Arrays.fill(vals, size - n, size, null);
+        clear(vals, size - n, size);
       }
       size -= n;
     }
@@ -336,6 +333,14 @@ final class BTree {
     }
 
     @Override
+    Leaf splitOff(Editor editor, int keep) {
+      Leaf right = empty(editor);
+      right.appendFrom(this, keep, size - keep);
+      truncate(keep);
+      return right;
+    }
+
+    @Override
     byte[] firstKey() {
       return key(0);
     }
@@ -352,8 +357,16 @@ final class BTree {
     }
 
     @Override
-    Node empty(Editor editor) {
+    Branch empty(Editor editor) {
       return new Branch(editor);
+    }
+
+    @Override
+    Branch splitOff(Editor editor, int keep) {
+      Branch right = empty(editor);
+      right.appendFrom(this, keep, size - keep);
+      truncate(keep);
+      return right;
     }
 
     @Override
@@ -394,8 +407,8 @@ final class BTree {
 
     @Override
     void truncate(int n) {
-      Arrays.fill(keys, n, size, null);
-      Arrays.fill(children, n, size, null);
+      clear(keys, n, size);
+      clear(children, n, size);
       size = n;
     }
 
@@ -416,6 +429,27 @@ final class BTree {
     @Override
     byte[] firstKey() {
       return keys[0];
+    }
+  }
+
+  /*
+   * The nodes' own loops rather than Arrays.fill: that one method's profile, shared by every
+   * caller in the process with arrays of every type, made the JIT's compiled puts trap and be
+   * compiled again each time a new caller's array came (a cold bulk import's puts were compiled
+   * four to six times).
+   */
+
+  /** Sets {@code a[from, to)} to {@link #EMPTY}. */
+  private static void fillEmpty(ByteBuffer[] a, int from, int to) {
+    for (int i = from; i < to; i++) {
+      a[i] = EMPTY;
+    }
+  }
+
+  /** Sets {@code a[from, to)} to null. */
+  static void clear(Object[] a, int from, int to) {
+    for (int i = from; i < to; i++) {
+      a[i] = null;
     }
   }
 
@@ -547,6 +581,7 @@ final class BTree {
     private int slabUsed;
     private int slabSize = FIRST_SLAB; // the next slab's
     private Node split; // the right half of the node just split, until its parent takes it
+    private byte[] splitKey; // split's first key
 
     /** An editor whose leaves each have an array of their own. */
     Editor() {
@@ -596,9 +631,10 @@ final class BTree {
         return left;
       }
       split = null;
+      byte[] leftKey = left instanceof Leaf l ? l.firstKey() : ((Branch) left).firstKey();
       Branch top = new Branch(this);
-      top.insert(0, left.firstKey(), left);
-      top.insert(1, right.firstKey(), right);
+      top.insert(0, leftKey, left);
+      top.insert(1, splitKey, right);
       return top;
     }
 
@@ -673,7 +709,14 @@ final class BTree {
           return leaf;
         }
         leaf.insert(i, key, off, len, val);
-        return added(leaf, i);
+        int keep = keep(leaf, i);
+        if (keep >= 0) {
+          Leaf right = leaf.splitOff(this, keep);
+          moved(leaf, right, i, keep);
+          split = right;
+          splitKey = right.firstKey();
+        }
+        return leaf;
       }
       int i = childNear((Branch) node, key, off, len);
       Node child = insert(((Branch) node).children[i], key, off, len, val);
@@ -686,28 +729,38 @@ final class BTree {
         return branch;
       }
       // a branch's key 0 is its child 0's lower bound
-      branch.insert(i + 1, right.firstKey(), right);
-      return added(branch, i + 1);
+      branch.insert(i + 1, splitKey, right);
+      int keep = keep(branch, i + 1);
+      if (keep >= 0) {
+        Branch up = branch.splitOff(this, keep);
+        moved(branch, up, i + 1, keep);
+        split = up;
+        splitKey = up.firstKey();
+      }
+      return branch;
     }
 
     /**
-     * {@code node} after an entry was added at {@code at}, split when over MAX entries: in
-     * halves, or, when the entry continues a run (added right after the one added before it, or
-     * last), after it, the new entry alone going right when it is last.
+     * Where {@code node}, after an entry was added at {@code at}, splits (the entries it keeps),
+     * or -1 when it is not over MAX entries: in halves, or, when the entry continues a run (added
+     * right after the one added before it, or last), after it, the new entry alone going right
+     * when it is last.
      */
-    private Node added(Node node, int at) {
+    private static int keep(Node node, int at) {
       boolean run = at == node.lastAdded + 1 || at == node.size - 1;
       node.lastAdded = at;
-      if (node.size > MAX) {
-        int keep = run ? Math.min(at + 1, MAX) : node.size / 2;
-        Node right = node.splitOff(this, keep);
-        if (at >= keep) {
-          node.lastAdded = -1;
-          right.lastAdded = at - keep;
-        }
-        split = right;
+      if (node.size <= MAX) {
+        return -1;
       }
-      return node;
+      return run ? Math.min(at + 1, MAX) : node.size / 2;
+    }
+
+    /** The hint of where a run goes on, after {@code node} split at {@code keep} into {@code right}. */
+    private static void moved(Node node, Node right, int at, int keep) {
+      if (at >= keep) {
+        node.lastAdded = -1;
+        right.lastAdded = at - keep;
+      }
     }
 
     /** The node without {@code key[off, off + len)}, possibly underfull; null when the key is absent. */

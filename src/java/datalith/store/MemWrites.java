@@ -359,7 +359,7 @@ final class MemWrites extends EntrySort {
       order = new int[INITIAL_ENTRIES];
       other = new int[INITIAL_ENTRIES];
     } else {
-      Arrays.fill(vals, 0, count, null);
+      BTree.clear(vals, 0, count);
     }
     if (bytes.length > KEPT_BYTES) {
       bytes = new byte[32 * INITIAL_ENTRIES];
