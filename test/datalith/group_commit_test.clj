@@ -22,13 +22,15 @@
   (try (f) :no-error (catch ExceptionInfo e (:error (ex-data e)))))
 
 (defmacro ^:private each-store-dir
-  "Runs body per store with `conn` a fresh connection and `dir` its directory (nil: :mem)."
+  "Runs body per store with `conn` a fresh connection and `dir` its directory (nil: :mem).
+  LMDB without write-behind, so that each store write is one LMDB commit, which the tests
+  count (with write-behind one is one record in the log, and many go into LMDB at once)."
   [[conn dir] & body]
   `(doseq [store# tu/stores]
      (testing (str "store " store#)
        (let [~dir (when (tu/durable? store#) (tu/temp-dir))
              ~conn (d/connect (if ~dir (.getPath ~(with-meta dir {:tag 'java.io.File})) :mem)
-                              {:schema schema})]
+                              {:schema schema :write-behind false})]
          (try ~@body
               (finally (d/close ~conn) (some-> ~dir tu/delete-tree)))))))
 

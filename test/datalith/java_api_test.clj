@@ -35,7 +35,7 @@
   (if (tu/durable? store)
     (let [dir (tu/temp-dir)
           conn (Datalith/open (.toPath dir) (cond-> {"schema" schema}
-                                              (= store :lmdb-behind) (assoc "write-behind" true)))]
+                                              (= store :lmdb-through) (assoc "write-behind" false)))]
       (.transact conn people)
       [conn #(tu/delete-tree dir)])
     (let [conn (Datalith/openInMemory)]
@@ -44,10 +44,10 @@
       [conn (fn [])])))
 
 (defmacro ^:private each-java-store
-  "Runs body once per store (and on LMDB with write-behind) with `conn` bound to a
+  "Runs body once per store (and on LMDB without write-behind) with `conn` bound to a
   Java-API Connection."
   [[conn] & body]
-  `(doseq [store# (conj tu/stores :lmdb-behind)]
+  `(doseq [store# (conj tu/stores :lmdb-through)]
      (testing (str store#)
        (let [[~(vary-meta conn assoc :tag `Connection) cleanup#] (open-java store#)]
          (try ~@body

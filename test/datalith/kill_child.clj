@@ -12,8 +12,10 @@
   seeded by SEED, mixes new entities (some with long values and refs), updates of
   cardinality-one attributes, card-many adds and retracts, retractEntity, upserts through a
   unique identity, and schema changes (new attributes of various types, then used). SYNC is
-  true (durable commits), behind (durable, with write-behind, written back every 20
-  commits or 5 ms) or false ({:sync false}). THREADS (default 1) threads stream at
+  true (durable commits, as `d/connect` makes them: with write-behind, written back every
+  1,024 commits or 50 ms), through (durable, without write-behind: each commit LMDB's),
+  behind (durable, with write-behind written back every 20 commits or 5 ms) or false
+  ({:sync false}). THREADS (default 1) threads stream at
   once, each its own seeded stream, so that transactions commit in groups (issue #17); each
   acknowledges its own."
   (:require [clojure.string :as str]
@@ -117,6 +119,7 @@
         conn (d/connect dir (case sync
                               "behind" {:write-behind true :write-back-commits 20
                                         :write-back-ms 5 :schema schema}
+                              "through" {:write-behind false :schema schema}
                               {:sync (= "true" sync) :schema schema}))
         db (d/db conn)
         emails (atom (vec (d/q '[:find [?m ...] :where [_ :k/email ?m]] db)))

@@ -4,9 +4,10 @@
   lines a killed child wrote to a pipe were seen lost); the parent kills it with SIGKILL
   (Process.destroyForcibly) at a random moment (now and then before its database is even
   open), reopens the directory and checks it, then starts the next life on the same
-  directory. Lives take turns: durable commits, durable commits with write-behind (laid in
-  memory and written back into LMDB by a thread, every 20 commits or 5 ms), and
-  {:sync false}, which risks only
+  directory. Lives take turns: durable commits as `d/connect` makes them (with write-behind
+  since stop 38: laid in memory and written back into LMDB by a thread), durable commits
+  without write-behind (each LMDB's own commit), durable commits with write-behind written
+  back every 20 commits or 5 ms, and {:sync false}, which risks only
   operating-system crashes: a killed process loses nothing acknowledged in either mode.
 
   After each kill:
@@ -160,9 +161,10 @@
          :failures (persistent! failures)}))))
 
 (def modes
-  "How the lives commit, in turn (the child's SYNC argument): durable, durable with
-  write-behind, {:sync false}."
-  ["true" "behind" "false"])
+  "How the lives commit, in turn (the child's SYNC argument): durable (write-behind, the
+  default), durable without write-behind, durable with write-backs every few commits,
+  {:sync false}."
+  ["true" "through" "behind" "false"])
 
 (defn run
   "Runs `lives` lives (each: start, kill -9, reopen, check), `per-dir` to a directory;
@@ -185,7 +187,7 @@
                 _ (when (and fresh? dir) (tu/delete-tree dir))
                 dir (if fresh? (tu/temp-dir) dir)
                 model (if fresh? [] model)
-                sync (nth modes (mod i 3))
+                sync (nth modes (mod i (count modes)))
                 out (run-life dir work (+ (* 1000 seed) i) sync threads rnd)
                 {:keys [model failures unacked?]}
                 (try (check-life dir model threads out rnd)

@@ -17,7 +17,7 @@
   (let [totals (harness/run {:lives kills :per-dir kills :seed 13})]
     (println "kill-test:" (pr-str (update totals :failures #(take 3 %))))
     (is (= kills (:kills totals)))
-    (is (= (frequencies (map #(nth harness/modes (mod % 3)) (range kills)))
+    (is (= (frequencies (map #(nth harness/modes (mod % (count harness/modes))) (range kills)))
            (:by-mode totals)))
     (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
     (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))

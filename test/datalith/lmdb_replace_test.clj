@@ -45,9 +45,10 @@
 (set! *warn-on-reflection* true)
 
 (defn- open-store
+  "A store without write-behind: these tests read the pages of LMDB's file after each commit."
   ^LmdbStore [^File dir reader commit & [opts]]
   (LmdbStore/open (.toPath dir) (merge {"page-reader" reader "commit" commit
-                                        "map-size" (bit-shift-left 1 30)}
+                                        "map-size" (bit-shift-left 1 30) "write-behind" false}
                                        opts)))
 
 (defn- bytes-of ^bytes [^ByteBuffer b]

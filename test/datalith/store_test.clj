@@ -25,10 +25,11 @@
 
 (def kinds
   "LMDB with its Java page reader, LMDB alone (option \"page-reader\" \"lmdb\": every read
-  and write LMDB's own, the plain path the Java reader is checked against), MemStore, and
-  MemStore editing in place when no read is open (MemStore/openInPlace), and LMDB with
-  write-behind (its commits laid in memory over LMDB's, and written back every few
-  commits: reads merge layers, or not, as the write-back thread finds the time)."
+  and write LMDB's own, the plain path the Java reader is checked against), both without
+  write-behind (each commit put into LMDB's trees), MemStore, and MemStore editing in place
+  when no read is open (MemStore/openInPlace), and LMDB with write-behind (its commits laid
+  in memory over LMDB's, and written back every few commits: reads merge layers, or not, as
+  the write-back thread finds the time)."
   [:lmdb :lmdb-plain :mem :mem-in-place :lmdb-behind])
 
 (defn- open-mem ^MemStore [kind]
@@ -58,7 +59,8 @@
        (:lmdb :lmdb-plain)
        (let [dir (temp-dir)]
          (try
-           (let [s (open-lmdb dir (assoc opts "page-reader" (if (= kind :lmdb) "java" "lmdb")))]
+           (let [s (open-lmdb dir (merge {"write-behind" false}
+                                         (assoc opts "page-reader" (if (= kind :lmdb) "java" "lmdb"))))]
              (try (f s) (finally (.close s))))
            (finally (delete-tree dir))))
        :lmdb-behind

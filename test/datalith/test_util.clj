@@ -10,14 +10,17 @@
   [:lmdb :mem])
 
 (def checked-stores
-  "The stores the store and property tests run on: `stores` and :lmdb-plain,
-  LMDB with `:page-reader :lmdb` (every read and write LMDB's own), the slow
-  twin that the Java page reader of :lmdb is checked against. To run every
-  test on LMDB alone: JVM_OPTS=-Ddatalith.page-reader=lmdb lein test; and
-  :lmdb-behind, LMDB with write-behind (each commit laid in memory over LMDB's
-  last, written back every few commits or milliseconds, so that reads meet every
-  state of the layers)."
-  [:lmdb :lmdb-plain :mem :lmdb-behind])
+  "The stores the store and property tests run on: `stores` (:lmdb as `d/connect`
+  opens it: with write-behind, since stop 38); :lmdb-through, LMDB without
+  write-behind (each commit put into LMDB's trees: the path after another
+  process's open, and of {:sync false}); :lmdb-plain, LMDB with
+  `:page-reader :lmdb` and no write-behind (every read and write LMDB's own),
+  the slow twin that the Java page reader is checked against (to run every
+  test on LMDB alone: JVM_OPTS=\"-Ddatalith.page-reader=lmdb
+  -Ddatalith.write-behind=false\" lein test); and :lmdb-behind, write-behind
+  written back every few commits or milliseconds, so that reads meet every
+  state of the layers."
+  [:lmdb :lmdb-through :lmdb-plain :mem :lmdb-behind])
 
 (defn durable?
   "Whether `store` keeps its data in a directory."
@@ -28,7 +31,8 @@
   "`opts` for a connection on `store`."
   [store opts]
   (cond-> opts
-    (= store :lmdb-plain) (assoc :page-reader :lmdb)
+    (= store :lmdb-through) (assoc :write-behind false)
+    (= store :lmdb-plain) (assoc :page-reader :lmdb :write-behind false)
     ;; write-behind needs durable commits through the log: a test's {:sync false} is dropped
     (= store :lmdb-behind) (-> (dissoc :sync)
                                (assoc :write-behind true :write-back-commits 5 :write-back-ms 2))))
@@ -44,8 +48,8 @@
   (.delete f))
 
 (defn open-conn
-  "A connection on a fresh database of kind `store` (:lmdb, :lmdb-plain,
-  :lmdb-behind or :mem); returns [conn cleanup-fn]."
+  "A connection on a fresh database of kind `store` (:lmdb, :lmdb-through,
+  :lmdb-plain, :lmdb-behind or :mem); returns [conn cleanup-fn]."
   [store opts]
   (if (durable? store)
     (let [dir (temp-dir)]

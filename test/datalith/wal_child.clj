@@ -13,10 +13,13 @@
   is acknowledged as durable. With `large`, each transaction also asserts 100
   entities {:w/p NAME+ :w/i I*1000+J :w/s S}: more than 64 KiB of writes, whose
   record the store writes to its log while LMDB puts them (LmdbWrite.logAhead).
-  With `behind`, the store has write-behind and writes nothing back while it
+  Without `behind` or `behind-often`, the store has no write-behind: each
+  commit goes into LMDB after its record, the path these tests are about. With
+  `behind`, the store has write-behind and writes nothing back while it
   runs (every commit only in its log and in memory); with `behind-often`, it
   has write-behind and writes back every 3 commits or 1 ms (checkpoints that
-  carry the later records over, all the time)."
+  carry the later records over, all the time). With `stop-37`, it only holds
+  open.lock as a store of stop 37 with write-behind did (byte 1 exclusively)."
   (:require [datalith.child-jvm :as child]
             [datalith.core :as d])
   (:import (datalith.conn Conn)
@@ -28,8 +31,23 @@
    :w/i {:db/valueType :db.type/long}
    :w/s {:db/valueType :db.type/string}})
 
+(defn- hold-as-stop-37!
+  "Locks open.lock's byte 1 exclusively, as a store of stop 37 with write-behind held it,
+  and waits to be killed."
+  [dir line!]
+  (let [f (java.nio.channels.FileChannel/open
+           (.toPath (java.io.File. ^String dir "open.lock"))
+           (into-array java.nio.file.OpenOption [java.nio.file.StandardOpenOption/CREATE
+                                                 java.nio.file.StandardOpenOption/WRITE]))]
+    (.lock f 1 1 false)
+    (line! "ready")
+    (Thread/sleep Long/MAX_VALUE)))
+
 (defn -main [dir out name limit & [mode]]
   (child/exit-with-parent!)
+  (when (= mode "stop-37")
+    (let [f (FileOutputStream. ^String out true)]
+      (hold-as-stop-37! dir (fn [^String s] (.write f (.getBytes (str s "\n")))))))
   (let [limit (parse-long limit)
         rnd (Random. (hash name))
         f (FileOutputStream. ^String out true)
@@ -40,7 +58,7 @@
                                                :write-back-ms 3600000}
                                      "behind-often" {:write-behind true :write-back-commits 3
                                                      :write-back-ms 1}
-                                     {})))
+                                     {:write-behind false})))
         pause? (= mode "pause")
         filler (if (= mode "large") 100 0)]
     (when pause?

@@ -1,6 +1,7 @@
 (ns datalith.wal-test
   "The write-ahead log of the LMDB store (option :commit :wal, issue #17), with
-  real child JVMs (datalith.wal-child) killed with SIGKILL:
+  real child JVMs (datalith.wal-child) killed with SIGKILL; without write-behind
+  (each commit LMDB's after its record) but where a test says write-behind:
   - power loss: after a checkpoint, a child commits and is killed; every page of
     data.mdb written since the checkpoint, and both meta pages, are then
     overwritten with garbage or their old bytes (what an operating-system crash
@@ -197,7 +198,7 @@
                     (is (= (val k) (.get r SubDb/META (key k))) k)
                     (when (< 100 k 1000)
                       (is (= (val (inc k)) (.get r SubDb/EAVT (key k))) k)))))]
-    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal" "map-size" (* 1024 1024)})]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal" "write-behind" false "map-size" (* 1024 1024)})]
       (commit! s (range 10))
       (commit! s (range 100 4100)) ; 5 MB of values: the 1 MiB map is full before they are in
       (commit! s (range 5000 5010))
@@ -288,7 +289,7 @@
                   (with-open [w (.beginWrite s)]
                     (f w)
                     (.commit w)))]
-    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal"})]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal" "write-behind" false})]
       (commit! s #(.put ^datalith.store.WriteTxn % SubDb/META (key 1) (key 1)))
       (commit! s #(.delete ^datalith.store.WriteTxn % SubDb/META (key 99)))
       (commit! s #(.put ^datalith.store.WriteTxn % SubDb/META (key 2) (key 2)))
@@ -424,7 +425,7 @@
   ;; again: the cancel that follows must clear it, or its write fails too
   (let [dir (File. (tu/temp-dir) "db")
         key (fn [^long n] (doto (ByteBuffer/allocateDirect 8) (.putLong n) (.flip)))]
-    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal"})]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal" "write-behind" false})]
       (let [done (atom #{})
             worker (Thread.
                     (fn []
@@ -498,7 +499,7 @@
                 (with-open [r (.beginRead s)]
                   (doseq [[k n] @model]
                     (is (= (val n) (.get r SubDb/META (key k))) k))))]
-    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal"})]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal" "write-behind" false})]
       (dotimes [i 40]
         (with-open [w (.beginWrite s)]
           (dotimes [_ 250]
@@ -508,7 +509,7 @@
           (.commit w)))
       (is (< 5 (.flushesAhead s)) "10 MB of log began flushes")
       (check s))
-    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal"})]
+    (with-open [s (LmdbStore/open (.toPath dir) {"commit" "wal" "write-behind" false})]
       (is (zero? (.replayedAtOpen s)))
       (is (zero? (.flushesAhead s)))
       (check s))))
@@ -562,28 +563,67 @@
         (is (<= (* 100 seed) (count acked)))
         (is-acked-prefix got acked)))))
 
-(deftest a-write-behind-store-is-alone-on-its-directory
-  (testing "another process's open fails while a write-behind store has the directory"
-    (let [dir (fresh-db)
-          c (start-child dir "alone" 100000 "behind-often")]
-      (try (await-acks c 10)
-           (let [e (try (d/connect (.getPath dir) {:commit :wal}) nil
-                        (catch ExceptionInfo e e))]
-             (is (= :store/lmdb (:error (ex-data e))) (pr-str e))
-             (is (re-find #"write-behind" (str (ex-message e)))))
-           (await-acks c (+ 10 (count (acks (:out c)))))
-           (finally (kill! c)))
-      (testing "and the child went on committing; once it is gone, the directory opens"
-        (let [{:keys [by-name]} (committed dir)]
-          (is (every? (get by-name "alone" #{}) (acks (:out c))))))))
-  (testing "a write-behind open fails while another process has the directory"
-    (let [dir (fresh-db)
-          c (start-child dir "other" 100000)]
-      (try (await-acks c 10)
-           (let [e (try (d/connect (.getPath dir) {:commit :wal :write-behind true}) nil
-                        (catch ExceptionInfo e e))]
-             (is (= :store/lmdb (:error (ex-data e))) (pr-str e)))
-           (finally (kill! c))))))
+(defn- names-in
+  "The :w/i of the entities named `p` in `db`."
+  [db p]
+  (set (d/q '[:find [?i ...] :in $ ?p :where [?e :w/p ?p] [?e :w/i ?i]] db p)))
+
+(deftest a-write-behind-store-hands-its-directory-over-to-another-process
+  (doseq [mode ["behind" "behind-often"]]
+    (testing (str "a child with write-behind (" mode "), committing all the while: another"
+                  " process's open waits for it to write every commit back and goes on")
+      (let [dir (fresh-db)
+            c (start-child dir (str "held-" mode) 100000 mode)]
+        (try (await-acks c 30)
+             (let [before (acks (:out c))]
+               (with-open [conn (d/connect (.getPath dir) {:commit :wal :write-behind true})]
+                 (is (not (.writingBehind ^LmdbStore (.store ^Conn conn)))
+                     "not alone: this open commits into LMDB directly")
+                 (is (every? (names-in (d/db conn) (str "held-" mode)) before)
+                     "every commit the child acknowledged before the open is read here")
+                 (testing "both processes go on committing, each seeing the other's"
+                   (await-acks c (+ 20 (count (acks (:out c)))))
+                   (dotimes [i 20] (d/transact! conn [{:w/p "parent-after" :w/i i}]))
+                   (let [seen (acks (:out c))]
+                     (await-acks c (+ 5 (count seen)))
+                     (is (every? (names-in (d/db conn) (str "held-" mode)) seen))))))
+             (finally (kill! c)))
+        (testing "after the child's death every acknowledged commit of both is there"
+          (let [{:keys [by-name]} (committed dir)]
+            (is-acked-prefix (get by-name (str "held-" mode) #{}) (acks (:out c)))
+            (is (= (set (range 20)) (get by-name "parent-after")))))))))
+
+(deftest a-write-behind-open-beside-another-process-commits-directly
+  (let [dir (fresh-db)
+        c (start-child dir "other" 100000)]
+    (try (await-acks c 10)
+         (with-open [conn (d/connect (.getPath dir) {:commit :wal :write-behind true})]
+           (is (not (.writingBehind ^LmdbStore (.store ^Conn conn))))
+           (d/transact! conn [{:w/p "beside" :w/i 0}])
+           (await-acks c (+ 10 (count (acks (:out c))))))
+         (finally (kill! c)))
+    (let [{:keys [by-name]} (committed dir)]
+      (is (= #{0} (get by-name "beside")))
+      (is-acked-prefix (get by-name "other" #{}) (acks (:out c))))
+    (testing "alone again, an open has write-behind"
+      (with-open [conn (d/connect (.getPath dir) {:commit :wal :write-behind true})]
+        (is (.writingBehind ^LmdbStore (.store ^Conn conn)))))))
+
+(deftest an-open-beside-a-write-behind-store-of-stop-37-fails
+  ;; that store cannot hand the directory over: it must stay alone on it
+  (let [dir (fresh-db)
+        c (start-child dir "old" 0 "stop-37")]
+    (try (let [give-up (+ (System/currentTimeMillis) 60000)]
+           (while (and (not (some #{"ready"} (lines (:out c))))
+                       (< (System/currentTimeMillis) give-up))
+             (Thread/sleep 20)))
+         (let [e (try (d/connect (.getPath dir) {:commit :wal}) nil
+                      (catch ExceptionInfo e e))]
+           (is (= :store/lmdb (:error (ex-data e))) (pr-str e))
+           (is (re-find #"older datalith" (str (ex-message e)))))
+         (finally (kill! c)))
+    (testing "once it is gone, the directory opens"
+      (is (= (set (range 5)) (get (:by-name (committed dir)) "parent"))))))
 
 (deftest write-behind-option-errors
   (let [dir (File. (tu/temp-dir) "db")]

@@ -88,7 +88,7 @@
                                (d/q '[:find ?m ?n :where [?e :w/email ?m] [?e :w/n ?n]]
                                     (d/as-of db t))))}))]
     (tu/with-conn [behind :lmdb-behind {:schema schema}]
-      (tu/with-conn [plain :lmdb {:schema schema}]
+      (tu/with-conn [plain :lmdb-through {:schema schema}]
         (is (= (run plain) (run behind)))))))
 
 (deftest backup-import-and-close-see-every-commit

@@ -89,9 +89,10 @@
                   LMDB's last commit and write many into LMDB at once, on a thread
                   of the store (within :write-back-ms, default 50, or every
                   :write-back-commits, default 1024): commits cost about one
-                  fdatasync of the log. The database must then be open in no
-                  other process (its opens fail, as this one fails when another
-                  has it open).
+                  fdatasync of the log. Only while no other process has the
+                  database open: opened beside one, commits go into LMDB
+                  directly; another process's open waits (milliseconds) while
+                  this one writes every commit back and then does so too.
     :page-reader  :java (default) reads LMDB's pages in Java (every seek, scan
                   and get), checking every page and address first (a damaged
                   file is a :store/corrupt ex-info); :lmdb leaves every read and

@@ -44,8 +44,9 @@ public final class Datalith {
    * commits), {@code "commit"} ({@code "wal"} or {@code "lmdb-sync"}: through a write-ahead
    * log, or by LMDB's own sync of each commit; see {@code LmdbStore.open}),
    * {@code "write-behind"} (true: commits durable in the log are laid in memory and written into
-   * LMDB in batches by a thread of the store, about one fdatasync a commit; the database must
-   * then be open in no other process), {@code "schema"} (EDN text or data, as {@code transact} takes it),
+   * LMDB in batches by a thread of the store, about one fdatasync a commit, while no other
+   * process has the database open: another process's open waits while every commit is written
+   * back, and commits then go into LMDB directly), {@code "schema"} (EDN text or data, as {@code transact} takes it),
    * {@code "kafka.bootstrap-servers"} and {@code "kafka.topic"} (both strings: a node of a
    * replicated database whose transactions go through that Kafka topic, as the Clojure API's
    * {@code :log {:kafka {...}}}; see {@link Connection#sync}).

@@ -21,9 +21,9 @@ import java.util.function.Supplier;
  * <p>Layers: the active layer takes the commits; a write-back freezes it (a new active layer
  * takes the commits from then on), writes the frozen layer's puts and deletes into LMDB in key
  * order in one write transaction that writes no record (the records are in the log already),
- * syncs LMDB's file, and takes a checkpoint of that commit that carries the records made
- * meanwhile into the checkpoint's segment ({@link LmdbWal#carryOver}); then the frozen layer
- * is dropped. A read takes the layers of the last publish, then a read transaction of LMDB:
+ * syncs LMDB's file, and takes a checkpoint of that commit that says where the records made
+ * meanwhile begin in the other segment ({@link LmdbWal#checkpointWriteBack}); then the frozen
+ * layer is dropped. A read takes the layers of the last publish, then a read transaction of LMDB:
  * LMDB's commit is then the one the layers lie over or a later write-back's, which holds some
  * of the layers already, and reads the same once the layers lie over it (each key is the last
  * layer's that writes it). A read with no layer is LMDB's own read transaction, so a store at
@@ -37,9 +37,15 @@ import java.util.function.Supplier;
  * that wait for it. Recovery is the log's: the records after the last checkpoint are replayed
  * into LMDB, one commit each (their txnids are consecutive after it, as LMDB's would be).
  *
- * <p>A store with write-behind is the only one on its directory (its commits are not in LMDB's
- * file, where another process would read them): it holds {@code open.lock}'s byte 1
- * exclusively. Operations on LMDB's file itself (a pause of the sync, {@code replaceAll}, a
+ * <p>A store has write-behind only while it is the only one on its directory (its commits are
+ * not in LMDB's file, where another process would read them): opened alone, it holds a byte of
+ * {@code open.lock} that tells other processes' opens to ask it for a hand-off (see
+ * {@code LmdbWalRecovery.OpenLock}) and wait. The write-back thread looks for a request every
+ * {@link #HAND_OFF_POLL_MS} ms (and after each write-back); it then writes every commit back,
+ * makes every write from then on one of LMDB's own (through the log, as a store without
+ * write-behind writes, taking the directory's writer lock), lets the byte go, and ends: the
+ * store goes on without write-behind until it is opened again. An open that finds another
+ * process on the directory does not start write-behind. Operations on LMDB's file itself (a pause of the sync, {@code replaceAll}, a
  * backup, closing) first write every commit back; during a pause commits go into LMDB directly.
  *
  * <p>Locks, taken in this order: {@code writeBacks} (a write-back runs), {@code commits} (the
@@ -56,6 +62,8 @@ final class LmdbBehind {
   /** The log's bytes in the active layer beyond which a write waits for the write-back. */
   static final long MAX_BEHIND_BYTES = 64L << 20;
   private static final long RETRY_MS = 100;
+  /** How often an idle write-back thread looks for another process's request to hand off. */
+  static final long HAND_OFF_POLL_MS = 20;
 
   private final LmdbStore lmdb;
   private final LmdbWal wal;
@@ -74,6 +82,7 @@ final class LmdbBehind {
   private long carryFirst; // under commits: the txnid of the record that follows them
   private long nextTxnid; // under commits: the next record's
   private int direct; // under writeBacks and commits: pauses running on LMDB directly
+  private volatile boolean handedOff; // set under writeBacks and commits: LMDB directly for good
   private volatile boolean closing;
   private long writtenBack; // under publish: write-backs done
 
@@ -232,7 +241,7 @@ final class LmdbBehind {
       if (closing) {
         throw Errors.closed(where, "The store");
       }
-      if (direct > 0) {
+      if (direct > 0 || handedOff) {
         return new Direct(lmdb.beginLmdbWrite());
       }
       synchronized (publish) {
@@ -444,14 +453,19 @@ final class LmdbBehind {
   // ---------------------------------------------------------------------------------------
   // write-backs
 
-  /** The write-back thread: waits until one is due, runs it, and so on until closed. */
+  /**
+   * The write-back thread: waits until one is due, runs it, and so on until closed, or until
+   * another process's open asks for the directory (then it hands off and ends).
+   */
   private void run() {
+    long asked = System.nanoTime(); // when it last looked for a request to hand off
     while (true) {
+      boolean due;
       synchronized (publish) {
-        long wait;
-        while (!closing && (wait = dueIn()) != 0) {
+        long wait = closing ? 0 : dueIn();
+        if (wait != 0) {
           try {
-            publish.wait(Math.max(wait, 0));
+            publish.wait(wait < 0 ? HAND_OFF_POLL_MS : Math.min(wait, HAND_OFF_POLL_MS));
           } catch (InterruptedException e) {
             // only close stops this thread
           }
@@ -459,6 +473,16 @@ final class LmdbBehind {
         if (closing) {
           return;
         }
+        due = dueIn() == 0;
+      }
+      if (System.nanoTime() - asked >= TimeUnit.MILLISECONDS.toNanos(HAND_OFF_POLL_MS)) {
+        asked = System.nanoTime();
+        if (lmdb.handOffRequested() && handOff()) {
+          return;
+        }
+      }
+      if (!due) {
+        continue;
       }
       boolean failed = false;
       writeBacks.lock();
@@ -481,6 +505,38 @@ final class LmdbBehind {
         }
       }
     }
+  }
+
+  /**
+   * Hands the directory over to another process's open: writes every commit back, makes every
+   * write from then on one of LMDB's own (as during a pause, for good), and lets the open in.
+   * Returns false when a write-back failed (the open waits on; this is tried again).
+   */
+  private boolean handOff() {
+    try {
+      drained(() -> {
+        handedOff = true;
+        return null;
+      });
+    } catch (RuntimeException e) {
+      try {
+        Thread.sleep(RETRY_MS);
+      } catch (InterruptedException ie) {
+        // tried again the sooner
+      }
+      return false;
+    }
+    try {
+      lmdb.handedOff();
+    } catch (RuntimeException e) {
+      // the lock would not let go: the open times out; this store goes on into LMDB directly
+    }
+    return true;
+  }
+
+  /** Whether commits are laid over LMDB's file, not handed off to LMDB's own writes. */
+  boolean layering() {
+    return !handedOff;
   }
 
   /**

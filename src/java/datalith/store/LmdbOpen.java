@@ -20,7 +20,8 @@ import org.lmdbjava.LmdbException;
  * ({@link LmdbOptions}), the directory's open lock entered ({@code LmdbWalRecovery.OpenLock}),
  * the log's recovery planned and its checkpoint written back when this open is alone, the files
  * checked before LMDB maps them ({@link LmdbFiles}), the environment and its sub-databases
- * opened, the log's records replayed, write-behind started; a failure at any step leaves the
+ * opened, the log's records replayed, write-behind started when the open is alone (another
+ * process then waits for it to hand the directory over); a failure at any step leaves the
  * directory as it was.
  */
 final class LmdbOpen {
@@ -48,10 +49,6 @@ final class LmdbOpen {
     boolean openLockCreated = !Files.exists(real.resolve(LmdbWalRecovery.OPEN_LOCK));
     try {
       openLock = LmdbWalRecovery.OpenLock.enter(real, where);
-      if (o.writeBehind && !openLock.alone) {
-        throw Errors.error(Errors.LMDB, where, "The store is open in another process; with"
-            + " write-behind it must be the only one", null);
-      }
       if (openLock.alone) {
         plan = LmdbWalRecovery.plan(real, where);
         if (plan != null && LmdbWalRecovery.mustRollBack(real, plan, where)) {
@@ -93,8 +90,9 @@ final class LmdbOpen {
           o.javaPages, o.walCommits, openLock);
       try {
         store.recover(plan, openLock.alone);
-        openLock.stay(where, o.writeBehind);
-        if (o.writeBehind) {
+        boolean behind = o.writeBehind && openLock.alone; // else its commits go into LMDB
+        openLock.stay(where, behind);
+        if (behind) {
           store.behind = new LmdbBehind(store, store.wal, where, o.writeBackCommits,
               o.writeBackMs);
         }

@@ -38,9 +38,11 @@ final class LmdbOptions {
       throw bad(where, "commit", commit, "\"wal\" or \"lmdb-sync\", got \"" + commit + "\"");
     }
     walCommits = sync && commit.equals("wal");
-    // the property's default applies where write-behind can: durable commits through the log
+    // the default (the property's, else true) applies where write-behind can: durable commits
+    // through the log
     writeBehind = option(opts, "write-behind", Boolean.class,
-        walCommits && Boolean.getBoolean(LmdbStore.WRITE_BEHIND_PROPERTY), where);
+        walCommits && !"false".equals(System.getProperty(LmdbStore.WRITE_BEHIND_PROPERTY)),
+        where);
     if (writeBehind && !walCommits) {
       throw bad(where, "write-behind", true, "used with \"commit\" \"wal\" and \"sync\" true");
     }

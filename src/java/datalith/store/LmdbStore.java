@@ -44,7 +44,7 @@ import org.lmdbjava.Txn;
  * <p>Opening a directory is {@link LmdbOpen}'s job, its options checked by
  * {@link LmdbOptions}.
  *
- * <p>Several processes may open one directory (unless one has write-behind), as LMDB allows: readers anywhere, one write
+ * <p>Several processes may open one directory, as LMDB allows: readers anywhere, one write
  * transaction at a time in all of them. {@link #beginWrite()} takes the directory's writer lock
  * ({@code writer.lock}, an advisory lock of the operating system that ends with its process)
  * and holds it until the write transaction closes, so a transaction that reads after
@@ -83,7 +83,7 @@ public final class LmdbStore implements Store {
    */
   public static final int MAX_MAX_READERS = 65_536;
 
-  /** The system property that sets the default of the option "write-behind" (false). */
+  /** The system property that sets the default of the option "write-behind" (true). */
   public static final String WRITE_BEHIND_PROPERTY = "datalith.write-behind";
 
   /** The system property that sets the default of the option "commit". */
@@ -194,11 +194,13 @@ public final class LmdbStore implements Store {
    * {@code "lmdb-sync"}: how a durable commit gets to disk, through the write-ahead log
    * ({@link LmdbWal}: one fdatasync of one record) or by LMDB's own sync of its pages; the
    * system property {@value #COMMIT_PROPERTY} sets the default, {@value #DEFAULT_COMMIT}
-   * otherwise; ignored when "sync" is false), {@code "write-behind"} (Boolean, default false:
+   * otherwise; ignored when "sync" is false), {@code "write-behind"} (Boolean, default true:
    * with "commit" {@code "wal"}, a commit durable in the log is laid in memory over LMDB's last
-   * commit and written into LMDB later, many at once, by a thread of the store; the store must
-   * then be the only one open on the directory, in any process: see {@link LmdbBehind}; the
-   * system property {@value #WRITE_BEHIND_PROPERTY} sets the default),
+   * commit and written into LMDB later, many at once, by a thread of the store, while the store
+   * is the only one open on the directory: opened beside another process, it commits into LMDB
+   * directly, and another process's open makes it write every commit back and do so from then
+   * on (see {@link LmdbBehind}); the system property {@value #WRITE_BEHIND_PROPERTY} sets the
+   * default),
    * {@code "write-back-commits"} (with write-behind, how many commits start a write-back at
    * the latest, from 1 to 2^20, default {@value LmdbBehind#WRITE_BACK_COMMITS}),
    * {@code "write-back-ms"} (with write-behind, how many milliseconds after a commit its
@@ -318,6 +320,24 @@ public final class LmdbStore implements Store {
   /** Takes the log's checkpoint when this process does not own it ({@link LmdbWal#own}). */
   void ownLog() {
     runLocked(wal::own);
+  }
+
+  /** Whether another process's open asks this store to hand write-behind off. */
+  boolean handOffRequested() {
+    return openLock.handOffRequested();
+  }
+
+  /** Tells other processes' opens that this store's commits are all in LMDB's file. */
+  void handedOff() {
+    openLock.handedOff(where);
+  }
+
+  /**
+   * Whether this store's commits are laid in memory over LMDB's file (the option
+   * "write-behind", with the store alone on its directory and not handed off since).
+   */
+  public boolean writingBehind() {
+    return behind != null && behind.layering();
   }
 
   /** The write-backs of write-behind since the open (0 without it): for the tests. */
@@ -600,7 +620,8 @@ public final class LmdbStore implements Store {
   }
 
   /**
-   * How {@code db} lies in the file, from its tree's record, as of the last commit:
+   * How {@code db} lies in the file, from its tree's record, as of LMDB's last commit (with
+   * write-behind, the commits not yet written back are not in it):
    * {@code :entries}, {@code :depth}, {@code :leaf-pages}, {@code :branch-pages} and
    * {@code :overflow-pages}.
    *

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 
 /**
@@ -89,13 +90,37 @@ final class LmdbWalRecovery {
   }
 
   /**
-   * The lock file {@value #OPEN_LOCK} that every open store holds shared (its byte 1); an open
-   * takes its byte 0 exclusively first, so that opens run one at a time, and is alone when it
-   * can then lock byte 1 exclusively.
+   * The lock file {@value #OPEN_LOCK}, one byte a role:
+   * <ul>
+   *   <li>byte 0: an open takes it exclusively first, so that opens run one at a time;
+   *   <li>byte 1: every open store holds it shared, but one with write-behind, which holds it
+   *       exclusively (so that a datalith of stop 37, which knows no hand-off, fails to open
+   *       the directory meanwhile); an open is alone when it can lock it exclusively;
+   *   <li>byte 3: a store with write-behind holds it exclusively too, while its commits may be
+   *       laid over LMDB's file rather than in it;
+   *   <li>byte 2: an open that finds byte 3 held holds this one shared to ask for a hand-off:
+   *       the write-behind store writes every commit back, goes on committing into LMDB
+   *       directly, holds byte 1 shared rather than exclusively (no other open can take it in
+   *       between: the asking open holds byte 0), and then lets byte 3 go
+   *       ({@link #handOffRequested}, {@link #handedOff}).
+   * </ul>
+   * The open waits for that holding byte 0 (no other open runs meanwhile), up to
+   * {@link #HAND_OFF_MS}, then probes byte 1 again: the write-behind store's process may have
+   * died, leaving this open alone (and its log to recover).
    */
   static final class OpenLock implements AutoCloseable {
+    /** How long an open waits for a store with write-behind in another process to hand off. */
+    static final long HAND_OFF_MS = 30_000;
+    private static final long HAND_OFF_POLL_MS = 5;
+    private static final int ENTRY = 0;
+    private static final int OPEN = 1;
+    private static final int REQUEST = 2;
+    private static final int BEHIND = 3;
+
     private final FileChannel file;
     private final FileLock entry;
+    private FileLock open; // byte 1
+    private FileLock behind; // byte 3, while this store's commits may be behind LMDB's file
     final boolean alone;
 
     private OpenLock(FileChannel file, FileLock entry, boolean alone) {
@@ -104,48 +129,131 @@ final class LmdbWalRecovery {
       this.alone = alone;
     }
 
-    /** Enters the open of directory {@code dir}: waits for other processes' opens. */
+    /**
+     * Enters the open of directory {@code dir}: waits for other processes' opens, and for a
+     * store with write-behind in another process to hand off.
+     *
+     * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} when a store of an older datalith
+     *     holds the directory alone, or one with write-behind does not hand off in time
+     */
     static OpenLock enter(Path dir, String where) {
       FileChannel f = null;
       try {
         f = FileChannel.open(dir.resolve(OPEN_LOCK), StandardOpenOption.CREATE,
             StandardOpenOption.READ, StandardOpenOption.WRITE);
-        FileLock entry = f.lock(0, 1, false);
-        FileLock probe = f.tryLock(1, 1, false);
-        if (probe != null) {
-          probe.release();
-        } else {
-          FileLock shared = f.tryLock(1, 1, true);
-          if (shared == null) {
-            closeQuietly(f);
-            throw Errors.error(Errors.LMDB, where, "The store is open with write-behind in"
-                + " another process, which must be the only one on it", null);
+        FileLock entry = f.lock(ENTRY, 1, false);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(HAND_OFF_MS);
+        while (true) {
+          FileLock probe = f.tryLock(OPEN, 1, false);
+          if (probe != null) {
+            probe.release();
+            return new OpenLock(f, entry, true);
           }
-          shared.release();
+          if (free(f, BEHIND)) {
+            if (!free(f, OPEN)) {
+              throw Errors.error(Errors.LMDB, where, "The store is open with write-behind in"
+                  + " another process (of an older datalith, which cannot hand it over), which"
+                  + " must be the only one on it", null);
+            }
+            return new OpenLock(f, entry, false);
+          }
+          awaitHandOff(f, deadline, where);
         }
-        return new OpenLock(f, entry, probe != null);
       } catch (IOException e) {
         closeQuietly(f);
         throw Errors.error(Errors.IO, where, "Cannot lock " + OPEN_LOCK + ": " + e, e);
+      } catch (RuntimeException e) {
+        closeQuietly(f);
+        throw e;
+      }
+    }
+
+    /** Whether no process holds byte {@code b} exclusively. */
+    private static boolean free(FileChannel f, int b) throws IOException {
+      FileLock l = f.tryLock(b, 1, true);
+      if (l == null) {
+        return false;
+      }
+      l.release();
+      return true;
+    }
+
+    /** Asks for a hand-off (byte 2, shared) until byte 3 is free, or the deadline. */
+    private static void awaitHandOff(FileChannel f, long deadline, String where)
+        throws IOException {
+      FileLock ask = null;
+      try {
+        while (true) {
+          if (ask == null) {
+            ask = f.tryLock(REQUEST, 1, true); // null while the store looks for a request
+          }
+          if (free(f, BEHIND)) {
+            return;
+          }
+          if (System.nanoTime() - deadline > 0) {
+            throw Errors.error(Errors.LMDB, where, "The store is open with write-behind in"
+                + " another process, which did not hand the directory over within "
+                + HAND_OFF_MS / 1000 + " s (it writes its commits back into LMDB's file first)",
+                null);
+          }
+          try {
+            Thread.sleep(HAND_OFF_POLL_MS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw Errors.error(Errors.LMDB, where, "Interrupted while waiting for a store with"
+                + " write-behind in another process to hand the directory over", e);
+          }
+        }
+      } finally {
+        if (ask != null) {
+          ask.release();
+        }
       }
     }
 
     /**
-     * Ends the open: holds byte 1 until {@link #close}, shared, or exclusively for a store with
-     * write-behind (which is {@link #alone}), so that every other open fails meanwhile; and
-     * lets the next open in.
-     *
-     * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} when the lock is held against it
+     * Ends the open: holds byte 1 until {@link #close}, shared, or, for a store with
+     * write-behind (which is {@link #alone}), exclusively with byte 3 until {@link #handedOff};
+     * and lets the next open in.
      */
-    void stay(String where, boolean exclusive) {
+    void stay(String where, boolean writeBehind) {
       try {
-        if (file.tryLock(1, 1, !exclusive) == null) {
-          throw Errors.error(Errors.LMDB, where, "The store is open in another process, which"
-              + " must be the only one on it when either has write-behind", null);
+        if ((open = file.tryLock(OPEN, 1, !writeBehind)) == null
+            || writeBehind && (behind = file.tryLock(BEHIND, 1, false)) == null) {
+          throw Errors.error(Errors.LMDB, where, "The store was opened by another process"
+              + " meanwhile", null);
         }
         entry.release();
       } catch (IOException e) {
         throw Errors.error(Errors.IO, where, "Cannot lock " + OPEN_LOCK + ": " + e, e);
+      }
+    }
+
+    /** Whether another process's open asks this store with write-behind to hand off. */
+    boolean handOffRequested() {
+      try {
+        FileLock l = file.tryLock(REQUEST, 1, false);
+        if (l == null) {
+          return true;
+        }
+        l.release();
+        return false;
+      } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+        return false;
+      }
+    }
+
+    /** This store's commits are all in LMDB's file and go there from now on: byte 3 let go. */
+    void handedOff(String where) {
+      try {
+        if (behind != null) {
+          open.release();
+          open = file.lock(OPEN, 1, true); // no other open can lock it meanwhile: see above
+          behind.release();
+          behind = null;
+        }
+      } catch (IOException e) {
+        throw Errors.error(Errors.IO, where, "Cannot unlock " + OPEN_LOCK + ": " + e, e);
       }
     }
 

@@ -178,21 +178,24 @@
  * false) syncs the map and zeros the log's checkpoints before it writes, so that a later
  * recovery never rolls its commits back.
  *
- * <p>Write-behind ({@code LmdbStore.open}'s option {@code "write-behind"}, with {@code "wal"}):
+ * <p>Write-behind ({@code LmdbStore.open}'s option {@code "write-behind"}, with {@code "wal"};
+ * the default since stop 38):
  * a commit is durable once its record is in the log, as above, but is then laid in memory over
  * LMDB's last commit rather than put into LMDB's trees: a layer of two {@code MemStore}s (the
  * entries put, the keys deleted), which a thread of the store ({@link
  * datalith.store.LmdbBehind}) freezes and writes back into LMDB in one commit that writes no
  * record, every 1024 commits, 16 MiB of log or 50 ms; it syncs LMDB's file, then takes a
- * checkpoint of that commit that carries the records of the commits made meanwhile into the new
- * segment, renumbered after it (copied while commits go on, the last few under the commit lock,
- * fdatasynced before the checkpoint is written, so that either checkpoint finds every record
- * it needs). Reads take the layers, then an LMDB read transaction, and merge them
+ * checkpoint of that commit which says where the records of the commits made meanwhile begin
+ * in the other segment, and the txnid of the first (they are not copied: recovery replays them,
+ * then the records after the checkpoint, as LMDB's next commits). Reads take the layers, then an LMDB read transaction, and merge them
  * ({@code MergedCursor}, one a layer); with no layer they are LMDB's own. Recovery is the
- * log's. A store with write-behind holds {@code open.lock}'s byte 1 exclusively: its commits
- * are not in LMDB's file, so no other process may open the directory meanwhile (its open fails,
- * as this open fails when another has it). A pause, {@code replaceAll}, a backup and closing
- * write every commit back first.
+ * log's. Only a store alone on its directory has write-behind (its commits are not in LMDB's
+ * file, where another process would read them): it holds bytes of {@code open.lock} that make
+ * another process's open ask it for a hand-off and wait; its write-back thread sees the request
+ * (it looks every 20 ms), writes every commit back, and from then on the store commits into
+ * LMDB directly, as one without write-behind, beside the other process
+ * ({@code LmdbWalRecovery.OpenLock}). A pause, {@code replaceAll}, a backup and closing write
+ * every commit back first.
  *
  * <p>Backups: {@link datalith.store.LmdbBackup} copies an open LMDB store's last commit into an
  * empty directory with LMDB's own copy, from one snapshot while reads and writes go on; page
