@@ -73,16 +73,17 @@
     (when dir (system/delete-tree dir))))
 
 (defn lmdb
-  "datalith on LMDB in `dir` (deleted before loading and on close!)."
+  "datalith on LMDB in `dir`, as `d/connect` opens it (write-behind, since stop 38: commits
+  durable in the write-ahead log, written into LMDB many at a time by a thread of the
+  store); deleted before loading and on close!."
   [^File dir]
   (->Datalith :lmdb dir (atom {}) {}))
 
-(defn behind
-  "datalith on LMDB in `dir` with write-behind (LmdbBehind: commits durable in
-  the write-ahead log, written into LMDB many at a time by a thread of the
-  store); deleted before loading and on close!."
+(defn through
+  "datalith on LMDB in `dir` without write-behind (each commit put into LMDB's trees, as
+  before stop 38); deleted before loading and on close!."
   [^File dir]
-  (->Datalith :behind dir (atom {}) {:write-behind true}))
+  (->Datalith :through dir (atom {}) {:write-behind false}))
 
 (defn mem
   "datalith in memory."

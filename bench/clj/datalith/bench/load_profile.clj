@@ -18,10 +18,11 @@
                       each commits --tx / N of them, and the figure is all of theirs)
       --commit C      the LMDB store's option \"commit\": wal or lmdb-sync (default:
                       the store's default)
-      --write-behind true
-                      the LMDB store with write-behind (LmdbBehind); a load then also
-                      prints how long the commits still in memory took to be
-                      written back into LMDB once it ended"
+      --write-behind B
+                      true or false: the LMDB store's option (default: the store's,
+                      true); with write-behind a load also prints how long the
+                      commits still in memory took to be written back into LMDB
+                      once it ended"
   (:require [clojure.string :as str]
             [datalith.bench.system :refer [delete-tree]]
             [datalith.core :as d]
@@ -74,7 +75,8 @@
         cpu (cpu-ns)
         bytes (allocated)
         {:keys [load-ns]} (w/load! data {:transact (transact-fn conn) :batch-size batch-size})]
-    (when (:write-behind @commit-opts)
+    (when (some-> (.store ^datalith.conn.Conn conn) (as-> s (and (instance? datalith.store.LmdbStore s)
+                                                                  (.writingBehind ^datalith.store.LmdbStore s)))))
       (let [start (System/nanoTime)
             store ^datalith.store.LmdbStore (.store ^datalith.conn.Conn conn)]
         (.writeBehindCatchUp store)
@@ -164,8 +166,8 @@
         dir (File. ^String (opts "--dir"))]
     (when-let [c (opts "--commit")]
       (swap! commit-opts assoc :commit c))
-    (when (= "true" (opts "--write-behind"))
-      (swap! commit-opts assoc :write-behind true))
+    (when-let [b (opts "--write-behind")]
+      (swap! commit-opts assoc :write-behind (= "true" b)))
     (if (= "true" (opts "--tx-only"))
       (let [conn (d/connect (.getPath dir) @commit-opts)]
         (time-txs conn n-tx threads)

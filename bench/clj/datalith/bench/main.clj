@@ -24,8 +24,8 @@
 (def ^:private usage
   "lein bench [options]
   --scale S[,S]      100k, 300k or 1m (default 100k)
-  --systems LIST     datalith-lmdb,datalith-behind,datalith-mem,datomic-mem,datomic-disk,sqlite
-                     (datalith-behind: LMDB with write-behind; not in the default)
+  --systems LIST     datalith-lmdb,datalith-through,datalith-mem,datomic-mem,datomic-disk,sqlite
+                     (datalith-through: LMDB without write-behind; not in the default)
                      (datomic = both Datomic Local systems; default: all)
   --reps N           timed repetitions per read (default 200)
   --warmup-ms N      untimed warm-up per read and system (default 1000)
@@ -76,7 +76,7 @@
 (defn- make-system [sys-name ^File data-dir]
   (case sys-name
     "datalith-lmdb" (datalith/lmdb (io/file data-dir "datalith-lmdb"))
-    "datalith-behind" (datalith/behind (io/file data-dir "datalith-behind"))
+    "datalith-through" (datalith/through (io/file data-dir "datalith-through"))
     "datalith-mem" (datalith/mem)
     "datomic-mem" (datomic/mem)
     "datomic-disk" (datomic/disk (io/file data-dir "datomic-disk"))

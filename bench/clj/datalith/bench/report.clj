@@ -15,7 +15,7 @@
 
 (def columns [:system :scale :datoms :op :p50_ms :p95_ms :p99_ms :ops_per_s])
 
-(def system-order ["datalith-lmdb" "datalith-behind" "datalith-mem" "datomic-mem" "datomic-disk" "sqlite"
+(def system-order ["datalith-lmdb" "datalith-through" "datalith-mem" "datomic-mem" "datomic-disk" "sqlite"
                    "datalith-lmdb-256m"])
 
 (def scale-order ["100k" "300k" "1m"])
@@ -120,7 +120,6 @@
         small (keep #(at ["datalith-lmdb-256m" %]) query-ops)
         rate #(some-> (ours %) :ops_per_s double)
         load-rate (rate "load")
-        behind-load (some-> (at ["datalith-behind" "load"]) :ops_per_s double)
         goal-row (fn [goal target measured met] [goal target measured (mark met)])
         rate-row (fn [goal op target]
                    (goal-row goal (str ">= " (fmt-rate target) " datoms/s")
@@ -140,10 +139,6 @@
                  (goal-row "load, durable, batched" ">= 300,000 datoms/s"
                            (if load-rate (str (fmt-rate load-rate) " datoms/s") "-")
                            (some-> load-rate (>= 300000)))
-                 (when behind-load
-                   (goal-row "load, durable, batched, with write-behind (datalith-behind)"
-                             ">= 300,000 datoms/s" (str (fmt-rate behind-load) " datoms/s")
-                             (>= behind-load 300000)))
                  (rate-row "import into an empty database (one cold run)" "import" 1000000)
                  (rate-row "import into a non-empty one" "import-non-empty" 500000)
                  (goal-row "every query faster than Datomic Local" "all of Q1-Q4, pulls, bindings, as-of, since"
@@ -169,7 +164,7 @@
         ops (sort-by op-order (distinct (map :op rows)))
         at (into {} (for [r rows] [[(:system r) (:op r)] r]))
         cell (fn [f s op] (if-let [r (at [s op])] (f r) "-"))
-        ours (filter #{"datalith-lmdb" "datalith-behind" "datalith-mem"} systems)
+        ours (filter #{"datalith-lmdb" "datalith-through" "datalith-mem"} systems)
         others (remove #(str/starts-with? % "datalith") systems)
         pairs (for [a ours b others] [a b])]
     (str "## " scale " (" (format "%,d" (long (:datoms (first rows)))) " datoms)\n\n"
