@@ -755,7 +755,10 @@ final class BTree {
       return run ? Math.min(at + 1, MAX) : node.size / 2;
     }
 
-    /** The hint of where a run goes on, after {@code node} split at {@code keep} into {@code right}. */
+    /**
+     * Moves the hint of where a run goes on ({@code lastAdded}, the entry added at {@code at})
+     * to {@code right} when {@code node}'s split at {@code keep} moved that entry there.
+     */
     private static void moved(Node node, Node right, int at, int keep) {
       if (at >= keep) {
         node.lastAdded = -1;

@@ -45,8 +45,9 @@ import java.util.function.Supplier;
  * makes every write from then on one of LMDB's own (through the log, as a store without
  * write-behind writes, taking the directory's writer lock), lets the byte go, and ends: the
  * store goes on without write-behind until it is opened again. An open that finds another
- * process on the directory does not start write-behind. Operations on LMDB's file itself (a pause of the sync, {@code replaceAll}, a
- * backup, closing) first write every commit back; during a pause commits go into LMDB directly.
+ * process on the directory does not start write-behind. Operations on LMDB's file itself (a
+ * pause of the sync, {@code replaceAll}, a backup, closing) first write every commit back;
+ * during a pause commits go into LMDB directly.
  *
  * <p>Locks, taken in this order: {@code writeBacks} (a write-back runs), {@code commits} (the
  * open write transaction, and the log), LMDB's writer lock (an LMDB write transaction), and
