@@ -575,8 +575,12 @@
       (let [dir (fresh-db)
             c (start-child dir (str "held-" mode) 100000 mode)]
         (try (await-acks c 30)
-             (let [before (acks (:out c))]
+             (let [before (acks (:out c))
+                   start (System/nanoTime)]
                (with-open [conn (d/connect (.getPath dir) {:commit :wal :write-behind true})]
+                 (println (format "hand-off (%s): connect took %.1f ms, %d commits acknowledged"
+                                  mode (/ (- (System/nanoTime) start) 1e6)
+                                  (count (acks (:out c)))))
                  (is (not (.writingBehind ^LmdbStore (.store ^Conn conn)))
                      "not alone: this open commits into LMDB directly")
                  (is (every? (names-in (d/db conn) (str "held-" mode)) before)
