@@ -85,14 +85,16 @@
                   synced at checkpoints; :lmdb-sync, LMDB's own sync of the
                   pages of each commit. The JVM property datalith.commit sets
                   the default.
-    :write-behind true to lay each durable commit (:commit :wal) in memory over
-                  LMDB's last commit and write many into LMDB at once, on a thread
+    :write-behind true (the default; the JVM property datalith.write-behind
+                  sets it) lays each durable commit (:commit :wal) in memory over
+                  LMDB's last commit and writes many into LMDB at once, on a thread
                   of the store (within :write-back-ms, default 50, or every
                   :write-back-commits, default 1024): commits cost about one
                   fdatasync of the log. Only while no other process has the
                   database open: opened beside one, commits go into LMDB
                   directly; another process's open waits (milliseconds) while
                   this one writes every commit back and then does so too.
+                  false puts each commit into LMDB's trees.
     :page-reader  :java (default) reads LMDB's pages in Java (every seek, scan
                   and get), checking every page and address first (a damaged
                   file is a :store/corrupt ex-info); :lmdb leaves every read and

@@ -43,10 +43,11 @@ public final class Datalith {
    * fsync on commit: faster bulk loads, but an OS crash may lose the last
    * commits), {@code "commit"} ({@code "wal"} or {@code "lmdb-sync"}: through a write-ahead
    * log, or by LMDB's own sync of each commit; see {@code LmdbStore.open}),
-   * {@code "write-behind"} (true: commits durable in the log are laid in memory and written into
-   * LMDB in batches by a thread of the store, about one fdatasync a commit, while no other
-   * process has the database open: another process's open waits while every commit is written
-   * back, and commits then go into LMDB directly), {@code "schema"} (EDN text or data, as {@code transact} takes it),
+   * {@code "write-behind"} (true, the default: commits durable in the log are laid in memory
+   * and written into LMDB in batches by a thread of the store, about one fdatasync a commit,
+   * while no other process has the database open: another process's open waits while every
+   * commit is written back, and commits then go into LMDB directly; false: each commit put into
+   * LMDB's trees), {@code "schema"} (EDN text or data, as {@code transact} takes it),
    * {@code "kafka.bootstrap-servers"} and {@code "kafka.topic"} (both strings: a node of a
    * replicated database whose transactions go through that Kafka topic, as the Clojure API's
    * {@code :log {:kafka {...}}}; see {@link Connection#sync}).
