@@ -13,7 +13,9 @@
   is acknowledged as durable. With `large`, each transaction also asserts 100
   entities {:w/p NAME+ :w/i I*1000+J :w/s S}: more than 64 KiB of writes, whose
   record the store writes to its log while LMDB puts them (LmdbWrite.logAhead).
-  Without `behind` or `behind-often`, the store has no write-behind: each
+  With `heavy`, 1,000 such entities a transaction, with write-behind (the
+  default) written back only when its bytes say so. Without `heavy`,
+  `behind` or `behind-often`, the store has no write-behind: each
   commit goes into LMDB after its record, the path these tests are about. With
   `behind`, the store has write-behind and writes nothing back while it
   runs (every commit only in its log and in memory); with `behind-often`, it
@@ -58,9 +60,10 @@
                                                :write-back-ms 3600000}
                                      "behind-often" {:write-behind true :write-back-commits 3
                                                      :write-back-ms 1}
+                                     "heavy" {:write-back-commits 1000000 :write-back-ms 3600000}
                                      {:write-behind false})))
         pause? (= mode "pause")
-        filler (if (= mode "large") 100 0)]
+        filler (case mode "large" 100 "heavy" 1000 0)]
     (when pause?
       (.pauseSync (.store ^Conn conn)))
     (line! "ready")

@@ -629,6 +629,30 @@
     (testing "once it is gone, the directory opens"
       (is (= (set (range 5)) (get (:by-name (committed dir)) "parent"))))))
 
+(deftest write-behind-loads-in-a-small-heap
+  ;; the layers' bounds follow the heap: a child JVM of -Xmx48m commits 150 transactions of
+  ;; 1,000 entities each with write-behind, written back only when the active layer's bytes
+  ;; say so; with bounds of 16 and 64 MiB whatever the heap (stop 37's), it ran out of memory
+  ;; after 10
+  (let [dir (fresh-db)
+        work (.getParent dir)
+        out (File. work "heavy.out")
+        err (File. work "heavy.err")
+        cmd (concat [(first (child/command work "x"))] ["-Xmx48m"]
+                    (rest (child/command work "datalith.wal-child" (.getPath dir) (.getPath out)
+                                         "heavy" 150 "heavy")))
+        p (child/start cmd err)]
+    (try (let [give-up (+ (System/currentTimeMillis) 120000)]
+           (while (and (not (some #{"done"} (lines out))) (.isAlive p)
+                       (< (System/currentTimeMillis) give-up))
+             (Thread/sleep 20)))
+         (is (some #{"done"} (lines out)) (slurp err))
+         (is (not (str/includes? (slurp err) "OutOfMemoryError")))
+         (finally (kill! {:process p})))
+    (let [{:keys [by-name]} (committed dir)]
+      (is (= (set (range 150)) (by-name "heavy")))
+      (is (= 150000 (count (by-name "heavy+")))))))
+
 (deftest write-behind-option-errors
   (let [dir (File. (tu/temp-dir) "db")]
     (doseq [[opts bad] [[{"write-behind" true "commit" "lmdb-sync"} "write-behind"]

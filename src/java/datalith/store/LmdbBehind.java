@@ -54,14 +54,22 @@ import java.util.function.Supplier;
  * {@code publish} (the layers).
  */
 final class LmdbBehind {
-  /** The log's bytes in the active layer from which a write-back starts. */
-  static final long WRITE_BACK_BYTES = 16L << 20;
+  /**
+   * The log's bytes in the active layer from which a write-back starts: 16 MiB, or a 64th of
+   * the heap when that is less. The layers hold about what their records hold, so that the
+   * active and the frozen one stay within a small heap's means (with write-behind the default,
+   * a JVM of -Xmx256m loads through it).
+   */
+  static final long WRITE_BACK_BYTES = Math.min(16L << 20, Runtime.getRuntime().maxMemory() / 64);
   /** The commits in the active layer from which a write-back starts, by default. */
   static final int WRITE_BACK_COMMITS = 1024;
   /** How long after a layer's first commit its write-back starts, at the latest, by default. */
   static final long WRITE_BACK_MS = 50;
-  /** The log's bytes in the active layer beyond which a write waits for the write-back. */
-  static final long MAX_BEHIND_BYTES = 64L << 20;
+  /**
+   * The log's bytes in the active layer beyond which a write waits for the write-back: 64 MiB,
+   * or a 16th of the heap when that is less.
+   */
+  static final long MAX_BEHIND_BYTES = Math.min(64L << 20, Runtime.getRuntime().maxMemory() / 16);
   private static final long RETRY_MS = 100;
   /** How often an idle write-back thread looks for another process's request to hand off. */
   static final long HAND_OFF_POLL_MS = 20;

@@ -184,10 +184,11 @@
  * LMDB's last commit rather than put into LMDB's trees: a layer of two {@code MemStore}s (the
  * entries put, the keys deleted), which a thread of the store ({@link
  * datalith.store.LmdbBehind}) freezes and writes back into LMDB in one commit that writes no
- * record, every 1024 commits, 16 MiB of log or 50 ms; it syncs LMDB's file, then takes a
- * checkpoint of that commit which says where the records of the commits made meanwhile begin
- * in the other segment, and the txnid of the first (they are not copied: recovery replays them,
- * then the records after the checkpoint, as LMDB's next commits). Reads take the layers, then an LMDB read transaction, and merge them
+ * record, every 1024 commits, 16 MiB of log (less in a small heap) or 50 ms; it syncs LMDB's
+ * file, then takes a checkpoint of that commit which says where the records of the commits
+ * made meanwhile begin in the other segment, and the txnid of the first (they are not copied:
+ * recovery replays them, then the records after the checkpoint, as LMDB's next commits).
+ * Reads take the layers, then an LMDB read transaction, and merge them
  * ({@code MergedCursor}, one a layer); with no layer they are LMDB's own. Recovery is the
  * log's. Only a store alone on its directory has write-behind (its commits are not in LMDB's
  * file, where another process would read them): it holds bytes of {@code open.lock} that make
