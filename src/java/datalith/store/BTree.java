@@ -6,7 +6,7 @@ import java.util.Arrays;
 /**
  * A persistent B+tree of (key, value) entries sorted by unsigned lexicographic key order: the
  * sorted map behind each sub-database of a {@link MemStore}. Updates copy the path from the root
- * to the changed leaf; nodes created by the current {@link Editor} are updated in place, so a
+ * to the changed leaf; nodes created by the current {@link BTreeEditor} are updated in place, so a
  * write transaction copies each node at most once. A node is immutable once its editor is done,
  * or, for the editors of a store that edits in place ({@link MemStore#openInPlace}, one a tree,
  * which no other tree's shares nodes with), while a read may see it: an editor changes its nodes
@@ -31,19 +31,19 @@ final class BTree {
 
   /** A node: {@code size} entries, sorted; room for MAX + 1, to hold one before a split. */
   abstract static class Node {
-    final Editor editor; // the editor that may still change this node in place
+    final BTreeEditor editor; // the editor that may still change this node in place
     int size;
     int lastAdded = -1; // where its editor added an entry last, or -1 (a hint: a run steps by 1)
 
-    Node(Editor editor) {
+    Node(BTreeEditor editor) {
       this.editor = editor;
     }
 
     /** A copy owned by {@code editor}. */
-    abstract Node copy(Editor editor);
+    abstract Node copy(BTreeEditor editor);
 
     /** A node of the same kind, empty, owned by {@code editor}, with room for this one's entries. */
-    abstract Node empty(Editor editor);
+    abstract Node empty(BTreeEditor editor);
 
     /** Appends {@code src}'s entries {@code [from, from + count)} (a node of this kind). */
     abstract void appendFrom(Node src, int from, int count);
@@ -72,7 +72,7 @@ final class BTree {
      * to that kind (an editor's split of a leaf and of a branch then share no call site whose
      * receiver the JIT guesses from the first splits, which are leaves').
      */
-    abstract Node splitOff(Editor editor, int keep);
+    abstract Node splitOff(BTreeEditor editor, int keep);
   }
 
   /**
@@ -82,7 +82,7 @@ final class BTree {
    * entries are small and many, and one stretch a leaf rather than one array a key makes fewer
    * objects for the collector to copy, no allocation a put, and neighbours that share cache
    * lines. The array is the leaf's own, or a slab its editor shares out among its leaves
-   * ({@link Editor#slabs}). The read-only views of its keys are made on the first read of the
+   * ({@link BTreeEditor#slabs}). The read-only views of its keys are made on the first read of the
    * leaf, once it is immutable. A leaf whose values are all empty (an index's) has no array of
    * values, which halves a copy.
    */
@@ -94,7 +94,7 @@ final class BTree {
     private volatile ByteBuffer[] keyViews; // null until read; then views of its keys
 
     /** A leaf owned by {@code editor} (null: none, immutable) with room for {@code capacity} bytes. */
-    Leaf(Editor editor, int capacity) {
+    Leaf(BTreeEditor editor, int capacity) {
       super(editor);
       room(capacity);
     }
@@ -104,10 +104,15 @@ final class BTree {
       if (editor != null && editor.slabs) {
         editor.share(this, capacity);
       } else {
-        data = new byte[capacity];
-        offs[0] = 0;
-        end = capacity;
+        placeIn(new byte[capacity], 0, capacity);
       }
+    }
+
+    /** Its keys' room: {@code [at, at + capacity)} of {@code array} (its keys not kept). */
+    void placeIn(byte[] array, int at, int capacity) {
+      data = array;
+      offs[0] = at;
+      end = at + capacity;
     }
 
     /** The array its keys lie in, valid until its next edit. */
@@ -225,7 +230,7 @@ final class BTree {
     }
 
     @Override
-    Node copy(Editor editor) {
+    Node copy(BTreeEditor editor) {
       int used = bytes();
       Leaf n = new Leaf(editor, used + 256); // room for the puts that made the copy
       int base = n.offs[0];
@@ -242,7 +247,7 @@ final class BTree {
     }
 
     @Override
-    Leaf empty(Editor editor) {
+    Leaf empty(BTreeEditor editor) {
       // room for as many bytes as this one holds (a split's: one over full), not all its room:
       // a leaf's room is all of it, spare room included, for a collection to copy
       return new Leaf(editor, bytes());
@@ -333,7 +338,7 @@ final class BTree {
     }
 
     @Override
-    Leaf splitOff(Editor editor, int keep) {
+    Leaf splitOff(BTreeEditor editor, int keep) {
       Leaf right = empty(editor);
       right.appendFrom(this, keep, size - keep);
       truncate(keep);
@@ -352,17 +357,17 @@ final class BTree {
     final Node[] children = new Node[MAX + 1];
     int lastChild = -1; // the child its editor's last put went to, or -1 (a hint)
 
-    Branch(Editor editor) {
+    Branch(BTreeEditor editor) {
       super(editor);
     }
 
     @Override
-    Branch empty(Editor editor) {
+    Branch empty(BTreeEditor editor) {
       return new Branch(editor);
     }
 
     @Override
-    Branch splitOff(Editor editor, int keep) {
+    Branch splitOff(BTreeEditor editor, int keep) {
       Branch right = empty(editor);
       right.appendFrom(this, keep, size - keep);
       truncate(keep);
@@ -370,7 +375,7 @@ final class BTree {
     }
 
     @Override
-    Node copy(Editor editor) {
+    Node copy(BTreeEditor editor) {
       Branch b = new Branch(editor);
       b.appendFrom(this, 0, size);
       b.lastAdded = lastAdded;
@@ -463,7 +468,7 @@ final class BTree {
    * {@code [lo, hi)}, or {@code hi}, given that those before {@code lo} are less and those from
    * {@code hi} on are not.
    */
-  private static int search(Leaf leaf, byte[] key, int off, int len, int lo, int hi) {
+  static int search(Leaf leaf, byte[] key, int off, int len, int lo, int hi) {
     byte[] data = leaf.data;
     int[] offs = leaf.offs;
     while (lo < hi) {
@@ -489,7 +494,7 @@ final class BTree {
    * {@link #child} of {@code key[off, off + len)} among children {@code [lo - 1, hi)}, given
    * that keys {@code [1, lo)} are {@code <=} it and those from {@code hi} on are greater.
    */
-  private static int child(Branch node, byte[] key, int off, int len, int lo, int hi) {
+  static int child(Branch node, byte[] key, int off, int len, int lo, int hi) {
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       byte[] k = node.keys[mid];
@@ -557,267 +562,5 @@ final class BTree {
       count = parents;
     }
     return level[0];
-  }
-
-  /**
-   * Makes new tree versions; owns the nodes it creates until it is dropped, and changes them in
-   * place. One thread. A write transaction's, dropped at its end, or a store's that edits in
-   * place, kept across commits that no read can see (see {@link MemStore}).
-   */
-  static final class Editor {
-    private static final int FIRST_LEAF = 256; // bytes of keys a tree's first leaf has room for
-    private static final int FIRST_SLAB = 64 << 10;
-    private static final int LAST_SLAB = 8 << 20; // slabs double from the first up to this
-    /**
-     * Whether its leaves take their room from slabs it shares out, large arrays of many leaves'
-     * keys (an editor in place's, {@link MemStore#openInPlace}: a staged import's trees live
-     * through many young collections, and a slab grown large is allocated where they do not copy
-     * it, G1's humongous regions); else each leaf has an array of its own. A slab lives while any
-     * of its leaves does, and the room a leaf leaves for more is not reused: for stores whose
-     * trees are dropped whole (a layered store's delta).
-     */
-    final boolean slabs;
-    private byte[] slab;
-    private int slabUsed;
-    private int slabSize = FIRST_SLAB; // the next slab's
-    private Node split; // the right half of the node just split, until its parent takes it
-    private byte[] splitKey; // split's first key
-
-    /** An editor whose leaves each have an array of their own. */
-    Editor() {
-      this(false);
-    }
-
-    /** An editor whose leaves share slabs ({@link #slabs}) when {@code slabs}. */
-    Editor(boolean slabs) {
-      this.slabs = slabs;
-    }
-
-    /** Gives {@code leaf} room for {@code capacity} bytes from the current slab, or a new one. */
-    private void share(Leaf leaf, int capacity) {
-      if (slab == null || slabUsed + capacity > slab.length) {
-        slab = new byte[Math.max(slabSize, capacity)];
-        slabUsed = 0;
-        slabSize = Math.min(2 * slabSize, LAST_SLAB);
-      }
-      leaf.data = slab;
-      leaf.offs[0] = slabUsed;
-      leaf.end = slabUsed + capacity;
-      slabUsed += capacity;
-    }
-
-    private Node editable(Node node) {
-      if (node.editor != this) {
-        return node.copy(this);
-      }
-      node.reopen(); // an editor in place may change a node that reads saw, once they are done
-      return node;
-    }
-
-    /**
-     * The tree {@code root} (may be null) with {@code val} under {@code key[off, off + len)}:
-     * the key's bytes copied, {@code val} kept (read-only at position 0, {@link BTree#EMPTY}
-     * when empty).
-     */
-    Node put(Node root, byte[] key, int off, int len, ByteBuffer val) {
-      if (root == null) {
-        Leaf leaf = new Leaf(this, Math.max(FIRST_LEAF, len));
-        leaf.insert(0, key, off, len, val);
-        return leaf;
-      }
-      Node left = insert(root, key, off, len, val);
-      Node right = split;
-      if (right == null) {
-        return left;
-      }
-      split = null;
-      byte[] leftKey = left instanceof Leaf l ? l.firstKey() : ((Branch) left).firstKey();
-      Branch top = new Branch(this);
-      top.insert(0, leftKey, left);
-      top.insert(1, splitKey, right);
-      return top;
-    }
-
-    /** The tree {@code root} (may be null) without {@code key[off, off + len)}; {@code root} when absent. */
-    Node delete(Node root, byte[] key, int off, int len) {
-      if (root == null) {
-        return null;
-      }
-      Node node = remove(root, key, off, len);
-      if (node == null) {
-        return root;
-      }
-      while (node instanceof Branch && node.size == 1) {
-        node = ((Branch) node).children[0];
-      }
-      return node.size == 0 ? null : node;
-    }
-
-    /** {@link #search} of a put, tried first right after the last key added (a run's next). */
-    private static int searchNear(Leaf leaf, byte[] key, int off, int len) {
-      int h = leaf.lastAdded;
-      int n = leaf.size;
-      if (h < 0 || h >= n) {
-        return search(leaf, key, off, len, 0, n);
-      }
-      if (leaf.compare(h, key, off, len) >= 0) {
-        return search(leaf, key, off, len, 0, h);
-      }
-      if (h + 1 == n || leaf.compare(h + 1, key, off, len) >= 0) {
-        return h + 1;
-      }
-      return search(leaf, key, off, len, h + 2, n);
-    }
-
-    /**
-     * {@link #child} of a put, tried first at the child the last put went to: searched back from
-     * it when the key lies before it, else forward from it in steps that double (puts in key
-     * order, as {@link MemWrites} makes them, go a few children on).
-     */
-    private static int childNear(Branch branch, byte[] key, int off, int len) {
-      int h = branch.lastChild;
-      int n = branch.size;
-      if (h < 0 || h >= n) {
-        return child(branch, key, off, len, 1, n);
-      }
-      if (h > 0 && compare(branch.keys[h], key, off, len) > 0) {
-        return child(branch, key, off, len, 1, h);
-      }
-      int lo = h + 1; // keys [1, lo) are <= key
-      for (int step = 1; ; step <<= 1) {
-        int probe = lo + step - 1;
-        if (probe >= n) {
-          return child(branch, key, off, len, lo, n);
-        }
-        if (compare(branch.keys[probe], key, off, len) > 0) {
-          return child(branch, key, off, len, lo, probe);
-        }
-        lo = probe + 1;
-      }
-    }
-
-    private static int compare(byte[] k, byte[] key, int off, int len) {
-      return Arrays.compareUnsigned(k, 0, k.length, key, off, off + len);
-    }
-
-    private Node insert(Node node, byte[] key, int off, int len, ByteBuffer val) {
-      if (node instanceof Leaf) {
-        int i = searchNear((Leaf) node, key, off, len);
-        Leaf leaf = (Leaf) editable(node);
-        if (i < leaf.size && leaf.equals(i, key, off, len)) {
-          leaf.setVal(i, val);
-          return leaf;
-        }
-        leaf.insert(i, key, off, len, val);
-        int keep = keep(leaf, i);
-        if (keep >= 0) {
-          Leaf right = leaf.splitOff(this, keep);
-          moved(leaf, right, i, keep);
-          split = right;
-          splitKey = right.firstKey();
-        }
-        return leaf;
-      }
-      int i = childNear((Branch) node, key, off, len);
-      Node child = insert(((Branch) node).children[i], key, off, len, val);
-      Node right = split;
-      split = null;
-      Branch branch = (Branch) editable(node);
-      branch.children[i] = child;
-      branch.lastChild = i;
-      if (right == null) {
-        return branch;
-      }
-      // a branch's key 0 is its child 0's lower bound
-      branch.insert(i + 1, splitKey, right);
-      int keep = keep(branch, i + 1);
-      if (keep >= 0) {
-        Branch up = branch.splitOff(this, keep);
-        moved(branch, up, i + 1, keep);
-        split = up;
-        splitKey = up.firstKey();
-      }
-      return branch;
-    }
-
-    /**
-     * Where {@code node}, after an entry was added at {@code at}, splits (the entries it keeps),
-     * or -1 when it is not over MAX entries: in halves, or, when the entry continues a run (added
-     * right after the one added before it, or last), after it, the new entry alone going right
-     * when it is last.
-     */
-    private static int keep(Node node, int at) {
-      boolean run = at == node.lastAdded + 1 || at == node.size - 1;
-      node.lastAdded = at;
-      if (node.size <= MAX) {
-        return -1;
-      }
-      return run ? Math.min(at + 1, MAX) : node.size / 2;
-    }
-
-    /**
-     * Moves the hint of where a run goes on ({@code lastAdded}, the entry added at {@code at})
-     * to {@code right} when {@code node}'s split at {@code keep} moved that entry there.
-     */
-    private static void moved(Node node, Node right, int at, int keep) {
-      if (at >= keep) {
-        node.lastAdded = -1;
-        right.lastAdded = at - keep;
-      }
-    }
-
-    /** The node without {@code key[off, off + len)}, possibly underfull; null when the key is absent. */
-    private Node remove(Node node, byte[] key, int off, int len) {
-      if (node instanceof Leaf l) {
-        int i = search(l, key, off, len, 0, l.size);
-        if (i == l.size || !l.equals(i, key, off, len)) {
-          return null;
-        }
-        Node leaf = editable(node);
-        leaf.removeAt(i);
-        return leaf;
-      }
-      Branch b = (Branch) node;
-      int i = child(b, key, off, len, 1, b.size);
-      Node child = remove(b.children[i], key, off, len);
-      if (child == null) {
-        return null;
-      }
-      Branch branch = (Branch) editable(node);
-      branch.children[i] = child;
-      if (child.size < MIN && branch.size > 1) {
-        rebalance(branch, i > 0 ? i - 1 : i);
-      }
-      return branch;
-    }
-
-    /**
-     * Merges or evens out children {@code l} and {@code l + 1} of {@code branch}. Child
-     * {@code l}'s lower bound still holds after either; child {@code l + 1}'s becomes its new
-     * key 0 (its least key, or for a branch, its first child's lower bound).
-     */
-    private void rebalance(Branch branch, int l) {
-      Node left = editable(branch.children[l]);
-      branch.children[l] = left;
-      Node right = branch.children[l + 1];
-      int total = left.size + right.size;
-      if (total <= MAX) {
-        left.appendFrom(right, 0, right.size);
-        branch.removeAt(l + 1);
-        return;
-      }
-      right = editable(right);
-      int half = total / 2;
-      if (left.size > half) {
-        right.prependFrom(left, half, left.size - half);
-        left.truncate(half);
-      } else {
-        int n = half - left.size;
-        left.appendFrom(right, 0, n);
-        right.removeFirst(n);
-      }
-      branch.children[l + 1] = right;
-      branch.keys[l + 1] = right.firstKey();
-    }
   }
 }

@@ -43,12 +43,12 @@ public final class MemStore implements Store {
   private MemWrites writes = new MemWrites(); // the next write transaction's (writer's)
   private MemWrites spare; // in place: the other one, which a background apply may hold
   private volatile MemWrites.Background background; // the last commit's apply, or null
-  private final BTree.Editor[] inPlace; // a tree's edits it when no read is open; null: never
+  private final BTreeEditor[] inPlace; // a tree's edits it when no read is open; null: never
   private final Object reads = new Object(); // guards openReads, and in-place commits
   private int openReads; // read transactions begun and not closed (in place only)
   private long inPlaceCommits; // commits that edited the trees in place (guarded by reads)
 
-  private MemStore(BTree.Editor[] inPlace) {
+  private MemStore(BTreeEditor[] inPlace) {
     this.inPlace = inPlace;
   }
 
@@ -64,9 +64,9 @@ public final class MemStore implements Store {
    * place that fails part way (out of memory) closes the store, whose trees it left part-edited.
    */
   public static MemStore openInPlace() {
-    BTree.Editor[] editors = new BTree.Editor[SubDb.values().length];
+    BTreeEditor[] editors = new BTreeEditor[SubDb.values().length];
     for (int d = 0; d < editors.length; d++) {
-      editors[d] = new BTree.Editor(true); // its trees are dropped whole: leaves share slabs
+      editors[d] = new BTreeEditor(true); // its trees are dropped whole: leaves share slabs
     }
     return new MemStore(editors);
   }
@@ -240,7 +240,7 @@ public final class MemStore implements Store {
         x.check(WHERE, BTree.get(next[x.db.ordinal()], k, k.length));
       }
       if (!commitInPlace(next)) {
-        writes.apply(new BTree.Editor[next.length], next); // copies every node it changes
+        writes.apply(new BTreeEditor[next.length], next); // copies every node it changes
         roots = next;
       }
       committed = true;

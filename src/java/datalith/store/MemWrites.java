@@ -71,7 +71,7 @@ final class MemWrites extends EntrySort {
    * are their editors (no tree holds another's nodes). The caller returns once the helper is
    * done, or never started; the first failure is thrown here.
    */
-  void apply(BTree.Editor[] editors, BTree.Node[] roots) {
+  void apply(BTreeEditor[] editors, BTree.Node[] roots) {
     int[] starts = bucketed();
     int[] bySize = bySize(starts);
     Trees trees = new Trees(bySize, starts, editors, roots, null);
@@ -110,7 +110,7 @@ final class MemWrites extends EntrySort {
    * writes are in. A helper not to be had is this thread: it applies what is left before it
    * returns.
    */
-  void applyInBackground(BTree.Editor[] editors, BTree.Node[] roots, Background background) {
+  void applyInBackground(BTreeEditor[] editors, BTree.Node[] roots, Background background) {
     int[] starts = bucketed();
     int[] bySize = bySize(starts);
     for (int d : bySize) {
@@ -229,13 +229,13 @@ final class MemWrites extends EntrySort {
   }
 
   /** Sorts sub-database {@code d}'s writes and applies them to its tree. */
-  private void apply(int d, int[] starts, BTree.Editor[] editors, BTree.Node[] roots) {
+  private void apply(int d, int[] starts, BTreeEditor[] editors, BTree.Node[] roots) {
     int from = starts[d];
     int to = starts[d + 1];
     sortBucket(order, other, from, to);
-    BTree.Editor editor = editors[d];
+    BTreeEditor editor = editors[d];
     if (editor == null) {
-      editor = editors[d] = new BTree.Editor();
+      editor = editors[d] = new BTreeEditor();
     }
     BTree.Node root = roots[d];
     byte[] b = bytes;
@@ -258,13 +258,13 @@ final class MemWrites extends EntrySort {
   private final class Trees {
     private final int[] bySize;
     private final int[] starts;
-    private final BTree.Editor[] editors;
+    private final BTreeEditor[] editors;
     private final BTree.Node[] roots;
     private final Background background; // null: the caller waits for all
     private final AtomicInteger next = new AtomicInteger();
     private Throwable failure; // guarded by this
 
-    Trees(int[] bySize, int[] starts, BTree.Editor[] editors, BTree.Node[] roots,
+    Trees(int[] bySize, int[] starts, BTreeEditor[] editors, BTree.Node[] roots,
         Background background) {
       this.bySize = bySize;
       this.starts = starts;

@@ -94,7 +94,8 @@
  * 4 KiB, or files that do not read as the layout says, take the generic way (deletes and puts
  * through one write transaction).
  *
- * <p>MemStore's writes ({@link datalith.store.BTree}): a write transaction keeps its puts and
+ * <p>MemStore's writes ({@link datalith.store.BTree}, edited by
+ * {@link datalith.store.BTreeEditor}): a write transaction keeps its puts and
  * deletes and applies them at commit, sorted by sub-database and key (its first 48 bytes; a
  * stable sort: writes of one key keep their order; {@link datalith.store.MemWrites}), as LMDB's
  * log is; it copies each
