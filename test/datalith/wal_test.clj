@@ -58,15 +58,20 @@
                                   (.getPath dir) (.getPath out) name limit mode)
                            err)}))
 
-(defn- await-acks
-  "Waits (at most 120 s) until the child acknowledged n transactions or wrote `done`."
-  [{:keys [out]} n]
+(defn- await-child
+  "Waits (at most 120 s) until (ready?) holds, the child wrote `done`, or its process ended."
+  [{:keys [out ^Process process]} ready?]
   (let [give-up (+ (System/currentTimeMillis) 120000)]
     (loop []
-      (when-not (or (>= (count (acks out)) n) (some #{"done"} (lines out))
+      (when-not (or (ready?) (some #{"done"} (lines out)) (not (.isAlive process))
                     (> (System/currentTimeMillis) give-up))
         (Thread/sleep 20)
         (recur)))))
+
+(defn- await-acks
+  "Waits (at most 120 s) until the child acknowledged n transactions or wrote `done`."
+  [c n]
+  (await-child c #(>= (count (acks (:out c))) n)))
 
 (defn- kill! [{:keys [^Process process]}]
   (.destroyForcibly process)
@@ -302,13 +307,8 @@
 (defn- applied [^File f]
   (into #{} (keep #(some-> (re-matches #"applied (\d+)" %) second parse-long)) (lines f)))
 
-(defn- await-applied [{:keys [out]} n]
-  (let [give-up (+ (System/currentTimeMillis) 120000)]
-    (loop []
-      (when-not (or (>= (count (applied out)) n) (some #{"done"} (lines out))
-                    (> (System/currentTimeMillis) give-up))
-        (Thread/sleep 20)
-        (recur)))))
+(defn- await-applied [c n]
+  (await-child c #(>= (count (applied (:out c))) n)))
 
 (defn- reboot!
   "Rewrites the boot id in the pause record of dir's log (and the record's crc), as
@@ -617,10 +617,7 @@
   ;; that store cannot hand the directory over: it must stay alone on it
   (let [dir (fresh-db)
         c (start-child dir "old" 0 "stop-37")]
-    (try (let [give-up (+ (System/currentTimeMillis) 60000)]
-           (while (and (not (some #{"ready"} (lines (:out c))))
-                       (< (System/currentTimeMillis) give-up))
-             (Thread/sleep 20)))
+    (try (await-child c #(some #{"ready"} (lines (:out c))))
          (let [e (try (d/connect (.getPath dir) {:commit :wal}) nil
                       (catch ExceptionInfo e e))]
            (is (= :store/lmdb (:error (ex-data e))) (pr-str e))
@@ -642,10 +639,7 @@
                     (rest (child/command work "datalith.wal-child" (.getPath dir) (.getPath out)
                                          "heavy" 150 "heavy")))
         p (child/start cmd err)]
-    (try (let [give-up (+ (System/currentTimeMillis) 120000)]
-           (while (and (not (some #{"done"} (lines out))) (.isAlive p)
-                       (< (System/currentTimeMillis) give-up))
-             (Thread/sleep 20)))
+    (try (await-child {:out out :process p} (constantly false))
          (is (some #{"done"} (lines out)) (slurp err))
          (is (not (str/includes? (slurp err) "OutOfMemoryError")))
          (finally (kill! {:process p})))
