@@ -21,10 +21,13 @@
   runs (every commit only in its log and in memory); with `behind-often`, it
   has write-behind and writes back every 3 commits or 1 ms (checkpoints that
   carry the later records over, all the time). With `stop-37`, it only holds
-  open.lock as a store of stop 37 with write-behind did (byte 1 exclusively)."
+  open.lock as a store of stop 37 with write-behind did (byte 1 exclusively).
+  After an ack that finds the store's LmdbStore.writingBehind changed (from
+  false at first), it writes `writing-behind true` (or false)."
   (:require [datalith.child-jvm :as child]
             [datalith.core :as d])
   (:import (datalith.conn Conn)
+           (datalith.store LmdbStore)
            (java.io FileOutputStream)
            (java.util Random)))
 
@@ -63,6 +66,7 @@
                                      "heavy" {:write-back-commits 1000000 :write-back-ms 3600000}
                                      {:write-behind false})))
         pause? (= mode "pause")
+        behind? (volatile! false) ; the store's writingBehind, as last printed
         filler (case mode "large" 100 "heavy" 1000 0)]
     (when pause?
       (.pauseSync (.store ^Conn conn)))
@@ -73,6 +77,8 @@
                               (for [j (range filler)]
                                 {:w/p (str name "+") :w/i (+ (* i 1000) j)
                                  :w/s (apply str (repeat 300 \y))})))
-      (line! (str (if pause? "applied " "ack ") i)))
+      (line! (str (if pause? "applied " "ack ") i))
+      (when (not= @behind? (.writingBehind ^LmdbStore (.store ^Conn conn)))
+        (line! (str "writing-behind " (vswap! behind? not)))))
     (line! "done")
     (Thread/sleep Long/MAX_VALUE)))

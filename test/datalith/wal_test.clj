@@ -31,7 +31,7 @@
            (java.io File RandomAccessFile)
            (java.nio ByteBuffer)
            (java.nio.channels FileChannel)
-           (java.nio.file Files StandardCopyOption)
+           (java.nio.file Files OpenOption StandardCopyOption StandardOpenOption)
            (java.util Arrays Random)
            (java.util.zip CRC32C)))
 
@@ -568,6 +568,26 @@
   [db p]
   (set (d/q '[:find [?i ...] :in $ ?p :where [?e :w/p ?p] [?e :w/i ?i]] db p)))
 
+(defn- behind-held?
+  "Whether a process holds byte 3 of dir's open.lock: a store laying its commits over LMDB's
+  file (write-behind, alone on the directory)."
+  [^File dir]
+  (with-open [ch (FileChannel/open (.toPath (File. dir "open.lock"))
+                                   (into-array OpenOption [StandardOpenOption/READ
+                                                           StandardOpenOption/WRITE]))]
+    (if-let [l (.tryLock ch 3 1 true)]
+      (do (.release l) false)
+      true)))
+
+(defn- await-true
+  "Waits (at most 20 s) until (f) holds; whether it did."
+  [f]
+  (let [give-up (+ (System/currentTimeMillis) 20000)]
+    (loop []
+      (cond (f) true
+            (> (System/currentTimeMillis) give-up) false
+            :else (do (Thread/sleep 10) (recur))))))
+
 (deftest a-write-behind-store-hands-its-directory-over-to-another-process
   (doseq [mode ["behind" "behind-often"]]
     (testing (str "a child with write-behind (" mode "), committing all the while: another"
@@ -590,12 +610,24 @@
                    (dotimes [i 20] (d/transact! conn [{:w/p "parent-after" :w/i i}]))
                    (let [seen (acks (:out c))]
                      (await-acks c (+ 5 (count seen)))
-                     (is (every? (names-in (d/db conn) (str "held-" mode)) seen))))))
+                     (is (every? (names-in (d/db conn) (str "held-" mode)) seen)))))
+               (testing "once this open closed, the child takes write-behind back"
+                 (is (await-true #(= "writing-behind true"
+                                     (last (filter #{"writing-behind true" "writing-behind false"}
+                                                   (lines (:out c)))))))
+                 (is (behind-held? dir))
+                 (await-acks c (+ 20 (count (acks (:out c))))))
+               (testing "and hands the directory over again to the next open"
+                 (let [seen (acks (:out c))]
+                   (with-open [conn (d/connect (.getPath dir) {:commit :wal})]
+                     (is (not (.writingBehind ^LmdbStore (.store ^Conn conn))))
+                     (is (every? (names-in (d/db conn) (str "held-" mode)) seen))
+                     (d/transact! conn [{:w/p "parent-after" :w/i 20}])))))
              (finally (kill! c)))
         (testing "after the child's death every acknowledged commit of both is there"
           (let [{:keys [by-name]} (committed dir)]
             (is-acked-prefix (get by-name (str "held-" mode) #{}) (acks (:out c)))
-            (is (= (set (range 20)) (get by-name "parent-after")))))))))
+            (is (= (set (range 21)) (get by-name "parent-after")))))))))
 
 (deftest a-write-behind-open-beside-another-process-commits-directly
   (let [dir (fresh-db)
@@ -604,14 +636,42 @@
          (with-open [conn (d/connect (.getPath dir) {:commit :wal :write-behind true})]
            (is (not (.writingBehind ^LmdbStore (.store ^Conn conn))))
            (d/transact! conn [{:w/p "beside" :w/i 0}])
-           (await-acks c (+ 10 (count (acks (:out c))))))
+           (await-acks c (+ 10 (count (acks (:out c)))))
+           (testing "the other process's death leaves it alone: it takes write-behind"
+             (kill! c)
+             (is (await-true #(.writingBehind ^LmdbStore (.store ^Conn conn))))
+             (dotimes [i 20] (d/transact! conn [{:w/p "beside" :w/i (inc i)}]))))
          (finally (kill! c)))
     (let [{:keys [by-name]} (committed dir)]
-      (is (= #{0} (get by-name "beside")))
+      (is (= (set (range 21)) (get by-name "beside")))
       (is-acked-prefix (get by-name "other" #{}) (acks (:out c))))
     (testing "alone again, an open has write-behind"
       (with-open [conn (d/connect (.getPath dir) {:commit :wal :write-behind true})]
         (is (.writingBehind ^LmdbStore (.store ^Conn conn)))))))
+
+(deftest a-store-that-takes-write-behind-back-keeps-every-acknowledged-commit-after-kill-9
+  ;; the child opens beside this process, commits into LMDB directly, takes write-behind once
+  ;; this process closes, and writes nothing back from then on: its later commits are only in
+  ;; its log (after the checkpoint it took), which the reopen after its kill replays
+  (let [dir (fresh-db)
+        conn (d/connect (.getPath dir) {:commit :wal})
+        c (start-child dir "retaken" 100000 "behind")]
+    (try (await-acks c 20)
+         (is (not (behind-held? dir)) "beside this process, the child commits directly")
+         (is (not (some #{"writing-behind true"} (lines (:out c)))))
+         (.close ^Conn conn)
+         (is (await-true #(some #{"writing-behind true"} (lines (:out c))))
+             "alone, it takes write-behind")
+         (is (behind-held? dir))
+         (let [at (count (acks (:out c)))]
+           (await-acks c (+ at 100))
+           (kill! c)
+           (let [acked (acks (:out c))
+                 {:keys [by-name replayed]} (committed dir)]
+             (is (<= (+ at 100) (count acked)))
+             (is-acked-prefix (get by-name "retaken" #{}) acked)
+             (is (<= 100 replayed) "the commits laid over LMDB were replayed from the log")))
+         (finally (kill! c) (.close ^Conn conn)))))
 
 (deftest an-open-beside-a-write-behind-store-of-stop-37-fails
   ;; that store cannot hand the directory over: it must stay alone on it

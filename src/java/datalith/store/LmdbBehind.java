@@ -37,17 +37,18 @@ import java.util.function.Supplier;
  * that wait for it. Recovery is the log's: the records after the last checkpoint are replayed
  * into LMDB, one commit each (their txnids are consecutive after it, as LMDB's would be).
  *
- * <p>A store has write-behind only while it is the only one on its directory (its commits are
- * not in LMDB's file, where another process would read them): opened alone, it holds a byte of
- * {@code open.lock} that tells other processes' opens to ask it for a hand-off (see
+ * <p>A store lays its commits over LMDB's file only while it is the only one on its directory
+ * (they are not in LMDB's file, where another process would read them): alone, it holds a byte
+ * of {@code open.lock} that tells other processes' opens to ask it for a hand-off (see
  * {@code LmdbWalRecovery.OpenLock}) and wait. The write-back thread looks for a request every
  * {@link #HAND_OFF_POLL_MS} ms (and after each write-back); it then writes every commit back,
  * makes every write from then on one of LMDB's own (through the log, as a store without
- * write-behind writes, taking the directory's writer lock), lets the byte go, and ends: the
- * store goes on without write-behind until it is opened again. An open that finds another
- * process on the directory does not start write-behind. Operations on LMDB's file itself (a
- * pause of the sync, {@code replaceAll}, a backup, closing) first write every commit back;
- * during a pause commits go into LMDB directly.
+ * write-behind writes, taking the directory's writer lock), and lets the byte go: the directory
+ * is shared. A store opened beside another process starts so. While the directory is shared,
+ * the thread looks every {@link #RETAKE_POLL_MS} ms whether the others closed it; once alone,
+ * it takes the byte back and lays commits over LMDB's file again. Operations on LMDB's file
+ * itself (a pause of the sync, {@code replaceAll}, a backup, closing) first write every commit
+ * back; during a pause commits go into LMDB directly.
  *
  * <p>Locks, taken in this order: {@code writeBacks} (a write-back runs), {@code commits} (the
  * open write transaction, and the log), LMDB's writer lock (an LMDB write transaction), and
@@ -73,6 +74,8 @@ final class LmdbBehind {
   private static final long RETRY_MS = 100;
   /** How often an idle write-back thread looks for another process's request to hand off. */
   static final long HAND_OFF_POLL_MS = 20;
+  /** How often, while the directory is shared, the thread looks whether it is alone again. */
+  static final long RETAKE_POLL_MS = 250;
 
   private final LmdbStore lmdb;
   private final LmdbWal wal;
@@ -91,7 +94,9 @@ final class LmdbBehind {
   private long carryFirst; // under commits: the txnid of the record that follows them
   private long nextTxnid; // under commits: the next record's
   private int direct; // under writeBacks and commits: pauses running on LMDB directly
-  private volatile boolean handedOff; // set under writeBacks and commits: LMDB directly for good
+  /** Another process may have the directory open: commits go into LMDB directly. */
+  private volatile boolean shared; // set under writeBacks and commits
+  private boolean retaken; // under commits: shared until now, the next commit takes a checkpoint
   private volatile boolean closing;
   private long writtenBack; // under publish: write-backs done
 
@@ -109,9 +114,13 @@ final class LmdbBehind {
     }
   }
 
-  /** Starts write-behind on {@code lmdb}, whose log holds no record after its checkpoint. */
+  /**
+   * Starts write-behind on {@code lmdb}, whose log holds no record after its checkpoint when it
+   * is {@code alone} on its directory (else the directory is {@link #shared} until it is).
+   */
   LmdbBehind(LmdbStore lmdb, LmdbWal wal, String where, int writeBackCommits,
-      long writeBackMs) {
+      long writeBackMs, boolean alone) {
+    this.shared = !alone;
     this.writeBackCommits = writeBackCommits;
     this.writeBackMs = writeBackMs;
     this.lmdb = lmdb;
@@ -250,7 +259,7 @@ final class LmdbBehind {
       if (closing) {
         throw Errors.closed(where, "The store");
       }
-      if (direct > 0 || handedOff) {
+      if (direct > 0 || shared) {
         return new Direct(lmdb.beginLmdbWrite());
       }
       synchronized (publish) {
@@ -396,8 +405,9 @@ final class LmdbBehind {
         committed = true;
         return;
       }
-      if (!wal.owned()) {
+      if (retaken || !wal.owned()) {
         own();
+        retaken = false;
       }
       long txnid = nextTxnid;
       wal.appendBehind(record, txnid);
@@ -444,9 +454,9 @@ final class LmdbBehind {
   }
 
   /**
-   * Takes the log's checkpoint anew, when this process no longer owns it (after a pause, or a
-   * {@code replaceAll} whose pin failed): only while no layer holds a commit, whose records the
-   * checkpoint would leave behind. Under the commit lock.
+   * Takes the log's checkpoint anew, when this process no longer owns it (after a pause, a
+   * {@code replaceAll} whose pin failed, or once the directory was shared): only while no layer
+   * holds a commit, whose records the checkpoint would leave behind. Under the commit lock.
    */
   private void own() {
     synchronized (publish) {
@@ -463,18 +473,19 @@ final class LmdbBehind {
   // write-backs
 
   /**
-   * The write-back thread: waits until one is due, runs it, and so on until closed, or until
-   * another process's open asks for the directory (then it hands off and ends).
+   * The write-back thread: waits until one is due, runs it, and so on until closed; hands the
+   * directory off when another process's open asks for it, and takes it back once alone.
    */
   private void run() {
-    long asked = System.nanoTime(); // when it last looked for a request to hand off
+    long asked = System.nanoTime(); // when it last looked for a request, or whether alone
     while (true) {
       boolean due;
+      long poll = shared ? RETAKE_POLL_MS : HAND_OFF_POLL_MS;
       synchronized (publish) {
         long wait = closing ? 0 : dueIn();
         if (wait != 0) {
           try {
-            publish.wait(wait < 0 ? HAND_OFF_POLL_MS : Math.min(wait, HAND_OFF_POLL_MS));
+            publish.wait(wait < 0 ? poll : Math.min(wait, poll));
           } catch (InterruptedException e) {
             // only close stops this thread
           }
@@ -484,10 +495,12 @@ final class LmdbBehind {
         }
         due = dueIn() == 0;
       }
-      if (System.nanoTime() - asked >= TimeUnit.MILLISECONDS.toNanos(HAND_OFF_POLL_MS)) {
+      if (System.nanoTime() - asked >= TimeUnit.MILLISECONDS.toNanos(poll)) {
         asked = System.nanoTime();
-        if (lmdb.handOffRequested() && handOff()) {
-          return;
+        if (shared) {
+          retake();
+        } else if (lmdb.handOffRequested()) {
+          handOff();
         }
       }
       if (!due) {
@@ -518,13 +531,13 @@ final class LmdbBehind {
 
   /**
    * Hands the directory over to another process's open: writes every commit back, makes every
-   * write from then on one of LMDB's own (as during a pause, for good), and lets the open in.
-   * Returns false when a write-back failed (the open waits on; this is tried again).
+   * write from then on one of LMDB's own (as during a pause, until {@link #retake}), and lets
+   * the open in. When a write-back fails, the open waits on, and this is tried again.
    */
-  private boolean handOff() {
+  private void handOff() {
     try {
       drained(() -> {
-        handedOff = true;
+        shared = true;
         return null;
       });
     } catch (RuntimeException e) {
@@ -533,19 +546,45 @@ final class LmdbBehind {
       } catch (InterruptedException ie) {
         // tried again the sooner
       }
-      return false;
+      return;
     }
     try {
       lmdb.handedOff();
     } catch (RuntimeException e) {
       // the lock would not let go: the open times out; this store goes on into LMDB directly
     }
-    return true;
   }
 
-  /** Whether commits are laid over LMDB's file, not handed off to LMDB's own writes. */
+  /**
+   * Takes the directory back for write-behind when no other process has it open (and no pause
+   * runs): from the next commit on, commits are laid over LMDB's file again, the first one
+   * taking a checkpoint of this process's (others' commits went into the log meanwhile: a
+   * store that only reads writes nothing). Otherwise the directory stays shared, to be tried
+   * again.
+   */
+  private void retake() {
+    writeBacks.lock();
+    try {
+      commits.lock();
+      try {
+        if (direct > 0 || closing || !lmdb.retakeDirectory()) {
+          return;
+        }
+        retaken = true;
+        shared = false;
+      } finally {
+        commits.unlock();
+      }
+    } catch (RuntimeException e) {
+      // a lock failed: tried again at the next look
+    } finally {
+      writeBacks.unlock();
+    }
+  }
+
+  /** Whether commits are laid over LMDB's file, the directory this store's alone. */
   boolean layering() {
-    return !handedOff;
+    return !shared;
   }
 
   /**

@@ -90,11 +90,10 @@ final class LmdbOpen {
           o.javaPages, o.walCommits, openLock);
       try {
         store.recover(plan, openLock.alone);
-        boolean behind = o.writeBehind && openLock.alone; // else its commits go into LMDB
-        openLock.stay(where, behind);
-        if (behind) {
+        openLock.stay(where, o.writeBehind && openLock.alone);
+        if (o.writeBehind) { // beside another process, into LMDB until it is alone
           store.behind = new LmdbBehind(store, store.wal, where, o.writeBackCommits,
-              o.writeBackMs);
+              o.writeBackMs, openLock.alone);
         }
       } catch (RuntimeException e) {
         store.closeAfterFailedOpen();

@@ -333,8 +333,17 @@ public final class LmdbStore implements Store {
   }
 
   /**
+   * Takes the directory for write-behind when no other process has it open: whether it did
+   * ({@link LmdbWalRecovery.OpenLock#retake}).
+   */
+  boolean retakeDirectory() {
+    return openLock.retake(where);
+  }
+
+  /**
    * Whether this store's commits are laid in memory over LMDB's file (the option
-   * "write-behind", with the store alone on its directory and not handed off since).
+   * "write-behind", while the store is alone on its directory: from the open, or from when the
+   * other processes that had it open closed it).
    */
   public boolean writingBehind() {
     return behind != null && behind.layering();

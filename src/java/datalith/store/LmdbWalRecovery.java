@@ -104,6 +104,13 @@ final class LmdbWalRecovery {
    *       between: the asking open holds byte 0), and then lets byte 3 go
    *       ({@link #handOffRequested}, {@link #handedOff}).
    * </ul>
+   * A store with the option that shares the directory (it handed off, or was opened beside
+   * another process) takes write-behind's bytes back once it is alone again
+   * ({@link #retake}): holding byte 0, it lets byte 1 go and locks it exclusively, which
+   * succeeds only when no other process holds it (every open store does), then takes byte 3;
+   * otherwise it locks byte 1 shared again. No other open can lock byte 1 in between: every
+   * lock of it is taken holding byte 0, but the hand-off's, which runs only while its store
+   * holds byte 1 exclusively.
    * The open waits for that holding byte 0 (no other open runs meanwhile), up to
    * {@link #HAND_OFF_MS}, then probes byte 1 again: the write-behind store's process may have
    * died, leaving this open alone (and its log to recover).
@@ -247,13 +254,62 @@ final class LmdbWalRecovery {
     void handedOff(String where) {
       try {
         if (behind != null) {
-          open.release();
-          open = file.lock(OPEN, 1, true); // no other open can lock it meanwhile: see above
-          behind.release();
-          behind = null;
+          share(); // no other open can lock byte 1 meanwhile: see above
         }
       } catch (IOException e) {
         throw Errors.error(Errors.IO, where, "Cannot unlock " + OPEN_LOCK + ": " + e, e);
+      }
+    }
+
+    /**
+     * Takes byte 1 exclusively and byte 3 when no other process has the directory open; returns
+     * whether it did. False at once while an open runs (byte 0 held), or when another process
+     * has the directory open (byte 1 is then held shared again).
+     *
+     * @throws clojure.lang.ExceptionInfo {@code :store/io} when a lock fails (byte 1 held shared
+     *     again)
+     */
+    boolean retake(String where) {
+      try {
+        FileLock e = file.tryLock(ENTRY, 1, false);
+        if (e == null) {
+          return false;
+        }
+        try {
+          open.release(); // no effect when a failed call left it released
+          FileLock alone = file.tryLock(OPEN, 1, false);
+          if (alone == null) {
+            open = file.lock(OPEN, 1, true);
+            return false;
+          }
+          open = alone;
+          if ((behind = file.tryLock(BEHIND, 1, false)) == null) { // every holder holds byte 1
+            share();
+            return false;
+          }
+          return true;
+        } finally {
+          e.release();
+        }
+      } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+        if (!open.isValid()) {
+          try {
+            open = file.lock(OPEN, 1, true);
+          } catch (IOException again) {
+            e.addSuppressed(again); // the next call locks it
+          }
+        }
+        throw Errors.error(Errors.IO, where, "Cannot lock " + OPEN_LOCK + ": " + e, e);
+      }
+    }
+
+    /** Holds byte 1 shared rather than exclusively, and lets byte 3 go (if held). */
+    private void share() throws IOException {
+      open.release();
+      open = file.lock(OPEN, 1, true);
+      if (behind != null) {
+        behind.release();
+        behind = null;
       }
     }
 

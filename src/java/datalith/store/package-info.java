@@ -196,8 +196,10 @@
  * another process's open ask it for a hand-off and wait; its write-back thread sees the request
  * (it looks every 20 ms), writes every commit back, and from then on the store commits into
  * LMDB directly, as one without write-behind, beside the other process
- * ({@code LmdbWalRecovery.OpenLock}). A pause, {@code replaceAll}, a backup and closing write
- * every commit back first.
+ * ({@code LmdbWalRecovery.OpenLock}); a store opened beside another process starts so. Once the
+ * others have closed the directory, the thread (looking every 250 ms) takes the bytes back and
+ * commits are laid over LMDB again, the first taking a checkpoint of this process's. A pause,
+ * {@code replaceAll}, a backup and closing write every commit back first.
  *
  * <p>Backups: {@link datalith.store.LmdbBackup} copies an open LMDB store's last commit into an
  * empty directory with LMDB's own copy, from one snapshot while reads and writes go on; page
