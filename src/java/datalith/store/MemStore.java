@@ -26,7 +26,8 @@ import java.util.concurrent.Semaphore;
  * the trees it shares with the copies are only edited in place once no read is open.
  *
  * <p>A commit in place of many writes ({@code MemWrites.forBackground}: a staging's chunk)
- * returns once they are handed to two helper threads, each applying the next tree (largest
+ * applies the trees of few writes itself (META's, which the next snapshot reads at once), then
+ * returns once the others are handed to two helper threads, each applying the next tree (largest
  * first) while the committer goes on (a staged import's next chunk runs its transactor
  * meanwhile); a read of a tree not yet written waits for it, and the next commit for all of
  * them. The next write
@@ -263,7 +264,13 @@ public final class MemStore implements Store {
         }
         if (writes.forBackground()) {
           MemWrites.Background b = new MemWrites.Background();
-          writes.applyInBackground(inPlace, next, b);
+          try {
+            writes.applyInBackground(inPlace, next, b);
+          } catch (RuntimeException | Error e) { // a small tree's, applied here
+            closed = true;
+            roots = new BTree.Node[SubDb.values().length];
+            throw e;
+          }
           handedOff = true;
           MemWrites free = spare != null ? spare : new MemWrites(); // its apply awaited above
           spare = writes; // until the background apply clears it

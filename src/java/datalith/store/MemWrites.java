@@ -34,6 +34,13 @@ final class MemWrites extends EntrySort {
   private static final int INITIAL_ENTRIES = 1024;
   private static final int KEPT_ENTRIES = 256 * 1024; // arrays kept up to this size
   private static final int KEPT_BYTES = 16 << 20; // and the log of keys up to this size
+  /**
+   * The writes of a tree that a background apply leaves to its caller, before it returns: the
+   * trees of a few writes a commit, which the next transaction reads at once (META's t, which
+   * every snapshot reads) while the helpers would come to them last ({@link
+   * #applyInBackground}).
+   */
+  static final int FEW = 64;
   /** Commits of at least this many writes apply them on two threads ({@link #apply}). */
   static final int TWO_THREADS = 8192;
   private static final boolean CORES = Runtime.getRuntime().availableProcessors() > 1;
@@ -107,12 +114,21 @@ final class MemWrites extends EntrySort {
    * Applies the writes to {@code roots} with {@code editors} on two helper threads (one on a
    * single core) sharing the trees ({@link Trees}); the last to end forgets them ({@link
    * #clear}) and ends {@code background}. Each tree is marked pending here and done once its
-   * writes are in. A helper not to be had is this thread: it applies what is left before it
-   * returns.
+   * writes are in. The trees of {@link #FEW} writes or fewer are this thread's, applied before
+   * the helpers start; when that fails, the helpers never start, and the failure is thrown
+   * here. A helper not to be had is this thread: it applies what is left before it returns.
    */
   void applyInBackground(BTreeEditor[] editors, BTree.Node[] roots, Background background) {
     int[] starts = bucketed();
     int[] bySize = bySize(starts);
+    int big = bySize.length;
+    while (big > 0 && size(starts, bySize[big - 1]) <= FEW) {
+      big--;
+    }
+    for (int i = big; i < bySize.length; i++) { // before any helper starts: it clears the arrays
+      apply(bySize[i], starts, editors, roots);
+    }
+    bySize = Arrays.copyOf(bySize, big);
     for (int d : bySize) {
       background.pending[d] = true;
     }
