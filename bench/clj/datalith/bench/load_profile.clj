@@ -75,8 +75,8 @@
         cpu (cpu-ns)
         bytes (allocated)
         {:keys [load-ns]} (w/load! data {:transact (transact-fn conn) :batch-size batch-size})]
-    (when (some-> (.store ^datalith.conn.Conn conn) (as-> s (and (instance? datalith.store.LmdbStore s)
-                                                                  (.writingBehind ^datalith.store.LmdbStore s)))))
+    (when (let [s (.store ^datalith.conn.Conn conn)]
+            (and (instance? datalith.store.LmdbStore s) (.writingBehind ^datalith.store.LmdbStore s)))
       (let [start (System/nanoTime)
             store ^datalith.store.LmdbStore (.store ^datalith.conn.Conn conn)]
         (.writeBehindCatchUp store)
