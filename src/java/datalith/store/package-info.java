@@ -103,8 +103,10 @@
  * ({@code MemStore.openInPlace}, a layered store's delta) copies only when a read is open at
  * commit: otherwise one editor a tree, kept across commits, changes its own nodes where they
  * lie, and reads begin after the commit; such a commit of many writes (8,192 or more, a
- * staging's chunk) on a machine of two cores returns once it has handed them to two helper
- * threads, each applying the next tree, largest first, while the committer goes on (its next chunk's transactor): a
+ * staging's chunk) on a machine of two cores applies the trees of few writes itself (META's,
+ * which every snapshot reads at once), then returns once it has handed the others to two helper
+ * threads, each applying the next tree, largest first, while the committer goes on (its next
+ * chunk's transactor): a
  * read of a tree waits until its writes are in, the next commit until all are, and the next
  * transaction logs into a second set of arrays. Any other commit of many writes applies them on
  * two threads, the caller and a helper each taking the next tree, largest first, sorting its
