@@ -94,7 +94,8 @@
                   database open: opened beside one, commits go into LMDB
                   directly; another process's open waits (milliseconds) while
                   this one writes every commit back and then does so too.
-                  false puts each commit into LMDB's trees.
+                  Alone again, the store takes write-behind back (within
+                  250 ms). false puts each commit into LMDB's trees.
     :page-reader  :java (default) reads LMDB's pages in Java (every seek, scan
                   and get), checking every page and address first (a damaged
                   file is a :store/corrupt ex-info); :lmdb leaves every read and

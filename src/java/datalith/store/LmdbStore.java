@@ -198,9 +198,9 @@ public final class LmdbStore implements Store {
    * with "commit" {@code "wal"}, a commit durable in the log is laid in memory over LMDB's last
    * commit and written into LMDB later, many at once, by a thread of the store, while the store
    * is the only one open on the directory: opened beside another process, it commits into LMDB
-   * directly, and another process's open makes it write every commit back and do so from then
-   * on (see {@link LmdbBehind}); the system property {@value #WRITE_BEHIND_PROPERTY} sets the
-   * default),
+   * directly, and another process's open makes it write every commit back and do so too, until
+   * it is alone again (see {@link LmdbBehind}); the system property
+   * {@value #WRITE_BEHIND_PROPERTY} sets the default),
    * {@code "write-back-commits"} (with write-behind, how many commits start a write-back at
    * the latest, from 1 to 2^20, default {@value LmdbBehind#WRITE_BACK_COMMITS}),
    * {@code "write-back-ms"} (with write-behind, how many milliseconds after a commit its
