@@ -797,13 +797,6 @@
                                                   (.getName t))))
                (keys (Thread/getAllStackTraces)))))
 
-(defn- await-true
-  "Waits (at most 60 s) until (f) is true; its last value."
-  [f]
-  (let [deadline (+ (System/nanoTime) 60000000000)]
-    (loop []
-      (or (f) (if (< (System/nanoTime) deadline) (do (Thread/sleep 20) (recur)) (f))))))
-
 (deftest ^:kafka closing-a-node-in-its-catch-up
   (let [dir-a (tu/temp-dir) dir-b (tu/temp-dir) log (log-opts)]
     (try
@@ -824,7 +817,7 @@
                   (let [b (d/connect target {:log log})]
                     (is (deref reached 60000 false) "the applier reached the paused record")
                     (let [closing (future (d/close b) :closed)]
-                      (is (await-true #(not-any? (fn [^Thread t] (= "datalith-log-reader" (.getName t)))
+                      (is (tu/await-true #(not-any? (fn [^Thread t] (= "datalith-log-reader" (.getName t)))
                                                  (mine)))
                           "the reader stopped first, its applier still paused")
                       (is (= ["datalith-log-applier"] (map (fn [^Thread t] (.getName t)) (mine)))

@@ -42,6 +42,13 @@
   ^File []
   (.toFile (Files/createTempDirectory "datalith-test" (make-array FileAttribute 0))))
 
+(defn await-true
+  "Waits (at most 60 s) until (f) is truthy, looking every 20 ms; its last value."
+  [f]
+  (let [deadline (+ (System/nanoTime) 60000000000)]
+    (loop []
+      (or (f) (if (< (System/nanoTime) deadline) (do (Thread/sleep 20) (recur)) (f))))))
+
 (defn delete-tree [^File f]
   (when (.isDirectory f)
     (doseq [c (.listFiles f)] (delete-tree c)))

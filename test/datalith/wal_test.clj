@@ -579,15 +579,6 @@
       (do (.release l) false)
       true)))
 
-(defn- await-true
-  "Waits (at most 20 s) until (f) holds; whether it did."
-  [f]
-  (let [give-up (+ (System/currentTimeMillis) 20000)]
-    (loop []
-      (cond (f) true
-            (> (System/currentTimeMillis) give-up) false
-            :else (do (Thread/sleep 10) (recur))))))
-
 (deftest a-write-behind-store-hands-its-directory-over-to-another-process
   (doseq [mode ["behind" "behind-often"]]
     (testing (str "a child with write-behind (" mode "), committing all the while: another"
@@ -613,10 +604,10 @@
                      (is (every? (names-in (d/db conn) (str "held-" mode)) seen)))))
                (testing "once this open closed, the child takes write-behind back"
                  (let [start (System/nanoTime)]
-                   (is (await-true #(behind-held? dir)))
+                   (is (tu/await-true #(behind-held? dir)))
                    (println (format "retake (%s): %.1f ms after the close" mode
                                     (/ (- (System/nanoTime) start) 1e6))))
-                 (is (await-true #(= "writing-behind true"
+                 (is (tu/await-true #(= "writing-behind true"
                                      (last (filter #{"writing-behind true" "writing-behind false"}
                                                    (lines (:out c)))))))
                  (await-acks c (+ 20 (count (acks (:out c))))))
@@ -642,7 +633,7 @@
            (await-acks c (+ 10 (count (acks (:out c)))))
            (testing "the other process's death leaves it alone: it takes write-behind"
              (kill! c)
-             (is (await-true #(.writingBehind ^LmdbStore (.store ^Conn conn))))
+             (is (tu/await-true #(.writingBehind ^LmdbStore (.store ^Conn conn))))
              (dotimes [i 20] (d/transact! conn [{:w/p "beside" :w/i (inc i)}]))))
          (finally (kill! c)))
     (let [{:keys [by-name]} (committed dir)]
@@ -663,7 +654,7 @@
          (is (not (behind-held? dir)) "beside this process, the child commits directly")
          (is (not (some #{"writing-behind true"} (lines (:out c)))))
          (.close ^Conn conn)
-         (is (await-true #(some #{"writing-behind true"} (lines (:out c))))
+         (is (tu/await-true #(some #{"writing-behind true"} (lines (:out c))))
              "alone, it takes write-behind")
          (is (behind-held? dir))
          (let [at (count (acks (:out c)))]

@@ -47,7 +47,8 @@ public final class Datalith {
    * and written into LMDB in batches by a thread of the store, about one fdatasync a commit,
    * while no other process has the database open: another process's open waits while every
    * commit is written back, and commits then go into LMDB directly until the store is alone
-   * again; false: each commit put into LMDB's trees), {@code "schema"} (EDN text or data, as {@code transact} takes it),
+   * again; false: each commit put into LMDB's trees), {@code "schema"} (EDN text or data, as
+   * {@code transact} takes it),
    * {@code "kafka.bootstrap-servers"} and {@code "kafka.topic"} (both strings: a node of a
    * replicated database whose transactions go through that Kafka topic, as the Clojure API's
    * {@code :log {:kafka {...}}}; see {@link Connection#sync}).

@@ -262,30 +262,24 @@ public final class MemStore implements Store {
         if (openReads > 0) {
           return false;
         }
-        if (writes.forBackground()) {
-          MemWrites.Background b = new MemWrites.Background();
-          try {
-            writes.applyInBackground(inPlace, next, b);
-          } catch (RuntimeException | Error e) { // a small tree's, applied here
-            closed = true;
-            roots = new BTree.Node[SubDb.values().length];
-            throw e;
+        MemWrites.Background b = writes.forBackground() ? new MemWrites.Background() : null;
+        try {
+          if (b != null) {
+            writes.applyInBackground(inPlace, next, b); // its small trees here, then helpers
+          } else {
+            writes.apply(inPlace, next);
           }
+        } catch (RuntimeException | Error e) {
+          closed = true;
+          roots = new BTree.Node[SubDb.values().length];
+          throw e;
+        }
+        if (b != null) {
           handedOff = true;
           MemWrites free = spare != null ? spare : new MemWrites(); // its apply awaited above
           spare = writes; // until the background apply clears it
           MemStore.this.writes = free;
           background = b;
-          roots = next;
-          inPlaceCommits++;
-          return true;
-        }
-        try {
-          writes.apply(inPlace, next);
-        } catch (RuntimeException | Error e) {
-          closed = true;
-          roots = new BTree.Node[SubDb.values().length];
-          throw e;
         }
         roots = next;
         inPlaceCommits++;
