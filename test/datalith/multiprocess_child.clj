@@ -18,9 +18,18 @@
   MODE holder (DIR MILLIS): runs one transaction that holds the writer lock
   for MILLIS ms, printing :holding when it has it and {:t t} when committed.
 
+  MODE opener (DIR): connects to DIR, prints :open, and closes once DIR holds a file
+  named stop (or after a minute).
+
+  MODE probe (DIR FILE BYTE): tries to lock byte BYTE of DIR's FILE exclusively, as
+  another process would, and prints :held when some process holds a lock over it,
+  :free when not (letting the lock it took go).
+
   Prints :done as its last line; exits 0, or 1 with the error on stderr."
   (:require [datalith.core :as d])
-  (:import (java.io File)))
+  (:import (java.io File)
+           (java.nio.channels FileChannel)
+           (java.nio.file OpenOption StandardOpenOption)))
 
 (set! *warn-on-reflection* true)
 
@@ -107,6 +116,25 @@
       (prn {:t (d/basis-t (:db-after r))})
       (flush))))
 
+(defn- opener [dir]
+  (with-open [_conn (d/connect dir)]
+    (prn :open)
+    (flush)
+    (let [give-up (+ (System/currentTimeMillis) 60000)]
+      (while (and (not (.exists (File. ^String dir "stop")))
+                  (< (System/currentTimeMillis) give-up))
+        (Thread/sleep 10)))))
+
+(defn- probe [dir file b]
+  (with-open [ch (FileChannel/open (.toPath (File. ^String dir ^String file))
+                                   ^"[Ljava.nio.file.OpenOption;"
+                                   (into-array OpenOption [StandardOpenOption/READ
+                                                           StandardOpenOption/WRITE]))]
+    (if-let [l (.tryLock ch (long b) 1 false)]
+      (do (.release l) (prn :free))
+      (prn :held))
+    (flush)))
+
 (defn -main [mode dir & args]
   (try
     (case mode
@@ -114,7 +142,10 @@
                  (writer dir id (parse-long peers) (parse-long millis)))
       "grower" (let [[n size] args]
                  (grower dir (parse-long n) (parse-long size)))
-      "holder" (holder dir (parse-long (first args))))
+      "holder" (holder dir (parse-long (first args)))
+      "opener" (opener dir)
+      "probe" (let [[file b] args]
+                (probe dir file (parse-long b))))
     (prn :done)
     (flush)
     (shutdown-agents)

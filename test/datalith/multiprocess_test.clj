@@ -10,8 +10,10 @@
             [datalith.multiprocess-child :as child]
             [datalith.test-util :as tu])
   (:import (clojure.lang ExceptionInfo)
-           (datalith.store LmdbStore ReadTxn Store SubDb)
+           (datalith.store LmdbStore MemStore ReadTxn Store SubDb WriteTxn)
            (java.io File)
+           (java.nio ByteBuffer)
+           (java.nio.file Files LinkOption Path)
            (java.util.concurrent TimeUnit)))
 
 (set! *warn-on-reflection* true)
@@ -226,4 +228,53 @@
             (swap! opened inc)))
         (is (< 1 @opened) "opened again and again while the writer committed")
         (is (< 20 (count (finish writer))) "the writer committed meanwhile"))
+      (finally (tu/delete-tree dir)))))
+
+(defn- descriptors-of
+  "How many of this process's file descriptors refer to files in directory `dir` (Linux)."
+  [^File dir]
+  (let [real (str (.toRealPath (.toPath dir) (make-array LinkOption 0)) "/")]
+    (count (for [^File fd (.listFiles (File. "/proc/self/fd"))
+                 :let [target (try (str (Files/readSymbolicLink (.toPath fd)))
+                                   (catch java.io.IOException _ ""))]
+                 :when (str/starts-with? target real)]
+             target))))
+
+(deftest a-store-keeps-its-locks-on-the-directory
+  ;; The operating system's locks on a file belong to the process, and closing any of its
+  ;; descriptors of the file drops them all. A store closes every descriptor of the directory's
+  ;; files by the end of its close (one left to the garbage collector dropped, whenever it was
+  ;; collected, the writer lock of the next store on the directory: another process then
+  ;; committed during that store's final checkpoint); and a direct commit keeps LMDB's lock file
+  ;; open until the environment closes (closing it dropped LMDB's lock that tells another
+  ;; process's open that the environment is in use, and the reader slots' locks)
+  (let [dir (tu/temp-dir)
+        path (.toPath dir)
+        probe (fn [file] (finish (start dir (str "probe-" file) "probe" (.getPath dir) file 0)))]
+    (try
+      (let [other (start dir "opener" "opener" (.getPath dir))]
+        (is (await-line other :open))
+        (dotimes [_ 3]
+          ;; beside another process: the open takes no lock file's lock; only the close does
+          (.close (LmdbStore/open path {}))
+          (is (zero? (descriptors-of dir)) "a closed store leaves no descriptor of its files"))
+        (.createNewFile (File. dir "stop"))
+        (finish other))
+      ;; without write-behind, whose commits, the directory its alone, take no writer lock
+      (with-open [^LmdbStore s (LmdbStore/open path {"write-behind" false})]
+        (with-open [^Store src (MemStore/open)]
+          (with-open [^WriteTxn w (.beginWrite src)]
+            (.put w SubDb/EAVT (ByteBuffer/wrap (byte-array [1 2 3])) (ByteBuffer/wrap (byte-array 0)))
+            (.commit w))
+          (with-open [^ReadTxn r (.beginRead src)]
+            (.replaceAll s r)))
+        (is (= 1 (.directReplaces s)) "the replace was a direct commit")
+        (with-open [^WriteTxn _w (.beginWrite s)]
+          (dotimes [_ 2] (System/gc) (Thread/sleep 100)) ; whatever was left is collected now
+          (is (= [:held] (probe "writer.lock")) "the writer lock holds against other processes")
+          (is (= [:held] (probe "lock.mdb"))
+              "LMDB's lock on its lock file holds: the environment is seen in use")))
+      (is (zero? (descriptors-of dir)) "closed after a direct commit too")
+      (is (= [:free] (probe "writer.lock")) "the probe can tell a free lock")
+      (is (= [:free] (probe "lock.mdb")))
       (finally (tu/delete-tree dir)))))

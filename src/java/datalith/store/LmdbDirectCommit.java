@@ -72,6 +72,13 @@ import org.lmdbjava.Txn;
  * of 4 KiB, the last commit's meta page as {@link LmdbLayout} reads it, and the lock file as
  * LMDB 0.9 lays it out on Linux on x86-64 with POSIX robust mutexes of 40 bytes: its magic at 0
  * and the txnid of the last commit at {@value #LOCK_TXNID}.
+ *
+ * <p>The lock file is mapped once a store ({@link LockPage}), and its channel kept open until
+ * after LMDB's environment closes: the locks LMDB holds on that file (the one that tells a
+ * later open it is not the first, whose absence lets {@code LmdbFiles.prepareLock} and LMDB's
+ * setup start the file afresh under a live environment, and those of its readers) belong to
+ * the process, and closing any descriptor of the file, or an interrupt closing a channel in
+ * its I/O, would drop them.
  */
 final class LmdbDirectCommit {
   /** mti_txnid's offset: after mti_magic, mti_format (u32) and mti_rmutex (40 bytes). */
@@ -118,13 +125,11 @@ final class LmdbDirectCommit {
    *     and read transactions stay open
    */
   static long commit(Env<ByteBuffer> env, Path dir, String where, LmdbMapGrowth map,
-      LmdbWal wal, Durability durability, ReadTxn source) {
+      LmdbWal wal, Durability durability, ReadTxn source, LockPage lockPage) {
     // with it set, a channel's I/O closes it; set again once the commit is done
     boolean[] interrupted = {Thread.interrupted()};
     Txn<ByteBuffer> lmdbWriter = null; // holds LMDB's own write lock; aborted, writes nothing
     try (FileChannel data = FileChannel.open(dir.resolve(LmdbFiles.DATA),
-            StandardOpenOption.READ, StandardOpenOption.WRITE);
-        FileChannel lockFile = FileChannel.open(dir.resolve(LmdbFiles.LOCK),
             StandardOpenOption.READ, StandardOpenOption.WRITE)) {
       try {
         lmdbWriter = env.txnWrite();
@@ -133,11 +138,10 @@ final class LmdbDirectCommit {
       }
       long t = lmdbWriter.getId() - 1;
       ByteBuffer meta = readMeta(data, t);
-      if (meta == null || lockFile.size() < PAGE) {
+      ByteBuffer lock = lockPage.page;
+      if (meta == null || lock == null) {
         return -1;
       }
-      MappedByteBuffer lock = lockFile.map(FileChannel.MapMode.READ_WRITE, 0, PAGE);
-      lock.order(ByteOrder.nativeOrder());
       if (lock.getInt(0) != LmdbLayout.META_MAGIC || (long) LONGS.getVolatile(lock, LOCK_TXNID)
           != t) {
         return -1;
@@ -219,6 +223,55 @@ final class LmdbDirectCommit {
       if (interrupted[0]) {
         Thread.currentThread().interrupt();
       }
+    }
+  }
+
+  /**
+   * LMDB's lock file as a store's direct commits write it: its first page mapped, and the
+   * channel that mapped it, which no I/O uses again (so that no interrupt closes it) and which
+   * {@link #close} closes after LMDB's environment.
+   */
+  static final class LockPage {
+    private final FileChannel file;
+    /** The first page, native order; null when the file is shorter than a page. */
+    final ByteBuffer page;
+
+    private LockPage(FileChannel file, ByteBuffer page) {
+      this.file = file;
+      this.page = page;
+    }
+
+    /**
+     * Maps the lock file of directory {@code dir}, whose environment is open, on a pooled
+     * platform thread that nothing interrupts.
+     *
+     * @throws clojure.lang.ExceptionInfo {@code :store/io} when it cannot be opened or mapped
+     */
+    static LockPage map(Path dir, String where) {
+      return PlatformThreads.apart(() -> {
+        FileChannel f = null;
+        try {
+          f = FileChannel.open(dir.resolve(LmdbFiles.LOCK),
+              StandardOpenOption.READ, StandardOpenOption.WRITE);
+          MappedByteBuffer page = f.size() < PAGE ? null
+              : f.map(FileChannel.MapMode.READ_WRITE, 0, PAGE);
+          return new LockPage(f, page == null ? null : page.order(ByteOrder.nativeOrder()));
+        } catch (IOException e) {
+          if (f != null) { // nothing mapped: no lock can be dropped that this kept
+            try {
+              f.close();
+            } catch (IOException again) {
+              e.addSuppressed(again);
+            }
+          }
+          throw Errors.error(Errors.IO, where, "Cannot map LMDB's lock file: " + e, e);
+        }
+      });
+    }
+
+    /** Closes the channel: only once LMDB's environment is closed. */
+    void close() throws IOException {
+      file.close();
     }
   }
 

@@ -115,6 +115,9 @@ public final class LmdbStore implements Store {
       ThreadLocal.withInitial(() -> new LmdbReadTxn.Opened(Thread.currentThread()));
   private final Set<LmdbReadTxn.Opened> parked = ConcurrentHashMap.newKeySet(); // in beginWrite
   private final LmdbWriterLock writer;
+  // LMDB's lock file as direct commits write it: mapped by the first, under the writer lock;
+  // closed after the environment, by close
+  private LmdbDirectCommit.LockPage lmdbLock;
   private final LmdbMapGrowth map;
   private final LmdbReaderPool readers;
   private final WriteLog log = new WriteLog(); // the open write transaction's writes
@@ -379,13 +382,28 @@ public final class LmdbStore implements Store {
     }
     readers.disposeAll();
     env.close();
-    FileChannel lockFile = writer.drain();
-    if (lockFile != null) {
+    writer.drain();
+    closeFiles();
+  }
+
+  /**
+   * Closes the files whose locks belong to this process (the writer lock's and LMDB's lock
+   * file, which direct commits map), after LMDB's environment: closing any descriptor of a file
+   * drops every lock the process holds on it.
+   */
+  private void closeFiles() {
+    try {
+      writer.closeFile();
+    } catch (IOException e) {
+      // closing releases the lock whatever else failed
+    }
+    if (lmdbLock != null) {
       try {
-        lockFile.close();
+        lmdbLock.close();
       } catch (IOException e) {
-        // closing releases the lock whatever else failed
+        // the descriptor is released whatever else failed
       }
+      lmdbLock = null;
     }
   }
 
@@ -614,8 +632,12 @@ public final class LmdbStore implements Store {
           : wal == null ? LmdbDirectCommit.Durability.LMDB_SYNC
           : wal.paused() ? LmdbDirectCommit.Durability.NONE
           : LmdbDirectCommit.Durability.WAL;
+      if (lmdbLock == null) {
+        lmdbLock = LmdbDirectCommit.LockPage.map(dir, where); // kept until the close
+      }
+      LmdbDirectCommit.LockPage lockPage = lmdbLock;
       long taken = PlatformThreads.call(() ->
-          LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source));
+          LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source, lockPage));
       if (taken < 0) {
         return false;
       }
@@ -735,7 +757,7 @@ public final class LmdbStore implements Store {
     }
     boolean caughtUp = behind == null || behind.close(); // before the map stops growing
     map.close();
-    FileChannel lockFile = writer.drain();
+    writer.drain();
     RuntimeException checkpoint = null;
     if (wal != null) {
       try {
@@ -749,14 +771,10 @@ public final class LmdbStore implements Store {
     try {
       readers.disposeAll();
       env.close();
-      if (lockFile != null) {
-        lockFile.close();
-      }
     } catch (LmdbException e) {
       throw failure("Cannot close the LMDB store", e);
-    } catch (IOException e) {
-      throw Errors.error(Errors.LMDB, where, "Cannot close " + LmdbWriterLock.FILE, e);
     } finally {
+      closeFiles(); // before the directory is free for another open of this process
       openLock.close();
       LmdbOpen.OPEN_DIRS.remove(dir);
       state = CLOSED;

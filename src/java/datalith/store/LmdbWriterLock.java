@@ -117,13 +117,28 @@ final class LmdbWriterLock {
   }
 
   /**
-   * Waits for the open write transaction to end, once the store is closing (so that no other
-   * can begin), and returns the lock file to close after it, or null.
+   * Waits for the open write transaction to end, once the store is closing, so that no other
+   * can begin; the close's own work under the lock ({@code runLocked}) may follow.
    */
-  FileChannel drain() {
+  void drain() {
     permit.acquireUninterruptibly(); // the open write transaction is done
-    FileChannel f = file; // no write uses it now or later
     permit.release(); // beginWrite callers queued behind close see it closing
-    return f;
+  }
+
+  /**
+   * Closes the lock file, last of a store's close, once no thread of it locks it again. Every
+   * channel this opened is closed here and nowhere later: the operating system's locks on a
+   * file belong to the process, and closing any of its descriptors of the file drops them all,
+   * so a channel left to the garbage collector would drop the writer lock of the next store
+   * this process opens on the directory, whenever it is collected.
+   *
+   * @throws IOException when closing fails (the descriptor is released all the same)
+   */
+  void closeFile() throws IOException {
+    FileChannel f = file;
+    file = null;
+    if (f != null) {
+      f.close();
+    }
   }
 }

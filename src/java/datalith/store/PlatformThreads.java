@@ -63,6 +63,14 @@ final class PlatformThreads {
     return virtual() ? onPlatformThread(task) : task.get();
   }
 
+  /**
+   * {@code task}'s result, computed on a pooled platform thread whichever thread calls, as
+   * {@link #call} says: for channel I/O that no interrupt of the caller may close.
+   */
+  static <T> T apart(Supplier<T> task) {
+    return onPlatformThread(task);
+  }
+
   /** {@link #call} of a long result, not boxed unless this thread is virtual. */
   static long callLong(LongSupplier task) {
     return virtual() ? onPlatformThread(task::getAsLong) : task.getAsLong();
