@@ -879,7 +879,8 @@
   writer.lock, another program) while a replace runs: its commits wait for the replace, which
   holds that lock too; those after it stay, on the new trees, read soundly, and none before it"
     (let [dir (File. (tu/temp-dir) "db")
-          model (rc/contents 12 1)]
+          model (rc/contents 12 1)
+          lock-file (atom nil)]
       (try
         (with-open [s (open-store dir "java" "lmdb-sync")]
           (replace-with! s (rc/contents 11 0.2))
@@ -892,9 +893,12 @@
             (try
               (is (put) "the writer commits before the replace")
               (replace-with! s model)
-              (with-open [lock (FileChannel/open (.toPath (File. dir "lock.mdb"))
-                                                 (into-array StandardOpenOption
-                                                             [StandardOpenOption/READ]))]
+              ;; closing a descriptor of lock.mdb drops the process's locks on it, s's
+              ;; environment's among them: this one is closed after s is
+              (let [^FileChannel lock (reset! lock-file
+                                              (FileChannel/open (.toPath (File. dir "lock.mdb"))
+                                                                (into-array StandardOpenOption
+                                                                            [StandardOpenOption/READ])))]
                 (let [replaced (published-txnid lock)
                       deadline (+ (System/nanoTime) (* 120 1000000000))]
                   (while (and (< (published-txnid lock) (+ replaced 3))
@@ -925,7 +929,9 @@
                                       (rc/scan r SubDb/META)))))))
               (finally (kill! c)))))
         (is (some? (reopened-digest dir "lmdb-sync")) "reopened, read soundly both ways")
-        (finally (tu/delete-tree (.getParentFile dir)))))))
+        (finally
+          (some-> ^FileChannel @lock-file .close)
+          (tu/delete-tree (.getParentFile dir)))))))
 
 (deftest a-replace-that-cannot-write-its-pages-commits-nothing
   (testing "a child whose file writes fail past a size (RLIMIT_FSIZE, as a full disk fails
