@@ -712,6 +712,48 @@
            100 350 (* 2 1024 1024)     ; more than half used: doubled by the commit
            450 10  (* 2 1024 1024))))))) ; a quarter of the grown map: as it was
 
+(deftest reads-on-many-threads-through-many-growths
+  ;; the map lock keeps every growth (a remap, which may move the map) out of every open read,
+  ;; whichever thread, stripe or nesting it came by; a read of the moved map would crash the JVM
+  ;; with the Java page reader, or read garbage
+  (doseq [kind [:lmdb :lmdb-plain]]
+    (testing (name kind)
+      (call-with-store
+       kind {"map-size" (* 1024 1024) "sync" false}
+       (fn [^Store s]
+         (let [written (atom 0)
+               stop (atom false)
+               bad (atom [])
+               read-one (fn [^ReadTxn r ^java.util.Random rnd n] ; n: committed before r began
+                          (let [n (long n)]
+                            (when (pos? n)
+                              (let [i (.nextInt rnd n)
+                                    v (.get r SubDb/EAVT (buf (format "k%07d" i)))]
+                                (when-not (and v (.equals (ByteBuffer/wrap (value-of i 1000)) v))
+                                  (swap! bad conj i))))))
+               readers (doall
+                        (for [t (range 4)]
+                          (let [rnd (java.util.Random. t)]
+                            (run-for stop
+                                     #(let [n @written]
+                                        (with-open [r (.beginRead s)]
+                                          (read-one r rnd n)
+                                          (when (zero? (.nextInt rnd 4)) ; a read inside a read
+                                            (with-open [r2 (.beginRead s)]
+                                              (read-one r2 rnd n)))
+                                          (read-one r rnd n)))))))]
+           ;; 40 MB in 1,000-entry commits: the map grows from 1 MiB six times
+           (dotimes [b 40]
+             (with-open [w (.beginWrite s)]
+               (put-values! w (* b 1000) 1000)
+               (.commit w))
+             (reset! written (* (inc b) 1000)))
+           (Thread/sleep 100)
+           (reset! stop true)
+           (is (every? #(< 20 @%) readers) "every reader went on through the growths")
+           (is (= [] (take 5 @bad)) "every read found its value")
+           (is (<= (* 64 1024 1024) (map-size-of s)) "the map grew six times")))))))
+
 (deftest map-growth-closes-reads-that-would-wait-for-it
   (testing "a read open on the committing thread"
     (call-with-store

@@ -4,7 +4,6 @@ import clojure.lang.Keyword;
 import java.nio.ByteBuffer;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.StampedLock;
 import org.lmdbjava.Env;
 import org.lmdbjava.LmdbException;
 
@@ -28,7 +27,7 @@ final class LmdbMapGrowth {
   private final ThreadLocal<LmdbReadTxn.Opened> openReads;
   private final Set<LmdbReadTxn.Opened> parked; // threads with reads, waiting in beginWrite
   // Shared while a read transaction is open; exclusive while the map is resized or closed.
-  private final StampedLock mapLock = new StampedLock();
+  private final LmdbMapLock mapLock = new LmdbMapLock();
   private final Object gate = new Object(); // notified when a pending growth is done
   private volatile boolean closing;
   private volatile long growTo; // the map size wanted, 0 when no growth is pending
@@ -85,21 +84,21 @@ final class LmdbMapGrowth {
    * {@code nested} (the thread holds a read transaction already, which would be in its way).
    */
   long lockShared(boolean nested) {
-    long stamp = mapLock.tryReadLock(); // fails only while a resize or close runs
+    long stamp = mapLock.tryShared(); // fails only while a resize or close runs
     if (stamp != 0 && (growTo == 0 || nested)) {
       return stamp;
     }
     if (stamp != 0) {
-      mapLock.unlockRead(stamp); // let the open readers drain so that the map can grow
+      mapLock.unlockShared(stamp); // let the open readers drain so that the map can grow
     }
     maybeGrow();
     awaitGrowth();
-    return mapLock.readLock();
+    return mapLock.shared();
   }
 
   /** Ends a read transaction's hold on the map. */
   void unlockShared(long stamp) {
-    mapLock.unlockRead(stamp);
+    mapLock.unlockShared(stamp);
   }
 
   /** Stops growth, the store closing: readers waiting for one stop waiting. */
@@ -112,11 +111,11 @@ final class LmdbMapGrowth {
 
   /** Waits for every read transaction to end, the store closing; the map stays locked. */
   long lockForClose() {
-    return mapLock.writeLock();
+    return mapLock.exclusive();
   }
 
   void unlockAfterClose(long stamp) {
-    mapLock.unlockWrite(stamp);
+    mapLock.unlockExclusive(stamp);
   }
 
   private void awaitGrowth() {
@@ -157,7 +156,7 @@ final class LmdbMapGrowth {
       return;
     }
     try {
-      long stamp = mapLock.tryWriteLock();
+      long stamp = mapLock.tryExclusive();
       if (stamp != 0) {
         try {
           resize(growTo);
@@ -168,7 +167,7 @@ final class LmdbMapGrowth {
             gate.notifyAll();
           }
         } finally {
-          mapLock.unlockWrite(stamp);
+          mapLock.unlockExclusive(stamp);
         }
       }
     } finally {
@@ -193,7 +192,7 @@ final class LmdbMapGrowth {
     request(size);
     long stamp;
     try {
-      stamp = mapLock.tryWriteLock(GROW_WAIT_S, TimeUnit.SECONDS);
+      stamp = mapLock.tryExclusive(GROW_WAIT_S, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       stamp = 0;
@@ -208,7 +207,7 @@ final class LmdbMapGrowth {
     } catch (LmdbException e) {
       throw Errors.lmdb(where, "Cannot grow the map to " + size + " bytes", e);
     } finally {
-      mapLock.unlockWrite(stamp);
+      mapLock.unlockExclusive(stamp);
     }
   }
 
@@ -249,12 +248,12 @@ final class LmdbMapGrowth {
     }
     request(2 * size);
     if (openReads.get().count() == 0) {
-      long stamp = mapLock.tryWriteLock(GATE_WAIT_MS, TimeUnit.MILLISECONDS);
+      long stamp = mapLock.tryExclusive(GATE_WAIT_MS, TimeUnit.MILLISECONDS);
       if (stamp != 0) {
         try {
           resize(growTo);
         } finally {
-          mapLock.unlockWrite(stamp);
+          mapLock.unlockExclusive(stamp);
         }
       }
     }

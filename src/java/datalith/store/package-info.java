@@ -19,7 +19,10 @@
  * one write transaction runs at a time across the processes, and a read begun after
  * {@code beginWrite()} returns sees the last commit of any of them. A write transaction can
  * {@code expect} a key's value at commit, as a guard against writers that ignore the lock. A
- * process whose map another process outgrew grows its own before it reads. A
+ * process whose map another process outgrew grows its own before it reads. The operating
+ * system's file locks belong to the process, and closing any descriptor of a file drops them
+ * all: a store keeps every descriptor of a locked file (writer.lock, open.lock, LMDB's lock.mdb)
+ * open until its close, and closes them all there, after LMDB's environment. A
  * {@link datalith.store.MemStore} belongs to its process.
  *
  * <p>Memory: buffers returned by reads are read-only, big-endian, at position 0, and valid only
@@ -68,7 +71,8 @@
  * first sorted by a helper thread while LMDB puts the first's: {@link datalith.store.WriteLog};
  * {@link datalith.store.LmdbWrite}, holding the
  * {@link datalith.store.LmdbWriterLock}; the map grows by {@link datalith.store.LmdbMapGrowth},
- * and read transactions are pooled by {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new entities' datoms
+ * which keeps resizes out of open reads by {@link datalith.store.LmdbMapLock}, a lock whose
+ * readers count on their own thread's stripe, and read transactions are pooled by {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new entities' datoms
  * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
  * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}). A bulk
  * load may pause the fsync of commits ({@code Store.pauseSync}; on LMDB without the log,
