@@ -754,6 +754,64 @@
            (is (= [] (take 5 @bad)) "every read found its value")
            (is (<= (* 64 1024 1024) (map-size-of s)) "the map grew six times")))))))
 
+(defn- commit-past-write-behinds-bound
+  "Opens an LMDB store with write-behind and a map of 1 MiB in `dir`, and from another thread
+  commits twice write-behind's bound in 1 MB commits, within a minute, while `hold` is
+  :writer (that thread holds a read throughout) or :other (a third thread holds one for its
+  first 3 s: the write-back, which must grow the map, waits for it); returns [store
+  read-or-nil batches], or [store ::stuck batches] when the commits did not get past the bound
+  (the store cannot then close)."
+  [dir hold]
+  (let [bound (let [f (.getDeclaredField (Class/forName "datalith.store.LmdbBehind")
+                                         "MAX_BEHIND_BYTES")]
+                (.setAccessible f true)
+                (.getLong f nil))
+        batches (+ 2 (quot (* 2 bound) (* 1000 1000))) ; 1,000 values of 1,000 bytes a commit
+        ^Store s (open-lmdb dir {"write-behind" true "write-back-commits" 3
+                                 "map-size" (* 1024 1024)})
+        other (when (= hold :other)
+                (let [held (promise)]
+                  (future (with-open [_r (.beginRead s)]
+                            (deliver held true)
+                            (Thread/sleep 3000)))
+                  @held))
+        writer (future
+                 (let [r (when (= hold :writer) (.beginRead s))]
+                   (dotimes [b batches]
+                     (with-open [w (.beginWrite s)]
+                       (put-values! w (* b 1000) 1000)
+                       (.commit w)))
+                   r))]
+    [s (deref writer 60000 ::stuck) batches]))
+
+(deftest commits-past-write-behinds-bound
+  (testing "a write that waits at the bound holds no lock the write-back needs (it held the
+  commit lock, which the write-back's checkpoint takes: both waited for ever)"
+    (let [dir (temp-dir)
+          [^Store s r batches] (commit-past-write-behinds-bound dir :other)]
+      (is (not= ::stuck r) "the commits past the bound went on")
+      (when (not= ::stuck r) ; else the store cannot close: left to the process's end
+        (try
+          (with-open [r (.beginRead s)]
+            (is (= (* batches 1000) (count (scan r SubDb/EAVT)))))
+          (finally (.close s) (delete-tree dir))))))
+  (testing "a thread holds a read and commits on while the write-back must grow the map, which
+  waits for every read: once it waits at the bound, the growth closes its read, as it closes
+  those of threads waiting for the writer lock (it stalled 30 s, then the write-back failed the
+  waiting commit)"
+    (let [dir (temp-dir)
+          [^Store s ^ReadTxn r batches] (commit-past-write-behinds-bound dir :writer)]
+      (is (not= ::stuck r) "the commits past the bound went on")
+      (when (not= ::stuck r)
+        (try
+          (let [e (is (thrown? IllegalStateException (.get r SubDb/EAVT (buf "k0000000"))))]
+            (is (= :store/closed (:error (ex-data e))) "the held read was closed for the growth"))
+          (.close r)
+          (with-open [r (.beginRead s)]
+            (is (= (* batches 1000) (count (scan r SubDb/EAVT))))
+            (is (.equals (ByteBuffer/wrap (value-of 7 1000)) (.get r SubDb/EAVT (buf "k0000007")))))
+          (finally (.close s) (delete-tree dir)))))))
+
 (deftest map-growth-closes-reads-that-would-wait-for-it
   (testing "a read open on the committing thread"
     (call-with-store

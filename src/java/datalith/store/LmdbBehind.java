@@ -254,26 +254,56 @@ final class LmdbBehind {
       throw new IllegalStateException(
           "This thread already holds the write transaction (" + where + ")");
     }
-    commits.lock();
+    // while it waits (at the bound for the write-back, or for the commit lock), a growth of
+    // the map that the write-back needs closes this thread's reads rather than wait for them
+    LmdbReadTxn.Opened parked = lmdb.parkReads();
     try {
-      if (closing) {
-        throw Errors.closed(where, "The store");
-      }
-      if (direct > 0 || shared) {
-        return new Direct(lmdb.beginLmdbWrite());
-      }
-      synchronized (publish) {
-        while (frozen != null && active.bytes >= MAX_BEHIND_BYTES) {
-          if (failure != null) {
-            throw failed(failure);
+      while (true) {
+        awaitRoom(); // not holding the commit lock, which the write-back's checkpoint takes
+        commits.lock();
+        try {
+          if (closing) {
+            throw Errors.closed(where, "The store");
           }
-          waitOn(publish, 0);
+          if (direct > 0 || shared) {
+            lmdb.unparkReads(parked); // LMDB's writer lock parks them itself
+            parked = null;
+            return new Direct(lmdb.beginLmdbWrite());
+          }
+          synchronized (publish) {
+            if (!full()) {
+              return new Write(active);
+            }
+          }
+        } catch (RuntimeException | Error e) {
+          commits.unlock();
+          throw e;
         }
+        commits.unlock(); // other writers filled the layer meanwhile: wait again
       }
-      return new Write(active);
-    } catch (RuntimeException | Error e) {
-      commits.unlock();
-      throw e;
+    } finally {
+      lmdb.unparkReads(parked);
+    }
+  }
+
+  /** Under publish: whether a write waits for the write-back running. */
+  private boolean full() {
+    return frozen != null && active.bytes >= MAX_BEHIND_BYTES;
+  }
+
+  /**
+   * Waits while a write-back runs and the active layer holds {@link #MAX_BEHIND_BYTES}.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/io} when the write-back fails meanwhile
+   */
+  private void awaitRoom() {
+    synchronized (publish) {
+      while (full() && !closing) {
+        if (failure != null) {
+          throw failed(failure);
+        }
+        waitOn(publish, 0);
+      }
     }
   }
 

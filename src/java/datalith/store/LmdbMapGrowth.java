@@ -186,13 +186,13 @@ final class LmdbMapGrowth {
    */
   void growForCommit(long size) {
     closeForGrowth(openReads.get());
-    for (LmdbReadTxn.Opened waiting : parked) {
-      closeForGrowth(waiting);
-    }
+    closeParked();
     request(size);
     long stamp;
     try {
-      stamp = mapLock.tryExclusive(GROW_WAIT_S, TimeUnit.SECONDS);
+      // a thread that comes to wait to write meanwhile (at write-behind's bound, say, for the
+      // write-back that this growth is for) has its reads closed too
+      stamp = mapLock.tryExclusive(GROW_WAIT_S, TimeUnit.SECONDS, this::closeParked);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       stamp = 0;
@@ -208,6 +208,12 @@ final class LmdbMapGrowth {
       throw Errors.lmdb(where, "Cannot grow the map to " + size + " bytes", e);
     } finally {
       mapLock.unlockExclusive(stamp);
+    }
+  }
+
+  private void closeParked() {
+    for (LmdbReadTxn.Opened waiting : parked) {
+      closeForGrowth(waiting);
     }
   }
 

@@ -92,12 +92,20 @@ final class LmdbMapLock {
 
   /** The exclusive lock, waiting up to {@code timeout} for the read transactions to end; or 0. */
   long tryExclusive(long timeout, TimeUnit unit) throws InterruptedException {
+    return tryExclusive(timeout, unit, null);
+  }
+
+  /**
+   * {@link #tryExclusive(long, TimeUnit)}, running {@code meanwhile} (may be null) each time it
+   * finds readers still in the way, before it waits again.
+   */
+  long tryExclusive(long timeout, TimeUnit unit, Runnable meanwhile) throws InterruptedException {
     long deadline = System.nanoTime() + unit.toNanos(timeout);
     if (!exclusive.tryAcquire(timeout, unit)) {
       return 0;
     }
     try {
-      if (awaitReaders(deadline, true)) {
+      if (awaitReaders(deadline, true, meanwhile)) {
         return 1;
       }
     } catch (InterruptedException | RuntimeException | Error e) {
@@ -114,7 +122,7 @@ final class LmdbMapLock {
   long exclusive() {
     exclusive.acquireUninterruptibly();
     try {
-      awaitReaders(0, false);
+      awaitReaders(0, false, null);
     } catch (InterruptedException e) {
       throw new AssertionError(e); // not interruptible
     }
@@ -141,7 +149,8 @@ final class LmdbMapLock {
    * Holding {@code exclusive}: waits (until {@code deadline} when {@code timed}) for the
    * readers to end, new ones held off meanwhile; whether it holds the lock (HELD) now.
    */
-  private boolean awaitReaders(long deadline, boolean timed) throws InterruptedException {
+  private boolean awaitReaders(long deadline, boolean timed, Runnable meanwhile)
+      throws InterruptedException {
     long backoff = 1_000;
     boolean interrupted = false;
     try {
@@ -149,6 +158,9 @@ final class LmdbMapLock {
         setState(WANTED); // nested readers may go on: one of them may be what this waits for
         if (timed && System.nanoTime() - deadline >= 0) {
           return false;
+        }
+        if (meanwhile != null) {
+          meanwhile.run();
         }
         LockSupport.parkNanos(this, backoff);
         backoff = Math.min(2 * backoff, MAX_BACKOFF_NS);

@@ -533,6 +533,28 @@ public final class LmdbStore implements Store {
   }
 
   /**
+   * Marks the calling thread's open read transactions as those of a thread waiting to write,
+   * which a commit that must grow the map closes rather than wait for (the waiting thread cannot
+   * close them: it waits, maybe for that commit); returns them for {@link #unparkReads}, or null
+   * when it has none.
+   */
+  LmdbReadTxn.Opened parkReads() {
+    LmdbReadTxn.Opened opened = openReads.get();
+    if (opened.count() == 0) {
+      return null;
+    }
+    parked.add(opened);
+    return opened;
+  }
+
+  /** Ends {@link #parkReads}' mark. */
+  void unparkReads(LmdbReadTxn.Opened opened) {
+    if (opened != null) {
+      parked.remove(opened);
+    }
+  }
+
+  /**
    * Takes the writer lock as every write does: this process's writer (parking this thread's
    * read transactions meanwhile, which a commit growing the map may close), the directory's
    * lock file, then the write-ahead log's ownership (or the log retired, without it).
@@ -544,14 +566,11 @@ public final class LmdbStore implements Store {
       throw new IllegalStateException(
           "This thread already holds the write transaction (" + where + ")");
     }
-    LmdbReadTxn.Opened opened = openReads.get();
-    if (opened.count() > 0) {
-      parked.add(opened); // its reads may be closed by a commit that must grow the map
-    }
+    LmdbReadTxn.Opened opened = parkReads();
     try {
       writer.acquire();
     } finally {
-      parked.remove(opened);
+      unparkReads(opened);
     }
     if (state != OPEN) {
       writer.release();
