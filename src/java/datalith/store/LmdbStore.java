@@ -283,7 +283,7 @@ public final class LmdbStore implements Store {
    * permit and the directory's writer lock until closed.
    */
   LmdbWrite unloggedWrite() {
-    writer.acquire();
+    acquireWriter();
     FileLock lock = writer.lockDirectory();
     log.clear();
     return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
@@ -366,7 +366,7 @@ public final class LmdbStore implements Store {
 
   /** Runs {@code job} holding the writer permit and the directory's writer lock. */
   private void runLocked(Runnable job) {
-    writer.acquire();
+    acquireWriter();
     FileLock lock = writer.lockDirectory();
     try {
       job.run();
@@ -547,6 +547,16 @@ public final class LmdbStore implements Store {
     return opened;
   }
 
+  /** Waits for the writer permit, the calling thread's reads parked meanwhile. */
+  private void acquireWriter() {
+    LmdbReadTxn.Opened opened = parkReads();
+    try {
+      writer.acquire();
+    } finally {
+      unparkReads(opened);
+    }
+  }
+
   /** Ends {@link #parkReads}' mark. */
   void unparkReads(LmdbReadTxn.Opened opened) {
     if (opened != null) {
@@ -566,12 +576,7 @@ public final class LmdbStore implements Store {
       throw new IllegalStateException(
           "This thread already holds the write transaction (" + where + ")");
     }
-    LmdbReadTxn.Opened opened = parkReads();
-    try {
-      writer.acquire();
-    } finally {
-      unparkReads(opened);
-    }
+    acquireWriter();
     if (state != OPEN) {
       writer.release();
       throw Errors.closed(where, "The store");
