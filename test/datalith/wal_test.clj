@@ -354,6 +354,51 @@
           (is (nil? (by-name (str "child" seed))) "nothing the pause wrote was acknowledged")
           (is (zero? replayed)))))))
 
+(defn- newest-meta
+  "The larger txnid of the two meta pages in `data` (bytes of a data.mdb)."
+  [^bytes data]
+  (let [b (.order (ByteBuffer/wrap data) java.nio.ByteOrder/LITTLE_ENDIAN)]
+    (max (.getLong b (int (+ 16 128))) (.getLong b (int (+ page 16 128))))))
+
+(deftest a-restart-that-tore-the-checkpoints-meta-page-goes-back-to-it
+  ;; after an operating-system restart during a pause, the pause's commits (never synced) may
+  ;; have torn the meta page of the checkpoint's commit X, whose slot the commit X + 2 rewrote,
+  ;; while the other slot still holds X - 1 (X + 1's write lost): the data file's last commit
+  ;; then reads as X - 1, one before the checkpoint, which is no replaced data file; the open
+  ;; goes back to the checkpoint (it refused the directory as "replaced")
+  (let [dir (fresh-db)
+        before (read-bytes (File. dir "data.mdb"))
+        x (newest-meta before)
+        c (start-child dir "child" 100000 "pause")]
+    (try (await-applied c 50) (finally (kill! c)))
+    (reboot! dir)
+    (is (pos? (lose-unsynced-pages! dir before (Random. 7))))
+    (with-open [raf (RandomAccessFile. (File. dir "data.mdb") "rw")]
+      (let [torn (byte-array page)
+            other (bit-xor 1 (bit-and x 1))]
+        (.nextBytes (Random. 8) torn)
+        (.seek raf (* page (bit-and x 1)))
+        (.write raf torn)
+        (.seek raf (* page other))
+        (.write raf before (int (* page other)) (int page))))
+    (let [{:keys [by-name replayed]} (committed dir)]
+      (is (= (set (range 5)) (by-name "parent")))
+      (is (nil? (by-name "child")) "nothing the pause wrote was acknowledged")
+      (is (zero? replayed)))))
+
+(deftest a-data-file-older-than-the-log-is-refused
+  ;; a data.mdb put back from before the log's checkpoint (two commits or more) is no torn
+  ;; meta page: the open refuses it rather than lay the checkpoint's meta page over it
+  (let [dir (fresh-db)
+        f (File. dir "data.mdb")
+        before (read-bytes f)]
+    (with-open [conn (d/connect (.getPath dir) {:commit :wal :write-behind false})]
+      (dotimes [i 3] (d/transact! conn [{:w/p "later" :w/i i}])))
+    (Files/write (.toPath f) before ^"[Ljava.nio.file.OpenOption;" (make-array java.nio.file.OpenOption 0))
+    (let [e (is (thrown? clojure.lang.ExceptionInfo (d/connect (.getPath dir) {:commit :wal})))]
+      (is (= :store/corrupt (:error (ex-data e))))
+      (is (re-find #"replaced" (ex-message e))))))
+
 (defn- field [^Class c ^String name obj]
   (.get (doto (.getDeclaredField c name) (.setAccessible true)) obj))
 

@@ -502,20 +502,37 @@ final class LmdbWalRecovery {
    * to, and the file goes back to the pause's checkpoint, whose pages the pin kept intact.
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} when the data file's last commit
-   *     is older than the checkpoint (a data file from before the log)
+   *     is older than the checkpoint's (a data file from before the log), but for the one just
+   *     before it in a file long enough for the checkpoint's pages (see the comment inside)
    */
   static boolean mustRollBack(Path dir, Plan plan, String where) {
     if (plan.paused && plan.pausedThisBoot) {
       return false; // a bulk load's commits since are LMDB's own, whole in the page cache
     }
     long newest = newestCommit(dir, plan.checkpoint, where);
-    if (newest >= 0 && newest < plan.checkpoint.txnid) {
+    long x = plan.checkpoint.txnid;
+    // X - 1 is what a restart leaves when commits after X (never synced) tore X's meta page,
+    // which X + 2 rewrote, and X + 1's write was lost: X's pages are on disk (the checkpoint
+    // synced them, the pin kept them), so the file goes back to X, if it is long enough
+    if (newest >= 0 && (newest < x - 1
+        || newest == x - 1 && !holdsPagesOf(dir, plan.checkpoint, where))) {
       throw Errors.error(Errors.CORRUPT, where, "The data file's last commit (" + newest
           + ") is older than the write-ahead log's checkpoint (" + plan.checkpoint.txnid
           + "): the data file was replaced. Move " + LmdbWal.FILE0 + " and " + LmdbWal.FILE1
           + " away to open it as it is", null);
     }
     return plan.paused || !plan.commits.isEmpty() || newest != plan.checkpoint.txnid;
+  }
+
+  /** Whether the data file is long enough for the pages of checkpoint {@code c}'s commit. */
+  private static boolean holdsPagesOf(Path dir, Checkpoint c, String where) {
+    ByteBuffer m = meta(c);
+    long needed = (m.getLong(LmdbLayout.MM_LAST_PG) + 1) * m.getInt(LmdbLayout.MM_PSIZE);
+    try {
+      return Files.size(dir.resolve(LmdbFiles.DATA)) >= needed;
+    } catch (IOException e) {
+      throw Errors.error(Errors.IO, where, "Cannot read " + LmdbFiles.DATA + ": " + e, e);
+    }
   }
 
   /** The larger txnid of the data file's meta pages that read as LMDB's, or -1. */
