@@ -104,18 +104,16 @@ final class LmdbMapLock {
     if (!exclusive.tryAcquire(timeout, unit)) {
       return 0;
     }
+    boolean held = false;
     try {
-      if (awaitReaders(deadline, true, meanwhile)) {
-        return 1;
+      held = awaitReaders(deadline, true, meanwhile);
+      return held ? 1 : 0;
+    } finally {
+      if (!held) { // timed out, interrupted or failed: readers go on
+        setState(FREE);
+        exclusive.release();
       }
-    } catch (InterruptedException | RuntimeException | Error e) {
-      setState(FREE);
-      exclusive.release();
-      throw e;
     }
-    setState(FREE);
-    exclusive.release();
-    return 0;
   }
 
   /** The exclusive lock, once every read transaction has ended. Not interruptible. */
