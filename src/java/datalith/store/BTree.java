@@ -19,6 +19,10 @@ import java.util.Arrays;
  * added to it splits where the run is: the keys after the run go to a new right node, so that the
  * run appends to the left one; one that overflows by an append splits into a full left node and
  * the new entry alone. Runs (new entities' datoms, in every index) thus leave full nodes behind.
+ *
+ * <p>Every node holds an entry: an empty tree is null, and a delete drops a node it empties (a
+ * node of one entry, which such a split leaves, may be its branch's only child, with no sibling
+ * to merge it away). A node below the root may hold fewer than {@code MIN}.
  */
 final class BTree {
 

@@ -216,7 +216,14 @@ final class BTreeEditor {
     splitKey = rightKey;
   }
 
-  /** The node without {@code key[off, off + len)}, possibly underfull; null when the key is absent. */
+  /**
+   * The node without {@code key[off, off + len)}, possibly underfull or empty; null when the key
+   * is absent. A branch keeps no empty child: a child of one entry is common (a run's split
+   * leaves the new entry alone in a node, {@link #keep}), its branch may hold it alone, and no
+   * sibling then merges the emptied child away, so the branch drops it here (and, left empty
+   * itself, is dropped by its parent, or by {@link #delete} at the root). A reader's cursor
+   * takes every node it enters to hold an entry.
+   */
   private Node remove(Node node, byte[] key, int off, int len) {
     if (node instanceof Leaf l) {
       int i = search(l, key, off, len, 0, l.size);
@@ -235,7 +242,9 @@ final class BTreeEditor {
     }
     Branch branch = (Branch) editable(node);
     branch.children[i] = child;
-    if (child.size < MIN && branch.size > 1) {
+    if (child.size == 0) {
+      branch.removeAt(i); // its key 0, when i was 0, becomes the next child's bound: still one
+    } else if (child.size < MIN && branch.size > 1) {
       rebalance(branch, i > 0 ? i - 1 : i);
     }
     return branch;
