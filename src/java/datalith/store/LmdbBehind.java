@@ -79,6 +79,7 @@ final class LmdbBehind {
 
   private final LmdbStore lmdb;
   private final LmdbWal wal;
+  private final LmdbWalRecovery.OpenLock openLock; // the store's: hand-off requests, retakes
   private final String where;
   private final ReentrantLock writeBacks = new ReentrantLock();
   private final ReentrantLock commits = new ReentrantLock();
@@ -115,16 +116,18 @@ final class LmdbBehind {
   }
 
   /**
-   * Starts write-behind on {@code lmdb}, whose log holds no record after its checkpoint when it
-   * is {@code alone} on its directory (else the directory is {@link #shared} until it is).
+   * Starts write-behind on {@code lmdb}, whose log holds no record after its checkpoint when its
+   * open was alone on its directory ({@code openLock}; else the directory is {@link #shared}
+   * until it is).
    */
-  LmdbBehind(LmdbStore lmdb, LmdbWal wal, String where, int writeBackCommits,
-      long writeBackMs, boolean alone) {
-    this.shared = !alone;
+  LmdbBehind(LmdbStore lmdb, LmdbWal wal, LmdbWalRecovery.OpenLock openLock, String where,
+      int writeBackCommits, long writeBackMs) {
+    this.shared = !openLock.alone;
     this.writeBackCommits = writeBackCommits;
     this.writeBackMs = writeBackMs;
     this.lmdb = lmdb;
     this.wal = wal;
+    this.openLock = openLock;
     this.where = where;
     this.nextTxnid = lmdb.lastTxnid() + 1;
     this.thread = new Thread(this::run, "datalith-lmdb-behind");
@@ -256,7 +259,7 @@ final class LmdbBehind {
     }
     // while it waits (at the bound for the write-back, or for the commit lock), a growth of
     // the map that the write-back needs closes this thread's reads rather than wait for them
-    LmdbReadTxn.Opened parked = lmdb.parkReads();
+    LmdbReadTxn.Opened parked = lmdb.reads.park();
     try {
       while (true) {
         awaitRoom(); // not holding the commit lock, which the write-back's checkpoint takes
@@ -266,7 +269,7 @@ final class LmdbBehind {
             throw Errors.closed(where, "The store");
           }
           if (direct > 0 || shared) {
-            lmdb.unparkReads(parked); // LMDB's writer lock parks them itself
+            lmdb.reads.unpark(parked); // LMDB's writer lock parks them itself
             parked = null;
             return new Direct(lmdb.beginLmdbWrite());
           }
@@ -282,7 +285,7 @@ final class LmdbBehind {
         commits.unlock(); // other writers filled the layer meanwhile: wait again
       }
     } finally {
-      lmdb.unparkReads(parked);
+      lmdb.reads.unpark(parked);
     }
   }
 
@@ -529,7 +532,7 @@ final class LmdbBehind {
         asked = System.nanoTime();
         if (shared) {
           retake();
-        } else if (lmdb.handOffRequested()) {
+        } else if (openLock.handOffRequested()) {
           handOff();
         }
       }
@@ -579,7 +582,7 @@ final class LmdbBehind {
       return;
     }
     try {
-      lmdb.handedOff();
+      openLock.handedOff(where);
     } catch (RuntimeException e) {
       // the lock would not let go: the open times out; this store goes on into LMDB directly
     }
@@ -597,7 +600,7 @@ final class LmdbBehind {
     try {
       commits.lock();
       try {
-        if (direct > 0 || closing || !lmdb.retakeDirectory()) {
+        if (direct > 0 || closing || !openLock.retake(where)) {
           return;
         }
         retaken = true;

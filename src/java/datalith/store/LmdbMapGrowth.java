@@ -2,7 +2,6 @@ package datalith.store;
 
 import clojure.lang.Keyword;
 import java.nio.ByteBuffer;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.lmdbjava.Env;
 import org.lmdbjava.LmdbException;
@@ -24,8 +23,7 @@ final class LmdbMapGrowth {
   private final long envAddress; // of LMDB's MDB_env, 0 when unknown
   private final String where; // the directory, for messages
   private final LmdbWriterLock writer;
-  private final ThreadLocal<LmdbReadTxn.Opened> openReads;
-  private final Set<LmdbReadTxn.Opened> parked; // threads with reads, waiting in beginWrite
+  private final LmdbReadParking reads; // each thread's, and those of threads waiting to write
   // Shared while a read transaction is open; exclusive while the map is resized or closed.
   private final LmdbMapLock mapLock = new LmdbMapLock();
   private final Object gate = new Object(); // notified when a pending growth is done
@@ -35,15 +33,13 @@ final class LmdbMapGrowth {
   private volatile long mapAddress; // where the map starts in this process, 0 until read again
 
   LmdbMapGrowth(Env<ByteBuffer> env, int pageSize, long envAddress, String where,
-      LmdbWriterLock writer, ThreadLocal<LmdbReadTxn.Opened> openReads,
-      Set<LmdbReadTxn.Opened> parked) {
+      LmdbWriterLock writer, LmdbReadParking reads) {
     this.env = env;
     this.pageSize = pageSize;
     this.envAddress = envAddress;
     this.where = where;
     this.writer = writer;
-    this.openReads = openReads;
-    this.parked = parked;
+    this.reads = reads;
     this.mapSize = env.info().mapSize;
   }
 
@@ -185,7 +181,7 @@ final class LmdbMapGrowth {
    *     seconds; {@code :store/lmdb} when LMDB cannot grow the map
    */
   void growForCommit(long size) {
-    closeForGrowth(openReads.get());
+    closeForGrowth(reads.opened());
     closeParked();
     request(size);
     long stamp;
@@ -212,7 +208,7 @@ final class LmdbMapGrowth {
   }
 
   private void closeParked() {
-    for (LmdbReadTxn.Opened waiting : parked) {
+    for (LmdbReadTxn.Opened waiting : reads.parked()) {
       closeForGrowth(waiting);
     }
   }
@@ -253,7 +249,7 @@ final class LmdbMapGrowth {
       return;
     }
     request(2 * size);
-    if (openReads.get().count() == 0) {
+    if (reads.opened().count() == 0) {
       long stamp = mapLock.tryExclusive(GATE_WAIT_MS, TimeUnit.MILLISECONDS);
       if (stamp != 0) {
         try {

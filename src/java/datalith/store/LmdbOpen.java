@@ -92,8 +92,8 @@ final class LmdbOpen {
         store.recover(plan, openLock.alone);
         openLock.stay(where, o.writeBehind && openLock.alone);
         if (o.writeBehind) { // beside another process, into LMDB until it is alone
-          store.behind = new LmdbBehind(store, store.wal, where, o.writeBackCommits,
-              o.writeBackMs, openLock.alone);
+          store.behind = new LmdbBehind(store, store.wal, openLock, where, o.writeBackCommits,
+              o.writeBackMs);
         }
       } catch (RuntimeException e) {
         store.closeAfterFailedOpen();

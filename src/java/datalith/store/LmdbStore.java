@@ -10,8 +10,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.lmdbjava.Dbi;
 import org.lmdbjava.Dbi.MapResizedException;
@@ -36,8 +34,8 @@ import org.lmdbjava.Txn;
  * <p>Resizing the map needs a moment with no read transaction open in this process: new read
  * transactions wait for it (briefly; a thread that already holds one never waits) while the open
  * ones finish. Read transactions that can never finish first, because their thread is the one
- * committing or is waiting in {@link #beginWrite()}, are closed by the commit that must grow:
- * later use throws {@link IllegalStateException}. So read what you need before
+ * committing or is waiting in {@link #beginWrite()} ({@link LmdbReadParking}), are closed by
+ * the commit that must grow: later use throws {@link IllegalStateException}. So read what you need before
  * {@code commit()}, and begin reads after {@code beginWrite()} returns. A commit fails with
  * {@code :store/map-full} only when other read transactions stay open for 30 seconds.
  *
@@ -53,8 +51,9 @@ import org.lmdbjava.Txn;
  * map, a new read transaction grows this process's map to take it in (LMDB's
  * {@code MDB_MAP_RESIZED}), waiting like any growth for this process's read transactions to
  * finish; a thread that holds a read transaction already cannot wait for that, and gets
- * {@code :store/map-resized}. The writer lock is {@link LmdbWriterLock}; read transactions are
- * pooled in {@link LmdbReaderPool}.
+ * {@code :store/map-resized}. The writer lock is {@link LmdbWriterLock}, its file kept open
+ * until the close with LMDB's lock file ({@link LmdbLockFiles}); read transactions are pooled in
+ * {@link LmdbReaderPool}.
  *
  * <p>Durability: by default (option {@code "commit"} {@code "wal"}) LMDB runs with MDB_NOSYNC
  * and a commit is durable once its record is fdatasynced in the write-ahead log
@@ -111,13 +110,10 @@ public final class LmdbStore implements Store {
   private final Path dataFile;
   private volatile long filePages; // whole pages in the data file, as last seen
 
-  private final ThreadLocal<LmdbReadTxn.Opened> openReads =
-      ThreadLocal.withInitial(() -> new LmdbReadTxn.Opened(Thread.currentThread()));
-  private final Set<LmdbReadTxn.Opened> parked = ConcurrentHashMap.newKeySet(); // in beginWrite
+  /** The read transactions each thread holds, parked while it waits to write. */
+  final LmdbReadParking reads = new LmdbReadParking();
   private final LmdbWriterLock writer;
-  // LMDB's lock file as direct commits write it: mapped by the first, under the writer lock;
-  // closed after the environment, by close
-  private LmdbDirectCommit.LockPage lmdbLock;
+  private final LmdbLockFiles lockFiles; // writer.lock's and LMDB's, closed after the environment
   private final LmdbMapGrowth map;
   private final LmdbReaderPool readers;
   private final WriteLog log = new WriteLog(); // the open write transaction's writes
@@ -144,7 +140,8 @@ public final class LmdbStore implements Store {
     this.dataFile = dir.resolve(LmdbFiles.DATA);
     this.filePages = refreshFilePages();
     this.writer = new LmdbWriterLock(dir, where);
-    this.map = new LmdbMapGrowth(env, pageSize, envAddress, where, writer, openReads, parked);
+    this.lockFiles = new LmdbLockFiles(dir, where, writer);
+    this.map = new LmdbMapGrowth(env, pageSize, envAddress, where, writer, reads);
     this.readers = new LmdbReaderPool(this, env, dbis);
     this.openLock = openLock;
     this.wal = walCommits ? new LmdbWal(env, dir, where) : null;
@@ -283,7 +280,7 @@ public final class LmdbStore implements Store {
    * permit and the directory's writer lock until closed.
    */
   LmdbWrite unloggedWrite() {
-    acquireWriter();
+    reads.acquireParked(writer);
     FileLock lock = writer.lockDirectory();
     log.clear();
     return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
@@ -325,24 +322,6 @@ public final class LmdbStore implements Store {
     runLocked(wal::own);
   }
 
-  /** Whether another process's open asks this store to hand write-behind off. */
-  boolean handOffRequested() {
-    return openLock.handOffRequested();
-  }
-
-  /** Tells other processes' opens that this store's commits are all in LMDB's file. */
-  void handedOff() {
-    openLock.handedOff(where);
-  }
-
-  /**
-   * Takes the directory for write-behind when no other process has it open: whether it did
-   * ({@link LmdbWalRecovery.OpenLock#retake}).
-   */
-  boolean retakeDirectory() {
-    return openLock.retake(where);
-  }
-
   /**
    * Whether this store's commits are laid in memory over LMDB's file (the option
    * "write-behind", while the store is alone on its directory: from the open, or from when the
@@ -366,7 +345,7 @@ public final class LmdbStore implements Store {
 
   /** Runs {@code job} holding the writer permit and the directory's writer lock. */
   private void runLocked(Runnable job) {
-    acquireWriter();
+    reads.acquireParked(writer);
     FileLock lock = writer.lockDirectory();
     try {
       job.run();
@@ -383,28 +362,7 @@ public final class LmdbStore implements Store {
     readers.disposeAll();
     env.close();
     writer.drain();
-    closeFiles();
-  }
-
-  /**
-   * Closes the files whose locks belong to this process (the writer lock's and LMDB's lock
-   * file, which direct commits map), after LMDB's environment: closing any descriptor of a file
-   * drops every lock the process holds on it.
-   */
-  private void closeFiles() {
-    try {
-      writer.closeFile();
-    } catch (IOException e) {
-      // closing releases the lock whatever else failed
-    }
-    if (lmdbLock != null) {
-      try {
-        lmdbLock.close();
-      } catch (IOException e) {
-        // the descriptor is released whatever else failed
-      }
-      lmdbLock = null;
-    }
+    lockFiles.close();
   }
 
   String where() {
@@ -447,7 +405,7 @@ public final class LmdbStore implements Store {
   /** A read transaction of LMDB's last commit (with write-behind, under the layers). */
   ReadTxn beginLmdbRead() {
     checkOpen();
-    LmdbReadTxn.Opened opened = openReads.get();
+    LmdbReadTxn.Opened opened = reads.opened();
     long deadline = 0;
     while (true) {
       long stamp = map.lockShared(opened.count() > 0);
@@ -533,38 +491,6 @@ public final class LmdbStore implements Store {
   }
 
   /**
-   * Marks the calling thread's open read transactions as those of a thread waiting to write,
-   * which a commit that must grow the map closes rather than wait for (the waiting thread cannot
-   * close them: it waits, maybe for that commit); returns them for {@link #unparkReads}, or null
-   * when it has none.
-   */
-  LmdbReadTxn.Opened parkReads() {
-    LmdbReadTxn.Opened opened = openReads.get();
-    if (opened.count() == 0) {
-      return null;
-    }
-    parked.add(opened);
-    return opened;
-  }
-
-  /** Waits for the writer permit, the calling thread's reads parked meanwhile. */
-  private void acquireWriter() {
-    LmdbReadTxn.Opened opened = parkReads();
-    try {
-      writer.acquire();
-    } finally {
-      unparkReads(opened);
-    }
-  }
-
-  /** Ends {@link #parkReads}' mark. */
-  void unparkReads(LmdbReadTxn.Opened opened) {
-    if (opened != null) {
-      parked.remove(opened);
-    }
-  }
-
-  /**
    * Takes the writer lock as every write does: this process's writer (parking this thread's
    * read transactions meanwhile, which a commit growing the map may close), the directory's
    * lock file, then the write-ahead log's ownership (or the log retired, without it).
@@ -576,7 +502,7 @@ public final class LmdbStore implements Store {
       throw new IllegalStateException(
           "This thread already holds the write transaction (" + where + ")");
     }
-    acquireWriter();
+    reads.acquireParked(writer);
     if (state != OPEN) {
       writer.release();
       throw Errors.closed(where, "The store");
@@ -656,10 +582,7 @@ public final class LmdbStore implements Store {
           : wal == null ? LmdbDirectCommit.Durability.LMDB_SYNC
           : wal.paused() ? LmdbDirectCommit.Durability.NONE
           : LmdbDirectCommit.Durability.WAL;
-      if (lmdbLock == null) {
-        lmdbLock = LmdbDirectCommit.LockPage.map(dir, where); // kept until the close
-      }
-      LmdbDirectCommit.LockPage lockPage = lmdbLock;
+      LmdbDirectCommit.LockPage lockPage = lockFiles.lmdbLock(); // kept until the close
       long taken = PlatformThreads.call(() ->
           LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source, lockPage));
       if (taken < 0) {
@@ -767,7 +690,7 @@ public final class LmdbStore implements Store {
    */
   @Override
   public void close() {
-    int held = openReads.get().count();
+    int held = reads.opened().count();
     if (held > 0 || writer.heldByCurrentThread() || behind != null && behind.writing()) {
       throw new IllegalStateException("Cannot close the store while this thread holds "
           + (held > 0 ? held + " open read transaction(s)" : "the write transaction")
@@ -798,7 +721,7 @@ public final class LmdbStore implements Store {
     } catch (LmdbException e) {
       throw failure("Cannot close the LMDB store", e);
     } finally {
-      closeFiles(); // before the directory is free for another open of this process
+      lockFiles.close(); // before the directory is free for another open of this process
       openLock.close();
       LmdbOpen.OPEN_DIRS.remove(dir);
       state = CLOSED;

@@ -22,7 +22,8 @@
  * process whose map another process outgrew grows its own before it reads. The operating
  * system's file locks belong to the process, and closing any descriptor of a file drops them
  * all: a store keeps every descriptor of a locked file (writer.lock, open.lock, LMDB's lock.mdb)
- * open until its close, and closes them all there, after LMDB's environment. A
+ * open until its close, and closes them all there, after LMDB's environment (writer.lock's and
+ * lock.mdb's: {@link datalith.store.LmdbLockFiles}). A
  * {@link datalith.store.MemStore} belongs to its process.
  *
  * <p>Memory: buffers returned by reads are read-only, big-endian, at position 0, and valid only
@@ -70,7 +71,9 @@
  * bytes LMDB reads where they lie (a log of 4,096 entries or more has the sub-databases after its
  * first sorted by a helper thread while LMDB puts the first's: {@link datalith.store.WriteLog};
  * {@link datalith.store.LmdbWrite}, holding the
- * {@link datalith.store.LmdbWriterLock}; the map grows by {@link datalith.store.LmdbMapGrowth},
+ * {@link datalith.store.LmdbWriterLock}, whose permit a thread waits for with its reads parked,
+ * which a commit that must grow the map closes ({@link datalith.store.LmdbReadParking}); the
+ * map grows by {@link datalith.store.LmdbMapGrowth},
  * which keeps resizes out of open reads by {@link datalith.store.LmdbMapLock}, a lock whose
  * readers count on their own thread's stripe, and read transactions are pooled by {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new entities' datoms
  * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
