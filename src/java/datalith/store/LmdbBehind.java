@@ -172,73 +172,10 @@ final class LmdbBehind {
     try {
       base = lmdb.beginLmdbRead(); // after the layers: their commit, or a later write-back's
     } catch (RuntimeException | Error e) {
-      closeAll(fp, fg, ap, ag);
+      LmdbBehindRead.closeAll(fp, fg, ap, ag);
       throw e;
     }
-    return ap == null ? base : new Read(base, fp, fg, ap, ag);
-  }
-
-  private static void closeAll(ReadTxn... txns) {
-    for (ReadTxn t : txns) {
-      if (t != null) {
-        t.close();
-      }
-    }
-  }
-
-  /** LMDB's read with the frozen layer (or none) and the active one over it. */
-  private static final class Read implements ReadTxn {
-    private final ReadTxn base;
-    private final MemReadTxn[] puts; // the layers', oldest first
-    private final MemReadTxn[] gone;
-
-    Read(ReadTxn base, MemReadTxn fp, MemReadTxn fg, MemReadTxn ap, MemReadTxn ag) {
-      this.base = base;
-      this.puts = fp == null ? new MemReadTxn[] {ap} : new MemReadTxn[] {fp, ap};
-      this.gone = fg == null ? new MemReadTxn[] {ag} : new MemReadTxn[] {fg, ag};
-    }
-
-    /** {@inheritDoc} LMDB's cursor, merged with each layer that holds keys of {@code db}. */
-    @Override
-    public Cursor cursor(SubDb db) {
-      Cursor c = base.cursor(db);
-      try {
-        for (int i = 0; i < puts.length; i++) {
-          if (!puts[i].isEmpty(db) || !gone[i].isEmpty(db)) {
-            c = new MergedCursor(c, puts[i].cursor(db), gone[i].cursor(db));
-          }
-        }
-        return c;
-      } catch (RuntimeException | Error e) {
-        c.close();
-        throw e;
-      }
-    }
-
-    /** {@inheritDoc} The newest layer's entry, or deletion, of {@code key}; else LMDB's. */
-    @Override
-    public ByteBuffer get(SubDb db, ByteBuffer key) {
-      for (int i = puts.length - 1; i >= 0; i--) {
-        ByteBuffer v = puts[i].get(db, key);
-        if (v != null) {
-          return v;
-        }
-        if (!gone[i].isEmpty(db) && gone[i].get(db, key) != null) {
-          return null;
-        }
-      }
-      return base.get(db, key);
-    }
-
-    @Override
-    public void close() {
-      try {
-        closeAll(puts);
-        closeAll(gone);
-      } finally {
-        base.close();
-      }
-    }
+    return ap == null ? base : new LmdbBehindRead(base, fp, fg, ap, ag);
   }
 
   // ---------------------------------------------------------------------------------------
@@ -271,7 +208,7 @@ final class LmdbBehind {
           if (direct > 0 || shared) {
             lmdb.reads.unpark(parked); // LMDB's writer lock parks them itself
             parked = null;
-            return new Direct(lmdb.beginLmdbWrite());
+            return new LmdbBehindDirect(lmdb.beginLmdbWrite(), commits);
           }
           synchronized (publish) {
             if (!full()) {
@@ -322,48 +259,6 @@ final class LmdbBehind {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // the wait goes on; the caller sees the flag
       throw new IllegalStateException("Interrupted while waiting for the write-back", e);
-    }
-  }
-
-  /** One of LMDB's write transactions, during a pause; releases the commit lock on close. */
-  private final class Direct implements WriteTxn {
-    private final WriteTxn w;
-    private boolean open = true;
-
-    Direct(WriteTxn w) {
-      this.w = w;
-    }
-
-    @Override
-    public void put(SubDb db, ByteBuffer key, ByteBuffer val) {
-      w.put(db, key, val);
-    }
-
-    @Override
-    public void delete(SubDb db, ByteBuffer key) {
-      w.delete(db, key);
-    }
-
-    @Override
-    public void expect(SubDb db, ByteBuffer key, ByteBuffer val) {
-      w.expect(db, key, val);
-    }
-
-    @Override
-    public void commit() {
-      w.commit();
-    }
-
-    @Override
-    public void close() {
-      if (open) {
-        open = false;
-        try {
-          w.close();
-        } finally {
-          commits.unlock();
-        }
-      }
     }
   }
 

@@ -199,7 +199,9 @@
  * made meanwhile begin in the other segment, and the txnid of the first (they are not copied:
  * recovery replays them, then the records after the checkpoint, as LMDB's next commits).
  * Reads take the layers, then an LMDB read transaction, and merge them
- * ({@code MergedCursor}, one a layer); with no layer they are LMDB's own. Recovery is the
+ * ({@link datalith.store.LmdbBehindRead}, a {@code MergedCursor} a layer); with no layer they
+ * are LMDB's own, and so are writes while the directory is shared or the sync paused
+ * ({@link datalith.store.LmdbBehindDirect}). Recovery is the
  * log's. Only a store alone on its directory has write-behind (its commits are not in LMDB's
  * file, where another process would read them): it holds bytes of {@code open.lock} that make
  * another process's open ask it for a hand-off and wait; its write-back thread sees the request
