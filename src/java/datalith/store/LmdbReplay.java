@@ -1,6 +1,7 @@
 package datalith.store;
 
 import static datalith.store.LmdbLayout.CURSOR_DEPTH;
+import static datalith.store.LmdbLayout.F_BIGDATA;
 import static datalith.store.LmdbLayout.NODE_HEADER;
 import static datalith.store.LmdbLayout.PAGE_HEADER;
 import static datalith.store.LmdbLayout.P_DIRTY;
@@ -33,7 +34,8 @@ import org.lmdbjava.Txn;
  * page's end, and LMDB fills each page before it starts the next. A lone put moves nothing.
  *
  * <p>Pages are read as {@link LmdbCursor} reads them, by LMDB 0.9's layout, checked first; a page
- * this cannot read soundly (or a value on an overflow page) is left to LMDB as it is. The page is
+ * this cannot read soundly is left to LMDB as it is. A value on an overflow page is read through
+ * LMDB (a key next to a run may hold one: the run still fills its pages). The page is
  * the one LMDB's cursor holds after the put (LMDB's copy, or a page of the map), so every read is
  * kept within its {@code pageSize} bytes. With the store's {@code "page-reader" "lmdb"}, no page
  * is read and LMDB alone places every key.
@@ -141,25 +143,41 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
     }
     int n = count - 1 - i;
     byte[][] keys = new byte[n][];
-    byte[][] vals = new byte[n][];
+    byte[][] vals = new byte[n][]; // null: on an overflow page, read through LMDB below
     for (int j = 0; j < n; j++) {
       int node = LmdbLayout.node(p, i + 1 + j);
-      if (node < lower || node + NODE_HEADER > pageSize || LmdbLayout.nodeFlags(p + node) != 0) {
-        return; // out of bounds, or a value on an overflow page: left to LMDB
+      if (node < lower || node + NODE_HEADER > pageSize
+          || (LmdbLayout.nodeFlags(p + node) & ~F_BIGDATA) != 0) {
+        return; // out of bounds, or not a plain entry: left to LMDB
       }
+      boolean big = LmdbLayout.nodeFlags(p + node) == F_BIGDATA;
       int ksize = LmdbLayout.keySize(p + node);
       long dsize = LmdbLayout.dataSize(p + node);
-      if (ksize == 0 || node + NODE_HEADER + ksize + dsize > pageSize) {
+      long onPage = big ? Long.BYTES : dsize; // a big value's node holds its page's number
+      if (ksize == 0 || dsize > Integer.MAX_VALUE || node + NODE_HEADER + ksize + onPage > pageSize) {
         return;
       }
       keys[j] = copy(p + node + NODE_HEADER, ksize);
-      vals[j] = copy(p + node + NODE_HEADER + ksize, (int) dsize);
+      vals[j] = big ? null : copy(p + node + NODE_HEADER + ksize, (int) dsize);
       if (j == 0 && compare(nextPut, keys[0]) >= 0) {
         return; // the next put goes past the page's next key
       }
     }
     Dbi<ByteBuffer> dbi = dbis.get(db.ordinal());
     direct(0);
+    for (int j = 0; j < n; j++) {
+      if (vals[j] == null) { // LMDB's read of its overflow page, bounds and all
+        k.clear();
+        k.put(keys[j]).flip();
+        ByteBuffer big = dbi.get(txn, k);
+        if (big == null) {
+          throw Errors.corrupt(where, db, LmdbLayout.pgno(p),
+              "LMDB does not find a key of the page it is writing");
+        }
+        vals[j] = new byte[big.remaining()];
+        big.get(big.position(), vals[j]);
+      }
+    }
     for (byte[] key : keys) {
       k.clear();
       k.put(key).flip();
