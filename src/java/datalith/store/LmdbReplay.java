@@ -154,7 +154,8 @@ final class LmdbReplay implements WriteLog.Replay, AutoCloseable {
       int ksize = LmdbLayout.keySize(p + node);
       long dsize = LmdbLayout.dataSize(p + node);
       long onPage = big ? Long.BYTES : dsize; // a big value's node holds its page's number
-      if (ksize == 0 || dsize > Integer.MAX_VALUE || node + NODE_HEADER + ksize + onPage > pageSize) {
+      if (ksize == 0 || dsize > Integer.MAX_VALUE
+          || node + NODE_HEADER + ksize + onPage > pageSize) {
         return;
       }
       keys[j] = copy(p + node + NODE_HEADER, ksize);

@@ -75,9 +75,11 @@
  * which a commit that must grow the map closes ({@link datalith.store.LmdbReadParking}); the
  * map grows by {@link datalith.store.LmdbMapGrowth},
  * which keeps resizes out of open reads by {@link datalith.store.LmdbMapLock}, a lock whose
- * readers count on their own thread's stripe, and read transactions are pooled by {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new entities' datoms
- * at the end of an attribute's keys) are written so that LMDB fills each page before it starts
- * the next, rather than leaving pages half full (see {@link datalith.store.LmdbReplay}). A bulk
+ * readers count on their own thread's stripe, and read transactions are pooled by
+ * {@link datalith.store.LmdbReaderPool}); runs of keys that land in the middle of a tree (new
+ * entities' datoms at the end of an attribute's keys) are written so that LMDB fills each page
+ * before it starts the next, rather than leaving pages half full, the keys after a run moved
+ * out of its way whatever their values (see {@link datalith.store.LmdbReplay}). A bulk
  * load may pause the fsync of commits ({@code Store.pauseSync}; on LMDB without the log,
  * MDB_NOSYNC set and cleared by {@code LmdbSyncPause}) and sync once when it ends. A bulk load
  * that built its result in memory replaces every sub-database at once ({@code Store.replaceAll});
