@@ -54,7 +54,9 @@
     [:db/retract e a], every value of e's a, and for [:db/retractEntity e],
     every triple of e, every ref to e, recursively through component refs.
   - A triple in both A and R, or two values of a cardinality-one attribute
-    of one entity in A: :tx/conflict.
+    of one entity in A, or two in R: :tx/conflict (Datomic's
+    :db.error/datoms-conflict; a value held or not, R being what the
+    tx-data retracts, not the values a cardinality-one assertion replaces).
   - [:db/cas e a old new] asserts new when e's a before the transaction is
     old (absent for nil), else :tx/cas-failed.
   - Asserting a cardinality-one value retracts the entity's other value.
@@ -335,6 +337,9 @@
         _ (doseq [[[e a] vs] (group-by (fn [[e a]] [e a]) A)
                   :when (and (card-one? a) (> (count vs) 1))]
             (reject :tx/conflict "two values of a cardinality-one attribute" {:triples vs}))
+        _ (doseq [[[e a] vs] (group-by (fn [[e a]] [e a]) R)
+                  :when (and (card-one? a) (> (count vs) 1))]
+            (reject :tx/conflict "two values of a cardinality-one attribute retracted" {:triples vs}))
         implied (set (for [[e a v] A :when (card-one? a)
                            [e' a' v' :as f] fs :when (and (= e e') (= a a') (not= v v'))]
                        f))

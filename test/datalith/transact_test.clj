@@ -169,6 +169,44 @@
       (testing "retracting an entity with no datoms changes nothing"
         (is (= #{} (tx-facts (d/transact! conn [[:db/retractEntity u]]))))))))
 
+;; Datomic refuses (:db.error/datoms-conflict) a transaction that retracts two values of a
+;; cardinality-one attribute of one entity, whether either is held, and whether by :db/retract or by
+;; the retraction of the entity; one value retracted twice, values of a cardinality-many attribute,
+;; and a retraction beside the assertion of a new value are fine. Each case as Datomic Local 1.0.291
+;; answered it (datalith.bench.differential found the difference).
+(deftest retracting-two-values-of-a-cardinality-one-attribute-conflicts
+  (each-store [conn {:schema schema}]
+    (let [{:strs [u m]} (:tempids (d/transact! conn [{:db/id "u" :user/email "u@x" :user/name "U"
+                                                        :user/tags [:a :b] :user/manager "m"}
+                                                       {:db/id "m" :user/email "m@x"}]))
+          refused (fn [tx-data]
+                    (let [before (d/basis-t (d/db conn))
+                          e (try (d/transact! conn tx-data) nil (catch clojure.lang.ExceptionInfo e e))]
+                      (is (= before (d/basis-t (d/db conn))) (pr-str tx-data))
+                      (ex-data e)))
+          accepted (fn [tx-data] (:tx-data (d/with (d/db conn) tx-data)))]
+      (testing "refused: two values, held or not"
+        (doseq [tx [[[:db/retract u :user/name "U"] [:db/retract u :user/name "V"]]
+                    [[:db/retract u :user/name "V"] [:db/retract u :user/name "W"]]
+                    [[:db/retractEntity u] [:db/retract u :user/name "V"]]
+                    [[:db/retract u :user/name "V"] [:db/retractEntity u]]
+                    [[:db/retract u :user/name] [:db/retract u :user/name "V"]]
+                    [[:db/retract u :user/manager u] [:db/retract u :user/manager m]]]]
+          (let [data (refused tx)]
+            (is (= :tx/conflict (:error data)) (pr-str tx))
+            (is (= u (:entity data)) (pr-str tx))
+            (is (#{:user/name :user/manager} (:attribute data)) (pr-str tx)))))
+      (testing "accepted"
+        (are [tx] (some? (accepted tx))
+          [[:db/retract u :user/name "U"] [:db/retract u :user/name "U"]]
+          [[:db/retract u :user/name "V"] [:db/retract u :user/name "V"]]
+          [[:db/retract u :user/tags :a] [:db/retract u :user/tags :c]]
+          [[:db/add u :user/name "V"] [:db/retract u :user/name "U"]]
+          [[:db/add u :user/name "V"] [:db/retract u :user/name "W"]]
+          [[:db/retractEntity m] [:db/retract u :user/manager m]]
+          [[:db/retractEntity u] [:db/retractEntity u]]
+          [[:db/cas u :user/name "U" "V"] [:db/retract u :user/name "W"]])))))
+
 (deftest cas
   (each-store [conn {:schema schema}]
     (let [e (get-in (d/transact! conn [{:db/id "e" :user/age 1}]) [:tempids "e"])

@@ -27,8 +27,11 @@ import java.util.function.Function;
  * on first touch) and those the transaction asserts, each with what the
  * transaction does to it. Assertions and retractions are applied here, and
  * checked against each other: a value both asserted and retracted, or two
- * values asserted for a cardinality-one attribute, is a {@code :tx/conflict};
- * a cardinality-one assertion retracts the value held before. Values are
+ * values asserted for a cardinality-one attribute, is a {@code :tx/conflict},
+ * as are two values of a cardinality-one attribute retracted explicitly (by
+ * {@code :db/retract}, held or not, or by a retraction of all of them or of
+ * the entity), as Datomic refuses them; a cardinality-one assertion retracts
+ * the value held before, which is no explicit retraction. Values are
  * checked against their attribute's type as they come in ({@link Values}).
  *
  * <p>Every operation compares with the database before the transaction, so
@@ -311,11 +314,31 @@ final class Slots {
     if (x.asserted) {
       throw conflict(e, a, v, form, x.form);
     }
+    checkOneRetracted(s, x, form);
     if (x.status != Val.ABSENT) {
       x.status = Val.RETRACTED;
     }
     x.retracted = true;
     x.form = form;
+  }
+
+  /**
+   * Refuses the explicit retraction of {@code x} when {@code s}'s attribute is cardinality-one
+   * and another of its values is retracted explicitly already.
+   */
+  private static void checkOneRetracted(Slot s, Val x, Object form) {
+    if (s.attr.many) {
+      return;
+    }
+    for (int i = 0; i < s.n; i++) {
+      Val y = s.at(i);
+      if (y != x && y.retracted) {
+        throw Errors.error("tx/conflict", "The transaction retracts two values of"
+            + " cardinality-one " + s.attr.ident + " for entity " + s.e, "entity", s.e,
+            "attribute", s.attr.ident, "value", x.v, "other-value", y.v, "form", form,
+            "other-form", y.form);
+      }
+    }
   }
 
   /** Retracts the values {@code e} had before the transaction; values it asserts stay. */
@@ -329,6 +352,7 @@ final class Slots {
       if (x.asserted) {
         throw conflict(e, a, x.v, form, x.form);
       }
+      checkOneRetracted(s, x, form);
       x.status = Val.RETRACTED;
       x.retracted = true;
       x.form = form;
