@@ -68,6 +68,24 @@
       {:signal (some-> signal str/trim)
        :frame (some-> at inc (->> (nth lines)) (subs 1) str/trim)})))
 
+(defn thread-dump
+  "The stacks of the threads of live child `p` (jstack's), trimmed to the threads that run
+  datalith's or Clojure's code, for a report of a hang before the child is killed; nil when
+  jstack is not to be had or does not answer in 20 s."
+  [^Process p]
+  (try
+    (let [jstack (str (System/getProperty "java.home") "/bin/jstack")
+          dumper (-> (ProcessBuilder. ^java.util.List [jstack (str (.pid p))])
+                     (.redirectErrorStream true)
+                     (.start))
+          out (future (slurp (.getInputStream dumper)))]
+      (if (.waitFor dumper 20 java.util.concurrent.TimeUnit/SECONDS)
+        (->> (str/split @out #"\n\n")
+             (filter #(re-find #"datalith|clojure\.main" %))
+             (str/join "\n\n"))
+        (do (.destroyForcibly dumper) nil)))
+    (catch java.io.IOException _ nil)))
+
 (defn exit-with-parent!
   "In a child: ends this JVM once its parent is gone (its stdin, a pipe from the parent,
   reaches end of file), so that a child never outlives an interrupted test."

@@ -47,7 +47,11 @@
             (loop [results results, started nil]
               (let [l (.poll q seed-timeout-s TimeUnit/SECONDS)]
                 (cond
-                  (nil? l) (do (.destroyForcibly p) (.waitFor p) [results started :hang])
+                  (nil? l) (let [dump (child/thread-dump p)]
+                             ;; where it hung, printed: a hang once came and did not come back
+                             (println "flip-test: seed" started "gave no answer in"
+                                      seed-timeout-s "s; its threads:\n" dump)
+                             (.destroyForcibly p) (.waitFor p) [results started :hang])
                   (= :eof l) [results started (.waitFor p)]
                   (str/starts-with? l "start ") (recur results (parse-long (subs l 6)))
                   (str/starts-with? l "{") (recur (conj results (edn/read-string l)) nil)
