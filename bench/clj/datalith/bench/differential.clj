@@ -1,0 +1,286 @@
+(ns datalith.bench.differential
+  "Generated queries answered by datalith and by Datomic Local, compared: the
+  differential check that found answers differing from Datomic's, run here
+  rather than by the test suite because Datomic Local is a :bench dependency.
+  It reuses query-property-test's generators (schema, data, query specs, whose
+  queries are made to be ones Datomic accepts), loads each trial's data into a
+  datalith :mem database and a Datomic Local in-memory one, and runs the query
+  on the current database and as of an earlier t on both.
+
+  Answers are compared after naming what differs between the two systems:
+  entity ids become [:e i] (entity i of the trial's data), transaction ids
+  [:tx k] (the k-th of the trial's transactions), attribute ids their idents,
+  and anything else of the systems' own (their bootstrap entities and
+  transactions) [:system]; tuples that name the systems' own are dropped on
+  both sides (Datomic installs far more schema than datalith does). Datomic's
+  client API takes relations only (:find ?a ?b), so each query goes to it as
+  one: a relation or a collection is compared as a set, a scalar or a tuple
+  (any one answer) must be among Datomic's rows. An error on one side only is
+  a difference; on both, an agreement. A query Datomic's parser refuses
+  (a lookup ref written in a data pattern, which datalith takes as DataScript
+  does) is counted apart, not compared.
+
+    lein with-profile +bench run -m datalith.bench.differential [options]
+      --trials N   trials (default 200)
+      --seed S     the first trial's seed (default: the clock); trial i uses S + i
+      --size N     test.check's size for the generators (default 30)
+
+  Each difference is classified (see `classify`) with the naive evaluator
+  (datalith.naive-query) as the third opinion: those it sides with Datomic on,
+  and datalith's refusals and transactions the two systems took differently,
+  are printed whole (seed, query, inputs, both answers), the others a line
+  each; then the counts by kind. Exits 1 when any of the first kinds came.
+
+  What it found in its first run (300 trials): Datomic refuses a transaction
+  that retracts two values of a cardinality-one attribute of one entity
+  (now datalith too); Datomic refuses lookup refs written in patterns, nested
+  binding forms and clauses that scan everything, which datalith answers;
+  Datomic answers as if a clause that shares no variable with the rest and
+  matches nothing were not there, where datalith (and the naive evaluator)
+  answer nothing."
+  (:require [clojure.string :as str]
+            [clojure.test.check.generators :as gen]
+            [clojure.walk :as walk]
+            [datalith.core :as d]
+            [datalith.naive-query :as nq]
+            [datalith.query-property-test :as qp]
+            [datomic.client.api :as dc]))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private load-data! @#'qp/load-data!)
+(def ^:private concretize @#'qp/concretize)
+
+(defn- datomic-schema [engine-schema]
+  (vec (for [[ident attr] engine-schema]
+         (-> attr (dissoc :db/index) (assoc :db/ident ident)))))
+
+(defn- datomic-conn [client n schema]
+  (let [db-name (str "trial-" n)]
+    (dc/delete-database client {:db-name db-name})
+    (dc/create-database client {:db-name db-name})
+    (let [conn (dc/connect client {:db-name db-name})]
+      (dc/transact conn {:tx-data (datomic-schema (qp/engine-schema schema))})
+      [conn db-name])))
+
+(defn- datomic-load!
+  "query-property-test's load-data!, on Datomic: {:eids :ts :txs :accepted}."
+  [conn schema {:keys [entities txs]}]
+  (let [n (count entities)
+        tmp #(str "e" (mod % n))
+        tx1 (vec (for [[i {:keys [num name tags next links]}] (map-indexed vector entities)]
+                   (cond-> {:db/id (tmp i) :p/id i}
+                     num (assoc :p/num (qp/value-of schema :p/num num))
+                     name (assoc :p/name (qp/value-of schema :p/name name))
+                     (seq tags) (assoc :p/tags (vec (set (map #(qp/value-of schema :p/tags %) tags))))
+                     next (assoc :p/next (tmp next))
+                     (seq links) (assoc :p/links (vec (set (map tmp links)))))))
+        r (dc/transact conn {:tx-data tx1})
+        eids (mapv #(get (:tempids r) (tmp %)) (range n))
+        eid #(nth eids (mod % n))
+        tx-of (fn [r] (some #(when (= (:e %) (:tx %)) (:tx %)) (:tx-data r)))]
+    (reduce (fn [acc ops]
+              (let [tx (vec (for [[op e a v] ops]
+                              (let [v (if (#{:p/next :p/links} a) (eid v) (qp/value-of schema a v))]
+                                (case op
+                                  :add [:db/add (eid e) a v]
+                                  :retract [:db/retract (eid e) a v]
+                                  :retract-entity [:db/retractEntity (eid e)]))))]
+                (try (let [r (dc/transact conn {:tx-data tx})]
+                       (-> acc (update :ts conj (:t (:db-after r))) (update :txs conj (tx-of r))
+                           (update :accepted conj true)))
+                     (catch clojure.lang.ExceptionInfo e
+                       (-> acc (update :accepted conj false) (update :refusals conj (ex-message e)))))))
+            {:eids eids :ts [(:t (:db-after r))] :txs [(tx-of r)] :accepted [] :refusals []}
+            txs)))
+
+(defn- datalith-txs
+  "The transaction ids of datalith's loaded data, in order, from its log-free view: one
+  per basis t in `ts`."
+  [db ts]
+  (mapv #(d/t->tx %) ts))
+
+(defn- namer
+  "A function naming a value of one system's answer (see the namespace's doc)."
+  [eids txs attr-ids system-eid?]
+  (let [e-index (zipmap eids (map #(vector :e %) (range)))
+        tx-index (zipmap txs (map #(vector :tx %) (range)))
+        attrs (zipmap (vals attr-ids) (keys attr-ids))]
+    (fn [x]
+      (cond (not (integer? x)) x
+            (e-index x) (e-index x)
+            (tx-index x) (tx-index x)
+            (attrs x) (attrs x)
+            (system-eid? x) [:system]
+            :else x))))
+
+(defn- system-named? [x]
+  (let [found (volatile! false)]
+    (walk/postwalk #(do (when (or (= [:system] %)
+                                  (and (keyword? %) (namespace %) (str/starts-with? (namespace %) "db")))
+                          (vreset! found true))
+                        %)
+                   x)
+    @found))
+
+(defn- find-shape
+  "The kind of `q`'s find spec and its elements: [:rel elems], [:coll [elem]],
+  [:scalar [elem]] or [:tuple elems]."
+  [q]
+  (let [find (take-while (complement keyword?) (rest q))]
+    (cond (and (= 1 (count find)) (vector? (first find)) (= '... (last (first find))))
+          [:coll [(ffirst find)]]
+          (and (= 2 (count find)) (= '. (second find))) [:scalar [(first find)]]
+          (and (= 1 (count find)) (vector? (first find))) [:tuple (first find)]
+          :else [:rel (vec find)])))
+
+(defn- as-relation
+  "`q` with its find spec a relation of `elems`: Datomic's client API takes no other."
+  [q elems]
+  (into (into [:find] elems) (drop-while (complement keyword?) (rest q))))
+
+(defn- rows
+  "The rows of a relation's answer, named, those that name a system's own dropped."
+  [answer name-of]
+  (set (remove system-named? (walk/postwalk name-of (seq answer)))))
+
+(defn- datalith-answer
+  "datalith's answer named, shaped for `compare-answers`."
+  [shape answer name-of]
+  (case shape
+    (:rel :coll) (rows answer name-of)
+    (:scalar :tuple) (walk/postwalk name-of answer)))
+
+(defn- datomic-answer
+  "Datomic's answer (always a relation) named, shaped as datalith's for `shape`."
+  [shape answer name-of]
+  (let [rs (rows answer name-of)]
+    (case shape
+      :rel rs
+      (:coll :scalar) (set (map first rs))
+      :tuple rs)))
+
+(defn- agree?
+  "Whether the two sides' answers agree: both failed, or equal sets, or datalith's one value
+  (a scalar's, a tuple's: any of the rows) among Datomic's."
+  [shape l dm]
+  (cond (or (:error l) (:error dm)) (boolean (and (:error l) (:error dm)))
+        (#{:rel :coll} shape) (= (:answer l) (:answer dm))
+        (nil? (:answer l)) (empty? (:answer dm))
+        (system-named? (:answer l)) true
+        :else (contains? (:answer dm) (:answer l))))
+
+(defn- run-side [f]
+  (try {:answer (f)}
+       (catch Throwable t {:error (str (.getSimpleName (class t)) ": " (ex-message t))})))
+
+(defn- naive-agrees?
+  "Whether datalith's answer `l` (a :answer or :error map) is one the naive evaluator allows
+  for `query` over `model` (nil: it ran past its work limit)."
+  [query model inputs l]
+  (try (binding [nq/*max-work* 20000000 nq/*work-done* (atom 0)
+                 nq/*deadline* (+ (System/nanoTime) 5000000000)]
+         (let [expected (apply nq/answer query model inputs)]
+           (and (contains? l :raw) (nq/agrees? expected (:raw l)))))
+       (catch Throwable t
+         (if (::nq/too-much-work (ex-data t)) nil (contains? l :error)))))
+
+(defn- classify
+  "The kind of a difference: :datomic-refused (Datomic refused a query datalith answered: a
+  form outside its language, such as a lookup ref in a pattern, a nested binding, a clause
+  that scans everything), :datalith-refused, :naive-agrees (datalith's answer is the naive
+  evaluator's: Datomic's differs, as by ids' order or parity, or by its answers when a clause
+  that shares no variable with the rest matches nothing) or :naive-disagrees (the one to look
+  at first)."
+  [l dm naive-ok]
+  (cond (and (:error dm) (not (:error l))) :datomic-refused
+        (and (:error l) (not (:error dm))) :datalith-refused
+        naive-ok :naive-agrees
+        :else :naive-disagrees))
+
+(defn- trial
+  "One trial: nil when the systems agree, else a map describing the difference."
+  [client n seed size]
+  (let [[schema data spec] (gen/generate (gen/tuple qp/gen-schema qp/gen-data qp/gen-query-spec)
+                                         size seed)
+        qspec (qp/interpret-query schema spec)
+        conn (d/connect :mem {:schema (qp/engine-schema schema) :sync false})
+        [dconn db-name] (datomic-conn client n schema)]
+    (try
+      (let [{:keys [eids ts]} (load-data! conn schema data)
+            dres (datomic-load! dconn schema data)
+            ldb (d/db conn)
+            ddb (dc/db dconn)]
+        (if (not= (count ts) (count (:ts dres)))
+          {:seed seed :kind :transactions-accepted
+           :datalith-ts ts :datomic-accepted (:accepted dres) :datomic-refusals (:refusals dres)
+           :txs (:txs data)}
+          (let [l-txs (datalith-txs ldb ts)
+                l-attrs (into {} (for [a qp/attrs] [a (d/entid ldb a)]))
+                d-attrs (into {} (for [a qp/attrs] [a (:db/id (dc/pull ddb [:db/id] a))]))
+                l-name (namer eids l-txs l-attrs (fn [x] (< x 1000)))
+                d-name (namer (:eids dres) (:txs dres) d-attrs (constantly true))
+                p-ids (vec (sort (d/q '[:find [?id ...] :where [_ :p/id ?id]] ldb)))
+                i (mod (:as-of spec) (count ts))
+                history (map (fn [x] [(:e x) (:a x) (:v x) (:tx x) (:added x)])
+                             (d/datoms (d/history ldb) :eavt))
+                views [[:current ldb ddb #(nq/db (d/datoms ldb :eavt))]
+                       [[:as-of i] (d/as-of ldb (nth ts i)) (dc/as-of ddb (nth (:ts dres) i))
+                        #(nq/db (nq/as-of-datoms history (d/t->tx (nth ts i))))]]]
+            (some (fn [[label lview dview model]]
+                    (let [l-info {:eids eids :tx-ids l-txs :p-ids p-ids :attr-ids l-attrs}
+                          d-info {:eids (:eids dres) :tx-ids (:txs dres) :p-ids p-ids :attr-ids d-attrs}
+                          lq (concretize (:query qspec) l-info)
+                          dq (concretize (:query qspec) d-info)
+                          l-in (concretize (:inputs qspec) l-info)
+                          d-in (concretize (:inputs qspec) d-info)
+                          [shape elems] (find-shape lq)
+                          l-args (cond-> (vec l-in) (:rules? qspec) (conj qp/rules))
+                          l-raw (run-side #(apply d/q lq lview l-args))
+                          l (if (:error l-raw)
+                              l-raw
+                              (assoc (run-side #(datalith-answer shape (:answer l-raw) l-name))
+                                     :raw (:answer l-raw)))
+                          dm (run-side #(datomic-answer
+                                         shape
+                                         (dc/q {:query (as-relation dq elems)
+                                                :args (cond-> (into [dview] d-in) (:rules? qspec) (conj qp/rules))})
+                                         d-name))]
+                      (when-not (agree? shape l dm)
+                        (let [naive-ok (naive-agrees? lq (model) l-args l)]
+                          {:seed seed :view label
+                           :kind (classify l dm naive-ok)
+                           :query lq :inputs l-in
+                           :datalith (dissoc l :raw) :datomic dm}))))
+                  views))))
+      (finally
+        (d/close conn)
+        (dc/delete-database client {:db-name db-name})))))
+
+(def ^:private shown
+  "The kinds of difference printed whole; the others are counted, and printed one line each."
+  #{:naive-disagrees :datalith-refused :transactions-accepted :harness-error})
+
+(defn -main [& args]
+  (let [opts (apply hash-map args)
+        trials (parse-long (get opts "--trials" "200"))
+        seed0 (parse-long (get opts "--seed" (str (System/currentTimeMillis))))
+        size (parse-long (get opts "--size" "30"))
+        client (dc/client {:server-type :datomic-local :system "datalith-differential"
+                           :storage-dir :mem})
+        diffs (into [] (keep (fn [n]
+                               (let [seed (+ seed0 n)
+                                     diff (try (trial client n seed size)
+                                               (catch Throwable t
+                                                 {:seed seed :kind :harness-error :error (str t)}))]
+                                 (when diff
+                                   (if (shown (:kind diff))
+                                     (prn diff)
+                                     (println (:kind diff) "seed" seed (pr-str (:query diff)))))
+                                 diff)))
+                    (range trials))
+        by-kind (frequencies (map :kind diffs))]
+    (println (format "%d trials from seed %d: %d differed %s" trials seed0 (count diffs)
+                     (pr-str (into (sorted-map) by-kind))))
+    (shutdown-agents)
+    (System/exit (if (some shown (keys by-kind)) 1 0))))
