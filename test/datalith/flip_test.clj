@@ -5,7 +5,10 @@
   must be harmless (the same answers), found by d/verify, or a clear ex-info on open or
   read; never wrong answers nobody notices, a raw exception nobody explains, a verify that
   throws, a hang or a JVM crash. DATALITH_FLIPS=n sets the number of copies (default 240),
-  seeds 0 to n - 1; the seeds that failed once are run every time."
+  seeds 0 to n - 1; the seeds that failed once are run every time. A seed names a flip of
+  one original, which each run builds anew (its instants are the clock's): a failure keeps
+  the original and the damaged copy under target/flip-failures, and a hang prints the
+  child's threads."
   (:require [clojure.edn :as edn]
             [clojure.java.io :as io]
             [clojure.string :as str]
@@ -68,6 +71,25 @@
 
 (def ^:private failures #{:silent :raw :verify-threw :crash :hang})
 
+(defn- copy-tree [^File from ^File to]
+  (doseq [^File f (file-seq from) :when (.isFile f)]
+    (let [dest (io/file to (str (.relativize (.toPath from) (.toPath f))))]
+      (io/make-parents dest)
+      (io/copy f dest))))
+
+(defn- keep-for-replay!
+  "Keeps the original and the copies a child left (a hang or a crash leaves its copy) under
+  target/flip-failures: a seed names a flip of this original only, which is built anew each
+  run (its transactions' instants are the clock's), so the files are what replays a failure."
+  [^File original ^File work bad]
+  (let [kept (io/file "target" "flip-failures" (str (System/currentTimeMillis)))]
+    (copy-tree original (io/file kept "original"))
+    (doseq [{:keys [seed]} bad
+            :let [copy (io/file work (str "copy-" seed))]
+            :when (.exists copy)]
+      (copy-tree copy (io/file kept (str "copy-" seed))))
+    (println "flip-test: the original and the failed copies are kept in" (.getPath kept))))
+
 (def ^:private regression-seeds
   "Seeds that failed once, whatever DATALITH_FLIPS is: 1027 and 3342 crashed the JVM in the
   Java leaf reader, 2473 in LMDB's mdb_cursor_set (a seek LMDB made), 11052 (a byte of meta
@@ -86,6 +108,8 @@
                          (.length (io/file original "data.mdb")) (into (sorted-map) by-outcome)))
         (doseq [r bad]
           (println "flip-test failure:" (pr-str r)))
+        (when (seq bad)
+          (keep-for-replay! original work bad))
         (is (= flips (count results)))
         (is (empty? bad) (str (count bad) " copies failed, seeds "
                               (str/join " " (map :seed bad)))))
