@@ -24,6 +24,9 @@
       --trials N   trials (default 200)
       --seed S     the first trial's seed (default: the clock); trial i uses S + i
       --size N     test.check's size for the generators (default 30)
+      --kind pull  pull-property-test's graphs and pull patterns instead: every node
+                   pulled on both (vectors compared as sets, the systems' orders of a
+                   cardinality-many attribute's values may differ)
 
   Each difference is classified (see `classify`) with the naive evaluator
   (datalith.naive-query) as the third opinion: those it sides with Datomic on,
@@ -42,7 +45,9 @@
             [clojure.test.check.generators :as gen]
             [clojure.walk :as walk]
             [datalith.core :as d]
+            [datalith.naive-pull :as np]
             [datalith.naive-query :as nq]
+            [datalith.pull-property-test :as pp]
             [datalith.query-property-test :as qp]
             [datomic.client.api :as dc]))
 
@@ -51,9 +56,14 @@
 (def ^:private load-data! @#'qp/load-data!)
 (def ^:private concretize @#'qp/concretize)
 
-(defn- datomic-schema [engine-schema]
+(defn- datomic-schema
+  "A datalith schema map as Datomic's attribute maps: the cardinality said (one by default in
+  datalith, required by Datomic), no :db/index (every attribute is indexed in Datomic Local)."
+  [engine-schema]
   (vec (for [[ident attr] engine-schema]
-         (-> attr (dissoc :db/index) (assoc :db/ident ident)))))
+         (-> (merge {:db/cardinality :db.cardinality/one} attr)
+             (dissoc :db/index)
+             (assoc :db/ident ident)))))
 
 (defn- datomic-conn [client n schema]
   (let [db-name (str "trial-" n)]
@@ -257,6 +267,64 @@
         (d/close conn)
         (dc/delete-database client {:db-name db-name})))))
 
+;; ---------------------------------------------------------------- pull
+
+(def ^:private pull-tx-data @#'pp/tx-data)
+(def ^:private pull-model-db @#'pp/model-db)
+(def ^:private gen-pull-pattern @#'pp/gen-pattern)
+
+(defn- pull-shape
+  "A pull result with entity ids named by `name-of` and every vector a set: the two systems
+  may list a cardinality-many attribute's values in different orders."
+  [result name-of]
+  (walk/postwalk (fn [x]
+                   (cond (and (map? x) (contains? x :db/id)) (update x :db/id name-of)
+                         (vector? x) (set x)
+                         :else x))
+                 result))
+
+(defn- pull-trial
+  "One pull trial (pull-property-test's graphs and patterns): every node pulled on datalith
+  and on Datomic; nil when they agree, else the difference, with what the naive pull model
+  gives."
+  [client n seed size]
+  (let [[graph pattern] (gen/generate (gen/tuple pp/gen-graph (gen-pull-pattern 2)) size seed)
+        conn (d/connect :mem {:schema pp/schema :sync false})
+        [dconn db-name] (let [db-name (str "pull-" n)]
+                          (dc/delete-database client {:db-name db-name})
+                          (dc/create-database client {:db-name db-name})
+                          (let [c (dc/connect client {:db-name db-name})]
+                            (dc/transact c {:tx-data (datomic-schema pp/schema)})
+                            [c db-name]))]
+    (try
+      (let [tx (vec (pull-tx-data graph n))
+            l-ids (:tempids (d/transact! conn tx))
+            d-ids (:tempids (dc/transact dconn {:tx-data tx}))
+            nodes (range (:n graph))
+            l-name (let [m (into {} (for [i nodes] [(get l-ids (str i)) [:node i]]))] #(get m % %))
+            d-name (let [m (into {} (for [i nodes] [(get d-ids (str i)) [:node i]]))] #(get m % %))
+            ldb (d/db conn)
+            ddb (dc/db dconn)]
+        (some (fn [i]
+                (let [l (run-side #(pull-shape (d/pull ldb pattern (get l-ids (str i))) l-name))
+                      dm (run-side #(pull-shape (dc/pull ddb pattern (get d-ids (str i))) d-name))]
+                  (when-not (if (or (:error l) (:error dm))
+                              (and (:error l) (:error dm))
+                              (= (:answer l) (:answer dm)))
+                    (let [naive (run-side #(pull-shape (np/pull (pull-model-db graph n l-ids) pattern
+                                                                (get l-ids (str i)))
+                                                       l-name))]
+                      {:seed seed :kind (cond (:error dm) :datomic-refused
+                                              (:error l) :datalith-refused
+                                              (= naive l) :naive-agrees
+                                              :else :naive-disagrees)
+                       :pattern pattern :node i :graph graph
+                       :datalith l :datomic dm :naive naive}))))
+              nodes))
+      (finally
+        (d/close conn)
+        (dc/delete-database client {:db-name db-name})))))
+
 (def ^:private shown
   "The kinds of difference printed whole; the others are counted, and printed one line each."
   #{:naive-disagrees :datalith-refused :transactions-accepted :harness-error})
@@ -266,17 +334,19 @@
         trials (parse-long (get opts "--trials" "200"))
         seed0 (parse-long (get opts "--seed" (str (System/currentTimeMillis))))
         size (parse-long (get opts "--size" "30"))
+        run-trial (if (= "pull" (get opts "--kind")) pull-trial trial)
         client (dc/client {:server-type :datomic-local :system "datalith-differential"
                            :storage-dir :mem})
         diffs (into [] (keep (fn [n]
                                (let [seed (+ seed0 n)
-                                     diff (try (trial client n seed size)
+                                     diff (try (run-trial client n seed size)
                                                (catch Throwable t
                                                  {:seed seed :kind :harness-error :error (str t)}))]
                                  (when diff
                                    (if (shown (:kind diff))
                                      (prn diff)
-                                     (println (:kind diff) "seed" seed (pr-str (:query diff)))))
+                                     (println (:kind diff) "seed" seed
+                                              (pr-str (or (:query diff) (:pattern diff))))))
                                  diff)))
                     (range trials))
         by-kind (frequencies (map :kind diffs))]
