@@ -21,6 +21,8 @@
   does) is counted apart, not compared.
 
     lein with-profile +bench run -m datalith.bench.differential [options]
+    clojure -M:test:bench -m datalith.bench.differential [options]   (after build/compile:
+                   the generators are the test namespaces')
       --trials N   trials (default 200)
       --seed S     the first trial's seed (default: the clock); trial i uses S + i
       --size N     test.check's size for the generators (default 30)
