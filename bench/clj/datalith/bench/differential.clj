@@ -26,6 +26,9 @@
       --trials N   trials (default 200)
       --seed S     the first trial's seed (default: the clock); trial i uses S + i
       --size N     test.check's size for the generators (default 30)
+      --kind tx    instead, a fixed table of transactions (upserts, uniqueness, nesting,
+                   lookup refs, cas, retractions, conflicts) on both: each outcome printed,
+                   the datoms or the refusal, marked where they differ
       --kind pull  pull-property-test's graphs and pull patterns instead: every node
                    pulled on both (vectors compared as sets, the systems' orders of a
                    cardinality-many attribute's values may differ)
@@ -327,6 +330,111 @@
         (d/close conn)
         (dc/delete-database client {:db-name db-name})))))
 
+;; ---------------------------------------------------------------- transaction cases
+
+(def ^:private probe-schema
+  [{:db/ident :p/id :db/valueType :db.type/long :db/cardinality :db.cardinality/one
+    :db/unique :db.unique/identity}
+   {:db/ident :p/email :db/valueType :db.type/string :db/cardinality :db.cardinality/one
+    :db/unique :db.unique/value}
+   {:db/ident :p/name :db/valueType :db.type/string :db/cardinality :db.cardinality/one}
+   {:db/ident :p/tags :db/valueType :db.type/string :db/cardinality :db.cardinality/many}
+   {:db/ident :p/next :db/valueType :db.type/ref :db/cardinality :db.cardinality/one}
+   {:db/ident :p/links :db/valueType :db.type/ref :db/cardinality :db.cardinality/many}
+   {:db/ident :p/part :db/valueType :db.type/ref :db/cardinality :db.cardinality/one
+    :db/isComponent true}])
+
+(def ^:private probe-base
+  [{:db/id "e" :p/id 1 :p/email "e@x" :p/name "E" :p/tags ["t1" "t2"] :p/next "f" :p/part "c"}
+   {:db/id "f" :p/id 2 :p/email "f@x" :p/name "F"}
+   {:db/id "c" :p/name "C"}])
+
+(def ^:private probe-cases
+  "Transactions over probe-base, each a function of its entities' ids {:e :f :c}: the corners
+  of upserts, uniqueness, nesting, lookup refs, cas, retractions and conflicts."
+  [["upsert by identity in a map" (fn [_] [{:p/id 1 :p/name "E2"}])]
+   ["two tempids upsert one identity" (fn [_] [{:db/id "a" :p/id 1 :p/name "X"} {:db/id "b" :p/id 1 :p/tags ["t9"]}])]
+   ["one tempid upserts two entities" (fn [_] [{:db/id "a" :p/id 1 :p/email "f@x"}])]
+   ["a unique value another entity holds" (fn [{:keys [e]}] [[:db/add e :p/email "f@x"]])]
+   ["identities swapped between two entities" (fn [{:keys [e f]}] [[:db/add e :p/id 2] [:db/add f :p/id 1]])]
+   ["a tempid only as a value" (fn [{:keys [e]}] [[:db/add e :p/next "nobody"]])]
+   ["a map of :db/id alone" (fn [_] [{:db/id "lonely"}])]
+   ["a nested map, no identity, not a component" (fn [{:keys [e]}] [{:db/id e :p/next {:p/name "N"}}])]
+   ["a nested map with an identity" (fn [{:keys [e]}] [{:db/id e :p/next {:p/id 9 :p/name "N"}}])]
+   ["a nested component map" (fn [{:keys [e]}] [{:db/id e :p/part {:p/name "P2"}}])]
+   ["a reverse attribute given a vector" (fn [{:keys [f]}] [{:db/id f :p/_links [[:p/id 1]]}])]
+   ["lookup refs as cardinality-many values" (fn [{:keys [e]}] [{:db/id e :p/links [[:p/id 2] [:p/id 1]]}])]
+   ["a lookup ref that names nothing" (fn [{:keys [e]}] [[:db/add e :p/next [:p/id 77]]])]
+   ["a lookup ref on a non-unique attribute" (fn [{:keys [e]}] [[:db/add e :p/next [:p/name "F"]]])]
+   ["cas from nil on a held value" (fn [{:keys [e]}] [[:db/cas e :p/name nil "Z"]])]
+   ["cas on a cardinality-many attribute" (fn [{:keys [e]}] [[:db/cas e :p/tags "t1" "t3"]])]
+   ["retractEntity with its component" (fn [{:keys [e]}] [[:db/retractEntity e]])]
+   ["retract of an attribute, no value" (fn [{:keys [e]}] [[:db/retract e :p/tags]])]
+   ["an assertion about the transaction" (fn [_] [[:db/add "datomic.tx" :p/name "meta"]])]
+   ["a nil value" (fn [{:keys [e]}] [[:db/add e :p/name nil]])]
+   ["a long for a string" (fn [{:keys [e]}] [[:db/add e :p/name 5]])]
+   ["an id nothing allocated" (fn [_] [[:db/add 999999 :p/name "Z"]])]
+   ["an ident as a ref value" (fn [{:keys [e]}] [[:db/add e :p/next :p/name]])]
+   ["a set for a cardinality-one attribute" (fn [{:keys [e]}] [{:db/id e :p/name #{"A"}}])]
+   ["a set in list form" (fn [{:keys [e]}] [[:db/add e :p/tags #{"x" "y"}]])]
+   ["retractEntity of a lookup ref that names nothing" (fn [_] [[:db/retractEntity [:p/id 77]]])]
+   ["one tempid, two identities" (fn [_] [{:db/id "a" :p/id 1} {:db/id "a" :p/id 2}])]
+   ["a txInstant before the last" (fn [_] [{:db/id "datomic.tx" :db/txInstant #inst "2000-01-01"}])]
+   ["two values of a cardinality-one attribute retracted" (fn [{:keys [e]}] [[:db/retract e :p/name "E"] [:db/retract e :p/name "W"]])]
+   ["retractEntity and an absent value's retraction" (fn [{:keys [e]}] [[:db/retractEntity e] [:db/retract e :p/name "W"]])]
+   ["a value asserted and retracted" (fn [{:keys [e]}] [[:db/add e :p/name "X"] [:db/retract e :p/name "X"]])]])
+
+(def ^:private probe-refs #{:p/next :p/links :p/part})
+
+(defn- probe-datoms
+  "A report's datoms named: entities as the base's tempids (:e :f :c), :tx, or :new;
+  attributes as idents; the instant as :instant."
+  [datoms tempids attr-ids tx]
+  (let [ents (into {} (for [[k v] tempids :when (string? k)] [v (keyword k)]))
+        attrs (zipmap (vals attr-ids) (keys attr-ids))
+        ent (fn [x] (or (ents x) (when (= x tx) :tx) :new))
+        attr (fn [a] (if (keyword? a) a (attrs a a)))]
+    (set (for [x datoms
+               :let [a (attr (:a x))]]
+           [(ent (:e x)) a
+            (cond (inst? (:v x)) :instant (probe-refs a) (ent (:v x)) :else (:v x))
+            (:added x)]))))
+
+(defn- run-probes
+  "Each case on datalith and on Datomic (fresh databases); prints both outcomes, marked where
+  they differ; the number that differ."
+  [client]
+  (let [attrs (into [:db/txInstant] (map :db/ident probe-schema))
+        outcome (fn [transact! tempids attr-ids tx-of mk]
+                  (try (let [r (transact! (mk {:e (tempids "e") :f (tempids "f") :c (tempids "c")}))]
+                         (probe-datoms (:tx-data r) tempids attr-ids (tx-of r)))
+                       (catch clojure.lang.ExceptionInfo x
+                         [:refused (or (:error (ex-data x)) (:db/error (ex-data x))
+                                       (:cognitect.anomalies/category (ex-data x)))])))
+        differ (doall
+                (for [[label mk] probe-cases]
+                  (let [db-name (str "probe-" (hash label))
+                        _ (dc/delete-database client {:db-name db-name})
+                        _ (dc/create-database client {:db-name db-name})
+                        dconn (dc/connect client {:db-name db-name})
+                        _ (dc/transact dconn {:tx-data probe-schema})
+                        dr (dc/transact dconn {:tx-data probe-base})
+                        d-attrs (into {} (for [a attrs] [a (:db/id (dc/pull (:db-after dr) [:db/id] a))]))
+                        tx-of (fn [r] (some #(when (= (:e %) (:tx %)) (:tx %)) (:tx-data r)))
+                        dm (outcome #(dc/transact dconn {:tx-data %}) (:tempids dr) d-attrs tx-of mk)
+                        lconn (d/connect :mem {:schema (into {} (map (juxt :db/ident #(dissoc % :db/ident))
+                                                                     probe-schema))})
+                        lr (d/transact! lconn probe-base)
+                        l-attrs (into {} (for [a attrs] [a (d/entid (d/db lconn) a)]))
+                        l (outcome #(d/transact! lconn %) (:tempids lr) l-attrs tx-of mk)
+                        same? (if (vector? dm) (vector? l) (= dm l))]
+                    (d/close lconn)
+                    (dc/delete-database client {:db-name db-name})
+                    (println (if same? "  same  " "  DIFFER") label "\n      datomic: " (pr-str dm)
+                             "\n      datalith:" (pr-str l))
+                    (when-not same? label))))]
+    (count (remove nil? differ))))
+
 (def ^:private shown
   "The kinds of difference printed whole; the others are counted, and printed one line each."
   #{:naive-disagrees :datalith-refused :transactions-accepted :harness-error})
@@ -337,6 +445,12 @@
         seed0 (parse-long (get opts "--seed" (str (System/currentTimeMillis))))
         size (parse-long (get opts "--size" "30"))
         run-trial (if (= "pull" (get opts "--kind")) pull-trial trial)
+        _ (when (= "tx" (get opts "--kind"))
+            (let [n (run-probes (dc/client {:server-type :datomic-local
+                                            :system "datalith-differential-tx" :storage-dir :mem}))]
+              (println (format "%d of %d transaction cases differ" n (count probe-cases)))
+              (shutdown-agents)
+              (System/exit 0)))
         client (dc/client {:server-type :datomic-local :system "datalith-differential"
                            :storage-dir :mem})
         diffs (into [] (keep (fn [n]
