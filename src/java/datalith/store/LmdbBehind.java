@@ -147,35 +147,46 @@ final class LmdbBehind {
 
   /** A read of the last commit: LMDB's own when no layer holds a commit. */
   ReadTxn beginRead() {
-    Layer f;
-    Layer a;
-    MemReadTxn fp = null;
-    MemReadTxn fg = null;
-    MemReadTxn ap;
-    MemReadTxn ag;
-    synchronized (publish) {
-      f = frozen;
-      a = active;
-      if (f == null && a.isEmpty()) {
-        ap = null;
-        ag = null;
-      } else {
-        if (f != null) {
-          fp = (MemReadTxn) f.puts.beginRead();
-          fg = (MemReadTxn) f.gone.beginRead();
+    while (true) {
+      Layer a;
+      MemReadTxn fp = null;
+      MemReadTxn fg = null;
+      MemReadTxn ap;
+      MemReadTxn ag;
+      synchronized (publish) {
+        Layer f = frozen;
+        a = active;
+        if (f == null && a.isEmpty()) {
+          ap = null;
+          ag = null;
+        } else {
+          if (f != null) {
+            fp = (MemReadTxn) f.puts.beginRead();
+            fg = (MemReadTxn) f.gone.beginRead();
+          }
+          ap = (MemReadTxn) a.puts.beginRead();
+          ag = (MemReadTxn) a.gone.beginRead();
         }
-        ap = (MemReadTxn) a.puts.beginRead();
-        ag = (MemReadTxn) a.gone.beginRead();
       }
+      ReadTxn base;
+      try {
+        base = lmdb.beginLmdbRead(); // after the layers: their commit, or a later write-back's
+      } catch (RuntimeException | Error e) {
+        LmdbBehindRead.closeAll(fp, fg, ap, ag);
+        throw e;
+      }
+      // LMDB's read may hold the frozen layer's write-back (the same entries: harmless), but
+      // not the active layer's: once frozen and written back, it holds commits made after this
+      // read's view of it, which the view would then show under older layers (a value's
+      // rebuild at its basis saw a key twice, once current, once from history). So the active
+      // layer must still be the active one now that LMDB's read has begun; else begin again.
+      synchronized (publish) {
+        if (active == a) {
+          return ap == null ? base : new LmdbBehindRead(base, fp, fg, ap, ag);
+        }
+      }
+      LmdbBehindRead.closeAll(fp, fg, ap, ag, base);
     }
-    ReadTxn base;
-    try {
-      base = lmdb.beginLmdbRead(); // after the layers: their commit, or a later write-back's
-    } catch (RuntimeException | Error e) {
-      LmdbBehindRead.closeAll(fp, fg, ap, ag);
-      throw e;
-    }
-    return ap == null ? base : new LmdbBehindRead(base, fp, fg, ap, ag);
   }
 
   // ---------------------------------------------------------------------------------------
