@@ -313,6 +313,7 @@ final class Results {
       Db db = pullSource(p);
       PullPattern pattern = pullPattern(p);
       Puller puller = new Puller(db, snapshots.apply(db));
+      deadline.check(); // the loops before may have left a long stride between clock reads
       for (Object[] t : tuples) {
         deadline.tick(0);
         t[i] = puller.pullOne(pattern, t[i]);
