@@ -32,6 +32,7 @@
       --kind pull  pull-property-test's graphs and pull patterns instead: every node
                    pulled on both (vectors compared as sets, the systems' orders of a
                    cardinality-many attribute's values may differ)
+      --show all   print every difference whole, not only the kinds below
 
   Each difference is classified (see `classify`) with the naive evaluator
   (datalith.naive-query) as the third opinion: those it sides with Datomic on,
@@ -445,6 +446,7 @@
         seed0 (parse-long (get opts "--seed" (str (System/currentTimeMillis))))
         size (parse-long (get opts "--size" "30"))
         run-trial (if (= "pull" (get opts "--kind")) pull-trial trial)
+        show-all? (= "all" (get opts "--show"))
         _ (when (= "tx" (get opts "--kind"))
             (let [n (run-probes (dc/client {:server-type :datomic-local
                                             :system "datalith-differential-tx" :storage-dir :mem}))]
@@ -459,7 +461,7 @@
                                                (catch Throwable t
                                                  {:seed seed :kind :harness-error :error (str t)}))]
                                  (when diff
-                                   (if (shown (:kind diff))
+                                   (if (or show-all? (shown (:kind diff)))
                                      (prn diff)
                                      (println (:kind diff) "seed" seed
                                               (pr-str (or (:query diff) (:pattern diff))))))
