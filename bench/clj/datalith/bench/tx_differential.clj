@@ -34,13 +34,16 @@
 
   Prints each difference whole (seed, schema, the transactions so far, both
   outcomes), then the counts; exits 1 when any came."
-  (:require [clojure.test.check.generators :as gen]
+  (:require [clojure.string :as str]
+            [clojure.test.check.generators :as gen]
             [clojure.walk :as walk]
             [datalith.bench.differential]
             [datalith.core :as d]
             [datalith.naive :as naive]
             [datalith.tx-property-test :as tp]
             [datomic.client.api :as dc]))
+
+(set! *warn-on-reflection* true)
 
 (def ^:private interpret-tx @#'tp/interpret-tx)
 (def ^:private engine-new-eid @#'tp/engine-new-eid)
@@ -84,7 +87,7 @@
   (naive/ref-attr? schema a))
 
 (defn- reverse-attr [a]
-  (when (and (keyword? a) (.startsWith (name a) "_"))
+  (when (and (keyword? a) (str/starts-with? (name a) "_"))
     (keyword (namespace a) (subs (name a) 1))))
 
 (defn- single-reverse-refs
