@@ -47,8 +47,9 @@
     A tempid used only as a ref value or in retractions (no assertion about
     it): :tx/tempid-only-value. A tempid named only by a map with no
     attributes names nothing, and gets no id.
-  - [:db/retractEntity x] where x is a lookup ref that names nothing does
-    nothing; the other operations refuse it (:tx/lookup-ref-not-found).
+  - [:db/retractEntity x] and {:db/id x} (a map of :db/id alone, which
+    asserts nothing) where x is a lookup ref that names nothing do nothing;
+    the other operations refuse it (:tx/lookup-ref-not-found).
   - :tempids maps \"datomic.tx\" to the transaction when tx-data used it.
   - A = the asserted triples; R = the explicitly retracted triples, plus, for
     [:db/retract e a], every value of e's a, and for [:db/retractEntity e],
@@ -172,6 +173,11 @@
     (vec (mapcat
            (fn [form]
              (cond
+               ;; a map of :db/id alone asserts nothing; a lookup ref in it that names
+               ;; nothing is no error (transact* drops the mention), as in Datomic
+               (and (map? form) (= [:db/id] (keys form)))
+               [{:op :mention :e (entity-ref (:db/id form) form) :lenient true}]
+
                (map? form) (second (expand-map schema form anon))
 
                (vector? form)
@@ -308,8 +314,9 @@
                                       (reject :tx/lookup-ref-not-found "no entity has the value"
                                               {:lookup-ref (:lookup x)})))
                     :else x))
-        names-nothing? (fn [{:keys [op e]}] ; a retractEntity of a lookup ref that matches nothing
-                         (and (= :retract-entity op) (lookup? e)
+        names-nothing? (fn [{:keys [op e lenient]}] ; a retractEntity (or a map of :db/id
+                         ;; alone) of a lookup ref that matches nothing
+                         (and (or (= :retract-entity op) lenient) (lookup? e)
                               (nil? (apply holder fs (:lookup e)))))
         ops (for [op ops :when (not (names-nothing? op))]
               (cond-> (update op :e eid)

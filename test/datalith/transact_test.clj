@@ -207,6 +207,33 @@
           [[:db/retractEntity u] [:db/retractEntity u]]
           [[:db/cas u :user/name "U" "V"] [:db/retract u :user/name "W"]])))))
 
+(deftest a-map-of-db-id-alone-asserts-nothing
+  ;; Datomic Local 1.0.291 takes each of the first group as a transaction of its instant
+  ;; alone (datalith.bench.tx-differential found the lookup ref)
+  (each-store [conn {:schema schema}]
+    (let [u (get-in (d/transact! conn [{:db/id "u" :user/email "u@x"}]) [:tempids "u"])
+          user-datoms #(count (remove (fn [x] (= :db/txInstant (:a x))) (:tx-data %)))]
+      (testing "taken, and nothing written but the transaction's instant"
+        (doseq [tx [[{:db/id [:user/email "nobody@x"]}]
+                    [{:db/id :no/such-ident}]
+                    [{:db/id [:user/email "u@x"]}]
+                    [{:db/id u}]
+                    [{:db/id "t"}]
+                    [{:db/id [:user/email "nobody@x"]} {:db/id "v" :user/name "V"}]]]
+          (let [before (set (d/datoms (d/db conn) :eavt))
+                r (d/transact! conn tx)]
+            (is (= (if (= 2 (count tx)) 1 0) (user-datoms r)) (pr-str tx))
+            (is (every? before (remove #(= "V" (:v %))
+                                       (remove #(= :db/txInstant (:a %)) (d/datoms (d/db conn) :eavt))))
+                (pr-str tx)))))
+      (testing "an id that is no entity reference is refused, and so is a lookup ref that names
+               nothing where it is a value"
+        (is (= :tx/invalid-entity (error-of #(d/transact! conn [{:db/id 1.5}]))))
+        (is (= :tx/invalid-lookup-ref (error-of #(d/transact! conn [{:db/id [:user/name "x"]}]))))
+        (is (= :tx/lookup-ref-not-found
+               (error-of #(d/transact! conn [{:db/id "w" :user/name "W"
+                                              :user/manager {:db/id [:user/email "nobody@x"]}}]))))))))
+
 (deftest cas
   (each-store [conn {:schema schema}]
     (let [e (get-in (d/transact! conn [{:db/id "e" :user/age 1}]) [:tempids "e"])

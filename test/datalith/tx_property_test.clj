@@ -202,7 +202,9 @@
                     :retract-entity (when-let [e (existing (:e op))] [:db/retractEntity e])
                     :map (let [m (map-attrs (:attrs op))]
                            (if-let [e (some-> (:e op) entity)]
-                             (when (seq m) (assoc m :db/id e))
+                             (cond ;; a map of :db/id alone (a lookup ref may name nothing)
+                                   (zero? (mod (:id op) 5)) {:db/id e}
+                                   (seq m) (assoc m :db/id e))
                              (assoc m :k/id (pick (domain schema :k/id) (:id op)))))
                     :upsert (let [id (or (pick ids (:n op)) (pick (domain schema :k/id) (:n op)))]
                               (cond-> (assoc (map-attrs (:attrs op)) :k/id id)
