@@ -383,22 +383,49 @@
    ["a txInstant before the last" (fn [_] [{:db/id "datomic.tx" :db/txInstant #inst "2000-01-01"}])]
    ["two values of a cardinality-one attribute retracted" (fn [{:keys [e]}] [[:db/retract e :p/name "E"] [:db/retract e :p/name "W"]])]
    ["retractEntity and an absent value's retraction" (fn [{:keys [e]}] [[:db/retractEntity e] [:db/retract e :p/name "W"]])]
-   ["a value asserted and retracted" (fn [{:keys [e]}] [[:db/add e :p/name "X"] [:db/retract e :p/name "X"]])]])
+   ["a value asserted and retracted" (fn [{:keys [e]}] [[:db/add e :p/name "X"] [:db/retract e :p/name "X"]])]
+   ["schema: cardinality one to many" (fn [_] [{:db/id :p/name :db/cardinality :db.cardinality/many}])]
+   ["schema: cardinality many to one, one entity holding two" (fn [_] [{:db/id :p/tags :db/cardinality :db.cardinality/one}])]
+   ["schema: unique identity on an attribute whose values repeat" (fn [{:keys [f]}] [[:db/add f :p/name "E"] {:db/id :p/name :db/unique :db.unique/identity}])]
+   ["schema: unique identity on an attribute whose values do not" (fn [_] [{:db/id :p/name :db/unique :db.unique/identity}])]
+   ["schema: uniqueness retracted" (fn [_] [[:db/retract :p/email :db/unique :db.unique/value]])]
+   ["schema: value type changed" (fn [_] [{:db/id :p/name :db/valueType :db.type/long}])]
+   ["schema: component added" (fn [_] [{:db/id :p/next :db/isComponent true}])]
+   ["schema: component on a non-ref" (fn [_] [{:db/id :p/name :db/isComponent true}])]
+   ["schema: noHistory added" (fn [_] [{:db/id :p/name :db/noHistory true}])]
+   ["schema: ident renamed" (fn [_] [{:db/id :p/name :db/ident :p/title}])]
+   ["schema: an attribute without cardinality" (fn [_] [{:db/ident :p/new :db/valueType :db.type/string}])]
+   ["schema: an attribute without value type" (fn [_] [{:db/ident :p/new :db/cardinality :db.cardinality/one}])]
+   ["schema: a new attribute used in the same transaction" (fn [{:keys [e]}] [{:db/ident :p/new :db/valueType :db.type/string :db/cardinality :db.cardinality/one} [:db/add e :p/new "x"]])]
+   ["schema: unique on a cardinality-many attribute" (fn [_] [{:db/id :p/tags :db/unique :db.unique/value}])]
+   ["schema: ident retracted" (fn [_] [[:db/retract :p/name :db/ident :p/name]])]
+   ["an entity given an existing ident" (fn [{:keys [f]}] [[:db/add f :db/ident :p/name]])]
+   ["an ident for a plain entity" (fn [{:keys [f]}] [[:db/add f :db/ident :thing/f]])]
+   ["a keyword value for a ref attribute, an ident" (fn [{:keys [e f]}] [[:db/add f :db/ident :thing/f] [:db/add e :p/next :thing/f]])]])
 
 (def ^:private probe-refs #{:p/next :p/links :p/part})
 
+(def ^:private schema-refs
+  "The schema attributes whose values are entities with idents."
+  #{:db/cardinality :db/unique :db/valueType})
+
 (defn- probe-datoms
-  "A report's datoms named: entities as the base's tempids (:e :f :c), :tx, or :new;
-  attributes as idents; the instant as :instant."
-  [datoms tempids attr-ids tx]
+  "A report's datoms named: entities as the base's tempids (:e :f :c), :tx, their ident (a
+  schema attribute's, as the database after the transaction reads it) or :new; attributes as
+  idents; the instant as :instant. Datomic's own record of an alteration (:db.alter/attribute,
+  :db.install/attribute) is left out: datalith keeps none."
+  [datoms tempids attr-ids tx ident-of]
   (let [ents (into {} (for [[k v] tempids :when (string? k)] [v (keyword k)]))
         attrs (zipmap (vals attr-ids) (keys attr-ids))
-        ent (fn [x] (or (ents x) (when (= x tx) :tx) :new))
-        attr (fn [a] (if (keyword? a) a (attrs a a)))]
+        ent (fn [x] (or (ents x) (when (= x tx) :tx) (ident-of x) :new))
+        attr (fn [a] (if (keyword? a) a (or (attrs a) (ident-of a) a)))]
     (set (for [x datoms
-               :let [a (attr (:a x))]]
+               :let [a (attr (:a x))]
+               :when (not (#{:db.alter/attribute :db.install/attribute} a))]
            [(ent (:e x)) a
-            (cond (inst? (:v x)) :instant (probe-refs a) (ent (:v x)) :else (:v x))
+            (cond (inst? (:v x)) :instant
+                  (or (probe-refs a) (schema-refs a)) (if (keyword? (:v x)) (:v x) (ent (:v x)))
+                  :else (:v x))
             (:added x)]))))
 
 (defn- run-probes
@@ -406,9 +433,10 @@
   they differ; the number that differ."
   [client]
   (let [attrs (into [:db/txInstant] (map :db/ident probe-schema))
-        outcome (fn [transact! tempids attr-ids tx-of mk]
+        outcome (fn [transact! tempids attr-ids tx-of ident-in mk]
                   (try (let [r (transact! (mk {:e (tempids "e") :f (tempids "f") :c (tempids "c")}))]
-                         (probe-datoms (:tx-data r) tempids attr-ids (tx-of r)))
+                         (probe-datoms (:tx-data r) tempids attr-ids (tx-of r)
+                                       (partial ident-in (:db-before r) (:db-after r))))
                        (catch clojure.lang.ExceptionInfo x
                          [:refused (or (:error (ex-data x)) (:db/error (ex-data x))
                                        (:cognitect.anomalies/category (ex-data x)))])))
@@ -422,12 +450,19 @@
                         dr (dc/transact dconn {:tx-data probe-base})
                         d-attrs (into {} (for [a attrs] [a (:db/id (dc/pull (:db-after dr) [:db/id] a))]))
                         tx-of (fn [r] (some #(when (= (:e %) (:tx %)) (:tx %)) (:tx-data r)))
-                        dm (outcome #(dc/transact dconn {:tx-data %}) (:tempids dr) d-attrs tx-of mk)
+                        d-ident (fn [before after x]
+                                  (or (:db/ident (dc/pull after [:db/ident] x))
+                                      (:db/ident (dc/pull before [:db/ident] x))))
+                        dm (outcome #(dc/transact dconn {:tx-data %}) (:tempids dr) d-attrs tx-of
+                                    d-ident mk)
                         lconn (d/connect :mem {:schema (into {} (map (juxt :db/ident #(dissoc % :db/ident))
                                                                      probe-schema))})
                         lr (d/transact! lconn probe-base)
                         l-attrs (into {} (for [a attrs] [a (d/entid (d/db lconn) a)]))
-                        l (outcome #(d/transact! lconn %) (:tempids lr) l-attrs tx-of mk)
+                        l-ident (fn [before after x]
+                                  (or (:db/ident (d/pull after [:db/ident] x))
+                                      (:db/ident (d/pull before [:db/ident] x))))
+                        l (outcome #(d/transact! lconn %) (:tempids lr) l-attrs tx-of l-ident mk)
                         same? (if (vector? dm) (vector? l) (= dm l))]
                     (d/close lconn)
                     (dc/delete-database client {:db-name db-name})
