@@ -5,7 +5,7 @@
   It reuses query-property-test's generators (schema, data, query specs, whose
   queries are made to be ones Datomic accepts), loads each trial's data into a
   datalith :mem database and a Datomic Local in-memory one, and runs the query
-  on the current database and as of an earlier t on both.
+  on the current database, as of an earlier t and since it, on both.
 
   Answers are compared after naming what differs between the two systems:
   entity ids become [:e i] (entity i of the trial's data), transaction ids
@@ -242,7 +242,10 @@
                              (d/datoms (d/history ldb) :eavt))
                 views [[:current ldb ddb #(nq/db (d/datoms ldb :eavt))]
                        [[:as-of i] (d/as-of ldb (nth ts i)) (dc/as-of ddb (nth (:ts dres) i))
-                        #(nq/db (nq/as-of-datoms history (d/t->tx (nth ts i))))]]]
+                        #(nq/db (nq/as-of-datoms history (d/t->tx (nth ts i))))]
+                       [[:since i] (d/since ldb (nth ts i)) (dc/since ddb (nth (:ts dres) i))
+                        #(nq/db (filter (fn [x] (> (:tx x) (d/t->tx (nth ts i))))
+                                        (d/datoms ldb :eavt)))]]]
             (some (fn [[label lview dview model]]
                     (let [l-info {:eids eids :tx-ids l-txs :p-ids p-ids :attr-ids l-attrs}
                           d-info {:eids (:eids dres) :tx-ids (:txs dres) :p-ids p-ids :attr-ids d-attrs}
