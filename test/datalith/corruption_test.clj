@@ -265,7 +265,9 @@
    ["child is meta page 1"                (child (fn [_ _] 1))          :corrupt :corrupt]
    ["child is its own branch page"        (child (fn [_ b] (:pgno b)))  :corrupt :corrupt]
    ["child is the root"                   (child (fn [d _] (:pgno (root d)))) :corrupt :corrupt]
-   ["child is a leaf elsewhere"           (child (fn [d _] (:pgno (first (last (eavt d)))))) :corrupt :differs]
+   ;; LMDB alone: its steps from the leaf's keys to the next page's go back (since stop 43 a step
+   ;; out of order is :store/corrupt; before, the scans read other data)
+   ["child is a leaf elsewhere"           (child (fn [d _] (:pgno (first (last (eavt d)))))) :corrupt :corrupt]
    ["branch node offset past the page"    (u16 branch #(pointer-at % 3) (constantly 0xFFF0)) :corrupt :corrupt]
    ;; leaf nodes and page bounds
    ["leaf node offset past the page"      (u16 leaf #(pointer-at % 5) (constantly 0xFFF0)) :corrupt either]
@@ -280,6 +282,12 @@
    ["leaf lower past upper"               (u16 leaf #(+ 12 (:offset %)) #(+ 2 (:upper %))) :corrupt :corrupt]
    ["leaf upper 0"                        (u16 leaf #(+ 14 (:offset %)) (constantly 0)) :corrupt :same]
    ["leaf page number wrong"              #(f/write-u64! % (:offset (leaf %)) 5) :corrupt :same]
+   ;; a key's first byte raised (a flipped byte of its entity id): the page's keys out of
+   ;; order, which a scan stepping along the page meets (a scan seeking on from such a key came
+   ;; back to it for ever: flip-test seed 371, stop 43)
+   ["leaf keys out of order"              #(f/write-bytes! % (+ 8 (node-at (leaf %) 5))
+                                                           (byte-array [(unchecked-byte 0x7F)]))
+    :corrupt :corrupt]
    ;; the trees' records, and the depth a descent must take
    ["EAVT root past the file"             (eavt-root #(+ 100 (:last-pg (f/last-meta %)))) :corrupt :corrupt]
    ["EAVT root is meta page 1"            (eavt-root (constantly 1))    :corrupt :corrupt]

@@ -40,6 +40,8 @@ final class LmdbCursor implements Cursor {
   private long pgno; // its page number
   private int count; // its keys
   private int index; // the current key's place in it
+  private long keyAt; // the current key's address in the page, and its size
+  private int keySize;
 
   LmdbCursor(LmdbReadTxn txn, SubDb db, LmdbReader.Slot slot) {
     this.txn = txn;
@@ -74,10 +76,15 @@ final class LmdbCursor implements Cursor {
 
   /** Makes key {@code i} of the page current. */
   private boolean at(int i) {
-    int node = node(i);
+    return at(i, node(i));
+  }
+
+  /** {@link #at(int)} of key {@code i}, whose node (checked) is {@code node}. */
+  private boolean at(int i, int node) {
     ByteBuffer k = slot.keyView;
-    ReadOnlyBufferProxy.point(k, page + LmdbTree.offset(node) + NODE_HEADER,
-        LmdbTree.keySize(node));
+    keyAt = page + LmdbTree.offset(node) + NODE_HEADER;
+    keySize = LmdbTree.keySize(node);
+    ReadOnlyBufferProxy.point(k, keyAt, keySize);
     index = i;
     key = k;
     positioned = true;
@@ -227,7 +234,7 @@ final class LmdbCursor implements Cursor {
       return false;
     }
     if (index + 1 < count) {
-      return at(index + 1);
+      return step(index + 1, 1);
     }
     return cross(true, key, true);
   }
@@ -239,9 +246,27 @@ final class LmdbCursor implements Cursor {
       return false;
     }
     if (index > 0) {
-      return at(index - 1);
+      return step(index - 1, -1);
     }
     return cross(false, key, true);
+  }
+
+  /**
+   * Moves to key {@code i} of the page, the next ({@code direction} 1) or the previous (-1) of
+   * the current one, which it must follow in that direction, else the page is damaged: a key
+   * out of order would send a scan that seeks on from it (past a run, to a later key) back to
+   * where it was, round forever (a flipped byte in an entity id did; {@link #cross} checks the
+   * same between pages). One comparison of two keys of the page a step.
+   */
+  private boolean step(int i, int direction) {
+    int to = node(i);
+    int order = ReadOnlyBufferProxy.compareUnsigned(page + LmdbTree.offset(to) + NODE_HEADER,
+        LmdbTree.keySize(to), keyAt, keySize);
+    if (order * direction <= 0) {
+      throw txn.corrupt(db, pgno, "A leaf page's keys out of order (key " + Math.max(i, index)
+          + ")");
+    }
+    return at(i, to);
   }
 
   /**

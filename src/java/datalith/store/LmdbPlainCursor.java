@@ -68,11 +68,19 @@ final class LmdbPlainCursor implements Cursor {
   @Override
   public boolean seek(ByteBuffer probe) {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
+    boolean found;
     try {
-      return moved(slot.seek(c, probe, txn), c);
+      found = moved(slot.seek(c, probe, txn), c);
     } catch (LmdbException e) {
       throw failure("Cannot seek", e);
     }
+    // a damaged branch page may route the probe to a leaf of smaller keys, whose next page
+    // LMDB takes the first key of: below the probe, a seek that a scan repeats would return
+    // it for ever (the Java reader checks the same in LmdbCursor.cross)
+    if (found && ReadOnlyBufferProxy.compareUnsigned(key, probe) < 0) {
+      throw txn.corrupt(db, -1, "LMDB's seek found a key below the one sought");
+    }
+    return found;
   }
 
   @Override
@@ -101,11 +109,15 @@ final class LmdbPlainCursor implements Cursor {
     if (!positioned) {
       return false;
     }
+    long from = ReadOnlyBufferProxy.base(key) + key.position();
+    int fromSize = key.remaining();
+    boolean found;
     try {
-      return moved(c.next(), c);
+      found = moved(c.next(), c);
     } catch (LmdbException e) {
       throw failure("Cannot move to the next key", e);
     }
+    return found && followed(from, fromSize, 1);
   }
 
   @Override
@@ -114,11 +126,32 @@ final class LmdbPlainCursor implements Cursor {
     if (!positioned) {
       return false;
     }
+    long from = ReadOnlyBufferProxy.base(key) + key.position();
+    int fromSize = key.remaining();
+    boolean found;
     try {
-      return moved(c.prev(), c);
+      found = moved(c.prev(), c);
     } catch (LmdbException e) {
       throw failure("Cannot move to the previous key", e);
     }
+    return found && followed(from, fromSize, -1);
+  }
+
+  /**
+   * True when the key reached follows the key left (at {@code from}, {@code fromSize} bytes of
+   * the map, which stays mapped while the transaction is open) in {@code direction} (1: after
+   * it, -1: before it); else throws {@code :store/corrupt}. LMDB steps along a damaged page's
+   * keys in whatever order they lie, and a scan that seeks on from a key out of order (past a
+   * run, to a later key) comes back to where it was, round forever.
+   */
+  private boolean followed(long from, int fromSize, int direction) {
+    ByteBuffer k = key;
+    int order = ReadOnlyBufferProxy.compareUnsigned(ReadOnlyBufferProxy.base(k) + k.position(),
+        k.remaining(), from, fromSize);
+    if (order * direction <= 0) {
+      throw txn.corrupt(db, -1, "LMDB stepped to a key out of order");
+    }
+    return true;
   }
 
   @Override
