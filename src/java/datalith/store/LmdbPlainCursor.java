@@ -9,7 +9,9 @@ import org.lmdbjava.LmdbException;
  * (and the path when LMDB's structs do not read as {@link LmdbLayout} says, or its pages are
  * not of 4 KiB), which the tests check the Java reader ({@link LmdbCursor}) against. Every key
  * and value LMDB returns is checked to lie in the snapshot's pages before it is read
- * ({@link LmdbSnapshot#check}); LMDB's own reading of a damaged page is not checked.
+ * ({@link LmdbSnapshot#check}), every step to follow the key it left and every seek to land at
+ * or after its probe (so that no scan goes round a damaged page for ever); LMDB's own reading
+ * of a damaged page is not checked otherwise.
  */
 final class LmdbPlainCursor implements Cursor {
 

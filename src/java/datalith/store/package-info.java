@@ -56,10 +56,12 @@
  * must say it is that page, of the kind the tree's depth expects at its level (so a descent
  * takes exactly the tree's depth steps), with its bounds in order; a node, key or value must
  * lie in its page, or on overflow pages of the snapshot that say they are; a tree's record
- * must have a depth a path can hold; a crossing must reach keys after the ones it left, and a
- * seek a key at least its probe. With {@code "page-reader" "lmdb"}, every key and value LMDB
- * returns is checked to lie in the snapshot's pages before it is read, but LMDB's own reading
- * of a damaged page is not checked: a node offset on the file's last pages that points past
+ * must have a depth a path can hold; every step (within a page or across to the next) must
+ * reach a key after the one it left, and a seek a key at least its probe, so that no scan that
+ * seeks on from the keys it reads goes round a damaged page for ever. With {@code "page-reader"
+ * "lmdb"}, every key and value LMDB returns is checked to lie in the snapshot's pages before it
+ * is read, and its steps and seeks are checked in the same order, but LMDB's own reading of a
+ * damaged page is not checked otherwise: a node offset on the file's last pages that points past
  * its end can still stop the process inside LMDB. Before LMDB maps a data file, its meta pages
  * are read and checked against the file's size, and the lock file is written to its full size
  * (see {@link datalith.store.LmdbFiles}). So a truncated, empty or damaged file, or a full disk
