@@ -67,14 +67,18 @@
   [op]
   (not (some #{:new-id :tx-id} (choices op))))
 
+(defn- reverse-attr
+  "The forward attribute of a reverse one (:k/_likes -> :k/likes), else nil."
+  [a]
+  (when (and (keyword? a) (str/starts-with? (name a) "_"))
+    (keyword (namespace a) (subs (name a) 1))))
+
 (defn- forms-datomic-takes
   "The concrete forms of a transaction that Datomic's language has: none naming an attribute
   outside the schema, nor DataScript's :db.fn/retractAttribute."
   [schema tx-data]
-  (let [known? (fn [a] (or (contains? schema a)
-                           (and (keyword? a) (contains? schema (keyword (namespace a)
-                                                                        (subs (name a) 1))))
-                           (#{:db/id} a)))]
+  (let [known? (fn [a] (or (contains? schema a) (contains? schema (reverse-attr a))
+                           (= :db/id a)))]
     (vec (remove (fn [form]
                    (if (map? form)
                      (some (complement known?) (keys form))
@@ -82,13 +86,6 @@
                          (and (#{:db/add :db/retract :db/cas} (first form))
                               (not (known? (nth form 2)))))))
                  tx-data))))
-
-(defn- ref-attr? [schema a]
-  (naive/ref-attr? schema a))
-
-(defn- reverse-attr [a]
-  (when (and (keyword? a) (str/starts-with? (name a) "_"))
-    (keyword (namespace a) (subs (name a) 1))))
 
 (defn- single-reverse-refs
   "tx-data whose maps give a reverse attribute one entity, as Datomic's maps take it (a
@@ -149,7 +146,7 @@
         map-form (fn map-form [m]
                    (into {} (for [[k v] m]
                               [k (cond (= k :db/id) (ent v)
-                                       (or (ref-attr? schema k) (reverse-attr k))
+                                       (or (naive/ref-attr? schema k) (reverse-attr k))
                                        (let [v' (ref-val v)]
                                          (cond (map? v') (map-form v')
                                                (set? v') (set (map #(if (map? %) (map-form %) %) v'))
@@ -160,9 +157,8 @@
              (map-form form)
              (let [[op e a & more] form]
                (case op
-                 (:db/add :db/retract) (into [op (ent e) a]
-                                             (map #(if (ref-attr? schema a) (ref-val %) %) more))
-                 :db/cas (into [op (ent e) a] (map #(if (ref-attr? schema a) (ref-val %) %) more))
+                 (:db/add :db/retract :db/cas)
+                 (into [op (ent e) a] (map #(if (naive/ref-attr? schema a) (ref-val %) %) more))
                  :db/retractEntity [op (ent e)]
                  form)))))))
 
@@ -173,7 +169,7 @@
   (set (for [x datoms
              :let [a (attr-of (:a x))]
              :when (contains? schema a)]
-         [(name-of (:e x)) a (if (ref-attr? schema a) (name-of (:v x)) (:v x))])))
+         [(name-of (:e x)) a (if (naive/ref-attr? schema a) (name-of (:v x)) (:v x))])))
 
 (defn- attempt [f]
   (try {:report (f)}

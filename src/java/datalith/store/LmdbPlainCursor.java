@@ -107,23 +107,22 @@ final class LmdbPlainCursor implements Cursor {
 
   @Override
   public boolean next() {
-    org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
-    if (!positioned) {
-      return false;
-    }
-    long from = ReadOnlyBufferProxy.base(key) + key.position();
-    int fromSize = key.remaining();
-    boolean found;
-    try {
-      found = moved(c.next(), c);
-    } catch (LmdbException e) {
-      throw failure("Cannot move to the next key", e);
-    }
-    return found && followed(from, fromSize, 1);
+    return step(1);
   }
 
   @Override
   public boolean prev() {
+    return step(-1);
+  }
+
+  /**
+   * Moves LMDB's cursor to the next key ({@code direction} 1) or the previous one (-1), which
+   * must follow the key left in that direction, else {@code :store/corrupt}: LMDB steps along a
+   * damaged page's keys in whatever order they lie, and a scan that seeks on from a key out of
+   * order (past a run, to a later key) comes back to where it was, round forever. The key left
+   * is compared where it lies in the map, which stays mapped while the transaction is open.
+   */
+  private boolean step(int direction) {
     org.lmdbjava.Cursor<ByteBuffer> c = lmdb();
     if (!positioned) {
       return false;
@@ -132,21 +131,14 @@ final class LmdbPlainCursor implements Cursor {
     int fromSize = key.remaining();
     boolean found;
     try {
-      found = moved(c.prev(), c);
+      found = moved(direction > 0 ? c.next() : c.prev(), c);
     } catch (LmdbException e) {
-      throw failure("Cannot move to the previous key", e);
+      throw failure(direction > 0 ? "Cannot move to the next key"
+          : "Cannot move to the previous key", e);
     }
-    return found && followed(from, fromSize, -1);
-  }
-
-  /**
-   * True when the key reached follows the key left (at {@code from}, {@code fromSize} bytes of
-   * the map, which stays mapped while the transaction is open) in {@code direction} (1: after
-   * it, -1: before it); else throws {@code :store/corrupt}. LMDB steps along a damaged page's
-   * keys in whatever order they lie, and a scan that seeks on from a key out of order (past a
-   * run, to a later key) comes back to where it was, round forever.
-   */
-  private boolean followed(long from, int fromSize, int direction) {
+    if (!found) {
+      return false;
+    }
     ByteBuffer k = key;
     int order = ReadOnlyBufferProxy.compareUnsigned(ReadOnlyBufferProxy.base(k) + k.position(),
         k.remaining(), from, fromSize);

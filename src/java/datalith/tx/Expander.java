@@ -145,12 +145,12 @@ final class Expander {
    * the thread's).
    */
   private void expandMap(Map<?, ?> top) {
-    Object id = top.get(DB_ID);
-    if (id != null && top.size() == 1) {
+    if (top.size() == 1 && top.get(DB_ID) != null) {
       // a map of :db/id alone asserts nothing: its id is checked as any entity reference is,
       // but a lookup ref or an ident that names no entity is no error (Datomic takes such a
-      // map as nothing at all, whatever its id)
-      refs.resolveOrNull(id, top);
+      // map as nothing at all, whatever its id); the size first, so that other maps pay no
+      // lookup here
+      refs.resolveOrNull(top.get(DB_ID), top);
       return;
     }
     // the expander's one work stack, empty between maps; a fresh one should this run re-enter
