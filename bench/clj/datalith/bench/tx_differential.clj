@@ -16,7 +16,8 @@
   installed by their first use, DataScript's `:db.fn/retractAttribute`, and
   (deliberate differences, in README's Known limits) a reverse attribute given
   several entities or a nested map, the retractEntity of a transaction, and an
-  identity value asserted on the transaction (\"datomic.tx\" in tx-data).
+  identity value asserted on the transaction (\"datomic.tx\" in tx-data); a cas's
+  old value given by lookup ref or ident is given by its id (Datomic does not resolve it).
   Every entity a transaction makes gets a tempid (a map without :db/id gets
   one of its own, which means what no :db/id means), so that both systems'
   entities can be named by the tempid that made them; ids in the tx-data are
@@ -118,6 +119,20 @@
                               (= :identity (get-in schema [(nth % 2) :unique])))))
                tx-data)))
 
+(defn- cas-old-values-as-ids
+  "tx-data whose :db/cas of a ref attribute gives its old value as an entity id where it gave
+  a lookup ref or an ident naming one in `db`: datalith resolves such an old value as it
+  resolves a new one; Datomic compares it as given, so its cas fails (README's Known limits)."
+  [schema db tx-data]
+  (mapv (fn [form]
+          (if (and (vector? form) (= :db/cas (first form)) (naive/ref-attr? schema (nth form 2))
+                   (let [old (nth form 3)] (or (keyword? old) (vector? old))))
+            (if-let [id (try (d/entid db (nth form 3)) (catch Exception _ nil))]
+              (assoc form 3 id)
+              form)
+            form))
+        tx-data))
+
 (defn- with-tempids
   "tx-data whose every map, nested ones too, names its entity: a map without :db/id gets
   the tempid `prefix`-i of its own."
@@ -207,6 +222,7 @@
                                (forms-datomic-takes schema)
                                single-reverse-refs
                                (transactions-as-datalith-takes-them schema)
+                               (cas-old-values-as-ids schema (d/db conn))
                                (with-tempids (str "m" i "-")))
                   d-tx (translate schema (:l->d names) tx-data)
                   l (attempt #(d/transact! conn tx-data))
