@@ -9,8 +9,11 @@ import datalith.db.IndexScan;
 import datalith.db.Schema;
 import datalith.db.Snapshot;
 import datalith.db.TxChange;
+import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -53,6 +56,15 @@ final class SchemaCheck {
           throw Errors.error("schema/alter", "Cannot give " + ident
               + " a :db/valueType once it has values", "attribute", ident);
         }
+        // values the transaction asserts were taken as the attribute was before it
+        int tag = Schema.typeTag((Keyword) after.ident((Long) vtA));
+        for (TxChange c : changes) {
+          if (c.datom.aid == e && c.datom.added && c.encoded[0] != tag) {
+            throw Errors.error("schema/alter", "Cannot give " + ident + " the :db/valueType "
+                + after.ident((Long) vtA) + " in a transaction that asserts a value of another"
+                + " type for it", "attribute", ident, "value", c.datom.v);
+          }
+        }
       }
       Object cardA = pa.get(Schema.CARDINALITY);
       if (cardA != null && !(cardA.equals(Schema.CARD_ONE) || cardA.equals(Schema.CARD_MANY))) {
@@ -60,7 +72,7 @@ final class SchemaCheck {
             "attribute", ident, "value", cardA);
       }
       if (Long.valueOf(Schema.CARD_MANY).equals(pb.get(Schema.CARDINALITY))
-          && !Long.valueOf(Schema.CARD_MANY).equals(cardA) && hasManyValues(db, snap, e)) {
+          && !Long.valueOf(Schema.CARD_MANY).equals(cardA) && hasManyValues(db, snap, e, changes)) {
         throw Errors.error("schema/alter", "Cannot make " + ident
             + " cardinality-one: some entity has several values", "attribute", ident);
       }
@@ -69,7 +81,8 @@ final class SchemaCheck {
         throw Errors.error("schema/invalid", ":db/unique must be :db.unique/identity or /value",
             "attribute", ident, "value", uA);
       }
-      if (uA != null && pb.get(Schema.UNIQUE) == null && hasDuplicateValues(db, snap, e)) {
+      if (uA != null && pb.get(Schema.UNIQUE) == null
+          && hasDuplicateValues(db, snap, e, changes)) {
         throw Errors.error("schema/alter", "Cannot make " + ident
             + " unique: two entities share a value", "attribute", ident);
       }
@@ -145,15 +158,80 @@ final class SchemaCheck {
     return any;
   }
 
-  private static boolean hasManyValues(Db db, Snapshot snap, long aid) {
+  /**
+   * Whether some entity holds several values of {@code aid} after the transaction: those it held
+   * before, less those {@code changes} retract, plus those they assert (the data of a
+   * transaction that makes {@code aid} cardinality-one is taken as the schema before it has it,
+   * so it may assert a second value, which the alteration then refuses; or retract all but one).
+   */
+  private static boolean hasManyValues(Db db, Snapshot snap, long aid, List<TxChange> changes) {
+    Map<Long, Integer> delta = new HashMap<>();
+    for (TxChange c : changes) {
+      if (c.datom.aid == aid) {
+        delta.merge(c.datom.e, c.datom.added ? 1 : -1, Integer::sum);
+      }
+    }
     IndexScan s = db.scan(snap, Index.AEVT, new KeyBuilder().putLong(aid).view());
-    long last = -1;
+    try {
+      long last = -1;
+      int held = 0;
+      while (s.next()) {
+        long e = s.e();
+        if (e != last) {
+          if (last >= 0 && held + orZero(delta.remove(last)) > 1) {
+            return true;
+          }
+          last = e;
+          held = 0;
+        }
+        held++;
+      }
+      if (last >= 0 && held + orZero(delta.remove(last)) > 1) {
+        return true;
+      }
+    } finally {
+      s.close();
+    }
+    for (int d : delta.values()) { // entities that held none before
+      if (d > 1) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static int orZero(Integer n) {
+    return n == null ? 0 : n;
+  }
+
+  /**
+   * Whether two entities hold one value of {@code aid} after the transaction, among the values
+   * held before (less those {@code changes} retract); the values the transaction asserts are
+   * {@link UniqueCheck}'s, with uniqueness as the transaction leaves it.
+   */
+  private static boolean hasDuplicateValues(Db db, Snapshot snap, long aid,
+      List<TxChange> changes) {
+    Map<Long, List<Object>> retracted = new HashMap<>();
+    for (TxChange c : changes) {
+      if (c.datom.aid == aid && !c.datom.added) {
+        retracted.computeIfAbsent(c.datom.e, k -> new ArrayList<>(1)).add(c.datom.v);
+      }
+    }
+    IndexScan s = db.scan(snap, Index.AVET, new KeyBuilder().putLong(aid).view());
+    Object last = null;
+    long lastE = -1;
     try {
       while (s.next()) {
-        if (s.datom().e == last) {
+        long e = s.e();
+        Object v = s.v();
+        if (retractedBy(retracted.get(e), v)) {
+          continue;
+        }
+        if (lastE >= 0 && e != lastE && Datom.valueEquals(v, last)) {
           return true;
         }
-        last = s.datom().e;
+        last = v;
+        lastE = e;
       }
       return false;
     } finally {
@@ -161,22 +239,14 @@ final class SchemaCheck {
     }
   }
 
-  private static boolean hasDuplicateValues(Db db, Snapshot snap, long aid) {
-    IndexScan s = db.scan(snap, Index.AVET, new KeyBuilder().putLong(aid).view());
-    Object last = null;
-    long lastE = -1;
-    try {
-      while (s.next()) {
-        Object v = s.datom().v;
-        if (lastE >= 0 && s.datom().e != lastE && datalith.index.Datom.valueEquals(v, last)) {
+  private static boolean retractedBy(List<Object> values, Object v) {
+    if (values != null) {
+      for (Object r : values) {
+        if (Datom.valueEquals(r, v)) {
           return true;
         }
-        last = v;
-        lastE = s.datom().e;
       }
-      return false;
-    } finally {
-      s.close();
     }
+    return false;
   }
 }
