@@ -31,14 +31,19 @@
 
 (defn db
   "The evaluator's database of `datoms`, each `[e a v tx added]` (or a datom
-  that destructures so) with `a` an attribute ident."
-  [datoms]
-  (let [ds (mapv (fn [d] [(nth d 0) (nth d 1) (nth d 2) (nth d 3) (nth d 4)]) datoms)
-        idents (into {} (for [[e a v] ds :when (= a :db/ident)] [v e]))
-        ref-type (idents :db.type/ref)]
-    {::datoms (mapv (fn [[e a v tx added]] [e (idents a) v tx added]) ds)
-     ::idents idents
-     ::refs (set (for [[e a v] ds :when (and (= a :db/valueType) (= v ref-type))] e))}))
+  that destructures so) with `a` an attribute ident. Idents and ref attributes
+  are read from `schema-datoms` (default: `datoms` themselves): a view that
+  leaves the schema's datoms out (since) still names its attributes."
+  ([datoms] (db datoms datoms))
+  ([datoms schema-datoms]
+   (let [row (fn [d] [(nth d 0) (nth d 1) (nth d 2) (nth d 3) (nth d 4)])
+         ds (mapv row datoms)
+         ss (if (identical? datoms schema-datoms) ds (mapv row schema-datoms))
+         idents (into {} (for [[e a v] ss :when (= a :db/ident)] [v e]))
+         ref-type (idents :db.type/ref)]
+     {::datoms (mapv (fn [[e a v tx added]] [e (idents a) v tx added]) ds)
+      ::idents idents
+      ::refs (set (for [[e a v] ss :when (and (= a :db/valueType) (= v ref-type))] e))})))
 
 (defn as-of-datoms
   "The datoms valid at transaction `tx`, from every assertion and retraction

@@ -245,7 +245,8 @@
                         #(nq/db (nq/as-of-datoms history (d/t->tx (nth ts i))))]
                        [[:since i] (d/since ldb (nth ts i)) (dc/since ddb (nth (:ts dres) i))
                         #(nq/db (filter (fn [x] (> (:tx x) (d/t->tx (nth ts i))))
-                                        (d/datoms ldb :eavt)))]]]
+                                        (d/datoms ldb :eavt))
+                                (d/datoms ldb :eavt))]]]
             (some (fn [[label lview dview model]]
                     (let [l-info {:eids eids :tx-ids l-txs :p-ids p-ids :attr-ids l-attrs}
                           d-info {:eids (:eids dres) :tx-ids (:txs dres) :p-ids p-ids :attr-ids d-attrs}
