@@ -63,7 +63,15 @@
   - Asserting a cardinality-one value retracts the entity's other value.
   - Redundant assertions and retractions of absent triples change nothing.
   - Afterwards, no two entities may hold one value of a unique attribute:
-    :tx/unique."
+    :tx/unique.
+  - Schema alterations, [:db/add attr prop v] and [:db/retract attr prop v]
+    with prop :db/cardinality, :db/unique or :db/isComponent (attr an ident
+    of the schema): the transaction's data is taken as the schema before it
+    has it; the alteration is checked against the state the transaction
+    leaves (an attribute made cardinality-one on which an entity holds two
+    values, one made unique of which two entities hold one value, or
+    isComponent of an attribute that is not a ref: :schema/alter), and the
+    schema after it is the model's from then on."
   (:require [clojure.set :as set]))
 
 ;; ---------------------------------------------------------------- reading
@@ -282,6 +290,57 @@
           (recur (concat more parts) (conj seen e) (into out (concat own refs-in)))))
       out)))
 
+;; ---------------------------------------------------------------- schema alterations
+
+(def ^:private alter-props
+  "The schema properties a transaction may alter, and their names in the model's schema."
+  {:db/cardinality :card :db/unique :unique :db/isComponent :component})
+
+(defn- alteration?
+  "Whether tx-data `form` alters an attribute: [:db/add|:db/retract attr prop v]."
+  [form]
+  (and (vector? form) (#{:db/add :db/retract} (first form)) (keyword? (second form))
+       (contains? alter-props (nth form 2 nil))))
+
+(defn- prop-value [prop v]
+  (if (= :component prop) (boolean v) (keyword (name v))))
+
+(defn- altered-schema
+  "`schema` after the alteration `forms`: each property is one value (two asserted, or one
+  asserted and retracted, is :tx/conflict); a retraction of the value held removes it."
+  [schema forms]
+  (reduce (fn [s [[a k] fs]]
+            (when-not (contains? schema a)
+              (reject :model/unsupported "an alteration of an attribute outside the schema"
+                      {:attribute a}))
+            (let [prop (alter-props k)
+                  adds (set (for [[op _ _ v] fs :when (= op :db/add)] (prop-value prop v)))
+                  rets (set (for [[op _ _ v] fs :when (= op :db/retract)] (prop-value prop v)))]
+              (when (or (> (count adds) 1) (seq (set/intersection adds rets)))
+                (reject :tx/conflict "two values of one schema property" {:attribute a :property k}))
+              (cond (seq adds) (assoc-in s [a prop] (first adds))
+                    (contains? rets (get-in schema [a prop])) (update s a dissoc prop)
+                    :else s)))
+          schema
+          (group-by (fn [[_ a k]] [a k]) forms)))
+
+(defn- check-alterations
+  "Rejects alterations from `before` to `after` that the state the transaction leaves
+  (`facts`, [e a v] triples) cannot stand: :schema/alter."
+  [before after facts]
+  (doseq [[a props] after
+          :let [was (get before a)]]
+    (when (and (:component props) (not= :ref (:type props)))
+      (reject :schema/alter "isComponent of an attribute that is not a ref" {:attribute a}))
+    (when (and (= :many (:card was)) (= :one (:card props))
+               (some (fn [[_ vs]] (> (count vs) 1))
+                     (group-by first (filter #(= a (second %)) facts))))
+      (reject :schema/alter "cardinality-one: an entity holds several values" {:attribute a}))
+    (when (and (nil? (:unique was)) (:unique props)
+               (some (fn [[_ es]] (> (count es) 1))
+                     (group-by #(nth % 2) (filter #(= a (second %)) facts))))
+      (reject :schema/alter "unique: two entities hold one value" {:attribute a}))))
+
 (defn- new-attrs
   "The attributes `ops` name that `schema` lacks: installed by the transaction."
   [schema ops]
@@ -292,7 +351,9 @@
 (defn- transact* [model tx-data new-eid]
   (let [schema (:schema model)
         fs (facts model)
-        ops (expand schema tx-data)
+        alterations (filter alteration? tx-data)
+        altered (altered-schema schema alterations)
+        ops (expand schema (remove alteration? tx-data))
         tx-named? (some #{::tx} (mapcat (juxt :e :v :old) ops))
         named (named-ids schema ops)
         taken (atom (into (:reserved model) cat [(:ents model) (:named model) named]))
@@ -352,14 +413,17 @@
                        f))
         retracted (set/intersection (set/union R implied) fs)
         asserted (set/difference A fs)
-        after (set/union (set/difference fs retracted) asserted)]
+        after (set/union (set/difference fs retracted) asserted)
+        ;; the schema after the transaction: its alterations, and the attributes it installed
+        schema' (merge altered (select-keys schema (keys installed)))]
+    (check-alterations schema schema' after)
     (doseq [[[a v] holders] (group-by (fn [[_ a v]] [a v]) after)
-            :when (and (get-in schema [a :unique]) (> (count holders) 1))]
+            :when (and (get-in schema' [a :unique]) (> (count holders) 1))]
       (reject :tx/unique "two entities hold one unique value" {:attribute a :value v
                                                                  :entities (map first holders)}))
     (let [t (inc (:t model))]
       {:model (-> model
-                  (assoc :t t :schema schema)
+                  (assoc :t t :schema schema')
                   (update :log conj {:t t :datoms (into (set (map #(conj % false) retracted))
                                                         (map #(conj % true) asserted))})
                   (update :ents into (concat (vals tempids)

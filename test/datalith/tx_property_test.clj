@@ -1,6 +1,7 @@
 (ns datalith.tx-property-test
-  "Random schemas and transaction sequences, run on both stores and on the
-  naive model (datalith.naive); after every transaction the engine must agree
+  "Random schemas and transaction sequences (schema alterations among their
+  data), run on both stores and on the naive model (datalith.naive); after
+  every transaction the engine must agree
   with the model on acceptance, tempids, tx-data, the current datoms, every
   as-of and since view, history, and on every index holding the same datoms.
   DATALITH_TRIALS=n raises the trial count."
@@ -86,7 +87,8 @@
      [1 (gen/hash-map :op (gen/return :tx-meta) :a gen/nat :v gen-choice)]
      [2 (gen/hash-map :op (gen/return :cas) :e gen-choice :a gen/nat
                       :old-is (gen/elements [:current :current :nil :other])
-                      :old gen-choice :v gen-choice)]]))
+                      :old gen-choice :v gen-choice)]
+     [1 (gen/hash-map :op (gen/return :alter) :a gen/nat :change gen/nat)]]))
 
 (def gen-txs (gen/vector (gen/vector gen-op 0 6) 1 8))
 
@@ -123,6 +125,25 @@
                  3 (+ (:t model) 2 n))))
 
 (defn- pick [xs n] (when (seq xs) (nth xs (mod n (count xs)))))
+
+(defn- alteration
+  "The schema alteration an :alter op makes of the model's `schema`: an attribute of the
+  schema other than :k/id made cardinality-one or many, a card-one attribute that is not a
+  ref made unique (value or identity) or not, a ref attribute made a component or not. Every
+  kind may meet data the transaction writes, or data held, that it cannot stand."
+  [schema {:keys [a change]}]
+  (let [attr (pick (vec (sort (remove (conj (set free-attrs) :k/id) (keys schema)))) a)
+        {:keys [type card unique component]} (schema attr)
+        card-to #(vector :db/add attr :db/cardinality (keyword "db.cardinality" (name %)))]
+    (case (int (mod change 4))
+      0 (card-to (if (or unique (= :many card)) :one :many))
+      1 (cond (= :ref type) [(if component :db/retract :db/add) attr :db/isComponent true]
+              unique (card-to :one)
+              :else (card-to :many))
+      (2 3) (cond (or (= :ref type) (= :many card)) (card-to :one)
+                  unique [:db/retract attr :db/unique (keyword "db.unique" (name unique))]
+                  :else [:db/add attr :db/unique (if (= 2 (int (mod change 4)))
+                                                   :db.unique/value :db.unique/identity)]))))
 
 (defn- interpret-tx
   "Abstract ops -> concrete tx-data against the model's current state."
@@ -213,6 +234,7 @@
                              [:db/add e a v])
                     :tx-meta (let [a (attr (:a op)) v (value a (:v op))]
                                (when (some? v) [:db/add "datomic.tx" a v]))
+                    :alter (alteration schema op)
                     :cas (let [a (pick card-one-attrs (:a op))
                                e (existing (:e op))
                                old (case (:old-is op)
@@ -540,9 +562,14 @@
   ([store schema txs] (run-case store schema txs nil))
   ([store schema txs {:keys [reopen-at]}]
    (let [dir (when (tu/durable? store) (tu/temp-dir))
-         opts (tu/store-opts store {:schema (engine-schema schema)})
-         open #(if dir (d/connect (.getPath ^File dir) opts) (d/connect :mem opts))
-         conn (atom (open))]
+         ;; a reopen names the schema as the model has it then (connect's :schema would alter
+         ;; the database back to the first one), but for the attributes installed by first use
+         open (fn [schema]
+                (let [opts (tu/store-opts store {:schema (engine-schema
+                                                           (into {} (remove #(= :any (:type (val %))))
+                                                                 schema))})]
+                  (if dir (d/connect (.getPath ^File dir) opts) (d/connect :mem opts))))
+         conn (atom (open schema))]
      (try
        (let [db0 (d/db @conn)
              reserved (set (map :e (d/datoms db0 :eavt)))
@@ -551,7 +578,7 @@
            (if-let [[make-tx & more] (seq txs)]
              (let [state (if (and dir (= i reopen-at))
                            (do (d/close @conn)
-                               (reset! conn (open))
+                               (reset! conn (open (:schema (:model state))))
                                (assoc state :conn @conn :dbs [] :wdb (d/db @conn)))
                            state)
                    reopened (when (and dir (= i reopen-at))
