@@ -13,8 +13,11 @@
             [datalith.core :as d]
             [datalith.damage :as dmg :refer [with-store-conn]]
             [datalith.test-util :as tu])
-  (:import (datalith.conn Conn)
-           (datalith.store LmdbStore)
+  (:import (datalith.codec Codec)
+           (datalith.conn Conn)
+           (datalith.db Attr Latest Snapshot TxChange)
+           (datalith.index Datom)
+           (datalith.store LmdbStore Store WriteTxn)
            (java.security MessageDigest)
            (java.nio.file Files)))
 
@@ -396,3 +399,67 @@
         (is (= :store/corrupt (:error e)))
         (is (not (.exists out)) "nothing written")
         (tu/delete-tree (.getParentFile out))))))
+
+;; Transactions written below the transactor's checks, through Latest.commit (as one written
+;; before 5d46b06 could be: an alteration that its own data broke): the log says what the
+;; database holds, so the log, every index and a rebuild agree, and only the schema's checks
+;; can find them.
+(defn- commit-unchecked!
+  "Commits `datoms` ([e attr-ident v], all assertions; ref values as ids, and the retraction of
+  a value held as [e attr-ident v :retract]) as the next transaction of `store`, unchecked."
+  [^Store store conn datoms]
+  (with-open [s (Snapshot/of store)]
+    (let [latest (Latest/load conn s)
+          db (.db latest)
+          schema (.schema db)
+          t (inc (d/basis-t db))
+          tx (d/t->tx t)
+          change (fn [[e ident v retract]]
+                   (let [^Attr a (.attr schema ^clojure.lang.Keyword ident)
+                         held (when retract
+                                (some #(when (= v (:v %)) (:tx %)) (d/datoms db :eavt e ident)))]
+                     (TxChange. (Datom. e (.id a) ident v tx (not retract)) a
+                                ;; a value held keeps the type it was written with
+                                (Codec/encode v (if (and retract (not= Codec/T_REF (.valueType a)))
+                                                  (Codec/inferTag v)
+                                                  (.valueType a)))
+                                (or held tx))))
+          ;; retractions first, as the transactor writes them
+          changes (mapv change (sort-by #(if (= :retract (get % 3)) 0 1)
+                                        (cons [tx :db/txInstant (java.util.Date.)] datoms)))
+          schema' (.with schema (TxChange/datoms changes))]
+      (with-open [^WriteTxn wt (.beginWrite store)]
+        (.commit latest wt changes schema' t (.nextEid db))))))
+
+(deftest what-the-schema-forbids-is-found
+  (doseq [kind tu/stores]
+    (testing kind
+      (with-store-conn [conn store dir kind]
+        (d/transact! conn [{:db/ident :k/tags :db/valueType :db.type/long
+                            :db/cardinality :db.cardinality/many}
+                           {:db/ident :k/code :db/valueType :db.type/string
+                            :db/cardinality :db.cardinality/one}
+                           {:db/ident :k/free :db/cardinality :db.cardinality/one}])
+        (let [{{a "a" b "b"} :tempids} (d/transact! conn [{:db/id "a" :k/tags #{1 2} :k/code "x"
+                                                          :k/free "text"}
+                                                         {:db/id "b" :k/code "x"}])
+              db (d/db conn)
+              id #(d/entid db %)]
+          (is (:ok? (d/verify conn)))
+          ;; :k/tags made cardinality-one, :k/code unique, :k/free a long: none of the data
+          ;; they already hold can stand it
+          (commit-unchecked! store conn [[(id :k/tags) :db/cardinality (id :db.cardinality/one)]
+                                         [(id :k/tags) :db/cardinality (id :db.cardinality/many)
+                                          :retract]
+                                         [(id :k/code) :db/unique (id :db.unique/value)]
+                                         [(id :k/free) :db/valueType (id :db.type/long)]])
+          (let [r (d/verify conn)]
+            (is (not (:ok? r)))
+            (is (= #{[:eavt :cardinality] [:avet :unique] [:eavt :value-type]} (problems-of r)))
+            (is (found? r {:index :eavt :problem :cardinality :datom [a :k/tags 2 (d/t->tx 2)]}))
+            (is (found? r {:index :avet :problem :unique :datom [b :k/code "x" (d/t->tx 2)]}))
+            (is (found? r {:index :eavt :problem :value-type :datom [a :k/free "text" (d/t->tx 2)]})))
+          (testing "a transaction retracting what breaks them mends the database"
+            (commit-unchecked! store conn [[a :k/tags 1 :retract] [b :k/code "x" :retract]
+                                           [a :k/free "text" :retract]])
+            (is (:ok? (d/verify conn)))))))))

@@ -19,6 +19,8 @@
     txs that asserted and retracted them); keys well formed and ascending
   - on LMDB, seeks from the root land where the walk says (LMDB's branch pages route them)
   - BLOBS: every long value under its hash, none missing
+  - the schema the log gives holds for the current datoms: no second value of a
+    cardinality-one attribute, no unique value held twice, no value of another type
   - META: t is the log's last t, next-eid above every entity id used, statistics = counts
 
     (d/verify conn)

@@ -43,6 +43,10 @@ import java.util.Map;
  *       there.
  *   <li>META: t is the last log t, next-eid is above every entity id used, the statistics are
  *       the current datoms' counts, the format is known.
+ *   <li>The schema, as the log gives it, holds for the current datoms: no entity with two values
+ *       of a cardinality-one attribute, no value of a unique one held twice, no value of
+ *       another type than its attribute's ({@link #checkSchema}; the log being the source of
+ *       truth, a rebuild does not mend these).
  * </ul>
  *
  * <p>Each sub-database is walked once in key order, keeping a fixed-size {@link Digest} per
@@ -75,6 +79,9 @@ public final class Verify {
   static final Keyword GAP = kw("gap");
   static final Keyword ENTITY_ID = kw("entity-id");
   static final Keyword DUPLICATE = kw("duplicate");
+  static final Keyword CARDINALITY = kw("cardinality");
+  static final Keyword UNIQUE = kw("unique");
+  static final Keyword VALUE_TYPE = kw("value-type");
   static final Keyword BAD_INTERVAL = kw("bad-interval");
   static final Keyword OVERLAP = kw("overlap");
   static final Keyword BLOB_MISSING = kw("blob-missing");
@@ -143,7 +150,10 @@ public final class Verify {
    * {@code :extra} (it holds one it should not), {@code :differs} (buckets of entities that
    * disagree, past those examined), {@code :inconsistent} (the log asserts a current datom or
    * retracts one that is not), {@code :misrouted} (a seek for a key does not find it: see
-   * {@link SeekCheck}), {@code :t}, {@code :next-eid}, {@code :stats}, {@code :format}.
+   * {@link SeekCheck}), {@code :t}, {@code :next-eid}, {@code :stats}, {@code :format}; and the
+   * schema's, which a rebuild from the log does not mend: {@code :cardinality} (two current
+   * values of a cardinality-one attribute), {@code :unique} (one value of a unique attribute
+   * held by two entities), {@code :value-type} (a value of another type than its attribute's).
    */
   public static IPersistentMap run(Store store, int maxProblems) {
     try (ReadTxn rt = store.beginRead()) {
@@ -441,6 +451,7 @@ public final class Verify {
             refs.add(canon, cl);
           }
           checkNeighbours(ix, k, prevLen);
+          checkSchema(ix, k, prevLen);
           if (ix.order == datalith.index.Index.EAVT) {
             primary(ix, k, cl);
           }
@@ -476,6 +487,42 @@ public final class Verify {
     } else if (sameDatom && Bytes.longAt(prev, prevLen - 8) > t1) {
       problems.add(ix.check, OVERLAP, () -> new Object[] {"datom", datom(canon, true),
           "message", "asserted again before an earlier assertion was retracted"});
+    }
+  }
+
+  /**
+   * The current datoms against the schema the log gives (their attribute's last definition):
+   * EAVT, no entity holds two values of a cardinality-one attribute, nor a value of another
+   * type than its attribute's; AVET, no two entities hold one value of a unique attribute. The
+   * transactor refuses each; a database written before it checked an alteration against the
+   * data its transaction wrote may hold them, and a rebuild from the log cannot mend them (the
+   * log says so): a transaction retracting the extra values does.
+   */
+  private void checkSchema(IndexKeys ix, ByteBuffer k, int prevLen) {
+    if (ix.history) {
+      return;
+    }
+    int len = k.limit();
+    if (ix == IndexKeys.EAVT) {
+      Attr a = schema.attr(Bytes.longAt(k, 8));
+      if (a == null) {
+        return;
+      }
+      if (a.valueType != Codec.T_ANY && a.valueType != Codec.T_EDN && k.get(16) != a.valueType) {
+        problems.add(ix.check, VALUE_TYPE, () -> new Object[] {"datom", datom(canon, false),
+            "message", "a value of another type than its attribute's " + a.ident});
+      }
+      if (!a.many && prevLen >= 16 && Codec.compareBytes(prevBuf, 0, 16, k, 0, 16) == 0) {
+        problems.add(ix.check, CARDINALITY, () -> new Object[] {"datom", datom(canon, false),
+            "message", "a second value of cardinality-one " + a.ident});
+      }
+    } else if (ix == IndexKeys.AVET) {
+      Attr a = schema.attr(Bytes.longAt(k, 0));
+      if (a != null && a.isUnique() && prevLen == len
+          && Codec.compareBytes(prevBuf, 0, len - 16, k, 0, len - 16) == 0) {
+        problems.add(ix.check, UNIQUE, () -> new Object[] {"datom", datom(canon, false),
+            "message", "a value of unique " + a.ident + " another entity holds"});
+      }
     }
   }
 
