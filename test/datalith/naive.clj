@@ -62,8 +62,8 @@
     old (absent for nil), else :tx/cas-failed.
   - Asserting a cardinality-one value retracts the entity's other value.
   - Redundant assertions and retractions of absent triples change nothing.
-  - Afterwards, no two entities may hold one value of a unique attribute:
-    :tx/unique.
+  - Afterwards, no two entities may hold one value of an attribute unique
+    before the transaction or after it: :tx/unique.
   - Schema alterations, [:db/add attr prop v] and [:db/retract attr prop v]
     with prop :db/cardinality, :db/unique or :db/isComponent (attr an ident
     of the schema): the transaction's data is taken as the schema before it
@@ -418,7 +418,8 @@
         schema' (merge altered (select-keys schema (keys installed)))]
     (check-alterations schema schema' after)
     (doseq [[[a v] holders] (group-by (fn [[_ a v]] [a v]) after)
-            :when (and (get-in schema' [a :unique]) (> (count holders) 1))]
+            :when (and (or (get-in schema [a :unique]) (get-in schema' [a :unique]))
+                       (> (count holders) 1))]
       (reject :tx/unique "two entities hold one unique value" {:attribute a :value v
                                                                  :entities (map first holders)}))
     (let [t (inc (:t model))]

@@ -330,7 +330,14 @@
         (is (= :tx/conflict
                (error-of #(d/transact! conn [[:db/add :k/tags :db/cardinality :db.cardinality/many]
                                              [:db/add [:k/id 2] :k/tags 5]
-                                             [:db/add [:k/id 2] :k/tags 6]])))))))
+                                             [:db/add [:k/id 2] :k/tags 6]])))))
+      (testing "and the old uniqueness: a value held cannot be asserted again while it is dropped"
+        (is (= :tx/unique
+               (error-of #(d/transact! conn [[:db/retract :k/name :db/unique :db.unique/value]
+                                             [:db/add [:k/id 2] :k/name "x"]]))))
+        (d/transact! conn [[:db/retract :k/name :db/unique :db.unique/value]])
+        (d/transact! conn [[:db/add [:k/id 2] :k/name "x"]])
+        (is (= 2 (count (d/datoms (d/db conn) :avet :k/name "x")))))))
 
 (deftest system-attributes-cannot-change
   ;; The bootstrap attributes and idents (ids below 1000) define every other

@@ -28,25 +28,27 @@ final class UniqueCheck {
 
   /**
    * Checks the assertions of {@code changes} against each other and against
-   * {@code db} (before the transaction, read through {@code snap}), with
-   * uniqueness as the schema {@code next} after the transaction has it.
+   * {@code db} (before the transaction, read through {@code snap}), for every
+   * attribute unique before the transaction (its data is taken as the schema was)
+   * or after it ({@code next}: an alteration is checked against what it leaves).
    *
    * @throws ExceptionInfo {@code :tx/unique} for a value another entity holds
    */
   static void check(Db db, Snapshot snap, List<TxChange> changes, Schema next) {
+    Schema before = db.schema();
     Map<Bytes, Long> inTx = new HashMap<>();
     // (attribute, value, entity) of the unique values the transaction retracts
     Set<Bytes> retracted = new HashSet<>();
     for (TxChange c : changes) {
-      Attr a = next.attr(c.datom.aid);
-      if (a != null && a.isUnique() && !c.datom.added) {
+      Attr a = unique(before, next, c.datom.aid);
+      if (a != null && !c.datom.added) {
         retracted.add(new Bytes(new KeyBuilder(false).putLong(a.id)
             .put(Codec.keyPart(c.encoded)).putLong(c.datom.e).toBytes()));
       }
     }
     for (TxChange c : changes) {
-      Attr a = next.attr(c.datom.aid);
-      if (a == null || !a.isUnique() || !c.datom.added) {
+      Attr a = unique(before, next, c.datom.aid);
+      if (a == null || !c.datom.added) {
         continue;
       }
       byte[] vpart = Codec.keyPart(c.encoded);
@@ -66,6 +68,16 @@ final class UniqueCheck {
       }
       scan.close();
     }
+  }
+
+  /** Attribute {@code aid} when it is unique before the transaction or after it, else null. */
+  private static Attr unique(Schema before, Schema next, long aid) {
+    Attr a = next.attr(aid);
+    if (a != null && a.isUnique()) {
+      return a;
+    }
+    Attr b = before.attr(aid);
+    return b != null && b.isUnique() ? b : null;
   }
 
   private static ExceptionInfo uniqueError(Attr a, TxChange c, long holder) {
