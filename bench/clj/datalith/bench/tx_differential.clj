@@ -19,7 +19,8 @@
   several entities or a nested map, the retractEntity of a transaction, and an
   identity value asserted on the transaction (\"datomic.tx\" in tx-data); a cas's
   old value given by lookup ref or ident is given by its id, and one given by tempid is
-  left out (Datomic resolves neither).
+  left out (Datomic resolves neither); of two alterations asserting one property of one
+  attribute, the second is left out (Datomic takes both).
   Every entity a transaction makes gets a tempid (a map without :db/id gets
   one of its own, which means what no :db/id means), so that both systems'
   entities can be named by the tempid that made them; ids in the tx-data are
@@ -144,6 +145,21 @@
                      form)))
         tx-data))
 
+(defn- one-alteration-per-property
+  "tx-data with only the first of two schema alterations asserting one property of one
+  attribute: datalith refuses two values of :db/cardinality (or :db/unique) in one
+  transaction, as of any cardinality-one attribute; Datomic takes them (README's Known
+  limits)."
+  [tx-data]
+  (let [seen (volatile! #{})]
+    (into [] (filter (fn [form]
+                       (if (and (vector? form) (= :db/add (first form)) (keyword? (second form))
+                                (#{:db/cardinality :db/unique :db/isComponent} (nth form 2)))
+                         (let [k [(second form) (nth form 2)]]
+                           (when-not (@seen k) (vswap! seen conj k)))
+                         true)))
+          tx-data)))
+
 (defn- with-tempids
   "tx-data whose every map, nested ones too, names its entity: a map without :db/id gets
   the tempid `prefix`-i of its own."
@@ -234,6 +250,7 @@
                                single-reverse-refs
                                (transactions-as-datalith-takes-them schema)
                                (cas-old-values-as-ids schema (d/db conn))
+                               one-alteration-per-property
                                (with-tempids (str "m" i "-")))
                   d-tx (translate schema (:l->d names) tx-data)
                   l (attempt #(d/transact! conn tx-data))
