@@ -3,9 +3,12 @@
   and component cycles) and random pull patterns (nested patterns, recursion
   limits, `...`, reverse attributes, components, the wildcard, :limit): on
   both stores, d/pull, d/pull-many and pull in :find must give what the naive
-  model (datalith.naive-pull) gives over the same triples.
+  model (datalith.naive-pull) gives over the same triples; then a second
+  transaction changes the graph, and the pulls of the database after it, as of
+  before it and since it must give what the model gives of each.
   DATALITH_TRIALS=n raises the trial count."
-  (:require [clojure.test :refer [deftest is use-fixtures]]
+  (:require [clojure.set]
+            [clojure.test :refer [deftest is use-fixtures]]
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
@@ -33,12 +36,12 @@
 
 ;; ---------------------------------------------------------------- graphs
 
-(def gen-graph
-  "{:n nodes, :tags {i #{..}}, :edges [[i attr j]]}: at most one edge of a
+(defn- gen-graph-of
+  "{:n n, :tags {i #{..}}, :edges [[i attr j]]}: at most one edge of a
   cardinality-one attribute per node, at most two of a many one (so that
   unbounded recursion over every path stays small)."
-  (gen/let [n (gen/choose 1 5)
-            tags (gen/vector (gen/set (gen/elements ["a" "b" "c"]) {:max-elements 2}) n)
+  [n]
+  (gen/let [tags (gen/vector (gen/set (gen/elements ["a" "b" "c"]) {:max-elements 2}) n)
             one (gen/vector (gen/tuple (gen/elements [:g/r1 :g/c1]) (gen/choose 0 (dec n))
                                        (gen/choose 0 (dec n)))
                             0 (* 2 n))
@@ -54,6 +57,15 @@
                          (mapcat #(take 2 %))
                          (map (fn [[a i j]] [i a j]))))}))
 
+(def gen-graph (gen/bind (gen/choose 1 5) gen-graph-of))
+
+(def gen-graphs
+  "A graph, and what a second transaction makes of it: the same nodes, other tags and
+  edges, every odd node renamed."
+  (gen/let [g gen-graph
+            g2 (gen-graph-of (:n g))]
+    [g (assoc g2 :renamed true)]))
+
 (defn- tx-data
   "The graph as tx-data for a fresh set of entities, tempids \"0\" .. \"n-1\"."
   [{:keys [n tags edges]} trial]
@@ -62,14 +74,25 @@
               (seq (tags i)) (assoc :g/tags (tags i))))
           (for [[i a j] edges] [:db/add (str i) a (str j)])))
 
+(defn- node-name [trial i renamed]
+  (str "t" trial (if (and renamed (odd? i)) "-m" "-n") i))
+
 (defn- model-db
   "The naive model of the graph, with the engine's ids."
-  [{:keys [n tags edges]} trial ids]
+  [{:keys [n tags edges renamed]} trial ids]
   (let [id #(get ids (str %))]
     {:schema model-schema
-     :triples (set (concat (for [i (range n)] [(id i) :g/name (str "t" trial "-n" i)])
+     :triples (set (concat (for [i (range n)] [(id i) :g/name (node-name trial i renamed)])
                            (for [i (range n) t (tags i)] [(id i) :g/tags t])
                            (for [[i a j] edges] [(id i) a (id j)])))}))
+
+(defn- change-tx
+  "The tx-data that takes the database from model `m1` to `m2` (triples of one set of
+  entities): retract what `m2` lacks, assert what it adds."
+  [m1 m2]
+  (let [before (:triples m1) after (:triples m2)]
+    (concat (for [[e a v] before :when (not (after [e a v]))] [:db/retract e a v])
+            (for [[e a v] after :when (not (before [e a v]))] [:db/add e a v]))))
 
 ;; ---------------------------------------------------------------- patterns
 
@@ -100,18 +123,37 @@
 
 ;; ---------------------------------------------------------------- the property
 
-(defn- check-store
-  "Transacts the graph on `conn` and compares every way of pulling every node."
-  [conn graph pattern trial]
-  (let [ids (:tempids (d/transact! conn (tx-data graph trial)))
-        model (model-db graph trial ids)
-        db (d/db conn)
-        eids (map #(get ids (str %)) (range (:n graph)))
-        expected (mapv #(naive/pull model pattern %) eids)]
+(defn- pulls-agree?
+  "Every way of pulling every node of `eids` from `db` gives what the model does (pull in
+  :find, of the nodes with datoms of their own in `db`: `[?e]` finds no other)."
+  [db model pattern eids]
+  (let [expected (mapv #(naive/pull model pattern %) eids)
+        own? (set (map first (:triples model)))]
     (and (= expected (mapv #(d/pull db pattern %) eids))
          (= expected (d/pull-many db pattern eids))
-         (= expected (mapv #(d/q '[:find (pull ?e p) . :in $ p ?e :where [?e :g/name]] db pattern %)
-                           eids)))))
+         (= (keep #(when (own? %) (naive/pull model pattern %)) eids)
+            (keep #(when (own? %) (d/q '[:find (pull ?e p) . :in $ p ?e :where [?e]] db pattern %))
+                  eids)))))
+
+(defn- check-store
+  "Transacts the graph on `conn` and compares every way of pulling every node; with a
+  second graph, transacts the change to it too and compares the pulls of the database
+  after it, as of before it, and since (the datoms it added)."
+  ([conn graph pattern trial] (check-store conn graph nil pattern trial))
+  ([conn graph graph2 pattern trial]
+   (let [ids (:tempids (d/transact! conn (tx-data graph trial)))
+         model (model-db graph trial ids)
+         eids (map #(get ids (str %)) (range (:n graph)))]
+     (if-not graph2
+       (pulls-agree? (d/db conn) model pattern eids)
+       (let [t1 (d/basis-t (d/db conn))
+             model2 (model-db graph2 trial ids)
+             db (:db-after (d/transact! conn (vec (change-tx model model2))))
+             since {:schema model-schema
+                    :triples (clojure.set/difference (:triples model2) (:triples model))}]
+         (and (pulls-agree? db model2 pattern eids)
+              (pulls-agree? (d/as-of db t1) model pattern eids)
+              (pulls-agree? (d/since db t1) since pattern eids)))))))
 
 (def ^:dynamic *conns*
   "One connection per store for all trials: each trial adds a graph of new entities."
@@ -125,10 +167,10 @@
 
 (defspec pull-matches-the-model trials
   (let [trial (atom 0)]
-    (prop/for-all [graph gen-graph
+    (prop/for-all [[graph graph2] gen-graphs
                    pattern (gen-pattern 2)]
       (let [t (swap! trial inc)]
-        (every? #(check-store % graph pattern t) *conns*)))))
+        (every? #(check-store % graph graph2 pattern t) *conns*)))))
 
 ;; ---------------------------------------------------------------- shrunk failures and corners
 
