@@ -128,19 +128,19 @@
 
 (defn- alteration
   "The schema alteration an :alter op makes of the model's `schema`: an attribute of the
-  schema other than :k/id made cardinality-one or many, a card-one attribute that is not a
-  ref made unique (value or identity) or not, a ref attribute made a component or not. Every
-  kind may meet data the transaction writes, or data held, that it cannot stand."
+  schema other than :k/id made cardinality-one or many, one that is not a ref made unique
+  (value or identity) or not, a ref attribute made a component or not. Every kind may meet
+  data the transaction writes, or data held, that it cannot stand."
   [schema {:keys [a change]}]
   (let [attr (pick (vec (sort (remove (conj (set free-attrs) :k/id) (keys schema)))) a)
         {:keys [type card unique component]} (schema attr)
         card-to #(vector :db/add attr :db/cardinality (keyword "db.cardinality" (name %)))]
     (case (int (mod change 4))
-      0 (card-to (if (or unique (= :many card)) :one :many))
+      0 (card-to (if (= :many card) :one :many))
       1 (cond (= :ref type) [(if component :db/retract :db/add) attr :db/isComponent true]
               unique (card-to :one)
               :else (card-to :many))
-      (2 3) (cond (or (= :ref type) (= :many card)) (card-to :one)
+      (2 3) (cond (= :ref type) (card-to :one)
                   unique [:db/retract attr :db/unique (keyword "db.unique" (name unique))]
                   :else [:db/add attr :db/unique (if (= 2 (int (mod change 4)))
                                                    :db.unique/value :db.unique/identity)]))))
