@@ -220,6 +220,11 @@
      (doseq [[i shift] [[0 0] [2 16] [4 32]]]
        (f/write-u16! % (+ at i) (bit-and (bit-shift-right pgno shift) 0xFFFF)))))
 
+(defn- main-leaf
+  "The main database's page: the named sub-databases' records (one leaf)."
+  [dir]
+  (let [{:keys [psize main-root]} (f/last-meta dir)] (f/page dir psize main-root)))
+
 (defn- older-meta-txnid [value-of]
   #(let [{:keys [number] :as m} (f/last-meta %)]
      (f/write-u64! % (+ (* (- 1 number) (psize %)) 144) (value-of m))))
@@ -288,6 +293,13 @@
    ["leaf keys out of order"              #(f/write-bytes! % (+ 8 (node-at (leaf %) 5))
                                                            (byte-array [(unchecked-byte 0x7F)]))
     :corrupt :corrupt]
+   ;; the main database's page, which LMDB's open of the sub-databases reads in C (a node at
+   ;; its end past the page crashed the JVM: flip-test seeds 7109 and 7909, stop 44)
+   ["main database node offset past the page" (u16 main-leaf #(pointer-at % 5) (constantly 0xFFF0)) :connect :connect]
+   ["main database key size 65535"        (u16 main-leaf #(+ 6 (node-at % 5)) (constantly 0xFFFF)) :connect :connect]
+   ["main database node not a record"     (u16 main-leaf #(+ 4 (node-at % 5)) (constantly 0)) :connect :connect]
+   ["main database page a branch"         (u16 main-leaf #(+ 10 (:offset %)) (constantly f/P_BRANCH)) :connect :connect]
+   ["main database lower past upper"      (u16 main-leaf #(+ 12 (:offset %)) #(+ 2 (:upper %))) :connect :connect]
    ;; the trees' records, and the depth a descent must take
    ["EAVT root past the file"             (eavt-root #(+ 100 (:last-pg (f/last-meta %)))) :corrupt :corrupt]
    ["EAVT root is meta page 1"            (eavt-root (constantly 1))    :corrupt :corrupt]
