@@ -63,7 +63,9 @@
  * is read, and its steps and seeks are checked in the same order, but LMDB's own reading of a
  * damaged page is not checked otherwise: a node offset on the file's last pages that points past
  * its end can still stop the process inside LMDB. Before LMDB maps a data file, its meta pages
- * are read and checked against the file's size, and the lock file is written to its full size
+ * are read and checked against the file's size, the pages of its main database (the named
+ * sub-databases' records, which LMDB's open of each sub-database descends in C) are read and
+ * checked as the Java reader checks a tree's, and the lock file is written to its full size
  * (see {@link datalith.store.LmdbFiles}). So a truncated, empty or damaged file, or a full disk
  * at open, is an ex-info rather than a crash of the JVM, on the Java reader. Write transactions
  * are LMDB's own: a commit reads and writes the pages it changes in C, unchecked.
