@@ -1,6 +1,7 @@
 (ns datalith.flip-child
   "The child JVM of datalith.flip-test: damages copies of a database, one byte each, and
-  reads every copy, so that a JVM crash is seen by the parent instead of killing it.
+  reads every copy, so that a JVM crash is seen by the parent instead of killing it (with
+  DATALITH_FLIP_WRITE set, writes to it too).
 
     java ... clojure.main -m datalith.flip-child ORIGINAL-DIR WORK-DIR FROM-SEED TO-SEED
 
@@ -16,7 +17,9 @@
   (:require [clojure.java.io :as io]
             [datalith.child-jvm :as child]
             [datalith.core :as d])
-  (:import (java.nio.file Files StandardCopyOption)
+  (:import (datalith.conn Conn)
+           (datalith.store LmdbStore)
+           (java.nio.file Files StandardCopyOption)
            (java.util Random)))
 
 (defn answers
@@ -76,6 +79,12 @@
                  (if (contains? r :ok) {:read (if (= expected (:ok r)) :same :differ)} {:read r}))
                {:read :not-opened})
         verified (attempt #(if conn (d/verify conn) (d/verify (.getPath dir))))
+        ;; DATALITH_FLIP_WRITE: then a transaction, written back into LMDB's file (LMDB's C
+        ;; code writes over the pages it descends: README's "Not guaranteed")
+        written (when (and conn (System/getenv "DATALITH_FLIP_WRITE"))
+                  (attempt #(do (d/transact! conn [{:user/email "written@x" :user/name "W"}])
+                                (.writeBehindCatchUp ^LmdbStore (.store ^Conn conn))
+                                :done)))
         _ (some-> conn d/close)
         _ (delete-tree dir)
         report (:ok verified)
@@ -83,7 +92,8 @@
                                                                         (:problems report)))})
                      (:ex-info verified) {:threw verified}
                      :else {:threw verified})
-        failed (fn [k] (or (contains? opened k) (and (map? (:read read)) (contains? (:read read) k))))
+        failed (fn [k] (or (contains? opened k) (and (map? (:read read)) (contains? (:read read) k))
+                           (contains? written k)))
         outcome (cond
                   (and (map? verify) (:problems verify)) :found
                   (failed :ex-info) :error
@@ -95,6 +105,7 @@
      :open (if conn :ok opened)
      :read (:read read)
      :verify verify
+     :write (cond (nil? written) :not-tried (:ok written) :ok :else written)
      :outcome outcome}))
 
 (defn -main [original work from to]

@@ -6,7 +6,8 @@
   read; never wrong answers nobody notices, a raw exception nobody explains, a verify that
   throws, a hang or a JVM crash. DATALITH_FLIPS=n sets the number of copies (default 240),
   seeds 0 to n - 1 (from DATALITH_FLIP_FROM=k, k to k + n - 1); the seeds that failed once
-  are run every time. A seed names a flip of
+  are run every time. DATALITH_FLIP_WRITE=1 (a long run's, not CI's) also writes a
+  transaction into each copy that opens, written back into LMDB's file. A seed names a flip of
   one original, which every run builds byte for byte the same (since stop 43: fixed instants,
   write-backs at fixed points), so a seed that fails replays; a failure also keeps the
   original and the damaged copy under target/flip-failures, and a hang prints the child's
