@@ -175,12 +175,8 @@ final class LmdbFiles {
       long[] next = todo.poll();
       long n = next[0];
       boolean leaf = next[1] == last.mainDepth;
-      page.clear();
-      while (page.hasRemaining() && ch.read(page, n * ps + page.position()) > 0) {
-        // reads the whole page, or up to the end of the file
-      }
       String at = tree + ", page " + n;
-      if (page.hasRemaining()) {
+      if (!LmdbFreeList.read(ch, page, n, ps)) {
         throw corrupt(where, file, at + ": past the end of the file", size);
       }
       int flags = Short.toUnsignedInt(page.getShort(LmdbLayout.PAGE_FLAGS));

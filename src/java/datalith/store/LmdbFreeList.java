@@ -86,7 +86,7 @@ final class LmdbFreeList {
   }
 
   /** Reads page {@code n} into {@code page}; false when the file ends first. */
-  private static boolean read(FileChannel ch, ByteBuffer page, long n, int pageSize)
+  static boolean read(FileChannel ch, ByteBuffer page, long n, int pageSize)
       throws IOException {
     page.clear();
     long offset = n * pageSize;

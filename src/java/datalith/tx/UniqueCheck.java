@@ -76,6 +76,9 @@ final class UniqueCheck {
     if (a != null && a.isUnique()) {
       return a;
     }
+    if (before == next) { // no schema change: one lookup a datom, as before alterations counted
+      return null;
+    }
     Attr b = before.attr(aid);
     return b != null && b.isUnique() ? b : null;
   }
