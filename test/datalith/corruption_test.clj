@@ -111,17 +111,23 @@
        (catch Throwable t
          [:error (symbol (.getName (class t))) (str t)])))
 
+(declare write-outcome)
+
 (defn -main
   "The child JVM. `connect dir ...`: prints `CONNECT dir outcome` for a connect
-  to each directory. `java|lmdb dir ...` (the page reader): prints one line
+  to each directory. `write dir ...`: prints `ROW dir outcome` of a write into each
+  (write-outcome). `java|lmdb dir ...` (the page reader): prints one line
   `ROW dir {:open .. :store .. :db ..}` per copy as it is read."
   [mode & dirs]
+  (doseq [dir dirs :when (= mode "write")]
+    (println "ROW" dir (pr-str (write-outcome dir)))
+    (flush))
   (doseq [dir dirs]
     (when (= mode "connect")
       (println "CONNECT" dir (pr-str (outcome-of #(with-open [conn (d/connect dir)]
                                                     (d/basis-t (d/db conn))))))
       (flush)))
-  (doseq [dir dirs :when (not= mode "connect")]
+  (doseq [dir dirs :when (not (#{"connect" "write"} mode))]
     (let [open (outcome-of #(.close (LmdbStore/open (.toPath (io/file dir)) {"page-reader" mode})))
           store (when (= :read (first open)) (outcome-of #(read-store dir mode)))
           db (when (= :read (first store)) (outcome-of #(read-db dir mode)))]
@@ -414,6 +420,102 @@
         (doseq [mode ["java" "lmdb"]]
           (testing (str "page reader " mode)
             (check-mode mode copies work))))
+      (finally (tu/delete-tree work)))))
+
+;; ---------------------------------------------------------------- damage a write meets
+
+;; LMDB's write transactions read the pages they descend, split and merge, and the free list
+;; they take pages from, in C, as they find them: a damaged node there was a read out of
+;; bounds that ended the JVM (flip-test seed 987, with writes, in mdb_page_split). So before a
+;; store's first write every page of the last commit's trees and its free list is read as
+;; those writes read it (LmdbStore.checkPagesForWrites); a store where that fails refuses the
+;; write, writes nothing, and verify names it (check :pages). The rows are damage a write can
+;; meet anywhere: not only on its own path (a merge reads a neighbour, the free list any page).
+
+(defn- free-entry
+  "The free list's largest entry: {:page p :node n :count c}, its ids at (:data-at n) + 8i."
+  [dir]
+  (let [{:keys [free-root psize]} (f/last-meta dir)
+        p (f/page dir psize free-root)
+        n (apply max-key :data-size (:nodes p))]
+    (when-not (and (= f/P_LEAF (:flags p)) (zero? (:flags n)) (>= (:data-size n) 24))
+      (throw (ex-info "the free list is not one leaf page with a list of two ids" {:page p})))
+    {:page p :node n}))
+
+(defn- free-id-at [dir i]
+  (let [{:keys [page node]} (free-entry dir)] (+ (:offset page) (:data-at node) (* 8 i))))
+
+(defn- free-ids
+  "Rewrites the free list's largest entry with `ids-of` of (dir, its ids), count and all."
+  [ids-of]
+  (fn [dir]
+    (let [{:keys [page node]} (free-entry dir)
+          at (+ (:offset page) (:data-at node))
+          b (f/read-bytes dir at (:data-size node))
+          ids (vec (for [i (range 1 (inc (.getLong b 0)))] (.getLong b (int (* 8 i)))))]
+      (doseq [[i id] (map-indexed vector (ids-of dir ids))]
+        (f/write-u64! dir (+ at (* 8 i)) id)))))
+
+(def ^:private write-rows
+  "[name damage]: each copy must refuse a write with :store/corrupt, leave the data file as it
+  was, and verify must name the damage; the intact copy writes."
+  [["intact"                              (fn [_])]
+   ["free list names a page in use"       (free-ids (fn [d ids] (into [(count ids) (:pgno (leaf d))]
+                                                                      (rest ids))))]
+   ["free list count past its ids"        (free-ids (fn [_ ids] [(+ 5 (count ids))]))]
+   ["free list ids out of order"          (free-ids (fn [_ [a b & more]] (into [(+ 2 (count more)) b a] more)))]
+   ["free list id past the last page"     #(f/write-u64! % (free-id-at % 1) (+ 100 (:last-pg (f/last-meta %))))]
+   ["leaf flagged as a write's copy"      (u16 leaf #(+ 10 (:offset %)) (constantly 0x12))]
+   ["leaf node flagged as duplicates"     (u16 leaf #(+ 4 (node-at % 5)) (constantly 4))]
+   ["leaf data size past the page"        (u16 leaf #(+ 2 (node-at % 5)) (constantly 0x10))]
+   ["leaf key size 65535"                 (u16 leaf #(+ 6 (node-at % 5)) (constantly 0xFFFF))]
+   ["branch lower past upper"             (u16 branch #(+ 12 (:offset %)) #(+ 2 (:upper %)))]
+   ["LOG overflow run one page short"     #(let [n (:pgno (log-overflow %))]
+                                             (f/write-bytes! % (+ 12 (* n (psize %)))
+                                                             (byte-array [0 0 0 0])))]])
+
+(defn- write-outcome
+  "The child's write into the copy in `dir`: connect, transact a person, then verify."
+  [dir]
+  (let [write (outcome-of #(with-open [conn (d/connect dir)]
+                              (d/transact! conn [{:p/id 5000 :p/name "written"}])
+                              (:p/name (d/pull (d/db conn) [:p/name] [:p/id 5000]))))
+        report (outcome-of #(d/verify dir))]
+    {:write write
+     :verify (if (= :read (first report))
+               (let [r (second report)]
+                 {:ok? (:ok? r) :pages (get-in r [:checks :pages])
+                  :problems (set (map (juxt :index :problem) (:problems r)))})
+               report)}))
+
+(deftest damage-a-write-meets-refuses-the-write
+  (let [work (tu/temp-dir)
+        intact (io/file work "intact")]
+    (try
+      (.mkdirs intact)
+      (build! intact)
+      (let [copies (vec (map-indexed
+                         (fn [i [label damage]]
+                           (let [dir (io/file work (str "write" i))]
+                             (.mkdirs dir)
+                             (io/copy (f/data-file intact) (f/data-file dir))
+                             (damage (.getPath dir))
+                             {:label label :dir (.getPath dir)
+                              :digest (vec (sha (f/data-file dir)))}))
+                         write-rows))
+            {:keys [exit out rows]} (run-child "write" (map :dir copies) work)]
+        (is (= 0 exit) out)
+        (is (empty? (crash-reports work)) (str "JVM crash reports: " (vec (crash-reports work))))
+        (doseq [{:keys [label dir digest]} copies
+                :let [{:keys [write verify] :as row} (get rows dir)]]
+          (testing label
+            (if (= "intact" label)
+              (do (is (= [:read "written"] write) (pr-str row))
+                  (is (= {:ok? true :pages {:problems 0}} (dissoc verify :problems)) (pr-str row)))
+              (do (is (= :store/corrupt (second write)) (pr-str row))
+                  (is (re-find #"LMDB's writes" (str (nth write 2 nil))) (pr-str row))
+                  (is (= digest (vec (sha (f/data-file dir)))) "nothing was written")
+                  (is (contains? (:problems verify) [:pages :unsound]) (pr-str row)))))))
       (finally (tu/delete-tree work)))))
 
 ;; ---------------------------------------------------------------- a full disk at connect

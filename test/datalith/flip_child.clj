@@ -1,9 +1,9 @@
 (ns datalith.flip-child
   "The child JVM of datalith.flip-test: damages copies of a database, one byte each, and
   reads every copy, so that a JVM crash is seen by the parent instead of killing it (with
-  DATALITH_FLIP_WRITE set, writes to it too).
+  WRITE, writes to it too).
 
-    java ... clojure.main -m datalith.flip-child ORIGINAL-DIR WORK-DIR FROM-SEED TO-SEED
+    java ... clojure.main -m datalith.flip-child ORIGINAL-DIR WORK-DIR FROM-SEED TO-SEED [WRITE]
 
   For each seed it prints `start SEED`, then copies ORIGINAL-DIR/data.mdb, XORs the byte at
   a seeded offset (uniform over the whole file) with a seeded non-zero byte, opens the copy,
@@ -68,8 +68,9 @@
     off))
 
 (defn check-copy
-  "Damages a copy with `seed` and reads it; the result map."
-  [original work expected seed]
+  "Damages a copy with `seed` and reads it (and with `write?`, writes a transaction into it);
+  the result map."
+  [original work expected seed write?]
   (let [dir (io/file work (str "copy-" seed))
         off (damage-copy! original dir seed)
         opened (attempt #(d/connect (.getPath dir)))
@@ -79,9 +80,9 @@
                  (if (contains? r :ok) {:read (if (= expected (:ok r)) :same :differ)} {:read r}))
                {:read :not-opened})
         verified (attempt #(if conn (d/verify conn) (d/verify (.getPath dir))))
-        ;; DATALITH_FLIP_WRITE: then a transaction, written back into LMDB's file (LMDB's C
-        ;; code writes over the pages it descends: README's "Not guaranteed")
-        written (when (and conn (System/getenv "DATALITH_FLIP_WRITE"))
+        ;; then a transaction, written back into LMDB's file (LMDB's C code reads the pages it
+        ;; writes: a damaged one refuses the write, LmdbStore.checkPagesForWrites)
+        written (when (and conn write?)
                   (attempt #(do (d/transact! conn [{:user/email "written@x" :user/name "W"}])
                                 (.writeBehindCatchUp ^LmdbStore (.store ^Conn conn))
                                 :done)))
@@ -108,12 +109,12 @@
      :write (cond (nil? written) :not-tried (:ok written) :ok :else written)
      :outcome outcome}))
 
-(defn -main [original work from to]
+(defn -main [original work from to & [write]]
   (child/exit-with-parent!)
   (let [expected (with-open [c (d/connect original)] (answers (d/db c)))]
     (doseq [seed (range (parse-long from) (parse-long to))]
       (println "start" seed)
       (flush)
-      (prn (check-copy original work expected seed))
+      (prn (check-copy original work expected seed (= "write" write)))
       (flush))
     (shutdown-agents)))

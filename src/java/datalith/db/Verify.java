@@ -47,6 +47,9 @@ import java.util.Map;
  *       of a cardinality-one attribute, no value of a unique one held twice, no value of
  *       another type than its attribute's ({@link #checkSchema}; the log being the source of
  *       truth, a rebuild does not mend these).
+ *   <li>An LMDB store's pages, as its writes read them: every page of the last commit's trees
+ *       and its free list, read as LMDB's C code reads them when it writes
+ *       ({@code LmdbStore.pageAccountingProblem}).
  * </ul>
  *
  * <p>Each sub-database is walked once in key order, keeping a fixed-size {@link Digest} per
@@ -73,6 +76,8 @@ public final class Verify {
   static final Keyword LOG = kw("log");
   static final Keyword BLOBS = kw("blobs");
   static final Keyword META = kw("meta");
+  static final Keyword PAGES = kw("pages");
+  static final Keyword UNSOUND = kw("unsound");
   static final Keyword MALFORMED = LogRecord.MALFORMED;
   static final Keyword UNREADABLE = kw("unreadable");
   static final Keyword OUT_OF_ORDER = kw("out-of-order");
@@ -103,6 +108,7 @@ public final class Verify {
   final EnumSet<IndexKeys> unreadable = EnumSet.noneOf(IndexKeys.class);
   Schema schema = Schema.initial(); // for the attribute names of problems
 
+  private boolean pagesRead; // an LMDB store's pages were read as its writes need
   private Long metaT;
   private Long metaNextEid;
   private LongMap<long[]> metaStats;
@@ -153,7 +159,10 @@ public final class Verify {
    * {@link SeekCheck}), {@code :t}, {@code :next-eid}, {@code :stats}, {@code :format}; and the
    * schema's, which a rebuild from the log does not mend: {@code :cardinality} (two current
    * values of a cardinality-one attribute), {@code :unique} (one value of a unique attribute
-   * held by two entities), {@code :value-type} (a value of another type than its attribute's).
+   * held by two entities), {@code :value-type} (a value of another type than its attribute's);
+   * and for an LMDB store, {@code :unsound} (check {@code :pages}: a page of the last commit
+   * that LMDB's writes would read out of bounds, or the free list naming a page in use; the
+   * store refuses writes until it is mended).
    */
   public static IPersistentMap run(Store store, int maxProblems) {
     try (ReadTxn rt = store.beginRead()) {
@@ -171,6 +180,7 @@ public final class Verify {
         v.step(LOG, () -> SeekCheck.run(rt, SubDb.LOG, LOG, v.problems));
         v.step(BLOBS, () -> SeekCheck.run(rt, SubDb.BLOBS, BLOBS, v.problems));
         v.step(META, () -> SeekCheck.run(rt, SubDb.META, META, v.problems));
+        v.step(PAGES, () -> v.checkPages((LmdbStore) store));
       }
       v.step(META, v::checkMeta);
       v.step(IndexKeys.EAVT.check, v::compare);
@@ -187,6 +197,21 @@ public final class Verify {
       step.run();
     } catch (RuntimeException e) {
       problems.add(check, UNREADABLE, () -> new Object[] {"message", String.valueOf(e)});
+    }
+  }
+
+  // ---- LMDB's pages
+
+  /**
+   * The pages of the LMDB store's last commit, read as its writes need them (see {@code
+   * LmdbStore.checkPagesForWrites}, which refuses to write into a store where this finds a
+   * problem): a problem of kind {@code :unsound} saying what does not read.
+   */
+  private void checkPages(LmdbStore store) {
+    pagesRead = true;
+    String problem = store.pageAccountingProblem();
+    if (problem != null) {
+      problems.add(PAGES, UNSOUND, () -> new Object[] {"message", problem});
     }
   }
 
@@ -642,6 +667,10 @@ public final class Verify {
     checks.add(map("entries", blobs, "problems", problems.count(BLOBS)));
     checks.add(META);
     checks.add(map("problems", problems.count(META)));
+    if (pagesRead) {
+      checks.add(PAGES);
+      checks.add(map("problems", problems.count(PAGES)));
+    }
     return map("ok?", problems.total() == 0, "t", metaT, "format", format,
         "checks", PersistentArrayMap.createAsIfByAssoc(checks.toArray()),
         "problem-count", problems.total(), "problems", problems.listed());

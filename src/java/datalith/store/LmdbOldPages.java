@@ -47,7 +47,6 @@ import java.util.Set;
  */
 final class LmdbOldPages {
   private static final int PAGE = LmdbPageSink.PAGE;
-  private static final int P_KINDS = P_BRANCH | P_LEAF | P_OVERFLOW | 0x08 | 0x20 | 0x40;
 
   /**
    * What was read: the pages to free, in descending order, and the free list's entries in key
@@ -65,12 +64,12 @@ final class LmdbOldPages {
     }
   }
 
-  /** Thrown by the walk on the first page that does not read as it should. */
+  /** Thrown by the walk on the first page that does not read as it should, saying why. */
   private static final class Unsound extends Exception {
     private static final long serialVersionUID = 1L;
 
-    Unsound() {
-      super(null, null, false, false);
+    Unsound(String why) {
+      super(why, null, false, false);
     }
   }
 
@@ -95,17 +94,21 @@ final class LmdbOldPages {
    * bytes, native order) from {@code data}; null when they do not read soundly.
    */
   static Found read(FileChannel data, ByteBuffer meta) throws IOException {
-    long last = meta.getLong(LmdbLayout.MM_LAST_PG);
-    if (last < NUM_METAS || last > Integer.MAX_VALUE) {
-      return null;
-    }
-    LmdbOldPages r = new LmdbOldPages(data, last);
     try {
-      r.walk(meta, LmdbLayout.MM_FREE_DB, Tree.FREE);
-      r.walk(meta, LmdbLayout.MM_MAIN_DB, Tree.MAIN);
+      return walked(data, meta);
     } catch (Unsound e) {
       return null;
     }
+  }
+
+  private static Found walked(FileChannel data, ByteBuffer meta) throws IOException, Unsound {
+    long last = meta.getLong(LmdbLayout.MM_LAST_PG);
+    if (last < NUM_METAS || last > Integer.MAX_VALUE) {
+      throw new Unsound("the last page is " + last);
+    }
+    LmdbOldPages r = new LmdbOldPages(data, last);
+    r.walk(meta, LmdbLayout.MM_FREE_DB, Tree.FREE);
+    r.walk(meta, LmdbLayout.MM_MAIN_DB, Tree.MAIN);
     long[] pages = new long[r.seen.cardinality()];
     int i = 0;
     for (int n = r.seen.length() - 1; n >= 0; n = r.seen.previousSetBit(n - 1)) {
@@ -115,16 +118,24 @@ final class LmdbOldPages {
   }
 
   /**
-   * What is wrong with how the trees of the meta page {@code meta} (as {@link #read}) and its
-   * free list account for the pages, or null: every page at most once in the trees (the free
-   * list's own pages among them) and the free list's entries, each entry's ids within the
-   * snapshot and as many as its count says. A page both in a tree and in the free list is the
-   * worst of these: LMDB would write over a live page.
+   * What is wrong with the trees of the meta page {@code meta} (as {@link #read} walks them)
+   * and with how they and its free list account for the pages, or null: every page read as
+   * LMDB's writes read it without checking (of the kind its level needs, flags exact; its
+   * bounds and nodes inside it, a node's flags those of its tree; an overflow run within the
+   * snapshot, as long as its first page says), every page at most once in the trees (the free
+   * list's own pages among them) and the free list's entries, each entry's key a transaction id
+   * and its ids within the snapshot, in descending order and as many as its count says. A page
+   * both in a tree and in the free list is the worst of these: LMDB would write over a live
+   * page. So a write transaction of LMDB's, whose C code reads these pages as it finds them
+   * (a put's descent, a split's or a merge's copies, the free list it takes pages from), meets
+   * none it could read out of bounds (see {@code LmdbStore}'s check before writes).
    */
   static String accountingProblem(FileChannel data, ByteBuffer meta) throws IOException {
-    Found found = read(data, meta);
-    if (found == null) {
-      return "the trees do not read soundly";
+    Found found;
+    try {
+      found = walked(data, meta);
+    } catch (Unsound e) {
+      return e.getMessage();
     }
     BitSet used = new BitSet();
     for (long n : found.pages) {
@@ -133,6 +144,9 @@ final class LmdbOldPages {
     long last = meta.getLong(LmdbLayout.MM_LAST_PG);
     for (ByteBuffer[] e : found.freeEntries) {
       ByteBuffer ids = e[1];
+      if (e[0].remaining() != Long.BYTES) {
+        return "the free list holds a key of " + e[0].remaining() + " bytes, not a transaction id";
+      }
       long txn = e[0].getLong(0);
       long count = ids.remaining() < Long.BYTES ? -1 : ids.getLong(0);
       if (count < 0 || ids.remaining() != Long.BYTES * (count + 1)) {
@@ -143,6 +157,9 @@ final class LmdbOldPages {
         if (n < NUM_METAS || n > last) {
           return "the free list's entry of transaction " + txn + " holds page " + n
               + ", not one of the snapshot's";
+        }
+        if (i > 1 && n >= ids.getLong(Long.BYTES * (i - 1))) {
+          return "the free list's entry of transaction " + txn + " is not in descending order";
         }
         if (used.get((int) n)) {
           return "page " + n + " is both in use and in the free list (transaction " + txn + ")";
@@ -163,7 +180,7 @@ final class LmdbOldPages {
       return;
     }
     if (depth < 1 || depth > CURSOR_DEPTH) {
-      throw new Unsound();
+      throw new Unsound(tree.name().toLowerCase() + " tree of depth " + depth + ", root " + root);
     }
     ArrayDeque<long[]> todo = new ArrayDeque<>(); // {pgno, level}
     todo.push(new long[] {root, 0});
@@ -174,17 +191,21 @@ final class LmdbOldPages {
       int lower = Short.toUnsignedInt(page.getShort(PAGE_LOWER));
       int upper = Short.toUnsignedInt(page.getShort(PAGE_UPPER));
       if (lower < PAGE_HEADER + 2 || lower > upper || upper > PAGE || (lower & 1) != 0) {
-        throw new Unsound();
+        throw new Unsound("page " + next[0] + ": bounds " + lower + " and " + upper);
       }
       int nodes = (lower - PAGE_HEADER) / 2;
       List<ByteBuffer> subRecords = new ArrayList<>();
       long[] children = leaf ? null : new long[nodes];
       for (int i = 0; i < nodes; i++) {
         int node = Short.toUnsignedInt(page.getShort(PAGE_HEADER + 2 * i));
-        int keySize = node < upper ? -1 : Short.toUnsignedInt(page.getShort(node + 6));
+        if (node < upper || node > PAGE - NODE_HEADER) {
+          throw new Unsound("page " + next[0] + ": node " + i + " at " + node
+              + ", outside the page's nodes");
+        }
+        int keySize = Short.toUnsignedInt(page.getShort(node + 6));
         int start = node + NODE_HEADER + keySize;
-        if (keySize < 0 || start > PAGE) {
-          throw new Unsound();
+        if (start > PAGE) {
+          throw new Unsound("page " + next[0] + ": the key of node " + i + " past the page");
         }
         long lo = Short.toUnsignedInt(page.getShort(node));
         long hi = Short.toUnsignedInt(page.getShort(node + 2));
@@ -194,7 +215,12 @@ final class LmdbOldPages {
           continue;
         }
         long size = lo | hi << 16;
-        ByteBuffer value = leafValue(tree, start, size, flags);
+        // the flags of its tree: LMDB takes F_DUPDATA for a tree of duplicates, which these are
+        // not (its cursor for them is null), and F_SUBDATA only in the main database
+        if (flags != 0 && flags != F_BIGDATA && !(tree == Tree.MAIN && flags == F_SUBDATA)) {
+          throw new Unsound("page " + next[0] + ": node " + i + " has flags " + flags);
+        }
+        ByteBuffer value = leafValue(tree, next[0], start, size, flags);
         if (tree == Tree.FREE) {
           freeEntries.add(new ByteBuffer[] {copy(node + NODE_HEADER, keySize), value});
         } else if (tree == Tree.MAIN) {
@@ -222,34 +248,38 @@ final class LmdbOldPages {
    * {@code flags}, marking its overflow pages; read (a copy) only where it is needed: the free
    * list's and the main database's, else null.
    */
-  private ByteBuffer leafValue(Tree tree, int start, long size, int flags)
+  private ByteBuffer leafValue(Tree tree, long n, int start, long size, int flags)
       throws IOException, Unsound {
     boolean needed = tree != Tree.SUB;
     if ((flags & F_BIGDATA) == 0) {
       if (start + size > PAGE || tree == Tree.MAIN && (flags & F_SUBDATA) != 0
           && size != DB_RECORD) {
-        throw new Unsound();
+        throw new Unsound("page " + n + ": a value of " + size + " bytes at " + start
+            + " past the page");
       }
       return needed ? copy(start, (int) size) : null;
     }
     // a free list entry holds at most every page's id (and its count)
-    if (start + 8 > PAGE || tree == Tree.FREE && size > Long.BYTES * (last + 1)) {
-      throw new Unsound();
+    if (start + 8 > PAGE || size > Integer.MAX_VALUE - PAGE
+        || tree == Tree.FREE && size > Long.BYTES * (last + 1)) {
+      throw new Unsound("page " + n + ": a value of " + size + " bytes on overflow pages");
     }
     long first = page.getLong(start);
     int pages = (int) ((PAGE_HEADER - 1 + size) / PAGE + 1);
     if (first < NUM_METAS || first > last - pages + 1) {
-      throw new Unsound();
+      throw new Unsound("page " + n + ": a value on overflow pages from " + first
+          + ", outside the snapshot");
     }
     ByteBuffer header = ByteBuffer.allocate(PAGE_HEADER).order(ByteOrder.nativeOrder());
     readAt(header, first * PAGE);
     if (header.getLong(0) != first
-        || (Short.toUnsignedInt(header.getShort(PAGE_FLAGS)) & P_KINDS) != P_OVERFLOW
+        || Short.toUnsignedInt(header.getShort(PAGE_FLAGS)) != P_OVERFLOW
         || header.getInt(PAGE_PAGES) != pages) {
-      throw new Unsound();
+      throw new Unsound("page " + n + ": a value on page " + first
+          + ", which is not its run of " + pages + " overflow pages");
     }
-    for (long n = first; n < first + pages; n++) {
-      mark(n);
+    for (long o = first; o < first + pages; o++) {
+      mark(o);
     }
     if (!needed) {
       return null;
@@ -264,15 +294,21 @@ final class LmdbOldPages {
     mark(n);
     page.clear();
     readAt(page, n * PAGE);
-    if (page.getLong(0) != n
-        || (Short.toUnsignedInt(page.getShort(PAGE_FLAGS)) & P_KINDS) != kind) {
-      throw new Unsound();
+    // the flags exactly: LMDB's write takes a page flagged P_DIRTY for its own copy, and writes
+    // into the map where it lies, which is read-only
+    if (page.getLong(0) != n || Short.toUnsignedInt(page.getShort(PAGE_FLAGS)) != kind) {
+      throw new Unsound("page " + n + ": its header says page " + page.getLong(0) + ", flags "
+          + Short.toUnsignedInt(page.getShort(PAGE_FLAGS)) + ", where a "
+          + (kind == P_LEAF ? "leaf" : "branch") + " page is due");
     }
   }
 
   private void mark(long n) throws Unsound {
-    if (n < NUM_METAS || n > last || seen.get((int) n)) { // a cycle, or a page shared
-      throw new Unsound();
+    if (n < NUM_METAS || n > last) {
+      throw new Unsound("page " + n + " is not one of the snapshot's, 2 to " + last);
+    }
+    if (seen.get((int) n)) { // a cycle, or a page shared
+      throw new Unsound("page " + n + " is met twice in the trees");
     }
     seen.set((int) n);
   }
@@ -281,7 +317,7 @@ final class LmdbOldPages {
   private void readAt(ByteBuffer b, long at) throws IOException, Unsound {
     while (b.hasRemaining()) {
       if (data.read(b, at + b.position()) < 0) {
-        throw new Unsound();
+        throw new Unsound("page " + at / PAGE + " is past the end of the file");
       }
     }
   }

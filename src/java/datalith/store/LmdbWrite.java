@@ -42,6 +42,7 @@ final class LmdbWrite implements WriteTxn {
   private final boolean javaPages;
   private final String where;
   private final LmdbWal wal; // null: LMDB syncs its own commits (or none)
+  private final Runnable checkPages; // LmdbStore.checkPagesForWrites, before LMDB's first write
   private final List<Expected> expected = new ArrayList<>();
   private LayerReplay layer; // written instead of the log, when set (a write-back)
   private boolean open = true;
@@ -49,9 +50,10 @@ final class LmdbWrite implements WriteTxn {
 
   LmdbWrite(Env<ByteBuffer> env, List<Dbi<ByteBuffer>> dbis, WriteLog log, LmdbMapGrowth map,
       LmdbWriterLock writer, FileLock lock, long envAddress, int pageSize, boolean javaPages,
-      String where, LmdbWal wal) {
+      String where, LmdbWal wal, Runnable checkPages) {
     this.env = env;
     this.wal = wal;
+    this.checkPages = checkPages;
     this.dbis = dbis;
     this.log = log;
     this.map = map;
@@ -99,6 +101,7 @@ final class LmdbWrite implements WriteTxn {
   @Override
   public void commit() {
     checkWritable();
+    checkPages.run(); // LMDB's C code reads the pages it writes as they are
     long usedPages;
     while ((usedPages = PlatformThreads.callLong(this::apply)) < 0) {
       // the map is full, or another process filled the file past it
