@@ -350,7 +350,14 @@
             (Files/write (.toPath f) ^bytes bytes ^"[Ljava.nio.file.OpenOption;" (make-array java.nio.file.OpenOption 0))
             (with-open [c (d/connect (.getPath dir))]
               (let [db (d/db c)]
-                (is (= 1500 (count (d/datoms db :avet :user/email))) "a walk reads every key")
+                ;; a walk reads every key, or names the damage: the lazy seq seeks on from
+                ;; the last key of each chunk, and a seek routed by the damaged key to the page
+                ;; before finds the next page's first key not after it (which of the two
+                ;; depends on where the chunks end against the page: the file's layout)
+                (is (contains? #{1500 :store/corrupt}
+                               (try (count (d/datoms db :avet :user/email))
+                                    (catch clojure.lang.ExceptionInfo e (:error (ex-data e)))))
+                    "a walk reads every key or names the damage")
                 ;; LMDB's seek lands past the key; the Java page reader's finds that below
                 ;; the probe, and throws
                 (is (some #(nil? (try (d/entid db [:user/email %])

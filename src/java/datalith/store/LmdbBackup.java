@@ -16,7 +16,9 @@ import org.lmdbjava.LmdbException;
  * meta pages, which {@link LmdbFiles} checked at open: a damaged page is copied, never read, so
  * it cannot stop the process. A compacting copy leaves the free pages out and renumbers the
  * rest, walking every tree through LMDB's own page reading, which does not check pages for
- * damage (see the package comment): compact a store that verifies.
+ * damage: so it copies only a store whose pages passed the check before writes
+ * ({@code LmdbStore.checkPagesForWrites}, which reads every page of the trees as that walk
+ * does), and a damaged one is {@code :store/corrupt}, nothing copied.
  *
  * <p>While LMDB copies, a read transaction of the store stays open, so that the map is neither
  * resized nor closed under the copy; a commit that must grow the map meanwhile waits for it (at
@@ -29,11 +31,15 @@ public final class LmdbBackup {
    * Writes {@code store}'s last commit into {@code dest}, an existing empty directory.
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/lmdb} (or {@code :store/corrupt}) when LMDB
-   *     cannot copy, e.g. when {@code dest} is not an empty directory or the disk is full
+   *     cannot copy, e.g. when {@code dest} is not an empty directory or the disk is full;
+   *     {@code :store/corrupt} for a compacting copy of a store whose pages are damaged
    * @throws IllegalStateException when the store is closed
    */
   public static void copy(LmdbStore store, Path dest, boolean compact) {
     store.writeBehindCatchUp(); // the commits laid over LMDB's, with write-behind, into it
+    if (compact) {
+      store.checkPagesForWrites(); // LMDB's walk of the trees reads every page in C
+    }
     try (ReadTxn pin = store.beginLmdbRead()) { // the map stays in place while LMDB copies
       store.env().copy(dest.toFile(),
           compact ? new CopyFlags[] {CopyFlags.MDB_CP_COMPACT} : new CopyFlags[0]);

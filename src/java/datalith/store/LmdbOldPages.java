@@ -76,7 +76,8 @@ final class LmdbOldPages {
   private final FileChannel data;
   private final long last; // the snapshot's last page
   private final BitSet seen = new BitSet();
-  private final ByteBuffer page = ByteBuffer.allocate(PAGE).order(ByteOrder.nativeOrder());
+  // direct: the file's read lands in it without a copy through a temporary direct buffer
+  private final ByteBuffer page = ByteBuffer.allocateDirect(PAGE).order(ByteOrder.nativeOrder());
   private final List<ByteBuffer[]> freeEntries = new ArrayList<>();
   private final Set<String> names = new HashSet<>();
   private boolean foreign;
@@ -224,7 +225,9 @@ final class LmdbOldPages {
         if (tree == Tree.FREE) {
           freeEntries.add(new ByteBuffer[] {copy(node + NODE_HEADER, keySize), value});
         } else if (tree == Tree.MAIN) {
-          String name = new String(page.array(), node + NODE_HEADER, keySize,
+          byte[] key = new byte[keySize];
+          page.get(node + NODE_HEADER, key);
+          String name = new String(key, 0, keySize,
               StandardCharsets.ISO_8859_1);
           foreign |= !names.contains(name) || (flags & F_SUBDATA) == 0;
           if ((flags & F_SUBDATA) != 0) {

@@ -88,6 +88,9 @@ final class LmdbOpen {
       }
       LmdbStore store = new LmdbStore(real, where, o.sync, env, List.copyOf(dbis),
           o.javaPages, o.walCommits, openLock);
+      if (!existed) {
+        store.pagesWrittenHere(); // every page of a file this open made is a write's of LMDB's
+      }
       try {
         store.recover(plan, openLock.alone);
         openLock.stay(where, o.writeBehind && openLock.alone);

@@ -655,6 +655,14 @@ public final class LmdbStore implements Store {
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} naming what does not read soundly
    */
+  /**
+   * Marks the pages checked for writes: the store's data file was made by its open, so its every
+   * page is one that LMDB's writes (or a direct commit's) wrote here, from checked pages.
+   */
+  void pagesWrittenHere() {
+    pagesChecked = true;
+  }
+
   void checkPagesForWrites() {
     if (pagesChecked) {
       return;

@@ -68,7 +68,19 @@
  * checked as the Java reader checks a tree's, and the lock file is written to its full size
  * (see {@link datalith.store.LmdbFiles}). So a truncated, empty or damaged file, or a full disk
  * at open, is an ex-info rather than a crash of the JVM, on the Java reader. Write transactions
- * are LMDB's own: a commit reads and writes the pages it changes in C, unchecked.
+ * are LMDB's own: a commit reads the pages it descends, splits and merges, and the free list it
+ * takes pages from, in C, as it finds them; so before a store's first write (and before a
+ * compacting backup, whose walk of the trees is LMDB's too) every page of the last commit's
+ * trees and its free list is read from the file and checked as LMDB's writes read it: flags
+ * exactly a branch's, a leaf's or an overflow page's (a page flagged P_DIRTY LMDB would write
+ * where it lies, in the read-only map), every node, key and value in its page, a node's flags
+ * those of its tree, every overflow run as long as its first page says, every page once in the
+ * trees, the free list's entries a transaction id each, their page ids in descending order,
+ * within the snapshot and in no tree ({@code LmdbStore.checkPagesForWrites},
+ * {@link datalith.store.LmdbOldPages}). A store that fails refuses writes with
+ * {@code :store/corrupt} and writes nothing. Once it passes, every page a later write reads is
+ * one a checked write wrote, so the check runs once an open store: it reads the whole file
+ * (130 ms for a data file of 278 MB, warm).
 
  * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
  * transaction in key order, copied in that order a batch at a time into a direct buffer whose
