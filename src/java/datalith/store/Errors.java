@@ -32,7 +32,7 @@ final class Errors {
   private static final Keyword DB = Keyword.intern("db");
   private static final Keyword PAGE = Keyword.intern("page");
 
-  private static final Keyword ERROR = Keyword.intern("error");
+  static final Keyword ERROR = Keyword.intern("error");
   private static final Keyword STORE = Keyword.intern("store");
 
   private Errors() {}

@@ -73,18 +73,26 @@ final class LmdbOldPages {
     }
   }
 
-  private final FileChannel data;
+  private final FileChannel data; // null: the pages are read from the map
+  private final long map; // the address of a map of the file's first filePages pages
+  private final long filePages;
   private final long last; // the snapshot's last page
   private final BitSet seen = new BitSet();
-  // direct: the file's read lands in it without a copy through a temporary direct buffer
-  private final ByteBuffer page = ByteBuffer.allocateDirect(PAGE).order(ByteOrder.nativeOrder());
+  // the page read: a copy from the file, or a view of the map
+  private final ByteBuffer page;
+  private final ByteBuffer bytes; // with a map: a view of bytes to copy
   private final List<ByteBuffer[]> freeEntries = new ArrayList<>();
   private final Set<String> names = new HashSet<>();
   private boolean foreign;
 
-  private LmdbOldPages(FileChannel data, long last) {
+  private LmdbOldPages(FileChannel data, long map, long filePages, long last) {
     this.data = data;
+    this.map = map;
+    this.filePages = filePages;
     this.last = last;
+    this.page = data != null ? ByteBuffer.allocate(PAGE).order(ByteOrder.nativeOrder())
+        : ReadOnlyBufferProxy.newView();
+    this.bytes = data != null ? null : ReadOnlyBufferProxy.newView();
     for (SubDb db : SubDb.values()) {
       names.add(db.name());
     }
@@ -96,18 +104,22 @@ final class LmdbOldPages {
    */
   static Found read(FileChannel data, ByteBuffer meta) throws IOException {
     try {
-      return walked(data, meta);
+      return new LmdbOldPages(data, 0, 0, lastPage(meta)).walk(meta);
     } catch (Unsound e) {
       return null;
     }
   }
 
-  private static Found walked(FileChannel data, ByteBuffer meta) throws IOException, Unsound {
+  private static long lastPage(ByteBuffer meta) throws Unsound {
     long last = meta.getLong(LmdbLayout.MM_LAST_PG);
     if (last < NUM_METAS || last > Integer.MAX_VALUE) {
       throw new Unsound("the last page is " + last);
     }
-    LmdbOldPages r = new LmdbOldPages(data, last);
+    return last;
+  }
+
+  private Found walk(ByteBuffer meta) throws IOException, Unsound {
+    LmdbOldPages r = this;
     r.walk(meta, LmdbLayout.MM_FREE_DB, Tree.FREE);
     r.walk(meta, LmdbLayout.MM_MAIN_DB, Tree.MAIN);
     long[] pages = new long[r.seen.cardinality()];
@@ -132,9 +144,27 @@ final class LmdbOldPages {
    * none it could read out of bounds (see {@code LmdbStore}'s check before writes).
    */
   static String accountingProblem(FileChannel data, ByteBuffer meta) throws IOException {
+    return accountingProblem(data, 0, 0, meta);
+  }
+
+  /**
+   * {@link #accountingProblem(FileChannel, ByteBuffer)}, reading the pages where they lie in a
+   * map at {@code map} of the file's first {@code filePages} pages (which the caller keeps in
+   * place): no call into the system a page.
+   */
+  static String accountingProblem(long map, long filePages, ByteBuffer meta) {
+    try {
+      return accountingProblem(null, map, filePages, meta);
+    } catch (IOException e) {
+      throw new AssertionError(e); // nothing is read from a file
+    }
+  }
+
+  private static String accountingProblem(FileChannel data, long map, long filePages,
+      ByteBuffer meta) throws IOException {
     Found found;
     try {
-      found = walked(data, meta);
+      found = new LmdbOldPages(data, map, filePages, lastPage(meta)).walk(meta);
     } catch (Unsound e) {
       return e.getMessage();
     }
@@ -295,8 +325,16 @@ final class LmdbOldPages {
   /** Reads page {@code n}, checked to be one of the snapshot's, met once, of kind {@code kind}. */
   private void read(long n, int kind) throws IOException, Unsound {
     mark(n);
-    page.clear();
-    readAt(page, n * PAGE);
+    if (data == null) {
+      if (n >= filePages) {
+        throw new Unsound("page " + n + " is past the end of the file");
+      }
+      ReadOnlyBufferProxy.point(page, map + n * PAGE, PAGE);
+      page.order(ByteOrder.nativeOrder());
+    } else {
+      page.clear();
+      readAt(page, n * PAGE);
+    }
     // the flags exactly: LMDB's write takes a page flagged P_DIRTY for its own copy, and writes
     // into the map where it lies, which is read-only
     if (page.getLong(0) != n || Short.toUnsignedInt(page.getShort(PAGE_FLAGS)) != kind) {
@@ -318,6 +356,15 @@ final class LmdbOldPages {
 
   /** Fills {@code b} from byte {@code at} of the file. */
   private void readAt(ByteBuffer b, long at) throws IOException, Unsound {
+    if (data == null) {
+      if (at + b.remaining() > filePages * PAGE) {
+        throw new Unsound("page " + (at + b.remaining() - 1) / PAGE
+            + " is past the end of the file");
+      }
+      ReadOnlyBufferProxy.point(bytes, map + at, b.remaining());
+      b.put(bytes);
+      return;
+    }
     while (b.hasRemaining()) {
       if (data.read(b, at + b.position()) < 0) {
         throw new Unsound("page " + at / PAGE + " is past the end of the file");

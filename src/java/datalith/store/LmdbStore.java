@@ -481,7 +481,11 @@ public final class LmdbStore implements Store {
   @Override
   public WriteTxn beginWrite() {
     checkOpen();
-    checkPagesForWrites();
+    if (behind == null) {
+      checkPagesForWrites();
+    } else {
+      checkPagesBeforeLaying();
+    }
     return behind != null ? behind.beginWrite() : beginLmdbWrite();
   }
 
@@ -631,7 +635,9 @@ public final class LmdbStore implements Store {
         long t = r.reader().txn.getId();
         ByteBuffer meta = LmdbDirectCommit.readMeta(data, t);
         if (meta != null) {
-          return LmdbOldPages.accountingProblem(data, meta);
+          long at = mapAddress(); // in place while the read is open
+          return at != 0 ? LmdbOldPages.accountingProblem(at, refreshFilePages(), meta)
+              : LmdbOldPages.accountingProblem(data, meta);
         }
         // another process's commit t + 2 may have taken the meta page of t since the read began
         if (pageSize != LmdbTree.PAGE_SIZE || attempt == 10 || lastTxnid() == t) {
@@ -661,6 +667,22 @@ public final class LmdbStore implements Store {
    */
   void pagesWrittenHere() {
     pagesChecked = true;
+  }
+
+  /**
+   * With write-behind, whose commits reach LMDB by write-backs (each of which checks, in
+   * {@link LmdbWrite#commit}): {@link #checkPagesForWrites} before the first commit is laid, so
+   * that a damaged store refuses it rather than take commits it cannot write back; a file that
+   * cannot be read now ({@code :store/io}) is left to the write-backs, which try again.
+   */
+  private void checkPagesBeforeLaying() {
+    try {
+      checkPagesForWrites();
+    } catch (clojure.lang.ExceptionInfo e) {
+      if (!Errors.IO.equals(e.getData().valAt(Errors.ERROR))) {
+        throw e;
+      }
+    }
   }
 
   void checkPagesForWrites() {
