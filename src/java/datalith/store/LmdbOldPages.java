@@ -31,7 +31,7 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The pages of the last commit's trees, read from the data file (never through the map), that
+ * The pages of the last commit's trees, read from the data file, that
  * an {@link LmdbDirectCommit} leaves behind: the main database's, every sub-database's (branch,
  * leaf and overflow pages) and the free list's own; and the free list's entries (a transaction
  * id, native u64, and the ids of the pages it freed: {count u64, pgno u64 ...} in descending
@@ -44,6 +44,12 @@ import java.util.Set;
  * database names a sub-database that is not a {@link SubDb}, the reading fails (null), and the
  * commit frees nothing (or, for a foreign sub-database, falls back to the generic way, which
  * keeps it).
+ *
+ * <p>The same walk, with the free list's entries checked against the trees
+ * ({@link #accountingProblem}), is the check before a store's first write and {@code verify}'s
+ * of the pages: there it reads the pages where they lie in LMDB's map (under a read transaction
+ * that keeps the map in place, each page checked to lie in the file first), a direct commit's
+ * from the file.
  */
 final class LmdbOldPages {
   private static final int PAGE = LmdbPageSink.PAGE;
