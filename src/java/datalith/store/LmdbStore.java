@@ -657,7 +657,10 @@ public final class LmdbStore implements Store {
    * page of the last commit's trees from the file, and its free list, as LMDB's writes would
    * (see {@code LmdbOldPages.accountingProblem}). Once they pass, every later page is one that
    * a write of a checked store wrote, so this runs once an open store. Ends the check of a
-   * damaged store with the damage, and writes nothing.
+   * damaged store with the damage, and writes nothing. A {@link #replaceAll} written directly
+   * does not check first: it writes its trees in Java, reads the old ones through the checked
+   * Java reader and leaves the pages of damaged ones behind (so it replaces a damaged store's
+   * trees), and its LMDB transaction writes nothing; the next write checks what it left.
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} naming what does not read soundly
    */
