@@ -619,10 +619,11 @@ public final class LmdbStore implements Store {
   }
 
   /**
-   * What is wrong with how the last commit accounts for the data file's pages, or null when
-   * nothing is: each page in at most one place, a tree or the free list (see
-   * {@code LmdbOldPages}), read from the file under a read transaction that keeps the commit's
-   * pages as they are. A page both in a tree and in the free list would be written over by a
+   * What is wrong with the last commit's pages and how it accounts for them, or null when
+   * nothing is: every page of its trees read as LMDB's writes read it, each page in at most
+   * one place, a tree or the free list (see {@code LmdbOldPages#accountingProblem}), read where
+   * they lie in the map (from the file when its address is unknown) under a read transaction
+   * that keeps the commit's pages as they are and the map in place. A page both in a tree and in the free list would be written over by a
    * later commit. Null also when the file is not laid out as LMDB 0.9's of pages of 4 KiB
    * ({@link LmdbLayout}), which this cannot check.
    *
@@ -650,21 +651,6 @@ public final class LmdbStore implements Store {
   }
 
   /**
-   * Checks, before this store's first write, every page an LMDB write transaction could read:
-   * LMDB's C code reads the pages a write descends, splits, merges or takes from the free list
-   * as it finds them, so a damaged node there is a read out of bounds that stops the process
-   * (the flip test's seed 987, in mdb_page_split). {@link #pageAccountingProblem} reads every
-   * page of the last commit's trees from the file, and its free list, as LMDB's writes would
-   * (see {@code LmdbOldPages.accountingProblem}). Once they pass, every later page is one that
-   * a write of a checked store wrote, so this runs once an open store. Ends the check of a
-   * damaged store with the damage, and writes nothing. A {@link #replaceAll} written directly
-   * does not check first: it writes its trees in Java, reads the old ones through the checked
-   * Java reader and leaves the pages of damaged ones behind (so it replaces a damaged store's
-   * trees), and its LMDB transaction writes nothing; the next write checks what it left.
-   *
-   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} naming what does not read soundly
-   */
-  /**
    * Marks the pages checked for writes: the store's data file was made by its open, so its every
    * page is one that LMDB's writes (or a direct commit's) wrote here, from checked pages.
    */
@@ -688,6 +674,21 @@ public final class LmdbStore implements Store {
     }
   }
 
+  /**
+   * Checks, before this store's first write, every page an LMDB write transaction could read:
+   * LMDB's C code reads the pages a write descends, splits, merges or takes from the free list
+   * as it finds them, so a damaged node there is a read out of bounds that stops the process
+   * (the flip test's seed 987, in mdb_page_split). {@link #pageAccountingProblem} reads every
+   * page of the last commit's trees, and its free list, as LMDB's writes would
+   * (see {@code LmdbOldPages.accountingProblem}). Once they pass, every later page is one that
+   * a write of a checked store wrote, so this runs once an open store. Ends the check of a
+   * damaged store with the damage, and writes nothing. A {@link #replaceAll} written directly
+   * does not check first: it writes its trees in Java, reads the old ones through the checked
+   * Java reader and leaves the pages of damaged ones behind (so it replaces a damaged store's
+   * trees), and its LMDB transaction writes nothing; the next write checks what it left.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} naming what does not read soundly
+   */
   void checkPagesForWrites() {
     if (pagesChecked) {
       return;
