@@ -88,3 +88,19 @@
         (is (= 6 (:value (d/entity (d/db conn) p))))
         (d/transact! conn [[:db/add p :name "Pete"] [:db/add p :ref+name [a "Pete"]]])
         (is (= [a "Pete"] (composite-of conn p)))))))
+
+(deftest a-transactions-own-entity-keeps-its-composites
+  ;; Datomic keeps a composite on the transaction's entity as on any other (checked against
+  ;; Datomic Local 1.0.291); datalith left transaction entities out until stop 45, which the
+  ;; transaction property test's composites found at once
+  (each-store [conn {:schema schema}]
+    (let [r (d/transact! conn [[:db/add "datomic.tx" :reg/course "math"]])
+          tx (get-in r [:tempids "datomic.tx"])]
+      (is (= ["math" nil] (composite conn tx)) "asserted through \"datomic.tx\"")
+      (is (contains? (set (map (juxt :e :a :v :added) (:tx-data r)))
+                     [tx :reg/course+student ["math" nil] true])
+          "the composite is in the transaction's datoms")
+      (d/transact! conn [[:db/add tx :reg/student "ada"]])
+      (is (= ["math" "ada"] (composite conn tx)) "asserted later, through the transaction's id")
+      (d/transact! conn [[:db/retract tx :reg/course "math"] [:db/retract tx :reg/student "ada"]])
+      (is (nil? (composite conn tx)) "every part retracted"))))

@@ -22,8 +22,10 @@
   entity; from tx0 up, only the transactions so far and this one are, any
   other is refused (:tx/invalid-entity-id).
 
-  Schema: {attr {:type :long|:string|:keyword|:ref|:any, :card :one|:many,
-  :unique nil|:identity|:value, :component bool}}. An attribute the
+  Schema: {attr {:type :long|:string|:keyword|:ref|:any|:tuple, :card :one|:many,
+  :unique nil|:identity|:value, :component bool, :tuple-attrs [a b]}}: a :tuple
+  attribute with :tuple-attrs is a composite of cardinality-one attributes (Datomic's
+  :db/tupleAttrs), which tx-data never names itself. An attribute the
   schema lacks is installed by the first transaction that names it
   ({:type :any :card :one}: any value, compared by equality).
 
@@ -62,8 +64,13 @@
     old (absent for nil), else :tx/cas-failed.
   - Asserting a cardinality-one value retracts the entity's other value.
   - Redundant assertions and retractions of absent triples change nothing.
+  - Composites: an entity whose transaction asserts or retracts a value of a
+    composite's part holds, afterwards, the composite [part values] of its
+    parts' values after the transaction (nil for a part it lacks), or none
+    when it holds no part; the change is the transaction's, a retraction of the
+    old composite and an assertion of the new.
   - Afterwards, no two entities may hold one value of an attribute unique
-    before the transaction or after it: :tx/unique.
+    before the transaction or after it (composites too): :tx/unique.
   - Schema alterations, [:db/add attr prop v] and [:db/retract attr prop v]
     with prop :db/cardinality, :db/unique or :db/isComponent (attr an ident
     of the schema): the transaction's data is taken as the schema before it
@@ -341,6 +348,24 @@
                      (group-by #(nth % 2) (filter #(= a (second %)) facts))))
       (reject :schema/alter "unique: two entities hold one value" {:attribute a}))))
 
+(defn- composite-changes
+  "[retracted asserted] of the composites of `schema` whose parts the transaction changed:
+  `changed` the triples it asserted and retracted, `after` the state it leaves otherwise."
+  [schema changed after]
+  (let [value-of (fn [e a] (first (for [[e' a' v] after :when (and (= e e') (= a a'))] v)))]
+    (reduce (fn [[rs as] [c e]]
+              (let [parts (mapv #(value-of e %) (get-in schema [c :tuple-attrs]))
+                    new (when (some some? parts) parts)
+                    old (value-of e c)]
+                (if (= old new)
+                  [rs as]
+                  [(cond-> rs (some? old) (conj [e c old]))
+                   (cond-> as (some? new) (conj [e c new]))])))
+            [#{} #{}]
+            (set (for [[c {:keys [tuple-attrs]}] schema :when tuple-attrs
+                       [e a] changed :when (some #{a} tuple-attrs)]
+                   [c e])))))
+
 (defn- new-attrs
   "The attributes `ops` name that `schema` lacks: installed by the transaction."
   [schema ops]
@@ -414,6 +439,10 @@
         retracted (set/intersection (set/union R implied) fs)
         asserted (set/difference A fs)
         after (set/union (set/difference fs retracted) asserted)
+        [c-retracted c-asserted] (composite-changes schema (set/union retracted asserted) after)
+        retracted (set/union retracted c-retracted)
+        asserted (set/union asserted c-asserted)
+        after (set/union (set/difference after c-retracted) c-asserted)
         ;; the schema after the transaction: its alterations, and the attributes it installed
         schema' (merge altered (select-keys schema (keys installed)))]
     (check-alterations schema schema' after)

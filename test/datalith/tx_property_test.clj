@@ -27,27 +27,41 @@
 ;; ---------------------------------------------------------------- schema
 
 (def gen-schema
-  "The attribute roles are fixed; their types and shapes vary."
+  "The attribute roles are fixed; their types and shapes vary. Half the schemas have a
+  composite, :k/pair of :k/name and :k/rank, unique by value or not."
   (gen/let [name-type (gen/elements [:string :long])
             tag-type (gen/elements [:long :keyword])
             part-card (gen/elements [:one :many])
-            part-component gen/boolean]
-    {:k/id {:type :long :card :one :unique :identity}
-     :k/email {:type :string :card :one :unique :value}
-     :k/name {:type name-type :card :one}
-     :k/tags {:type tag-type :card :many}
-     :k/friend {:type :ref :card :one}
-     :k/likes {:type :ref :card :many}
-     :k/part {:type :ref :card part-card :component part-component}}))
+            part-component gen/boolean
+            composite (gen/elements [nil nil :plain :unique])]
+    (cond-> {:k/id {:type :long :card :one :unique :identity}
+             :k/email {:type :string :card :one :unique :value}
+             :k/name {:type name-type :card :one}
+             :k/tags {:type tag-type :card :many}
+             :k/friend {:type :ref :card :one}
+             :k/likes {:type :ref :card :many}
+             :k/part {:type :ref :card part-card :component part-component}}
+      composite (assoc :k/rank {:type :long :card :one}
+                       :k/pair (cond-> {:type :tuple :card :one :tuple-attrs [:k/name :k/rank]}
+                                 (= :unique composite) (assoc :unique :value))))))
+
+(defn- composite-parts
+  "The attributes of `schema` that are composites or their parts: never named by tx-data
+  (a composite), nor altered (either)."
+  [schema]
+  (set (for [[a {:keys [tuple-attrs]}] schema :when tuple-attrs
+             x (cons a tuple-attrs)]
+         x)))
 
 (defn engine-schema
   "The model's schema as datalith schema."
   [schema]
-  (into {} (for [[a {:keys [type card unique component]}] schema]
+  (into {} (for [[a {:keys [type card unique component tuple-attrs]}] schema]
              [a (cond-> {:db/valueType (keyword "db.type" (name type))
                          :db/cardinality (keyword "db.cardinality" (name card))}
                   unique (assoc :db/unique (keyword "db.unique" (name unique)))
-                  component (assoc :db/isComponent true))])))
+                  component (assoc :db/isComponent true)
+                  tuple-attrs (assoc :db/tupleAttrs tuple-attrs))])))
 
 ;; ---------------------------------------------------------------- transactions
 ;; The generator emits abstract ops whose numbers choose among the entities
@@ -132,7 +146,9 @@
   (value or identity) or not, a ref attribute made a component or not. Every kind may meet
   data the transaction writes, or data held, that it cannot stand."
   [schema {:keys [a change]}]
-  (let [attr (pick (vec (sort (remove (conj (set free-attrs) :k/id) (keys schema)))) a)
+  (let [attr (pick (vec (sort (remove (into (conj (set free-attrs) :k/id) (composite-parts schema))
+                                       (keys schema))))
+                   a)
         {:keys [type card unique component]} (schema attr)
         card-to #(vector :db/add attr :db/cardinality (keyword "db.cardinality" (name %)))]
     (case (int (mod change 4))
@@ -151,7 +167,8 @@
   (let [schema (:schema model)
         fs (naive/facts model)
         ents (vec (naive/entities model))
-        attrs (vec (sort (into (set free-attrs) (keys schema))))
+        composites (set (for [[a {:keys [tuple-attrs]}] schema :when tuple-attrs] a))
+        attrs (vec (sort (remove composites (into (set free-attrs) (keys schema)))))
         ids (vec (sort (for [[_ a v] fs :when (= a :k/id)] v)))
         lookup (fn [n] [:k/id (if (and (seq ids) (< n 6)) ; mostly an existing value
                                 (pick ids n)
@@ -230,7 +247,8 @@
                     :upsert (let [id (or (pick ids (:n op)) (pick (domain schema :k/id) (:n op)))]
                               (cond-> (assoc (map-attrs (:attrs op)) :k/id id)
                                 (:tmp op) (assoc :db/id (str "t" (:tmp op)))))
-                    :readd (when-let [[e a v] (pick (vec (sort fs)) (:n op))]
+                    :readd (when-let [[e a v] (pick (vec (sort (remove #(composites (second %)) fs)))
+                                                    (:n op))]
                              [:db/add e a v])
                     :tx-meta (let [a (attr (:a op)) v (value a (:v op))]
                                (when (some? v) [:db/add "datomic.tx" a v]))

@@ -4,7 +4,6 @@ import clojure.lang.PersistentVector;
 import clojure.lang.RT;
 import datalith.codec.Codec;
 import datalith.db.Attr;
-import datalith.db.Db;
 import datalith.db.Errors;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
@@ -42,11 +41,11 @@ final class Composites {
       Attr[] parts = parts(c, pending);
       Set<Long> entities = new LinkedHashSet<>();
       for (Slots.Key k : touched) {
-        if (k.aid() == c.id && k.e() < Db.TX0) {
+        if (k.aid() == c.id) {
           entities.add(k.e());
         }
         for (Attr p : parts) {
-          if (k.aid() == p.id && k.e() < Db.TX0) {
+          if (k.aid() == p.id) { // transaction entities too, as Datomic
             entities.add(k.e());
           }
         }
