@@ -124,16 +124,16 @@ final class LmdbOldPages {
     return last;
   }
 
+  /** Walks the free list's tree and the main database's (and through it every sub-database's). */
   private Found walk(ByteBuffer meta) throws IOException, Unsound {
-    LmdbOldPages r = this;
-    r.walk(meta, LmdbLayout.MM_FREE_DB, Tree.FREE);
-    r.walk(meta, LmdbLayout.MM_MAIN_DB, Tree.MAIN);
-    long[] pages = new long[r.seen.cardinality()];
+    walk(meta, LmdbLayout.MM_FREE_DB, Tree.FREE);
+    walk(meta, LmdbLayout.MM_MAIN_DB, Tree.MAIN);
+    long[] pages = new long[seen.cardinality()];
     int i = 0;
-    for (int n = r.seen.length() - 1; n >= 0; n = r.seen.previousSetBit(n - 1)) {
+    for (int n = seen.length() - 1; n >= 0; n = seen.previousSetBit(n - 1)) {
       pages[i++] = n;
     }
-    return new Found(pages, r.freeEntries, r.foreign);
+    return new Found(pages, freeEntries, foreign);
   }
 
   /**
@@ -263,8 +263,7 @@ final class LmdbOldPages {
         } else if (tree == Tree.MAIN) {
           byte[] key = new byte[keySize];
           page.get(node + NODE_HEADER, key);
-          String name = new String(key, 0, keySize,
-              StandardCharsets.ISO_8859_1);
+          String name = new String(key, StandardCharsets.ISO_8859_1);
           foreign |= !names.contains(name) || (flags & F_SUBDATA) == 0;
           if ((flags & F_SUBDATA) != 0) {
             subRecords.add(value);
@@ -308,6 +307,10 @@ final class LmdbOldPages {
     if (first < NUM_METAS || first > last - pages + 1) {
       throw new Unsound("page " + n + ": a value on overflow pages from " + first
           + ", outside the snapshot");
+    }
+    if (data == null && first + pages > filePages) { // the run within the file, as it is mapped
+      throw new Unsound("page " + n + ": a value on overflow pages from " + first
+          + ", past the end of the file");
     }
     ByteBuffer header = ByteBuffer.allocate(PAGE_HEADER).order(ByteOrder.nativeOrder());
     readAt(header, first * PAGE);
