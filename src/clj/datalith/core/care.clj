@@ -22,12 +22,14 @@
   - the schema the log gives holds for the current datoms: no second value of a
     cardinality-one attribute, no unique value held twice, no value of another type
   - META: t is the log's last t, next-eid above every entity id used, statistics = counts
+  - on LMDB, every page of the last commit's trees and its free list reads as LMDB's writes
+    read it (:pages; a store where it does not refuses writes, :store/corrupt)
 
     (d/verify conn)
     ; => {:ok? true, :t 12, :format 2, :problem-count 0, :problems [],
     ;     :checks {:log {:records 13 :datoms 96 :checksums :checked :problems 0}
     ;              :eavt {:datoms 80 :problems 0} ... :blobs {:entries 0 :problems 0}
-    ;              :meta {:problems 0}}}
+    ;              :meta {:problems 0} :pages {:problems 0}}}
 
   Each problem is a map {:index check :problem kind ...} naming a :datom ([e a v tx], or
   [e a v tx retracted-tx] in history), a :key (hex) or a :t; see datalith.db.Verify for
