@@ -170,6 +170,23 @@
 (defn- u16 [page offset-of value-of]
   #(let [p (page %)] (f/write-u16! % (offset-of p) (value-of p))))
 
+(defn- free-entry
+  "The free list's largest entry, of `ids` ids at least: {:page p :node n}, its count at
+  (:data-at n), its ids after it."
+  [dir ids]
+  (let [{:keys [free-root psize]} (f/last-meta dir)
+        p (f/page dir psize free-root)
+        n (apply max-key :data-size (:nodes p))]
+    (when-not (and (= f/P_LEAF (:flags p)) (zero? (:flags n)) (>= (:data-size n) (* 8 (inc ids))))
+      (throw (ex-info (str "the free list is not one leaf page with a list of " ids " ids")
+                      {:page p})))
+    {:page p :node n}))
+
+(defn- free-id-at
+  "Where id `i` (from 1) of the free list's largest entry lies in the file."
+  [dir i]
+  (let [{:keys [page node]} (free-entry dir i)] (+ (:offset page) (:data-at node) (* 8 i))))
+
 (defn- free-tail
   "Makes the last commit end `extra` pages past the file's end, and lists
   `listed` of those pages on the free list (in place of others on its largest
@@ -177,13 +194,10 @@
   before its last page when the pages missing are free."
   [extra listed]
   (fn [dir]
-    (let [{:keys [free-root psize last-pg number]} (f/last-meta dir)
-          p (f/page dir psize free-root)
-          n (apply max-key :data-size (:nodes p))]
-      (when-not (and (= f/P_LEAF (:flags p)) (zero? (:flags n)) (> (:data-size n) (* 8 (inc listed))))
-        (throw (ex-info "the free list is not one leaf page with a list in it" {:page p})))
+    (let [{:keys [psize last-pg number]} (f/last-meta dir)]
+      (free-entry dir (inc listed)) ; a list with more ids than those written
       (doseq [i (range listed)]
-        (f/write-u64! dir (+ (:offset p) (:data-at n) 8 (* 8 i)) (- (+ last-pg extra) i)))
+        (f/write-u64! dir (free-id-at dir (inc i)) (- (+ last-pg extra) i)))
       (f/write-u64! dir (+ (* number psize) 136) (+ last-pg extra)))))
 
 (defn- free-list-loop
@@ -428,28 +442,15 @@
 ;; they take pages from, in C, as they find them: a damaged node there was a read out of
 ;; bounds that ended the JVM (flip-test seed 987, with writes, in mdb_page_split). So before a
 ;; store's first write every page of the last commit's trees and its free list is read as
-;; those writes read it (LmdbStore.checkPagesForWrites); a store where that fails refuses the
+;; those writes read it (LmdbPagesCheck); a store where that fails refuses the
 ;; write, writes nothing, and verify names it (check :pages). The rows are damage a write can
 ;; meet anywhere: not only on its own path (a merge reads a neighbour, the free list any page).
-
-(defn- free-entry
-  "The free list's largest entry: {:page p :node n :count c}, its ids at (:data-at n) + 8i."
-  [dir]
-  (let [{:keys [free-root psize]} (f/last-meta dir)
-        p (f/page dir psize free-root)
-        n (apply max-key :data-size (:nodes p))]
-    (when-not (and (= f/P_LEAF (:flags p)) (zero? (:flags n)) (>= (:data-size n) 24))
-      (throw (ex-info "the free list is not one leaf page with a list of two ids" {:page p})))
-    {:page p :node n}))
-
-(defn- free-id-at [dir i]
-  (let [{:keys [page node]} (free-entry dir)] (+ (:offset page) (:data-at node) (* 8 i))))
 
 (defn- free-ids
   "Rewrites the free list's largest entry with `ids-of` of (dir, its ids), count and all."
   [ids-of]
   (fn [dir]
-    (let [{:keys [page node]} (free-entry dir)
+    (let [{:keys [page node]} (free-entry dir 2)
           at (+ (:offset page) (:data-at node))
           b (f/read-bytes dir at (:data-size node))
           ids (vec (for [i (range 1 (inc (.getLong b 0)))] (.getLong b (int (* 8 i)))))]

@@ -81,7 +81,7 @@
                {:read :not-opened})
         verified (attempt #(if conn (d/verify conn) (d/verify (.getPath dir))))
         ;; then a transaction, written back into LMDB's file (LMDB's C code reads the pages it
-        ;; writes: a damaged one refuses the write, LmdbStore.checkPagesForWrites)
+        ;; writes: a damaged one refuses the write, LmdbPagesCheck)
         written (when (and conn write?)
                   (attempt #(do (d/transact! conn [{:user/email "written@x" :user/name "W"}])
                                 (.writeBehindCatchUp ^LmdbStore (.store ^Conn conn))

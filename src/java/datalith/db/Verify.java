@@ -204,7 +204,7 @@ public final class Verify {
 
   /**
    * The pages of the LMDB store's last commit, read as its writes need them (see {@code
-   * LmdbStore.checkPagesForWrites}, which refuses to write into a store where this finds a
+   * datalith.store.LmdbPagesCheck}, which refuses to write into a store where this finds a
    * problem): a problem of kind {@code :unsound} saying what does not read.
    */
   private void checkPages(LmdbStore store) {

@@ -17,7 +17,7 @@ import org.lmdbjava.LmdbException;
  * it cannot stop the process. A compacting copy leaves the free pages out and renumbers the
  * rest, walking every tree through LMDB's own page reading, which does not check pages for
  * damage: so it copies only a store whose pages passed the check before writes
- * ({@code LmdbStore.checkPagesForWrites}, which reads every page of the trees as that walk
+ * ({@link LmdbPagesCheck}, which reads every page of the trees as that walk
  * does), and a damaged one is {@code :store/corrupt}, nothing copied.
  *
  * <p>While LMDB copies, a read transaction of the store stays open, so that the map is neither
@@ -38,7 +38,7 @@ public final class LmdbBackup {
   public static void copy(LmdbStore store, Path dest, boolean compact) {
     store.writeBehindCatchUp(); // the commits laid over LMDB's, with write-behind, into it
     if (compact) {
-      store.checkPagesForWrites(); // LMDB's walk of the trees reads every page in C
+      store.pages.beforeWrites(); // LMDB's walk of the trees reads every page in C
     }
     try (ReadTxn pin = store.beginLmdbRead()) { // the map stays in place while LMDB copies
       store.env().copy(dest.toFile(),

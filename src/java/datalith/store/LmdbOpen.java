@@ -89,7 +89,7 @@ final class LmdbOpen {
       LmdbStore store = new LmdbStore(real, where, o.sync, env, List.copyOf(dbis),
           o.javaPages, o.walCommits, openLock);
       if (!existed) {
-        store.pagesWrittenHere(); // every page of a file this open made is a write's of LMDB's
+        store.pages.writtenHere(); // every page of a file this open made is a write's of LMDB's
       }
       try {
         store.recover(plan, openLock.alone);

@@ -3,11 +3,9 @@ package datalith.store;
 import clojure.lang.Keyword;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -125,8 +123,7 @@ public final class LmdbStore implements Store {
   private volatile int directReplaces; // replaceAll calls that wrote their trees as pages
   private volatile long takenPages; // pages of old trees those calls kept as they were
   private volatile int state = OPEN;
-  private final Object pagesCheck = new Object();
-  private volatile boolean pagesChecked; // checkPagesForWrites passed
+  final LmdbPagesCheck pages; // of the pages LMDB's writes read, before the first
 
   LmdbStore(Path dir, String where, boolean sync, Env<ByteBuffer> env,
       List<Dbi<ByteBuffer>> dbis, boolean javaPages, boolean walCommits,
@@ -147,6 +144,7 @@ public final class LmdbStore implements Store {
     this.readers = new LmdbReaderPool(this, env, dbis);
     this.openLock = openLock;
     this.wal = walCommits ? new LmdbWal(env, dir, where) : null;
+    this.pages = new LmdbPagesCheck(this, dataFile, where);
   }
 
   /** The map's address, or 0 (see {@link LmdbMapGrowth#mapAddress()}). */
@@ -286,7 +284,7 @@ public final class LmdbStore implements Store {
     FileLock lock = writer.lockDirectory();
     log.clear();
     return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
-        where, null, this::checkPagesForWrites);
+        where, null, pages::beforeWrites);
   }
 
   /** Syncs LMDB's file, after a write-back ({@link LmdbBehind}). */
@@ -482,9 +480,9 @@ public final class LmdbStore implements Store {
   public WriteTxn beginWrite() {
     checkOpen();
     if (behind == null) {
-      checkPagesForWrites();
+      pages.beforeWrites();
     } else {
-      checkPagesBeforeLaying();
+      pages.beforeLaying();
     }
     return behind != null ? behind.beginWrite() : beginLmdbWrite();
   }
@@ -494,7 +492,7 @@ public final class LmdbStore implements Store {
     FileLock lock = lockWriter();
     log.clear();
     return new LmdbWrite(env, dbis, log, map, writer, lock, envAddress, pageSize, javaPages,
-        where, wal, this::checkPagesForWrites);
+        where, wal, pages::beforeWrites);
   }
 
   /**
@@ -620,91 +618,12 @@ public final class LmdbStore implements Store {
 
   /**
    * What is wrong with the last commit's pages and how it accounts for them, or null when
-   * nothing is: every page of its trees read as LMDB's writes read it, each page in at most
-   * one place, a tree or the free list (see {@code LmdbOldPages#accountingProblem}), read where
-   * they lie in the map (from the file when its address is unknown) under a read transaction
-   * that keeps the commit's pages as they are and the map in place. A page both in a tree and in the free list would be written over by a
-   * later commit. Null also when the file is not laid out as LMDB 0.9's of pages of 4 KiB
-   * ({@link LmdbLayout}), which this cannot check.
+   * nothing is (see {@link LmdbPagesCheck#problem}).
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/io} when the file cannot be read
    */
   public String pageAccountingProblem() {
-    for (int attempt = 1; ; attempt++) {
-      try (LmdbReadTxn r = (LmdbReadTxn) beginLmdbRead();
-          FileChannel data = FileChannel.open(dataFile, StandardOpenOption.READ)) {
-        long t = r.reader().txn.getId();
-        ByteBuffer meta = LmdbDirectCommit.readMeta(data, t);
-        if (meta != null) {
-          long at = mapAddress(); // in place while the read is open
-          return at != 0 ? LmdbOldPages.accountingProblem(at, refreshFilePages(), meta)
-              : LmdbOldPages.accountingProblem(data, meta);
-        }
-        // another process's commit t + 2 may have taken the meta page of t since the read began
-        if (pageSize != LmdbTree.PAGE_SIZE || attempt == 10 || lastTxnid() == t) {
-          return null;
-        }
-      } catch (IOException e) {
-        throw Errors.error(Errors.IO, where, "Cannot read the store's pages: " + e, e);
-      }
-    }
-  }
-
-  /**
-   * Marks the pages checked for writes: the store's data file was made by its open, so its every
-   * page is one that LMDB's writes (or a direct commit's) wrote here, from checked pages.
-   */
-  void pagesWrittenHere() {
-    pagesChecked = true;
-  }
-
-  /**
-   * With write-behind, whose commits reach LMDB by write-backs (each of which checks, in
-   * {@link LmdbWrite#commit}): {@link #checkPagesForWrites} before the first commit is laid, so
-   * that a damaged store refuses it rather than take commits it cannot write back; a file that
-   * cannot be read now ({@code :store/io}) is left to the write-backs, which try again.
-   */
-  private void checkPagesBeforeLaying() {
-    try {
-      checkPagesForWrites();
-    } catch (clojure.lang.ExceptionInfo e) {
-      if (!Errors.IO.equals(e.getData().valAt(Errors.ERROR))) {
-        throw e;
-      }
-    }
-  }
-
-  /**
-   * Checks, before this store's first write, every page an LMDB write transaction could read:
-   * LMDB's C code reads the pages a write descends, splits, merges or takes from the free list
-   * as it finds them, so a damaged node there is a read out of bounds that stops the process
-   * (the flip test's seed 987, in mdb_page_split). {@link #pageAccountingProblem} reads every
-   * page of the last commit's trees, and its free list, as LMDB's writes would
-   * (see {@code LmdbOldPages.accountingProblem}). Once they pass, every later page is one that
-   * a write of a checked store wrote, so this runs once an open store. Ends the check of a
-   * damaged store with the damage, and writes nothing. A {@link #replaceAll} written directly
-   * does not check first: it writes its trees in Java, reads the old ones through the checked
-   * Java reader and leaves the pages of damaged ones behind (so it replaces a damaged store's
-   * trees), and its LMDB transaction writes nothing; the next write checks what it left.
-   *
-   * @throws clojure.lang.ExceptionInfo {@code :store/corrupt} naming what does not read soundly
-   */
-  void checkPagesForWrites() {
-    if (pagesChecked) {
-      return;
-    }
-    synchronized (pagesCheck) {
-      if (pagesChecked) {
-        return;
-      }
-      String problem = pageAccountingProblem();
-      if (problem != null) {
-        throw Errors.corrupt(where, null, -1, "The store's pages do not read as LMDB's writes "
-            + "need (" + problem + "), so nothing is written: LMDB's code would read them as "
-            + "they are. Verify names the damage; a rebuild from the log or a backup mends it");
-      }
-      pagesChecked = true;
-    }
+    return pages.problem();
   }
 
   @Override

@@ -42,7 +42,7 @@ final class LmdbWrite implements WriteTxn {
   private final boolean javaPages;
   private final String where;
   private final LmdbWal wal; // null: LMDB syncs its own commits (or none)
-  private final Runnable checkPages; // LmdbStore.checkPagesForWrites, before LMDB's first write
+  private final Runnable checkPages; // LmdbPagesCheck.beforeWrites, before LMDB's first write
   private final List<Expected> expected = new ArrayList<>();
   private LayerReplay layer; // written instead of the log, when set (a write-back)
   private boolean open = true;

@@ -76,7 +76,7 @@
  * where it lies, in the read-only map), every node, key and value in its page, a node's flags
  * those of its tree, every overflow run as long as its first page says, every page once in the
  * trees, the free list's entries a transaction id each, their page ids in descending order,
- * within the snapshot and in no tree ({@code LmdbStore.checkPagesForWrites},
+ * within the snapshot and in no tree ({@link datalith.store.LmdbPagesCheck},
  * {@link datalith.store.LmdbOldPages}). A store that fails refuses writes with
  * {@code :store/corrupt} and writes nothing. Once it passes, every page a later write reads is
  * one a checked write wrote, so the check runs once an open store (not at all for a file its
