@@ -409,6 +409,9 @@ public final class LmdbStore implements Store {
     long deadline = 0;
     while (true) {
       long stamp = map.lockShared(opened.count() > 0);
+      if (stamp == 0) {
+        throw Errors.closed(where, "The store"); // closing: the close waits for open reads
+      }
       try {
         checkOpen();
         LmdbReadTxn txn = new LmdbReadTxn(this, readers.take(), stamp, opened);
