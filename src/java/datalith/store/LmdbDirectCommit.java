@@ -137,7 +137,7 @@ final class LmdbDirectCommit {
         return -1; // another process grew the file past the map: the generic way adopts it
       }
       long t = lmdbWriter.getId() - 1;
-      ByteBuffer meta = readMeta(data, t);
+      ByteBuffer meta = readMeta(data, t, PAGE);
       ByteBuffer lock = lockPage.page;
       if (meta == null || lock == null) {
         return -1;
@@ -277,18 +277,19 @@ final class LmdbDirectCommit {
 
   /**
    * The first {@link LmdbLayout#META_END} bytes of the meta page of transaction {@code t} (in
-   * slot t % 2), native order; null when it does not read as LMDB's of pages of 4 KiB.
+   * slot t % 2), native order; null when it does not read as LMDB's of pages of
+   * {@code pageSize} bytes.
    */
-  static ByteBuffer readMeta(FileChannel data, long t) throws IOException {
+  static ByteBuffer readMeta(FileChannel data, long t, int pageSize) throws IOException {
     ByteBuffer meta = ByteBuffer.allocate(META_END).order(ByteOrder.nativeOrder());
-    long at = (t & 1) * PAGE;
+    long at = (t & 1) * pageSize;
     while (meta.hasRemaining() && data.read(meta, at + meta.position()) > 0) {
       // reads the meta page's fields
     }
     boolean sound = !meta.hasRemaining()
         && meta.getInt(LmdbLayout.MM_MAGIC) == LmdbLayout.META_MAGIC
         && meta.getInt(LmdbLayout.MM_VERSION) == LmdbLayout.META_VERSION
-        && meta.getInt(LmdbLayout.MM_PSIZE) == PAGE
+        && meta.getInt(LmdbLayout.MM_PSIZE) == pageSize
         && meta.getLong(MM_TXNID) == t
         && (meta.getShort(LmdbLayout.PAGE_FLAGS) & LmdbLayout.P_META) != 0;
     return sound ? meta : null;

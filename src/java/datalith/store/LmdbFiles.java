@@ -30,9 +30,6 @@ final class LmdbFiles {
   static final String DATA = "data.mdb";
   static final String LOCK = "lock.mdb";
 
-  /** LMDB 0.9's largest page size. */
-  private static final int MAX_PAGE_SIZE = 0x8000;
-  private static final int MIN_PAGE_SIZE = 512;
   /** The size of a reader slot in the lock file. */
   private static final int READER_SLOT = 64;
   /**
@@ -88,7 +85,7 @@ final class LmdbFiles {
    * commit of another process changes.
    */
   private static long fingerprint(FileChannel ch) throws IOException {
-    ByteBuffer b = ByteBuffer.allocate(2 * MAX_PAGE_SIZE);
+    ByteBuffer b = ByteBuffer.allocate(2 * LmdbLayout.MAX_PAGE_SIZE);
     while (b.hasRemaining() && ch.read(b, b.position()) > 0) {
       // reads both meta pages' room, or up to the end of the file
     }
@@ -125,7 +122,7 @@ final class LmdbFiles {
     size = ch.size();
     long pages = size / last.pageSize; // whole pages in the file
     boolean missing = last.lastPage >= pages && (last.freeRoot == NO_ROOT
-        || !LmdbFreeList.coversTail(ch, last.pageSize, last.freeRoot, pages, last.lastPage));
+        || !LmdbOldPages.freeListCovers(ch, last.bytes, pages));
     if (last.lastPage < LmdbLayout.NUM_METAS - 1 || missing) {
       throw corrupt(where, file, "The data file " + DATA + " is shorter than its last commit"
           + " (transaction " + last.txnid + ", meta page " + last.number + ") says: it has "
@@ -140,86 +137,11 @@ final class LmdbFiles {
             + LmdbLayout.NUM_METAS + " to " + end, size);
       }
     }
-    checkMainTree(ch, last, Math.min(pages - 1, last.lastPage), where, file, size);
-  }
-
-  /**
-   * The pages of the last commit's main database (the tree of the named sub-databases'
-   * records), checked before LMDB reads them: opening a sub-database descends them in C, which
-   * takes every offset and size a page holds as it is, so that one damaged byte there crashed
-   * the JVM at open (flip-test seeds 7109 and 7909, in mdb_cursor_set). Each page is read from
-   * the file: a branch above the tree's last level and a leaf on it; its bounds after its
-   * header, in order, within the page; each node after the upper bound, its key within the
-   * page; a branch node's child among the commit's pages ({@code end} the last); a leaf node a
-   * sub-database's record, 48 bytes in the page, as LMDB copies it.
-   */
-  private static void checkMainTree(FileChannel ch, Meta last, long end, String where, Path file,
-      long size) throws IOException {
-    String tree = "The main database of " + DATA + " (the named sub-databases, transaction "
-        + last.txnid + ")";
-    if (last.mainRoot == NO_ROOT || last.mainDepth == 0) {
-      if (last.mainRoot != NO_ROOT || last.mainDepth != 0) {
-        throw corrupt(where, file, tree + " has root page " + last.mainRoot + " and depth "
-            + last.mainDepth, size);
-      }
-      return;
-    }
-    if (last.mainDepth > LmdbLayout.CURSOR_DEPTH) {
-      throw corrupt(where, file, tree + " has depth " + last.mainDepth, size);
-    }
-    int ps = last.pageSize;
-    ByteBuffer page = ByteBuffer.allocate(ps).order(ByteOrder.nativeOrder());
-    java.util.ArrayDeque<long[]> todo = new java.util.ArrayDeque<>();
-    todo.add(new long[] {last.mainRoot, 1});
-    while (!todo.isEmpty()) {
-      long[] next = todo.poll();
-      long n = next[0];
-      boolean leaf = next[1] == last.mainDepth;
-      String at = tree + ", page " + n;
-      if (!LmdbFreeList.read(ch, page, n, ps)) {
-        throw corrupt(where, file, at + ": past the end of the file", size);
-      }
-      int flags = Short.toUnsignedInt(page.getShort(LmdbLayout.PAGE_FLAGS));
-      int lower = Short.toUnsignedInt(page.getShort(LmdbLayout.PAGE_LOWER));
-      int upper = Short.toUnsignedInt(page.getShort(LmdbLayout.PAGE_UPPER));
-      int kind = leaf ? LmdbLayout.P_LEAF : LmdbLayout.P_BRANCH;
-      if ((flags & (LmdbLayout.P_LEAF | LmdbLayout.P_BRANCH | LmdbLayout.P_OVERFLOW
-          | LmdbLayout.P_META)) != kind) {
-        throw corrupt(where, file, at + ": flags " + flags + ", not a " + (leaf ? "leaf" : "branch")
-            + " page", size);
-      }
-      if (lower < LmdbLayout.PAGE_HEADER || (lower & 1) != 0 || lower > upper || upper > ps
-          || (!leaf && lower == LmdbLayout.PAGE_HEADER)) {
-        throw corrupt(where, file, at + ": bounds " + lower + " and " + upper, size);
-      }
-      for (int i = LmdbLayout.PAGE_HEADER; i < lower; i += 2) {
-        int node = Short.toUnsignedInt(page.getShort(i));
-        if (node < upper || node + LmdbLayout.NODE_HEADER > ps) {
-          throw corrupt(where, file, at + ": a node at " + node, size);
-        }
-        int lo = Short.toUnsignedInt(page.getShort(node));
-        int hi = Short.toUnsignedInt(page.getShort(node + 2));
-        int nodeFlags = Short.toUnsignedInt(page.getShort(node + 4));
-        int keyEnd = node + LmdbLayout.NODE_HEADER + Short.toUnsignedInt(page.getShort(node + 6));
-        if (keyEnd > ps) {
-          throw corrupt(where, file, at + ": a key past the page's end", size);
-        }
-        if (leaf) {
-          long dataSize = lo | (long) hi << 16;
-          if (nodeFlags != LmdbLayout.F_SUBDATA || dataSize != LmdbLayout.DB_RECORD
-              || keyEnd + dataSize > ps) {
-            throw corrupt(where, file, at + ": a node (flags " + nodeFlags + ", " + dataSize
-                + " bytes) that is not a sub-database's record", size);
-          }
-        } else {
-          long child = lo | (long) hi << 16 | (long) nodeFlags << 32;
-          if (child < LmdbLayout.NUM_METAS || child > end) {
-            throw corrupt(where, file, at + ": a child page " + child + " outside pages "
-                + LmdbLayout.NUM_METAS + " to " + end, size);
-          }
-          todo.add(new long[] {child, next[1] + 1});
-        }
-      }
+    String problem = LmdbOldPages.mainTreeProblem(ch, last.bytes, pages);
+    if (problem != null) {
+      throw corrupt(where, file, "The main database of " + DATA + " (the named sub-databases,"
+          + " transaction " + last.txnid + "), which LMDB's open reads in C, does not read"
+          + " soundly: " + problem, size);
     }
   }
 
@@ -286,17 +208,17 @@ final class LmdbFiles {
     final long txnid;
     final long freeRoot;
     final long mainRoot;
-    final int mainDepth;
+    final ByteBuffer bytes; // its first LmdbLayout.META_END bytes, native order
 
     private Meta(int number, int pageSize, long lastPage, long txnid, long freeRoot,
-        long mainRoot, int mainDepth) {
+        long mainRoot, ByteBuffer bytes) {
       this.number = number;
       this.pageSize = pageSize;
       this.lastPage = lastPage;
       this.txnid = txnid;
       this.freeRoot = freeRoot;
       this.mainRoot = mainRoot;
-      this.mainDepth = mainDepth;
+      this.bytes = bytes;
     }
 
     /** The meta page at {@code offset} (0, or the page size for the second one). */
@@ -321,14 +243,13 @@ final class LmdbFiles {
             + ", magic " + Integer.toHexString(magic) + ")", size);
       }
       if (version != LmdbLayout.META_VERSION || Integer.bitCount(pageSize) != 1
-          || pageSize < MIN_PAGE_SIZE || pageSize > MAX_PAGE_SIZE) {
+          || pageSize < LmdbLayout.MIN_PAGE_SIZE || pageSize > LmdbLayout.MAX_PAGE_SIZE) {
         throw corrupt(where, file, "The " + which + " has version " + version + " and page size "
             + pageSize + ", not LMDB 0.9's", size);
       }
       return new Meta(number, pageSize, b.getLong(LmdbLayout.MM_LAST_PG),
           b.getLong(LmdbLayout.MM_TXNID), b.getLong(LmdbLayout.MM_FREE_ROOT),
-          b.getLong(LmdbLayout.MM_MAIN_ROOT),
-          Short.toUnsignedInt(b.getShort(LmdbLayout.MM_MAIN_DB + LmdbLayout.MD_DEPTH)));
+          b.getLong(LmdbLayout.MM_MAIN_ROOT), b);
     }
   }
 }

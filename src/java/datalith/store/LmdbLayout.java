@@ -69,6 +69,9 @@ final class LmdbLayout {
   static final int CURSOR_DEPTH = 32;
   static final int P_META = 0x08;
   static final int NUM_METAS = 2;
+  /** LMDB 0.9's smallest and largest page sizes. */
+  static final int MIN_PAGE_SIZE = 512;
+  static final int MAX_PAGE_SIZE = 0x8000;
   static final int META_MAGIC = 0xBEEFC0DE;
   static final int META_VERSION = 1;
   // offsets in a meta page

@@ -31,8 +31,15 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The pages of the last commit's trees, read from the data file, that
- * an {@link LmdbDirectCommit} leaves behind: the main database's, every sub-database's (branch,
+ * The one walk, in Java, of the pages of the last commit's trees: every check of LMDB's pages
+ * made from outside LMDB, on pages of any size LMDB 0.9 makes (512 bytes to 32 KiB, the system's
+ * page when the file was made). Its uses: the pages that an {@link LmdbDirectCommit} leaves
+ * behind ({@link #read}); the check before a store's first write and {@code verify}'s of the
+ * pages ({@link #accountingProblem}); and at open, before LMDB maps the file, the main
+ * database's pages, which LMDB's open of the sub-databases reads in C ({@link #mainTreeProblem}),
+ * and the free list of a file that ends before its last page ({@link #freeListCovers}).
+ *
+ * <p>What a direct commit leaves behind: the main database's, every sub-database's (branch,
  * leaf and overflow pages) and the free list's own; and the free list's entries (a transaction
  * id, native u64, and the ids of the pages it freed: {count u64, pgno u64 ...} in descending
  * order). The commit writes the free list anew with one more entry, under its own transaction
@@ -52,7 +59,6 @@ import java.util.Set;
  * from the file.
  */
 final class LmdbOldPages {
-  private static final int PAGE = LmdbPageSink.PAGE;
 
   /**
    * What was read: the pages to free, in descending order, and the free list's entries in key
@@ -81,8 +87,10 @@ final class LmdbOldPages {
 
   private final FileChannel data; // null: the pages are read from the map
   private final long map; // the address of a map of the file's first filePages pages
-  private final long filePages;
+  private final long filePages; // the pages the file holds (a page past them is not read)
   private final long last; // the snapshot's last page
+  private final int pageSize;
+  private final boolean subDbs; // whether the walk of the main database goes on into them
   private final BitSet seen = new BitSet();
   // the page read: a copy from the file, or a view of the map
   private final ByteBuffer page;
@@ -91,12 +99,22 @@ final class LmdbOldPages {
   private final Set<String> names = new HashSet<>();
   private boolean foreign;
 
-  private LmdbOldPages(FileChannel data, long map, long filePages, long last) {
+  private LmdbOldPages(FileChannel data, long map, long filePages, ByteBuffer meta,
+      boolean subDbs) throws Unsound {
     this.data = data;
     this.map = map;
     this.filePages = filePages;
-    this.last = last;
-    this.page = data != null ? ByteBuffer.allocate(PAGE).order(ByteOrder.nativeOrder())
+    this.last = meta.getLong(LmdbLayout.MM_LAST_PG);
+    this.pageSize = meta.getInt(LmdbLayout.MM_PSIZE);
+    this.subDbs = subDbs;
+    if (last < NUM_METAS - 1 || last > Integer.MAX_VALUE) { // 1: nothing committed yet
+      throw new Unsound("the last page is " + last);
+    }
+    if (Integer.bitCount(pageSize) != 1 || pageSize < LmdbLayout.MIN_PAGE_SIZE
+        || pageSize > LmdbLayout.MAX_PAGE_SIZE) {
+      throw new Unsound("the page size is " + pageSize);
+    }
+    this.page = data != null ? ByteBuffer.allocate(pageSize).order(ByteOrder.nativeOrder())
         : ReadOnlyBufferProxy.newView();
     this.bytes = data != null ? null : ReadOnlyBufferProxy.newView();
     for (SubDb db : SubDb.values()) {
@@ -110,24 +128,75 @@ final class LmdbOldPages {
    */
   static Found read(FileChannel data, ByteBuffer meta) throws IOException {
     try {
-      return new LmdbOldPages(data, 0, 0, lastPage(meta)).walk(meta);
+      return new LmdbOldPages(data, 0, filePages(data, meta), meta, true).walk(meta, true, true);
     } catch (Unsound e) {
       return null;
     }
   }
 
-  private static long lastPage(ByteBuffer meta) throws Unsound {
-    long last = meta.getLong(LmdbLayout.MM_LAST_PG);
-    if (last < NUM_METAS || last > Integer.MAX_VALUE) {
-      throw new Unsound("the last page is " + last);
-    }
-    return last;
+  /** The whole pages of {@code data}, whose pages are of the size {@code meta} says. */
+  private static long filePages(FileChannel data, ByteBuffer meta) throws IOException {
+    int size = meta.getInt(LmdbLayout.MM_PSIZE);
+    return size > 0 ? data.size() / size : 0;
   }
 
-  /** Walks the free list's tree and the main database's (and through it every sub-database's). */
-  private Found walk(ByteBuffer meta) throws IOException, Unsound {
-    walk(meta, LmdbLayout.MM_FREE_DB, Tree.FREE);
-    walk(meta, LmdbLayout.MM_MAIN_DB, Tree.MAIN);
+  /**
+   * What is wrong with the main database's pages of the meta page {@code meta} (its first
+   * {@link LmdbLayout#META_END} bytes, native order) in {@code data}, of whose pages the first
+   * {@code filePages} are read, or null: as {@link #accountingProblem} reads them, each leaf
+   * node a sub-database's record (not the sub-databases' trees). LMDB's open of the
+   * sub-databases descends these pages in C, taking every offset and size as it is (one
+   * damaged byte there crashed the JVM at open: flip-test seeds 7109 and 7909, in
+   * mdb_cursor_set), so they are read before LMDB maps the file.
+   */
+  static String mainTreeProblem(FileChannel data, ByteBuffer meta, long filePages)
+      throws IOException {
+    try {
+      new LmdbOldPages(data, 0, filePages, meta, false).walk(meta, false, true);
+      return null;
+    } catch (Unsound e) {
+      return e.getMessage();
+    }
+  }
+
+  /**
+   * Whether the free list of the meta page {@code meta} in {@code data} reads soundly from the
+   * file's first {@code filePages} pages and holds every page from there to the last commit's
+   * last: LMDB does not write pages that a transaction allocated and freed again, so a file
+   * may end before its last page when the pages past its end are all free.
+   */
+  static boolean freeListCovers(FileChannel data, ByteBuffer meta, long filePages)
+      throws IOException {
+    try {
+      LmdbOldPages w = new LmdbOldPages(data, 0, filePages, meta, false);
+      w.walk(meta, true, false);
+      BitSet free = new BitSet();
+      for (ByteBuffer[] e : w.freeEntries) {
+        ByteBuffer ids = w.ids(e);
+        for (int i = 1; i < ids.remaining() / Long.BYTES; i++) {
+          long n = ids.getLong(Long.BYTES * i);
+          if (n >= filePages) {
+            free.set((int) (n - filePages));
+          }
+        }
+      }
+      return free.cardinality() == w.last - filePages + 1;
+    } catch (Unsound e) {
+      return false;
+    }
+  }
+
+  /**
+   * Walks the free list's tree and the main database's (and through it, with {@link #subDbs},
+   * every sub-database's), as asked.
+   */
+  private Found walk(ByteBuffer meta, boolean free, boolean main) throws IOException, Unsound {
+    if (free) {
+      walk(meta, LmdbLayout.MM_FREE_DB, Tree.FREE);
+    }
+    if (main) {
+      walk(meta, LmdbLayout.MM_MAIN_DB, Tree.MAIN);
+    }
     long[] pages = new long[seen.cardinality()];
     int i = 0;
     for (int n = seen.length() - 1; n >= 0; n = seen.previousSetBit(n - 1)) {
@@ -150,7 +219,7 @@ final class LmdbOldPages {
    * none it could read out of bounds (see {@code LmdbStore}'s check before writes).
    */
   static String accountingProblem(FileChannel data, ByteBuffer meta) throws IOException {
-    return accountingProblem(data, 0, 0, meta);
+    return accountingProblem(data, 0, filePages(data, meta), meta);
   }
 
   /**
@@ -168,43 +237,59 @@ final class LmdbOldPages {
 
   private static String accountingProblem(FileChannel data, long map, long filePages,
       ByteBuffer meta) throws IOException {
-    Found found;
     try {
-      found = new LmdbOldPages(data, map, filePages, lastPage(meta)).walk(meta);
+      LmdbOldPages w = new LmdbOldPages(data, map, filePages, meta, true);
+      Found found = w.walk(meta, true, true);
+      BitSet used = new BitSet();
+      for (long n : found.pages) {
+        used.set((int) n);
+      }
+      for (ByteBuffer[] e : found.freeEntries) {
+        ByteBuffer ids = w.ids(e);
+        for (int i = 1; i < ids.remaining() / Long.BYTES; i++) {
+          long n = ids.getLong(Long.BYTES * i);
+          if (used.get((int) n)) {
+            return "page " + n + " is both in use and in the free list (transaction "
+                + e[0].getLong(0) + ")";
+          }
+          used.set((int) n);
+        }
+      }
+      return null;
     } catch (Unsound e) {
       return e.getMessage();
     }
-    BitSet used = new BitSet();
-    for (long n : found.pages) {
-      used.set((int) n);
+  }
+
+  /**
+   * The page ids of the free list's entry {@code e} ({key, value}), {count u64, pgno u64 ...},
+   * once checked: its key a transaction id, its value as long as its count says, every id one
+   * of the snapshot's and in descending order.
+   */
+  private ByteBuffer ids(ByteBuffer[] e) throws Unsound {
+    ByteBuffer ids = e[1];
+    if (e[0].remaining() != Long.BYTES) {
+      throw new Unsound("the free list holds a key of " + e[0].remaining()
+          + " bytes, not a transaction id");
     }
-    long last = meta.getLong(LmdbLayout.MM_LAST_PG);
-    for (ByteBuffer[] e : found.freeEntries) {
-      ByteBuffer ids = e[1];
-      if (e[0].remaining() != Long.BYTES) {
-        return "the free list holds a key of " + e[0].remaining() + " bytes, not a transaction id";
+    long txn = e[0].getLong(0);
+    long count = ids.remaining() < Long.BYTES ? -1 : ids.getLong(0);
+    if (count < 0 || ids.remaining() != Long.BYTES * (count + 1)) {
+      throw new Unsound("the free list's entry of transaction " + txn
+          + " does not hold its count of ids");
+    }
+    for (int i = 1; i <= count; i++) {
+      long n = ids.getLong(Long.BYTES * i);
+      if (n < NUM_METAS || n > last) {
+        throw new Unsound("the free list's entry of transaction " + txn + " holds page " + n
+            + ", not one of the snapshot's");
       }
-      long txn = e[0].getLong(0);
-      long count = ids.remaining() < Long.BYTES ? -1 : ids.getLong(0);
-      if (count < 0 || ids.remaining() != Long.BYTES * (count + 1)) {
-        return "the free list's entry of transaction " + txn + " does not hold its count of ids";
-      }
-      for (int i = 1; i <= count; i++) {
-        long n = ids.getLong(Long.BYTES * i);
-        if (n < NUM_METAS || n > last) {
-          return "the free list's entry of transaction " + txn + " holds page " + n
-              + ", not one of the snapshot's";
-        }
-        if (i > 1 && n >= ids.getLong(Long.BYTES * (i - 1))) {
-          return "the free list's entry of transaction " + txn + " is not in descending order";
-        }
-        if (used.get((int) n)) {
-          return "page " + n + " is both in use and in the free list (transaction " + txn + ")";
-        }
-        used.set((int) n);
+      if (i > 1 && n >= ids.getLong(Long.BYTES * (i - 1))) {
+        throw new Unsound("the free list's entry of transaction " + txn
+            + " is not in descending order");
       }
     }
-    return null;
+    return ids;
   }
 
   private enum Tree { FREE, MAIN, SUB }
@@ -227,7 +312,7 @@ final class LmdbOldPages {
       read(next[0], leaf ? P_LEAF : P_BRANCH);
       int lower = Short.toUnsignedInt(page.getShort(PAGE_LOWER));
       int upper = Short.toUnsignedInt(page.getShort(PAGE_UPPER));
-      if (lower < PAGE_HEADER + 2 || lower > upper || upper > PAGE || (lower & 1) != 0) {
+      if (lower < PAGE_HEADER + 2 || lower > upper || upper > pageSize || (lower & 1) != 0) {
         throw new Unsound("page " + next[0] + ": bounds " + lower + " and " + upper);
       }
       int nodes = (lower - PAGE_HEADER) / 2;
@@ -235,13 +320,13 @@ final class LmdbOldPages {
       long[] children = leaf ? null : new long[nodes];
       for (int i = 0; i < nodes; i++) {
         int node = Short.toUnsignedInt(page.getShort(PAGE_HEADER + 2 * i));
-        if (node < upper || node > PAGE - NODE_HEADER) {
+        if (node < upper || node > pageSize - NODE_HEADER) {
           throw new Unsound("page " + next[0] + ": node " + i + " at " + node
               + ", outside the page's nodes");
         }
         int keySize = Short.toUnsignedInt(page.getShort(node + 6));
         int start = node + NODE_HEADER + keySize;
-        if (start > PAGE) {
+        if (start > pageSize) {
           throw new Unsound("page " + next[0] + ": the key of node " + i + " past the page");
         }
         long lo = Short.toUnsignedInt(page.getShort(node));
@@ -253,9 +338,10 @@ final class LmdbOldPages {
         }
         long size = lo | hi << 16;
         // the flags of its tree: LMDB takes F_DUPDATA for a tree of duplicates, which these are
-        // not (its cursor for them is null), and F_SUBDATA only in the main database
-        if (flags != 0 && flags != F_BIGDATA && !(tree == Tree.MAIN && flags == F_SUBDATA)) {
-          throw new Unsound("page " + next[0] + ": node " + i + " has flags " + flags);
+        // not (its cursor for them is null); the main database holds sub-databases' records
+        if (tree == Tree.MAIN ? flags != F_SUBDATA : flags != 0 && flags != F_BIGDATA) {
+          throw new Unsound("page " + next[0] + ": node " + i + " has flags " + flags
+              + (tree == Tree.MAIN ? ", not a sub-database's record" : ""));
         }
         ByteBuffer value = leafValue(tree, next[0], start, size, flags);
         if (tree == Tree.FREE) {
@@ -264,8 +350,8 @@ final class LmdbOldPages {
           byte[] key = new byte[keySize];
           page.get(node + NODE_HEADER, key);
           String name = new String(key, StandardCharsets.ISO_8859_1);
-          foreign |= !names.contains(name) || (flags & F_SUBDATA) == 0;
-          if ((flags & F_SUBDATA) != 0) {
+          foreign |= !names.contains(name);
+          if (subDbs) {
             subRecords.add(value);
           }
         }
@@ -288,61 +374,63 @@ final class LmdbOldPages {
    */
   private ByteBuffer leafValue(Tree tree, long n, int start, long size, int flags)
       throws IOException, Unsound {
-    boolean needed = tree != Tree.SUB;
+    boolean copied = tree != Tree.SUB;
     if ((flags & F_BIGDATA) == 0) {
-      if (start + size > PAGE || tree == Tree.MAIN && (flags & F_SUBDATA) != 0
-          && size != DB_RECORD) {
+      if (start + size > pageSize || tree == Tree.MAIN && size != DB_RECORD) {
         throw new Unsound("page " + n + ": a value of " + size + " bytes at " + start
             + " past the page");
       }
-      return needed ? copy(start, (int) size) : null;
+      return copied ? copy(start, (int) size) : null;
     }
     // a free list entry holds at most every page's id (and its count)
-    if (start + 8 > PAGE || size > Integer.MAX_VALUE - PAGE
+    if (start + 8 > pageSize || size > Integer.MAX_VALUE - pageSize
         || tree == Tree.FREE && size > Long.BYTES * (last + 1)) {
       throw new Unsound("page " + n + ": a value of " + size + " bytes on overflow pages");
     }
     long first = page.getLong(start);
-    int pages = (int) ((PAGE_HEADER - 1 + size) / PAGE + 1);
-    if (first < NUM_METAS || first > last - pages + 1) {
+    long needed = (PAGE_HEADER - 1 + size) / pageSize + 1;
+    if (first < NUM_METAS || first > last - needed + 1) {
       throw new Unsound("page " + n + ": a value on overflow pages from " + first
           + ", outside the snapshot");
     }
-    if (data == null && first + pages > filePages) { // the run within the file, as it is mapped
-      throw new Unsound("page " + n + ": a value on overflow pages from " + first
-          + ", past the end of the file");
-    }
     ByteBuffer header = ByteBuffer.allocate(PAGE_HEADER).order(ByteOrder.nativeOrder());
-    readAt(header, first * PAGE);
+    readAt(header, first * pageSize);
+    // as many pages as their first says (LMDB frees and reuses the run so), at least as many as
+    // the value needs, within the snapshot and the file
+    long pages = Integer.toUnsignedLong(header.getInt(PAGE_PAGES));
     if (header.getLong(0) != first
         || Short.toUnsignedInt(header.getShort(PAGE_FLAGS)) != P_OVERFLOW
-        || header.getInt(PAGE_PAGES) != pages) {
+        || pages < needed || first + pages - 1 > last) {
       throw new Unsound("page " + n + ": a value on page " + first
-          + ", which is not its run of " + pages + " overflow pages");
+          + ", which is not a run of the " + needed + " overflow pages it needs");
+    }
+    if (first + pages > filePages) {
+      throw new Unsound("page " + n + ": a value on overflow pages from " + first
+          + ", past the end of the file");
     }
     for (long o = first; o < first + pages; o++) {
       mark(o);
     }
-    if (!needed) {
+    if (!copied) {
       return null;
     }
     ByteBuffer v = ByteBuffer.allocate((int) size).order(ByteOrder.nativeOrder());
-    readAt(v, first * PAGE + PAGE_HEADER);
+    readAt(v, first * pageSize + PAGE_HEADER);
     return v.flip();
   }
 
   /** Reads page {@code n}, checked to be one of the snapshot's, met once, of kind {@code kind}. */
   private void read(long n, int kind) throws IOException, Unsound {
     mark(n);
+    if (n >= filePages) {
+      throw new Unsound("page " + n + " is past the end of the file");
+    }
     if (data == null) {
-      if (n >= filePages) {
-        throw new Unsound("page " + n + " is past the end of the file");
-      }
-      ReadOnlyBufferProxy.point(page, map + n * PAGE, PAGE);
+      ReadOnlyBufferProxy.point(page, map + n * pageSize, pageSize);
       page.order(ByteOrder.nativeOrder());
     } else {
       page.clear();
-      readAt(page, n * PAGE);
+      readAt(page, n * pageSize);
     }
     // the flags exactly: LMDB's write takes a page flagged P_DIRTY for its own copy, and writes
     // into the map where it lies, which is read-only
@@ -366,8 +454,8 @@ final class LmdbOldPages {
   /** Fills {@code b} from byte {@code at} of the file. */
   private void readAt(ByteBuffer b, long at) throws IOException, Unsound {
     if (data == null) {
-      if (at + b.remaining() > filePages * PAGE) {
-        throw new Unsound("page " + (at + b.remaining() - 1) / PAGE
+      if (at + b.remaining() > filePages * pageSize) {
+        throw new Unsound("page " + (at + b.remaining() - 1) / pageSize
             + " is past the end of the file");
       }
       ReadOnlyBufferProxy.point(bytes, map + at, b.remaining());
@@ -376,7 +464,7 @@ final class LmdbOldPages {
     }
     while (b.hasRemaining()) {
       if (data.read(b, at + b.position()) < 0) {
-        throw new Unsound("page " + at / PAGE + " is past the end of the file");
+        throw new Unsound("page " + at / pageSize + " is past the end of the file");
       }
     }
   }

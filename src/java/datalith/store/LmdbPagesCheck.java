@@ -39,8 +39,9 @@ final class LmdbPagesCheck {
    * one place, a tree or the free list (see {@code LmdbOldPages#accountingProblem}), read where
    * they lie in the map (from the file when its address is unknown) under a read transaction
    * that keeps the commit's pages as they are and the map in place. A page both in a tree and
-   * in the free list would be written over by a later commit. Null also when the file is not
-   * laid out as LMDB 0.9's of pages of 4 KiB ({@link LmdbLayout}), which this cannot check.
+   * in the free list would be written over by a later commit. Null also when the last commit's
+   * meta page does not read as {@link LmdbLayout} says (which the open checked), or other
+   * processes' commits took it ten times over while this read it.
    *
    * @throws clojure.lang.ExceptionInfo {@code :store/io} when the file cannot be read
    */
@@ -49,14 +50,14 @@ final class LmdbPagesCheck {
       try (LmdbReadTxn r = (LmdbReadTxn) store.beginLmdbRead();
           FileChannel data = FileChannel.open(dataFile, StandardOpenOption.READ)) {
         long t = r.reader().txn.getId();
-        ByteBuffer meta = LmdbDirectCommit.readMeta(data, t);
+        ByteBuffer meta = LmdbDirectCommit.readMeta(data, t, store.pageSize());
         if (meta != null) {
           long at = store.mapAddress(); // in place while the read is open
           return at != 0 ? LmdbOldPages.accountingProblem(at, store.refreshFilePages(), meta)
               : LmdbOldPages.accountingProblem(data, meta);
         }
         // another process's commit t + 2 may have taken the meta page of t since the read began
-        if (store.pageSize() != LmdbTree.PAGE_SIZE || attempt == 10 || store.lastTxnid() == t) {
+        if (attempt == 10 || store.lastTxnid() == t) {
           return null;
         }
       } catch (IOException e) {
