@@ -116,3 +116,78 @@
         (recur (conj levels level)
                (vec (for [p level {:keys [child]} (:nodes p)] (page dir psize child))))
         (conj levels level)))))
+
+;; ---------------------------------------------------------------- other page sizes
+
+(def ^:private P_OVERFLOW 0x04)
+(def ^:private F_SUBDATA 0x02)
+
+(defn- live-pages
+  "The pages of the last commit's trees, from the file: {:tree #{pgno} :runs {first pages}},
+  the tree pages (branch and leaf pages of the free list, the main database and every
+  sub-database) and the overflow runs their leaves point to."
+  [dir psize]
+  (let [{:keys [free-root main-root]} (last-meta dir)]
+    (loop [todo (into [] (comp (remove neg?) (map (fn [r] [r (= r main-root)])))
+                      [free-root main-root])
+           tree #{} runs {}]
+      (if-let [[n main?] (peek todo)]
+        (let [todo (pop todo)
+              {:keys [flags nodes]} (page dir psize n)]
+          (if (= P_BRANCH flags)
+            (recur (into todo (map (fn [nd] [(:child nd) main?])) nodes) (conj tree n) runs)
+            (let [at (* n psize)
+                  subs (for [{:keys [flags data-at]} nodes :when (and main? (= F_SUBDATA flags))
+                             :let [root (.getLong (read-bytes dir (+ at data-at 40) 8) 0)]
+                             :when (not (neg? root))]
+                         [root false])
+                  runs (into runs (for [{:keys [flags data-at]} nodes :when (= F_BIGDATA flags)
+                                        :let [first-pg (.getLong (read-bytes dir (+ at data-at) 8) 0)]]
+                                    [first-pg (.getInt (read-bytes dir (+ (* first-pg psize) 12) 4) 0)]))]
+              (recur (into todo subs) (conj tree n) runs))))
+        {:tree tree :runs runs}))))
+
+(defn spread-pages!
+  "Writes into directory `to` a copy of the LMDB data file of directory `from` (pages of 4 KiB)
+  with pages of `psize` bytes (8, 16 or 32 KiB), as LMDB would have laid it out on a system of
+  that page size: every page keeps its number; a branch or leaf page keeps its header and node
+  offsets, and its nodes move to the end of the larger page; an overflow run keeps its pages,
+  its value as it was from its first page on (a run longer than the value needs, which LMDB
+  reads and frees as its header says); meta pages say the new page size; free pages are
+  zeros. The data of the last commit only: the first meta page's commit becomes the other's."
+  [from to psize]
+  (let [old 4096
+        delta (- psize old)
+        {:keys [tree runs]} (live-pages from old)
+        last-pg (:last-pg (last-meta from))
+        out (data-file to)]
+    (.mkdirs (.getParentFile out))
+    (with-open [ch (FileChannel/open (.toPath out) (into-array OpenOption [StandardOpenOption/CREATE
+                                                                          StandardOpenOption/WRITE
+                                                                          StandardOpenOption/TRUNCATE_EXISTING]))]
+      (loop [n 0]
+        (when (<= n last-pg)
+          (let [b (.order (ByteBuffer/allocate psize) ByteOrder/LITTLE_ENDIAN)
+                skip (cond
+                       (< n 2) (let [m (read-bytes from (* n old) old)]
+                                 (.put b m) (.putInt b 40 (int psize)) 1)
+                       (tree n) (let [p (read-bytes from (* n old) old)
+                                      lower (bit-and 0xFFFF (.getShort p 12))
+                                      upper (bit-and 0xFFFF (.getShort p 14))]
+                                  (.put b 0 p 0 lower)
+                                  (.put b (int (+ upper delta)) p (int upper) (int (- old upper)))
+                                  (.putShort b 14 (short (+ upper delta)))
+                                  (doseq [i (range 16 lower 2)]
+                                    (.putShort b (int i) (short (+ delta (bit-and 0xFFFF (.getShort p (int i)))))))
+                                  1)
+                       (runs n) (let [k (runs n)
+                                      r (read-bytes from (* n old) (* k old))
+                                      b (.order (ByteBuffer/allocate (* k psize)) ByteOrder/LITTLE_ENDIAN)]
+                                  (.put b r)
+                                  (.write ch (.flip b) (long (* n psize)))
+                                  k)
+                       :else 1)]
+            (when-not (runs n)
+              (.write ch (.clear b) (long (* n psize))))
+            (recur (+ n (long skip)))))))
+    out))

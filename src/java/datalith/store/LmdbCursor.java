@@ -106,7 +106,7 @@ final class LmdbCursor implements Cursor {
     pgno = n;
     count = keys;
     ByteBuffer pv = slot.pageView;
-    ReadOnlyBufferProxy.point(pv, p, LmdbTree.PAGE_SIZE);
+    ReadOnlyBufferProxy.point(pv, p, tree.pageSize());
     pv.order(ByteOrder.nativeOrder());
   }
 
@@ -344,7 +344,7 @@ final class LmdbCursor implements Cursor {
       int flags = LmdbLayout.nodeFlags(at);
       if (flags == LmdbLayout.F_BIGDATA) {
         int start = LmdbTree.offset(node) + NODE_HEADER + LmdbTree.keySize(node);
-        if (start + Long.BYTES > LmdbTree.PAGE_SIZE) {
+        if (start + Long.BYTES > tree.pageSize()) {
           throw txn.corrupt(db, pgno, "A node (" + i + ") lies outside its page");
         }
         long first = ReadOnlyBufferProxy.nativeLong(page + start);

@@ -23,7 +23,7 @@ import java.util.concurrent.Future;
  * The pages that an {@link LmdbDirectCommit} appends to the data file, numbered in the order
  * they come from a first page on, gathered in a large buffer and written with positional
  * writes of the file (not through LMDB's map, which is read-only). Pages of 4 KiB
- * ({@link LmdbTree#PAGE_SIZE}). One thread; each full buffer is written by a helper thread
+ * ({@link #PAGE}), the smallest system page: a store of other pages commits through LMDB. One thread; each full buffer is written by a helper thread
  * while the caller fills the other one (the kernel's copy into the page cache costs about as
  * much as making the pages), and {@link #flush()} waits for every write.
  *
@@ -32,7 +32,7 @@ import java.util.concurrent.Future;
  * then {@link #append}s them, renumbered where they lie.
  */
 final class LmdbPageSink {
-  static final int PAGE = LmdbTree.PAGE_SIZE;
+  static final int PAGE = 4096;
   private static final int BUFFER_PAGES = 1024; // 4 MiB a write
   private static final int MEMORY_PAGES = 256; // 1 MiB a chunk
   static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(PAGE);

@@ -55,7 +55,7 @@ final class LmdbReadTxn implements ReadTxn {
   /** The pages of this transaction's snapshot (its reader's, taken anew when this began). */
   final LmdbSnapshot pages;
   /**
-   * Whether cursors and gets read the pages in Java (the store's option, pages of 4 KiB, and
+   * Whether cursors and gets read the pages in Java (the store's option, and
    * LMDB's structs as {@link LmdbLayout} says), so that LMDB reads no page of this transaction;
    * else LMDB does all the reading.
    */
@@ -69,8 +69,7 @@ final class LmdbReadTxn implements ReadTxn {
         : Math.min(reader.nextPage(store.envAddress()), store.mapSize() >> pageShift);
     this.pages = reader.snapshot;
     pages.reset(n > LmdbLayout.NUM_METAS ? m : 0, n, reader.records());
-    this.javaPages = pages.hasRecords() && store.javaPages
-        && store.pageSize() == LmdbTree.PAGE_SIZE;
+    this.javaPages = pages.hasRecords() && store.javaPages;
     this.reader = reader;
     this.stamp = stamp;
     this.opened = opened;

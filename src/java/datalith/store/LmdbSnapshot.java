@@ -80,6 +80,11 @@ final class LmdbSnapshot {
   }
 
   /** Whether the tree records are known (the MDB_txn reads as {@link LmdbLayout} says). */
+  /** log2 of the size of the store's pages. */
+  int pageShift() {
+    return pageShift;
+  }
+
   boolean hasRecords() {
     return map != 0 && dbs != 0;
   }
@@ -182,7 +187,7 @@ final class LmdbSnapshot {
       throw corrupt(db, n, "The main database does not record " + db);
     }
     if (LmdbLayout.nodeFlags(p + at) != F_SUBDATA || LmdbLayout.dataSize(p + at) != DB_RECORD
-        || start + DB_RECORD > LmdbTree.PAGE_SIZE) {
+        || start + DB_RECORD > t.pageSize()) {
       throw corrupt(db, n, "The main database's node of " + db + " (flags "
           + LmdbLayout.nodeFlags(p + at) + ", " + LmdbLayout.dataSize(p + at)
           + " bytes) is not a sub-database's record");

@@ -560,7 +560,7 @@ public final class LmdbStore implements Store {
   }
 
   private void replaceLmdb(ReadTxn source) {
-    boolean direct = pageSize == LmdbTree.PAGE_SIZE && directCommit(source);
+    boolean direct = pageSize == LmdbPageSink.PAGE && directCommit(source);
     if (!direct) {
       Store.super.replaceAll(source);
     }

@@ -30,9 +30,9 @@ import java.nio.ByteBuffer;
  * key, and have its bounds in order; a branch node read must lie between the page's upper
  * bound and its end, and a key read must lie in its page and have at least one byte. A value
  * must lie in its page, or on overflow pages of the snapshot that say they are. What fails is
- * damage: a {@code :store/corrupt} ex-info naming the sub-database and page. Only pages of
- * 4 KiB are read here: a store of larger pages (the system's page size, such as 16 KiB on Apple
- * silicon) is read by LMDB alone.
+ * damage: a {@code :store/corrupt} ex-info naming the sub-database and page. Pages are of
+ * the store's size, LMDB's system page size when the file was made (4 KiB on x86-64 Linux,
+ * 16 KiB on Apple silicon; 512 bytes to 32 KiB, which {@code LmdbFiles} checks at open).
  *
  * <p>After a descent, {@code path[0 .. depth - 1]} are checked pages from the root to a leaf
  * page, and {@code index[l]} is the child taken on the branch page {@code path[l]}. One thread
@@ -40,16 +40,15 @@ import java.nio.ByteBuffer;
  */
 final class LmdbTree {
 
-  /** The page size read in Java, the smallest system page. */
-  static final int PAGE_SIZE = 4096;
-  static final int PAGE_SHIFT = Integer.numberOfTrailingZeros(PAGE_SIZE);
-  private static final int LAST_NODE = PAGE_SIZE - NODE_HEADER - 1; // with a key of one byte
   private static final int FIRST = 0;
   private static final int LAST = 1;
   private static final int PROBE = 2;
 
   private LmdbSnapshot snap;
   private SubDb db; // null: the main database
+  private int pageSize; // the snapshot's
+  private int pageShift;
+  private int lastNode; // the last offset of a node with a key of one byte
   private long root;
   private int depth; // 0: an empty tree
   private final long[] path = new long[CURSOR_DEPTH];
@@ -79,6 +78,9 @@ final class LmdbTree {
   void open(LmdbSnapshot s, SubDb db, long root, int depth) {
     this.snap = s;
     this.db = db;
+    this.pageShift = s.pageShift();
+    this.pageSize = 1 << pageShift;
+    this.lastNode = pageSize - NODE_HEADER - 1;
     this.root = root;
     this.depth = depth;
     warmCount = 0;
@@ -107,7 +109,12 @@ final class LmdbTree {
 
   /** The address of page {@code n}, which must have been checked. */
   long address(long n) {
-    return snap.map + (n << PAGE_SHIFT);
+    return snap.map + (n << pageShift);
+  }
+
+  /** The size of the tree's pages. */
+  int pageSize() {
+    return pageSize;
   }
 
   /** The number of keys of the leaf page reached by descending along the first keys; 0: empty. */
@@ -282,7 +289,7 @@ final class LmdbTree {
     long p = address(n);
     int node = branchNode(n, p, mid);
     int size = LmdbLayout.keySize(p + node);
-    if (size == 0 || size > PAGE_SIZE - NODE_HEADER - node) {
+    if (size == 0 || size > pageSize - NODE_HEADER - node) {
       throw corrupt(n, "A key (of node " + mid + ") lies outside its branch page");
     }
     return compare(probe, p + node + NODE_HEADER, size) >= 0;
@@ -330,7 +337,7 @@ final class LmdbTree {
     int lower = LmdbLayout.lower(p);
     int upper = LmdbLayout.upper(p);
     if (LmdbLayout.pgno(p) != n || LmdbLayout.flags(p) != flags
-        || lower <= PAGE_HEADER || lower > upper || upper > PAGE_SIZE) {
+        || lower <= PAGE_HEADER || lower > upper || upper > pageSize) {
       throw badPage(n, flags);
     }
     return (lower - PAGE_HEADER) >>> 1;
@@ -363,7 +370,7 @@ final class LmdbTree {
    */
   private int branchNode(long n, long p, int i) {
     int node = LmdbLayout.node(p, i);
-    if (node < LmdbLayout.upper(p) || node > PAGE_SIZE - NODE_HEADER) {
+    if (node < LmdbLayout.upper(p) || node > pageSize - NODE_HEADER) {
       throw corrupt(n, "A node (" + i + ") lies outside its branch page");
     }
     return node;
@@ -387,7 +394,7 @@ final class LmdbTree {
       int mid = (lo + hi) >>> 1;
       int node = branchNode(n, p, mid);
       int size = LmdbLayout.keySize(p + node);
-      if (size == 0 || size > PAGE_SIZE - NODE_HEADER - node) {
+      if (size == 0 || size > pageSize - NODE_HEADER - node) {
         throw corrupt(n, "A key (of node " + mid + ") lies outside its branch page");
       }
       if (compare(probe, p + node + NODE_HEADER, size) >= 0) {
@@ -404,13 +411,13 @@ final class LmdbTree {
    * its key's size, or -1 when it does not lie in the page past the header with a key of at
    * least one byte (two unsigned comparisons).
    */
-  static int leafNode(long p, int i) {
+  int leafNode(long p, int i) {
     int node = LmdbLayout.node(p, i); // i is below the keys, so this lies in the page's header
-    if (Integer.compareUnsigned(node - PAGE_HEADER, LAST_NODE - PAGE_HEADER) > 0) {
+    if (Integer.compareUnsigned(node - PAGE_HEADER, lastNode - PAGE_HEADER) > 0) {
       return -1; // its header would not lie in the page: its key size is not read
     }
     int size = LmdbLayout.keySize(p + node);
-    return Integer.compareUnsigned(size - 1, LAST_NODE - node) <= 0 ? node << 16 | size : -1;
+    return Integer.compareUnsigned(size - 1, lastNode - node) <= 0 ? node << 16 | size : -1;
   }
 
   static int offset(int node) {
@@ -485,13 +492,13 @@ final class LmdbTree {
     int flags = LmdbLayout.nodeFlags(at);
     long size = LmdbLayout.dataSize(at);
     if (flags == 0) {
-      if (start + size > PAGE_SIZE) {
+      if (start + size > pageSize) {
         throw corrupt(n, "A value (of key " + i + ") lies outside its page");
       }
       ReadOnlyBufferProxy.point(into, address(n) + start, (int) size);
       return;
     }
-    if (flags != F_BIGDATA || start + Long.BYTES > PAGE_SIZE) {
+    if (flags != F_BIGDATA || start + Long.BYTES > pageSize) {
       throw corrupt(n, "A node (" + i + ", flags " + flags + ") lies outside its page");
     }
     long first = ReadOnlyBufferProxy.nativeLong(address(n) + start);
@@ -506,9 +513,9 @@ final class LmdbTree {
    * within them. Returns their number.
    */
   int overflow(long n, int i, long first, long size) {
-    long needed = (PAGE_HEADER + size + PAGE_SIZE - 1) >> PAGE_SHIFT;
+    long needed = (PAGE_HEADER + size + pageSize - 1) >> pageShift;
     String of = " (of key " + i + ", " + size + " bytes, from page " + first + ")";
-    if (size > Integer.MAX_VALUE - PAGE_SIZE || !snap.isDataPage(first)) {
+    if (size > Integer.MAX_VALUE - pageSize || !snap.isDataPage(first)) {
       throw corrupt(n, "A value on overflow pages outside the file's pages" + of);
     }
     long p = address(first);

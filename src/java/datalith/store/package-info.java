@@ -48,8 +48,9 @@
  * {@link datalith.store.LmdbCursor}). LMDB's code reads no page of a read transaction: it only
  * begins and ends it. The option {@code "page-reader" "lmdb"} turns this off (and the page
  * filling of writes): every read is then a call into LMDB, the plain path the tests check the
- * Java reader against ({@link datalith.store.LmdbPlainCursor}); so is a store whose pages are
- * not of 4 KiB, or whose LMDB's structs do not read as the layout says.
+ * Java reader against ({@link datalith.store.LmdbPlainCursor}); so is a store whose LMDB's
+ * structs do not read as the layout says. Pages of any size LMDB 0.9 makes (the system's page
+ * when the file was made: 4 KiB on x86-64 Linux, 16 KiB on Apple silicon) are read in Java.
  *
  * <p>Damaged files: the Java reader checks every page number against the snapshot's pages in
  * the file (its pages 2 to its last, that the file holds) before it reads the page; the page
