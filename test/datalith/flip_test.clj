@@ -6,7 +6,9 @@
   read; never wrong answers nobody notices, a raw exception nobody explains, a verify that
   throws, a hang or a JVM crash. DATALITH_FLIPS=n sets the number of copies (default 240),
   seeds 0 to n - 1 (from DATALITH_FLIP_FROM=k, k to k + n - 1); the seeds that failed once
-  are run every time. Every copy that opens is also written to: a transaction, written back
+  are run every time. The same flips, a quarter as many, go into a copy of the original with
+  pages of 16 KiB (lmdb-file's spread-pages!: as LMDB lays the file out on Apple silicon),
+  DATALITH_FLIPS_16K=n to set how many. Every copy that opens is also written to: a transaction, written back
   into LMDB's file, whose LMDB write transaction reads the pages it changes in C (since stop
   45; DATALITH_FLIP_WRITE=0 reads only). A seed names a flip of
   one original, which every run builds byte for byte the same (since stop 43: fixed instants,
@@ -20,6 +22,7 @@
             [datalith.child-jvm :as child]
             [datalith.core :as d]
             [datalith.damage :as dmg]
+            [datalith.lmdb-file :as f]
             [datalith.test-util :as tu])
   (:import (datalith.conn Conn)
            (datalith.store LmdbStore)
@@ -28,6 +31,9 @@
 
 (def flips
   (or (some-> (System/getenv "DATALITH_FLIPS") parse-long) 240))
+
+(def ^:private flips-16k
+  (or (some-> (System/getenv "DATALITH_FLIPS_16K") parse-long) (quot flips 4)))
 
 (def ^:private first-seed
   "DATALITH_FLIP_FROM: the first seed (default 0); the original being the same file every run,
@@ -138,26 +144,38 @@
   in C. Each is written to as well as read."
   [987 1027 2473 3342 7109 7909 11052])
 
+(defn- check-flips
+  "Runs `n` seeded flips of `original` from the first seed, each copy written to unless
+  DATALITH_FLIP_WRITE=0, and checks that none failed."
+  [^File original ^File work n]
+  (let [results (run-children original work first-seed (+ first-seed n)
+                              (not= "0" (System/getenv "DATALITH_FLIP_WRITE")))
+        by-outcome (frequencies (map :outcome results))
+        bad (filter (comp failures :outcome) results)]
+    (println (format "flip-test: %d copies of a %,d-byte file (pages of %d bytes): %s"
+                     (count results) (.length (io/file original "data.mdb"))
+                     (:psize (f/last-meta original)) (into (sorted-map) by-outcome)))
+    (doseq [r bad]
+      (println "flip-test failure:" (pr-str r)))
+    (when (seq bad)
+      (keep-for-replay! original work bad))
+    (is (= n (count results)))
+    (is (empty? bad) (str (count bad) " copies failed, seeds "
+                          (str/join " " (map :seed bad))))))
+
 (deftest every-damaged-byte-is-harmless-found-or-a-clear-error
   (let [original (tu/temp-dir)
+        spread (tu/temp-dir)
         work (tu/temp-dir)]
     (try
       (build-original! original)
-      (let [results (run-children original work first-seed (+ first-seed flips)
-                                  (not= "0" (System/getenv "DATALITH_FLIP_WRITE")))
-            by-outcome (frequencies (map :outcome results))
-            bad (filter (comp failures :outcome) results)]
-        (println (format "flip-test: %d copies of a %,d-byte file: %s" (count results)
-                         (.length (io/file original "data.mdb")) (into (sorted-map) by-outcome)))
-        (doseq [r bad]
-          (println "flip-test failure:" (pr-str r)))
-        (when (seq bad)
-          (keep-for-replay! original work bad))
-        (is (= flips (count results)))
-        (is (empty? bad) (str (count bad) " copies failed, seeds "
-                              (str/join " " (map :seed bad)))))
+      (check-flips original work flips)
+      (when (pos? flips-16k)
+        (f/spread-pages! (.getPath original) (.getPath spread) 16384)
+        (check-flips spread work flips-16k))
       (finally
         (tu/delete-tree original)
+        (tu/delete-tree spread)
         (tu/delete-tree work)))))
 
 (deftest the-seeds-that-failed-once-pass
