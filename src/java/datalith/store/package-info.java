@@ -67,7 +67,8 @@
  * are read and checked against the file's size, the pages of its main database (the named
  * sub-databases' records, which LMDB's open of each sub-database descends in C) are read and
  * checked as the Java reader checks a tree's, and the lock file is written to its full size
- * (see {@link datalith.store.LmdbFiles}). So a truncated, empty or damaged file, or a full disk
+ * (see {@link datalith.store.LmdbFiles}; the pages are read by the one walk of LMDB's pages
+ * from outside LMDB, {@link datalith.store.LmdbOldPages}, at the file's page size). So a truncated, empty or damaged file, or a full disk
  * at open, is an ex-info rather than a crash of the JVM, on the Java reader. Write transactions
  * are LMDB's own: a commit reads the pages it descends, splits and merges, and the free list it
  * takes pages from, in C, as it finds them; so before a store's first write (and before a
@@ -75,7 +76,8 @@
  * trees and its free list is read from the file and checked as LMDB's writes read it: flags
  * exactly a branch's, a leaf's or an overflow page's (a page flagged P_DIRTY LMDB would write
  * where it lies, in the read-only map), every node, key and value in its page, a node's flags
- * those of its tree, every overflow run as long as its first page says, every page once in the
+ * those of its tree, every overflow run as long as its first page says (at least what its value
+ * needs), every page once in the
  * trees, the free list's entries a transaction id each, their page ids in descending order,
  * within the snapshot and in no tree ({@link datalith.store.LmdbPagesCheck},
  * {@link datalith.store.LmdbOldPages}). A store that fails refuses writes with
