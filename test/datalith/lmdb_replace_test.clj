@@ -30,6 +30,7 @@
             [clojure.test :refer [deftest is testing]]
             [datalith.child-jvm :as child]
             [datalith.core :as d]
+            [datalith.lmdb-file :as f]
             [datalith.lmdb-replace-child :as rc]
             [datalith.test-util :as tu])
   (:import (clojure.lang ExceptionInfo)
@@ -209,26 +210,33 @@
     (is (= (count (model db)) (:entries (.pageStats s db))) (str db " entries"))))
 
 (defn- packed-leaf-pages
-  "The leaf pages that `m`'s entries (none on overflow pages) take when each page is filled."
-  [^TreeMap m]
+  "The leaf pages of `psize` bytes that `m`'s entries (none on overflow pages) take when each
+  page is filled."
+  [^TreeMap m psize]
   (let [node (fn [[^bytes k ^bytes v]] (+ 2 (* 2 (quot (+ 9 (alength k) (alength v)) 2))))]
     (loop [[e & more :as es] (entries m), used (long 0), pages 1]
       (cond (empty? es) pages
-            (<= (+ used (long (node e))) 4080) (recur more (+ used (long (node e))) pages)
+            (<= (+ used (long (node e))) (- psize 16)) (recur more (+ used (long (node e))) pages)
             :else (recur more (long (node e)) (inc pages))))))
 
-(defn- replace-scenario [reader other commit way]
+(defn- replace-scenario
+  "Replaces a store's contents, of pages of `psize` bytes (other than 4 KiB: a copy with its
+  pages spread, lmdb-file's spread-pages!), by way `way`, and checks what reads, writes and a
+  reopen find."
+  [reader other commit way psize]
   (let [dir (File. (tu/temp-dir) "db")
-        rnd (Random. 7)]
+        rnd (Random. 7)
+        old-model (rc/contents 1 0.3)
+        new-model (rc/contents 2 1)]
     (try
-      (let [s (open-store dir reader commit)
-            old-model (rc/contents 1 0.3)
-            new-model (rc/contents 2 1)]
+      (with-open [s (open-store (File. (.getParentFile dir) "first") reader commit)]
+        (with-open [w (.beginWrite s)]
+          (doseq [[db ^TreeMap m] old-model, [^bytes k ^bytes v] m]
+            (.put w db (ByteBuffer/wrap k) (ByteBuffer/wrap v)))
+          (.commit w)))
+      (f/spread-pages! (.getPath (File. (.getParentFile dir) "first")) (.getPath dir) psize)
+      (let [s (open-store dir reader commit)]
         (try
-          (with-open [w (.beginWrite s)]
-            (doseq [[db ^TreeMap m] old-model, [^bytes k ^bytes v] m]
-              (.put w db (ByteBuffer/wrap k) (ByteBuffer/wrap v)))
-            (.commit w))
           (let [old (.beginRead s)]
             (try
               (replace-with! s new-model way)
@@ -240,7 +248,7 @@
           (stats-agree s new-model)
           (testing "written as full pages (not through LMDB's puts, which leave them half full)"
             (is (<= (:leaf-pages (.pageStats s SubDb/EAVT))
-                    (packed-leaf-pages (new-model SubDb/EAVT)))))
+                    (packed-leaf-pages (new-model SubDb/EAVT) psize))))
           (testing "ordinary commits after"
             (dotimes [_ 4] (random-writes! s new-model rnd 400))
             (with-open [r (.beginRead s)] (check-store r new-model rnd)))
@@ -265,9 +273,13 @@
   (doseq [[reader other] [["java" "lmdb"] ["lmdb" "java"]]
           commit ["wal" "lmdb-sync"]]
     (testing (str "page-reader " reader ", commit " commit)
-      (replace-scenario reader other commit :leaves)))
+      (replace-scenario reader other commit :leaves 4096)))
   (testing "a source that is not a MemStore's (read through its cursors)"
-    (replace-scenario "java" "lmdb" "wal" :cursor)))
+    (replace-scenario "java" "lmdb" "wal" :cursor 4096))
+  ;; written as pages since stop 46 (the generic way's puts before)
+  (doseq [psize [16384 32768]]
+    (testing (str "pages of " psize " bytes")
+      (replace-scenario "java" "lmdb" "wal" :leaves psize))))
 
 (defn- file-bytes ^bytes [^File f]
   (java.nio.file.Files/readAllBytes (.toPath f)))

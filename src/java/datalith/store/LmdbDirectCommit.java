@@ -68,8 +68,8 @@ import org.lmdbjava.Txn;
  * grow, LMDB's lock is let go for the growth and taken again; if another commit came
  * meanwhile, nothing refers to the pages written, and the caller takes the generic way.
  *
- * <p>Checked before anything is written, else the caller falls back to the generic way: pages
- * of 4 KiB, the last commit's meta page as {@link LmdbLayout} reads it, and the lock file as
+ * <p>Checked before anything is written, else the caller falls back to the generic way: the
+ * last commit's meta page as {@link LmdbLayout} reads it (pages of the store's size), and the lock file as
  * LMDB 0.9 lays it out on Linux on x86-64 with POSIX robust mutexes of 40 bytes: its magic at 0
  * and the txnid of the last commit at {@value #LOCK_TXNID}.
  *
@@ -83,7 +83,8 @@ import org.lmdbjava.Txn;
 final class LmdbDirectCommit {
   /** mti_txnid's offset: after mti_magic, mti_format (u32) and mti_rmutex (40 bytes). */
   static final int LOCK_TXNID = 48;
-  private static final int PAGE = LmdbPageSink.PAGE;
+  /** The bytes of the lock file mapped: its header (LMDB's MDB_txninfo before the readers). */
+  private static final int LOCK_HEADER = 4096;
   private static final VarHandle LONGS =
       MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
   private static final SubDb[] BY_NAME = byName();
@@ -124,8 +125,8 @@ final class LmdbDirectCommit {
    *     not 1 to 511 bytes in ascending order, {@code :store/map-full} when the map must grow
    *     and read transactions stay open
    */
-  static long commit(Env<ByteBuffer> env, Path dir, String where, LmdbMapGrowth map,
-      LmdbWal wal, Durability durability, ReadTxn source, LockPage lockPage) {
+  static long commit(Env<ByteBuffer> env, int pageSize, Path dir, String where,
+      LmdbMapGrowth map, LmdbWal wal, Durability durability, ReadTxn source, LockPage lockPage) {
     // with it set, a channel's I/O closes it; set again once the commit is done
     boolean[] interrupted = {Thread.interrupted()};
     Txn<ByteBuffer> lmdbWriter = null; // holds LMDB's own write lock; aborted, writes nothing
@@ -137,7 +138,7 @@ final class LmdbDirectCommit {
         return -1; // another process grew the file past the map: the generic way adopts it
       }
       long t = lmdbWriter.getId() - 1;
-      ByteBuffer meta = readMeta(data, t, PAGE);
+      ByteBuffer meta = readMeta(data, t, pageSize);
       ByteBuffer lock = lockPage.page;
       if (meta == null || lock == null) {
         return -1;
@@ -150,7 +151,7 @@ final class LmdbDirectCommit {
       if (old != null && old.foreign) {
         return -1; // the generic way keeps the sub-databases that are not SubDbs
       }
-      LmdbPageSink sink = new LmdbPageSink(data, meta.getLong(MM_LAST_PG) + 1);
+      LmdbPageSink sink = new LmdbPageSink(data, meta.getLong(MM_LAST_PG) + 1, pageSize);
       // pages of T's trees the new ones keep: only when the free list can be made without them
       LmdbTakenPages taken = old == null ? null : new LmdbTakenPages(t);
       ByteBuffer main;
@@ -169,10 +170,10 @@ final class LmdbDirectCommit {
         interrupted[0] |= sink.settle();
       }
       long pages = sink.next();
-      if (pages * PAGE > map.mapSize()) {
+      if (pages * pageSize > map.mapSize()) {
         lmdbWriter.close(); // LMDB grows no map while a write transaction is open
         lmdbWriter = null;
-        map.growForCommit(map.grownSize(pages * PAGE)); // LMDB refuses a txn past its map
+        map.growForCommit(map.grownSize(pages * pageSize)); // LMDB refuses a txn past its map
         try {
           lmdbWriter = env.txnWrite();
         } catch (MapResizedException e) {
@@ -193,7 +194,7 @@ final class LmdbDirectCommit {
         meta.put(MM_FREE_DB + MD_DEPTH, free, MD_DEPTH, DB_RECORD - MD_DEPTH);
       }
       meta.putLong(MM_LAST_PG, pages - 1).putLong(MM_TXNID, t + 1);
-      write(data, meta.clear(), slot * PAGE);
+      write(data, meta.clear(), slot * pageSize);
       if (durability != Durability.NONE) {
         data.force(false);
       }
@@ -253,8 +254,8 @@ final class LmdbDirectCommit {
         try {
           f = FileChannel.open(dir.resolve(LmdbFiles.LOCK),
               StandardOpenOption.READ, StandardOpenOption.WRITE);
-          MappedByteBuffer page = f.size() < PAGE ? null
-              : f.map(FileChannel.MapMode.READ_WRITE, 0, PAGE);
+          MappedByteBuffer page = f.size() < LOCK_HEADER ? null
+              : f.map(FileChannel.MapMode.READ_WRITE, 0, LOCK_HEADER);
           return new LockPage(f, page == null ? null : page.order(ByteOrder.nativeOrder()));
         } catch (IOException e) {
           if (f != null) { // nothing mapped: no lock can be dropped that this kept

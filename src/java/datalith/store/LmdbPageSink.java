@@ -22,8 +22,8 @@ import java.util.concurrent.Future;
 /**
  * The pages that an {@link LmdbDirectCommit} appends to the data file, numbered in the order
  * they come from a first page on, gathered in a large buffer and written with positional
- * writes of the file (not through LMDB's map, which is read-only). Pages of 4 KiB
- * ({@link #PAGE}), the smallest system page: a store of other pages commits through LMDB. One thread; each full buffer is written by a helper thread
+ * writes of the file (not through LMDB's map, which is read-only). Pages of the store's size
+ * ({@link #pageSize()}: 4 KiB on x86-64 Linux, 16 KiB on Apple silicon). One thread; each full buffer is written by a helper thread
  * while the caller fills the other one (the kernel's copy into the page cache costs about as
  * much as making the pages), and {@link #flush()} waits for every write.
  *
@@ -32,45 +32,59 @@ import java.util.concurrent.Future;
  * then {@link #append}s them, renumbered where they lie.
  */
 final class LmdbPageSink {
-  static final int PAGE = 4096;
-  private static final int BUFFER_PAGES = 1024; // 4 MiB a write
-  private static final int MEMORY_PAGES = 256; // 1 MiB a chunk
-  static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(PAGE);
+  private static final int BUFFER_BYTES = 4 << 20; // a write
+  private static final int MEMORY_BYTES = 1 << 20; // a chunk in memory
+  private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(LmdbLayout.MAX_PAGE_SIZE);
 
   private static final ExecutorService WRITERS = PlatformThreads.daemons("datalith-page-writer");
 
   private final FileChannel file; // null: in memory
+  private final int pageSize;
+  private final int memoryPages; // a chunk's, in memory
   private Future<?> writing; // the helper's write of the other buffer, null when none
   private ByteBuffer spare; // the other buffer, once its write is done
   private boolean interrupted; // the caller was interrupted while it waited for a write
   private final List<ByteBuffer> full = new ArrayList<>(); // in memory: the chunks filled
   private ByteBuffer buffer;
   private long buffered; // the number of the page at the buffer's start
-  private long next; // the number the next page gets; buffered + position / PAGE
+  private long next; // the number the next page gets; buffered + position / pageSize
   private long overflowPages; // the overflow pages appended
 
-  LmdbPageSink(FileChannel file, long first) {
+  /** A sink of pages of {@code pageSize} bytes into {@code file}, from page {@code first} on. */
+  LmdbPageSink(FileChannel file, long first, int pageSize) {
     this.file = file;
+    this.pageSize = pageSize;
+    this.memoryPages = MEMORY_BYTES / pageSize;
     this.buffered = first;
     this.next = first;
-    this.buffer = ByteBuffer.allocateDirect(BUFFER_PAGES * PAGE).order(ByteOrder.nativeOrder());
+    this.buffer = ByteBuffer.allocateDirect(BUFFER_BYTES).order(ByteOrder.nativeOrder());
   }
 
-  private LmdbPageSink() {
+  private LmdbPageSink(int pageSize) {
     this.file = null;
+    this.pageSize = pageSize;
+    this.memoryPages = MEMORY_BYTES / pageSize;
     this.buffer = memoryChunk();
   }
 
-  /** A sink that keeps its pages in memory, numbered from 0, until {@link #append}ed. */
-  static LmdbPageSink inMemory() {
-    return new LmdbPageSink();
+  /**
+   * A sink of pages of {@code pageSize} bytes that keeps them in memory, numbered from 0, until
+   * {@link #append}ed.
+   */
+  static LmdbPageSink inMemory(int pageSize) {
+    return new LmdbPageSink(pageSize);
   }
 
-  private static ByteBuffer memoryChunk() { // direct: written to the file as it is
-    return ByteBuffer.allocateDirect(MEMORY_PAGES * PAGE).order(ByteOrder.nativeOrder());
+  private ByteBuffer memoryChunk() { // direct: written to the file as it is
+    return ByteBuffer.allocateDirect(MEMORY_BYTES).order(ByteOrder.nativeOrder());
   }
 
-  /** Whether this sink keeps its pages in memory (see {@link #inMemory()}). */
+  /** The size of its pages. */
+  int pageSize() {
+    return pageSize;
+  }
+
+  /** Whether this sink keeps its pages in memory (see {@link #inMemory}). */
   boolean keepsPages() {
     return file == null;
   }
@@ -85,14 +99,14 @@ final class LmdbPageSink {
   }
 
   /**
-   * Appends {@code page} (its first {@link #PAGE} bytes, from index 0) as page {@link #next()},
+   * Appends {@code page} (its first {@link #pageSize()} bytes, from index 0) as page {@link #next()},
    * writing that number into its header; returns the number.
    */
   long page(ByteBuffer page) throws IOException {
     long n = next;
     page.putLong(0, n);
-    room(PAGE);
-    buffer.put(buffer.position(), page, 0, PAGE).position(buffer.position() + PAGE);
+    room(pageSize);
+    buffer.put(buffer.position(), page, 0, pageSize).position(buffer.position() + pageSize);
     next++;
     return n;
   }
@@ -105,9 +119,9 @@ final class LmdbPageSink {
    */
   long overflow(ByteBuffer value) throws IOException {
     long size = value.remaining();
-    int pages = (int) ((PAGE_HEADER - 1 + size) / PAGE + 1); // LMDB's OVPAGES
+    int pages = (int) ((PAGE_HEADER - 1 + size) / pageSize + 1); // LMDB's OVPAGES
     long n = next;
-    room(PAGE);
+    room(pageSize);
     int at = buffer.position();
     buffer.putLong(at, n).putShort(at + 8, (short) 0)
         .putShort(at + PAGE_FLAGS, (short) P_OVERFLOW).putInt(at + PAGE_PAGES, pages);
@@ -121,9 +135,9 @@ final class LmdbPageSink {
       buffer.put(buffer.position(), v, v.position(), chunk).position(buffer.position() + chunk);
       v.position(v.position() + chunk);
     }
-    int tail = buffer.position() % PAGE;
+    int tail = buffer.position() % pageSize;
     if (tail != 0) {
-      buffer.put(buffer.position(), ZEROS, 0, PAGE - tail).position(buffer.position() + PAGE
+      buffer.put(buffer.position(), ZEROS, 0, pageSize - tail).position(buffer.position() + pageSize
           - tail);
     }
     next = n + pages;
@@ -154,7 +168,7 @@ final class LmdbPageSink {
   private void handOff() throws IOException {
     if (file == null) {
       full.add(buffer);
-      buffered += MEMORY_PAGES; // every chunk but the last is full: room() and overflow() fill it
+      buffered += memoryPages; // every chunk but the last is full: room() and overflow() fill it
       buffer = memoryChunk();
       return;
     }
@@ -163,9 +177,9 @@ final class LmdbPageSink {
     }
     awaitWrite();
     ByteBuffer out = buffer.flip();
-    long at = buffered * PAGE;
-    buffered += out.remaining() / PAGE;
-    buffer = spare != null ? spare : ByteBuffer.allocateDirect(BUFFER_PAGES * PAGE)
+    long at = buffered * pageSize;
+    buffered += out.remaining() / pageSize;
+    buffer = spare != null ? spare : ByteBuffer.allocateDirect(BUFFER_BYTES)
         .order(ByteOrder.nativeOrder());
     spare = null;
     writing = WRITERS.submit(() -> {
@@ -241,14 +255,14 @@ final class LmdbPageSink {
     long rest = 0; // the pages of an overflow value still to leave as they are
     for (int c = 0; c < tree.full.size(); c++) {
       ByteBuffer chunk = tree.full.get(c);
-      long first = (long) c * MEMORY_PAGES;
-      int count = (int) Math.min(MEMORY_PAGES, pages - first);
+      long first = (long) c * memoryPages;
+      int count = (int) Math.min(memoryPages, pages - first);
       for (int p = 0; p < count; p++) {
         if (rest > 0) {
           rest--;
           continue;
         }
-        int at = p * PAGE;
+        int at = p * pageSize;
         chunk.putLong(at, base + first + p);
         int flags = chunk.getShort(at + PAGE_FLAGS);
         if ((flags & P_OVERFLOW) != 0) {
@@ -257,8 +271,8 @@ final class LmdbPageSink {
           renumberNodes(chunk, at, (flags & P_BRANCH) != 0, base);
         }
       }
-      ByteBuffer written = chunk.duplicate().limit(count * PAGE).position(0);
-      long position = (base + first) * PAGE;
+      ByteBuffer written = chunk.duplicate().limit(count * pageSize).position(0);
+      long position = (base + first) * pageSize;
       while (written.hasRemaining()) {
         position += file.write(written, position);
       }

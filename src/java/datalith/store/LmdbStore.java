@@ -535,8 +535,8 @@ public final class LmdbStore implements Store {
    * <p>Writes the new trees directly as pages, in key order, and commits them with one meta
    * page ({@link LmdbDirectCommit}); durable as a commit is (see {@link #pauseSync}). The old
    * trees' pages go to the free list, for later commits (this one writes past the last page).
-   * Falls back to the generic way (deletes and puts through a write transaction) when the
-   * store's pages are not of 4 KiB, LMDB's files do not read as {@link LmdbLayout} says, or its
+   * Falls back to the generic way (deletes and puts through a write transaction) when
+   * LMDB's files do not read as {@link LmdbLayout} says, or its
    * main database holds sub-databases that are not {@link SubDb}s. Waits for the writer lock as
    * {@link #beginWrite()} does; may close this thread's read transactions to grow the map, as a
    * commit does. Read transactions begun before it keep reading the old contents.
@@ -560,8 +560,7 @@ public final class LmdbStore implements Store {
   }
 
   private void replaceLmdb(ReadTxn source) {
-    boolean direct = pageSize == LmdbPageSink.PAGE && directCommit(source);
-    if (!direct) {
+    if (!directCommit(source)) {
       Store.super.replaceAll(source);
     }
   }
@@ -592,7 +591,8 @@ public final class LmdbStore implements Store {
           : LmdbDirectCommit.Durability.WAL;
       LmdbDirectCommit.LockPage lockPage = lockFiles.lmdbLock(); // kept until the close
       long taken = PlatformThreads.call(() ->
-          LmdbDirectCommit.commit(env, dir, where, map, wal, durability, source, lockPage));
+          LmdbDirectCommit.commit(env, pageSize, dir, where, map, wal, durability, source,
+              lockPage));
       if (taken < 0) {
         return false;
       }

@@ -28,7 +28,7 @@ import java.util.Arrays;
  * Writes one B+tree of LMDB 0.9 ({@link LmdbLayout}) from its entries in key order, bottom up,
  * as {@code MDB_APPEND} would fill it: each leaf page takes nodes until the next does not fit,
  * then goes to the {@link LmdbPageSink}; a value whose node would pass LMDB's
- * {@code me_nodemax} ({@value #NODE_MAX} with pages of 4 KiB) goes on overflow pages first
+ * {@code me_nodemax} ({@link #nodeMax}: 2,038 bytes with pages of 4 KiB) goes on overflow pages first
  * (the node then holds their first page number, flagged F_BIGDATA, and the value's real size).
  * Once the leaves are written, each level of branch pages is built from the first keys of the
  * level below: node 0 of a branch page has an empty key, the others their child's first key,
@@ -39,10 +39,6 @@ import java.util.Arrays;
  * store's cursor does). One thread.
  */
 final class LmdbTreeWriter {
-  /** LMDB's me_nodemax for pages of 4 KiB: ((4096 - 16) / 2 & -2) - 2. */
-  static final int NODE_MAX = ((LmdbPageSink.PAGE - PAGE_HEADER) / 2 & -2) - 2;
-  private static final int PAGE = LmdbPageSink.PAGE;
-
   /** The first key and page number of each page of a level, in key order. */
   private static final class Level {
     byte[] keys = new byte[1 << 12];
@@ -84,7 +80,9 @@ final class LmdbTreeWriter {
   private final String where; // the store's directory, for messages
   private final int nodeFlags; // of every leaf node whose value is not on overflow pages
   private final boolean integerKeys; // keys are native u64s, in numeric order (MDB_INTEGERKEY)
-  private final ByteBuffer page = ByteBuffer.allocate(PAGE).order(ByteOrder.nativeOrder());
+  private final int pageSize; // its sink's
+  private final int nodeMax; // LMDB's me_nodemax for pages of that size
+  private final ByteBuffer page;
   private Level level = new Level(); // the leaves written so far
   private byte[] firstKey; // the leaf page being filled's first key is firstKey[firstAt ..
   private int firstAt; // firstAt + firstSize)
@@ -95,7 +93,7 @@ final class LmdbTreeWriter {
   private int previousAt; // none yet
   private int previousSize;
   private int nodes; // on the leaf page being filled
-  private int upper = PAGE; // its lowest node's offset
+  private int upper; // its lowest node's offset
   private long entries;
   private long leafPages;
   private long branchPages;
@@ -108,10 +106,19 @@ final class LmdbTreeWriter {
    */
   LmdbTreeWriter(LmdbPageSink sink, int nodeFlags, boolean integerKeys, String where) {
     this.sink = sink;
+    this.pageSize = sink.pageSize();
+    this.nodeMax = nodeMax(pageSize);
+    this.page = ByteBuffer.allocate(pageSize).order(ByteOrder.nativeOrder());
+    this.upper = pageSize;
     this.integerKeys = integerKeys;
     this.where = where;
     this.nodeFlags = nodeFlags;
     this.overflowBefore = sink.overflowPages();
+  }
+
+  /** LMDB's me_nodemax for pages of {@code pageSize} bytes: ((pageSize - 16) / 2 & -2) - 2. */
+  static int nodeMax(int pageSize) {
+    return ((pageSize - PAGE_HEADER) / 2 & -2) - 2;
   }
 
   private static int even(long n) {
@@ -210,7 +217,7 @@ final class LmdbTreeWriter {
   private void add(byte[] key, int at, int k, boolean kept, ByteBuffer val) throws IOException {
     checkOrder(key, at, k);
     long d = val.remaining();
-    boolean big = NODE_HEADER + k + d > NODE_MAX;
+    boolean big = NODE_HEADER + k + d > nodeMax;
     long bytes = NODE_HEADER + k + (big ? 8 : d);
     int size = even(bytes);
     if (nodes > 0 && upper - size < PAGE_HEADER + 2 * (nodes + 1)) {
@@ -283,7 +290,7 @@ final class LmdbTreeWriter {
     Arrays.fill(page.array(), lower, upper, (byte) 0); // no stale bytes in the file
     long n = sink.page(page);
     nodes = 0;
-    upper = PAGE;
+    upper = pageSize;
     return n;
   }
 
@@ -319,10 +326,10 @@ final class LmdbTreeWriter {
     // greedy: page p holds children starts[p] .. starts[p + 1] - 1
     int[] starts = new int[n + 1];
     int pages = 0;
-    int used = PAGE;
+    int used = pageSize;
     for (int i = 0; i < n; i++) {
       int size = branchNode(below.keySize(i));
-      if (i == 0 || used + size > PAGE) {
+      if (i == 0 || used + size > pageSize) {
         starts[pages++] = i;
         used = PAGE_HEADER + branchNode(0);
       } else {

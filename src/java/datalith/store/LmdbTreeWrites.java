@@ -45,14 +45,16 @@ final class LmdbTreeWrites {
   private int callerTrees; // the caller takes trees before it only, unless there is no helper
   private int helperFrom; // the helper takes trees from it on only
   private boolean helping; // a helper was started
+  private final int pageSize; // the sink's, for the helper's trees in memory
   private final byte[] takenBy = new byte[dbs.length]; // guarded by this
   private final LmdbPageSink[] kept = new LmdbPageSink[dbs.length]; // the helper's; by this
   private Throwable failure; // the helper's; guarded by this
   private volatile boolean stop; // either thread failed: the other stops
   private boolean interrupted; // the caller was interrupted while it waited for the helper
 
-  private LmdbTreeWrites(ReadTxn source, String where, LmdbTakenPages taken) {
+  private LmdbTreeWrites(ReadTxn source, String where, LmdbTakenPages taken, int pageSize) {
     this.source = source;
+    this.pageSize = pageSize;
     this.where = where;
     this.taken = taken;
   }
@@ -70,7 +72,7 @@ final class LmdbTreeWrites {
    */
   static ByteBuffer[] write(LmdbPageSink sink, ReadTxn source, String where,
       LmdbTakenPages taken, boolean[] interrupted) throws IOException {
-    LmdbTreeWrites w = new LmdbTreeWrites(source, where, taken);
+    LmdbTreeWrites w = new LmdbTreeWrites(source, where, taken, sink.pageSize());
     try {
       w.writeAll(sink);
     } finally {
@@ -195,7 +197,7 @@ final class LmdbTreeWrites {
           }
         }
         if (take(i, HELPER)) {
-          LmdbPageSink memory = LmdbPageSink.inMemory();
+          LmdbPageSink memory = LmdbPageSink.inMemory(pageSize);
           LmdbTreeWriter tree = new LmdbTreeWriter(memory, 0, false, where);
           addLeaves(tree, roots[i]);
           ByteBuffer record = tree.finish();

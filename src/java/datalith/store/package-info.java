@@ -120,9 +120,9 @@
  * (a staged import's merge of it with the delta), each old leaf page the merge passes whole
  * becomes a leaf of the new tree, checked, with its values' overflow pages, and stays out of the
  * free list ({@link datalith.store.LmdbTakenPages}; {@code LmdbStore.pageAccountingProblem}
- * checks that no page is both in a tree and free). Pages not of
- * 4 KiB, or files that do not read as the layout says, take the generic way (deletes and puts
- * through one write transaction).
+ * checks that no page is both in a tree and free). The pages are of the store's size (4 KiB,
+ * 16 KiB on Apple silicon, ...); files that do not read as the layout says take the generic way
+ * (deletes and puts through one write transaction).
  *
  * <p>MemStore's writes ({@link datalith.store.BTree}, edited by
  * {@link datalith.store.BTreeEditor}): a write transaction keeps its puts and
