@@ -709,36 +709,73 @@
           (finally (tu/delete-tree (.getParentFile dir))))))))
 
 (deftest foreign-sub-databases-take-the-generic-way
-  (testing "a main database naming a sub-database that is not a SubDb: replaceAll falls back to
-  deletes and puts, which keep it"
+  (doseq [behind [false true]]
+    (testing (str "write-behind " behind ": a main database naming a sub-database that is not a
+  SubDb: replaceAll falls back to deletes and puts, which keep it (with write-behind, that
+  fallback refused itself until stop 46: its write transaction waited for the write-behind's
+  hold of the commits, which was its own thread's)")
+      (let [dir (File. (tu/temp-dir) "db")
+            rnd (Random. 23)
+            model (rc/contents 31 0.05)
+            raw-env (fn [] (-> (org.lmdbjava.Env/create)
+                               (.setMapSize (bit-shift-left 1 26))
+                               (.setMaxDbs 20)
+                               (.open dir (make-array org.lmdbjava.EnvFlags 0))))
+            foreign-key (ByteBuffer/allocateDirect 3)]
+        (.flip (.put foreign-key (.getBytes "key")))
+        (try
+          (.mkdirs dir)
+          (with-open [^org.lmdbjava.Env env (raw-env)]
+            (let [^org.lmdbjava.Dbi dbi
+                  (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                            (into-array org.lmdbjava.DbiFlags [org.lmdbjava.DbiFlags/MDB_CREATE]))]
+              (.put dbi foreign-key (.flip (.put (ByteBuffer/allocateDirect 1) (byte 7))))))
+          (with-open [s (open-store dir "java" (if behind "wal" "lmdb-sync") {"write-behind" behind})]
+            (with-open [src (rc/mem-store model)
+                        r (.beginRead src)]
+              (.replaceAll s r))
+            (is (zero? (.directReplaces s)))
+            (with-open [r (.beginRead s)] (check-store r model rnd)))
+          (with-open [^org.lmdbjava.Env env (raw-env)]
+            (let [^org.lmdbjava.Dbi dbi
+                  (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                            (make-array org.lmdbjava.DbiFlags 0))]
+              (with-open [^org.lmdbjava.Txn txn (.txnRead env)]
+                (is (= 7 (.get ^ByteBuffer (.get dbi txn foreign-key) 0))))))
+          (finally (tu/delete-tree (.getParentFile dir))))))))
+
+(deftest a-staged-import-into-a-store-with-a-foreign-sub-database
+  (testing "d/import! (staged, with write-behind: connect's defaults) into a database whose
+  main database names a sub-database that is not datalith's (made there by another program
+  before datalith's first open): its final write takes the generic way, and the foreign
+  sub-database stays"
     (let [dir (File. (tu/temp-dir) "db")
-          rnd (Random. 23)
-          model (rc/contents 31 0.05)
-          raw-env (fn [] (-> (org.lmdbjava.Env/create)
-                             (.setMapSize (bit-shift-left 1 26))
-                             (.setMaxDbs 20)
-                             (.open dir (make-array org.lmdbjava.EnvFlags 0))))
-          foreign-key (ByteBuffer/allocateDirect 3)]
-      (.flip (.put foreign-key (.getBytes "key")))
+          raw-env #(-> (org.lmdbjava.Env/create)
+                       (.setMapSize (bit-shift-left 1 30))
+                       (.setMaxDbs 20)
+                       (.open dir (make-array org.lmdbjava.EnvFlags 0)))
+          k (.flip (.put (ByteBuffer/allocateDirect 3) (.getBytes "key")))]
       (try
         (.mkdirs dir)
         (with-open [^org.lmdbjava.Env env (raw-env)]
           (let [^org.lmdbjava.Dbi dbi
                 (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
                           (into-array org.lmdbjava.DbiFlags [org.lmdbjava.DbiFlags/MDB_CREATE]))]
-            (.put dbi foreign-key (.flip (.put (ByteBuffer/allocateDirect 1) (byte 7))))))
-        (with-open [s (open-store dir "java" "lmdb-sync")]
-          (with-open [src (rc/mem-store model)
-                      r (.beginRead src)]
-            (.replaceAll s r))
-          (is (zero? (.directReplaces s)))
-          (with-open [r (.beginRead s)] (check-store r model rnd)))
+            (.put dbi k (.flip (.put (ByteBuffer/allocateDirect 1) (byte 7))))))
+        (with-open [c (d/connect (.getPath dir) {:schema {:k/n {:db/valueType :db.type/long
+                                                                 :db/cardinality :db.cardinality/one}}})]
+          (let [r (d/import! c (for [i (range 3)] (vec (for [j (range 100)] {:k/n (+ (* 100 i) j)}))))]
+            (is (= 3 (:transactions r)))
+            (is (= 300 (count (d/datoms (d/db c) :aevt :k/n))))
+            (is (zero? (.directReplaces ^LmdbStore (.store ^Conn c))) "the generic way")))
+        (with-open [c (d/connect (.getPath dir))]
+          (is (= 300 (count (d/datoms (d/db c) :aevt :k/n))) "reopened")
+          (is (:ok? (d/verify c))))
         (with-open [^org.lmdbjava.Env env (raw-env)]
-          (let [^org.lmdbjava.Dbi dbi
-                (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
-                          (make-array org.lmdbjava.DbiFlags 0))]
+          (let [^org.lmdbjava.Dbi dbi (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                                                (make-array org.lmdbjava.DbiFlags 0))]
             (with-open [^org.lmdbjava.Txn txn (.txnRead env)]
-              (is (= 7 (.get ^ByteBuffer (.get dbi txn foreign-key) 0))))))
+              (is (= 7 (.get ^ByteBuffer (.get dbi txn k) 0)) "the foreign sub-database stays"))))
         (finally (tu/delete-tree (.getParentFile dir)))))))
 
 (deftest damaged-old-trees-are-left-behind

@@ -560,8 +560,17 @@ public final class LmdbStore implements Store {
   }
 
   private void replaceLmdb(ReadTxn source) {
-    if (!directCommit(source)) {
+    if (directCommit(source)) {
+      return;
+    }
+    if (behind == null) {
       Store.super.replaceAll(source);
+      return;
+    }
+    // inside the write-behind's drained hold of its commits, which its own write transaction
+    // would wait for (and refused to: this thread holds it): one of LMDB's own, as a pause's
+    try (WriteTxn w = beginLmdbWrite()) {
+      Store.replaceAll(this, w, source);
     }
   }
 

@@ -67,29 +67,37 @@ public interface Store extends AutoCloseable {
    */
   default void replaceAll(ReadTxn source) {
     try (WriteTxn w = beginWrite()) {
-      try (ReadTxn old = beginRead()) {
-        for (SubDb db : SubDb.values()) {
-          Cursor c = old.cursor(db);
-          ArrayList<ByteBuffer> keys = new ArrayList<>();
-          for (boolean more = c.first(); more; more = c.next()) {
-            ByteBuffer k = c.key();
-            keys.add(ByteBuffer.allocate(k.remaining()).put(k.duplicate()).flip());
-          }
-          c.close();
-          for (ByteBuffer k : keys) {
-            w.delete(db, k);
-          }
-        }
-      }
+      replaceAll(this, w, source);
+    }
+  }
+
+  /**
+   * The generic {@link #replaceAll(ReadTxn)} of {@code store} in {@code w}, a write
+   * transaction of it, which this commits: every old entry deleted, then {@code source}'s put.
+   */
+  static void replaceAll(Store store, WriteTxn w, ReadTxn source) {
+    try (ReadTxn old = store.beginRead()) {
       for (SubDb db : SubDb.values()) {
-        Cursor c = source.cursor(db);
+        Cursor c = old.cursor(db);
+        ArrayList<ByteBuffer> keys = new ArrayList<>();
         for (boolean more = c.first(); more; more = c.next()) {
-          w.put(db, c.key(), c.val());
+          ByteBuffer k = c.key();
+          keys.add(ByteBuffer.allocate(k.remaining()).put(k.duplicate()).flip());
         }
         c.close();
+        for (ByteBuffer k : keys) {
+          w.delete(db, k);
+        }
       }
-      w.commit();
     }
+    for (SubDb db : SubDb.values()) {
+      Cursor c = source.cursor(db);
+      for (boolean more = c.first(); more; more = c.next()) {
+        w.put(db, c.key(), c.val());
+      }
+      c.close();
+    }
+    w.commit();
   }
 
   /** The directory the store keeps its files in, or null for one in memory. */
