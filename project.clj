@@ -30,7 +30,7 @@
   ;; lein bench --scale 100k --systems datalith-lmdb,datomic,sqlite --reps 200   (see bench/README.md)
   ;; lein jmh [REGEX]                                                          (JMH, see bench/README.md)
   ;; lein bench-synthetic --reps 100 --systems datalith-mem,datalith-lmdb        (see bench/README.md)
-  ;; lein kill-test 2000 [PER-DIR]                                             (kill -9 harness, test/datalith/kill_harness.clj)
+  ;; lein kill-test 2000 [PER-DIR [PAGE-SIZE]]                                 (kill -9 harness, test/datalith/kill_harness.clj)
   :aliases {"bench" ["with-profile" "+bench" "run" "-m" "datalith.bench.main"]
             "kill-test" ["run" "-m" "datalith.kill-harness"]
             "bench-synthetic" ["with-profile" "+bench" "run" "-m" "datalith.bench.synthetic"]

@@ -23,13 +23,15 @@
   transactions commit in groups; up to n committed transactions may then be unacknowledged
   at the kill (each thread's one in flight), and acknowledgements come in any order.
 
-  Long runs: `lein kill-test 2000 [PER-DIR]` (or `clojure -M:test:kill-test 2000` after
-  build/compile): PER-DIR lives share a directory before the next one starts fresh
-  (default 100), so that the checks stay quick."
+  Long runs: `lein kill-test 2000 [PER-DIR [PAGE-SIZE]]` (or `clojure -M:test:kill-test 2000`
+  after build/compile): PER-DIR lives share a directory before the next one starts fresh
+  (default 100), so that the checks stay quick; PAGE-SIZE (16384: Apple silicon's) gives every
+  directory a database of pages of that size to start from."
   (:require [clojure.edn :as edn]
             [clojure.string :as str]
             [datalith.child-jvm :as child]
             [datalith.core :as d]
+            [datalith.lmdb-file :as f]
             [datalith.test-util :as tu])
   (:import (java.io File)
            (java.util Random)))
@@ -166,13 +168,28 @@
   {:sync false}."
   ["true" "through" "behind" "false"])
 
+(defn- fresh-dir
+  "A new directory for the lives to come: empty, or with `psize` other than 4096, holding a new
+  database (bootstrap alone) with its pages spread to `psize` bytes (lmdb-file's
+  spread-pages!: LMDB's layout on a system of that page size)."
+  ^File [psize]
+  (let [dir (tu/temp-dir)]
+    (when (not= 4096 psize)
+      (let [base (tu/temp-dir)]
+        (try
+          (d/close (d/connect (.getPath base)))
+          (f/spread-pages! (.getPath base) (.getPath dir) psize)
+          (finally (tu/delete-tree base)))))
+    dir))
+
 (defn run
-  "Runs `lives` lives (each: start, kill -9, reopen, check), `per-dir` to a directory;
-  `progress` is called with each life's summary. Returns the totals:
+  "Runs `lives` lives (each: start, kill -9, reopen, check), `per-dir` to a directory (of
+  pages of `psize` bytes, 4096 by default); `progress` is called with each life's summary.
+  Returns the totals:
   {:kills :by-mode {mode n} :acks :early :unacked-commits :max-t :failures :seconds}, the
   modes those of `modes`."
-  [{:keys [lives per-dir seed threads progress]
-    :or {per-dir 100 seed 1 threads 1 progress (fn [_])}}]
+  [{:keys [lives per-dir seed threads progress psize]
+    :or {per-dir 100 seed 1 threads 1 progress (fn [_]) psize 4096}}]
   (let [rnd (Random. seed)
         work (tu/temp-dir)
         t0 (System/nanoTime)]
@@ -185,7 +202,7 @@
               (assoc totals :seconds (/ (- (System/nanoTime) t0) 1e9)))
           (let [fresh? (zero? (mod i per-dir))
                 _ (when (and fresh? dir) (tu/delete-tree dir))
-                dir (if fresh? (tu/temp-dir) dir)
+                dir (if fresh? (fresh-dir psize) dir)
                 model (if fresh? [] model)
                 sync (nth modes (mod i (count modes)))
                 out (run-life dir work (+ (* 1000 seed) i) sync threads rnd)
@@ -212,12 +229,12 @@
       (finally (tu/delete-tree work)))))
 
 (defn -main
-  "lein kill-test LIVES [PER-DIR]: prints a line per 100 lives and the totals; exits 1 when
-  a check failed."
-  [& [lives per-dir]]
+  "lein kill-test LIVES [PER-DIR [PAGE-SIZE]]: prints a line per 100 lives and the totals;
+  exits 1 when a check failed. PAGE-SIZE (default 4096): the stores' pages (see run)."
+  [& [lives per-dir psize]]
   (let [lives (parse-long (or lives "2000"))
         per-dir (parse-long (or per-dir "100"))
-        totals (run {:lives lives :per-dir per-dir :seed 1
+        totals (run {:lives lives :per-dir per-dir :seed 1 :psize (parse-long (or psize "4096"))
                      :progress (fn [{:keys [life failures] :as s}]
                                  (when (or (seq failures) (zero? (mod (inc life) 100)))
                                    (println (pr-str s))

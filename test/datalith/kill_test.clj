@@ -29,3 +29,13 @@
     (is (= lives (:kills totals)))
     (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
     (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))
+
+(deftest nothing-acknowledged-is-lost-or-partial-after-kill-9-on-pages-of-16-kib
+  ;; a store of LMDB's layout on Apple silicon (since stop 46): its recovery writes meta pages
+  ;; of 16 KiB, its write-backs write trees of 16 KiB pages
+  (let [lives (max 4 (quot kills 4))
+        totals (harness/run {:lives lives :per-dir lives :seed 19 :psize 16384})]
+    (println "kill-test, pages of 16 KiB:" (pr-str (update totals :failures #(take 3 %))))
+    (is (= lives (:kills totals)))
+    (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
+    (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))
