@@ -13,29 +13,29 @@
 (def kills
   (or (some-> (System/getenv "DATALITH_KILLS") parse-long) 32))
 
+(defn- check-totals
+  "Prints the totals of `lives` lives and checks them: every life killed, transactions
+  acknowledged, no failure."
+  [label lives totals]
+  (println (str label ":") (pr-str (update totals :failures #(take 3 %))))
+  (is (= lives (:kills totals)))
+  (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
+  (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals)))))
+
 (deftest nothing-acknowledged-is-lost-or-partial-after-kill-9
   (let [totals (harness/run {:lives kills :per-dir kills :seed 13})]
-    (println "kill-test:" (pr-str (update totals :failures #(take 3 %))))
-    (is (= kills (:kills totals)))
+    (check-totals "kill-test" kills totals)
     (is (= (frequencies (map #(nth harness/modes (mod % (count harness/modes))) (range kills)))
-           (:by-mode totals)))
-    (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
-    (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))
+           (:by-mode totals)))))
 
 (deftest nothing-acknowledged-is-lost-or-partial-after-kill-9-amid-group-commits
   (let [lives (max 2 (quot kills 2))
         totals (harness/run {:lives lives :per-dir lives :seed 17 :threads 8})]
-    (println "kill-test, 8 writer threads:" (pr-str (update totals :failures #(take 3 %))))
-    (is (= lives (:kills totals)))
-    (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
-    (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))
+    (check-totals "kill-test, 8 writer threads" lives totals)))
 
 (deftest nothing-acknowledged-is-lost-or-partial-after-kill-9-on-pages-of-16-kib
   ;; a store of LMDB's layout on Apple silicon (since stop 46): its recovery writes meta pages
   ;; of 16 KiB, its write-backs write trees of 16 KiB pages
   (let [lives (max 4 (quot kills 4))
         totals (harness/run {:lives lives :per-dir lives :seed 19 :psize 16384})]
-    (println "kill-test, pages of 16 KiB:" (pr-str (update totals :failures #(take 3 %))))
-    (is (= lives (:kills totals)))
-    (is (pos? (:acks totals)) "transactions were acknowledged before the kills")
-    (is (empty? (:failures totals)) (pr-str (take 3 (:failures totals))))))
+    (check-totals "kill-test, pages of 16 KiB" lives totals)))

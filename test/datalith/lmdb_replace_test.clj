@@ -708,6 +708,36 @@
               (check-store r model rnd)))
           (finally (tu/delete-tree (.getParentFile dir))))))))
 
+(defn- raw-env
+  "LMDB's own environment on `dir`, as another program would open it."
+  ^org.lmdbjava.Env [^File dir]
+  (-> (org.lmdbjava.Env/create)
+      (.setMapSize (bit-shift-left 1 30))
+      (.setMaxDbs 20)
+      (.open dir (make-array org.lmdbjava.EnvFlags 0))))
+
+(defn- foreign-key ^ByteBuffer []
+  (.flip (.put (ByteBuffer/allocateDirect 3) (.getBytes "key"))))
+
+(defn- put-foreign!
+  "Another program's sub-database FOREIGN in the LMDB file of `dir`, holding \"key\" -> 7."
+  [^File dir]
+  (.mkdirs dir)
+  (with-open [env (raw-env dir)]
+    (let [^org.lmdbjava.Dbi dbi
+          (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                    (into-array org.lmdbjava.DbiFlags [org.lmdbjava.DbiFlags/MDB_CREATE]))]
+      (.put dbi (foreign-key) (.flip (.put (ByteBuffer/allocateDirect 1) (byte 7)))))))
+
+(defn- foreign-value
+  "The byte FOREIGN holds under \"key\" in the LMDB file of `dir`."
+  [^File dir]
+  (with-open [env (raw-env dir)]
+    (let [^org.lmdbjava.Dbi dbi (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
+                                          (make-array org.lmdbjava.DbiFlags 0))]
+      (with-open [^org.lmdbjava.Txn txn (.txnRead env)]
+        (.get ^ByteBuffer (.get dbi txn (foreign-key)) 0)))))
+
 (deftest foreign-sub-databases-take-the-generic-way
   (doseq [behind [false true]]
     (testing (str "write-behind " behind ": a main database naming a sub-database that is not a
@@ -716,32 +746,16 @@
   hold of the commits, which was its own thread's)")
       (let [dir (File. (tu/temp-dir) "db")
             rnd (Random. 23)
-            model (rc/contents 31 0.05)
-            raw-env (fn [] (-> (org.lmdbjava.Env/create)
-                               (.setMapSize (bit-shift-left 1 26))
-                               (.setMaxDbs 20)
-                               (.open dir (make-array org.lmdbjava.EnvFlags 0))))
-            foreign-key (ByteBuffer/allocateDirect 3)]
-        (.flip (.put foreign-key (.getBytes "key")))
+            model (rc/contents 31 0.05)]
         (try
-          (.mkdirs dir)
-          (with-open [^org.lmdbjava.Env env (raw-env)]
-            (let [^org.lmdbjava.Dbi dbi
-                  (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
-                            (into-array org.lmdbjava.DbiFlags [org.lmdbjava.DbiFlags/MDB_CREATE]))]
-              (.put dbi foreign-key (.flip (.put (ByteBuffer/allocateDirect 1) (byte 7))))))
+          (put-foreign! dir)
           (with-open [s (open-store dir "java" (if behind "wal" "lmdb-sync") {"write-behind" behind})]
             (with-open [src (rc/mem-store model)
                         r (.beginRead src)]
               (.replaceAll s r))
             (is (zero? (.directReplaces s)))
             (with-open [r (.beginRead s)] (check-store r model rnd)))
-          (with-open [^org.lmdbjava.Env env (raw-env)]
-            (let [^org.lmdbjava.Dbi dbi
-                  (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
-                            (make-array org.lmdbjava.DbiFlags 0))]
-              (with-open [^org.lmdbjava.Txn txn (.txnRead env)]
-                (is (= 7 (.get ^ByteBuffer (.get dbi txn foreign-key) 0))))))
+          (is (= 7 (foreign-value dir)))
           (finally (tu/delete-tree (.getParentFile dir))))))))
 
 (deftest a-staged-import-into-a-store-with-a-foreign-sub-database
@@ -749,19 +763,9 @@
   main database names a sub-database that is not datalith's (made there by another program
   before datalith's first open): its final write takes the generic way, and the foreign
   sub-database stays"
-    (let [dir (File. (tu/temp-dir) "db")
-          raw-env #(-> (org.lmdbjava.Env/create)
-                       (.setMapSize (bit-shift-left 1 30))
-                       (.setMaxDbs 20)
-                       (.open dir (make-array org.lmdbjava.EnvFlags 0)))
-          k (.flip (.put (ByteBuffer/allocateDirect 3) (.getBytes "key")))]
+    (let [dir (File. (tu/temp-dir) "db")]
       (try
-        (.mkdirs dir)
-        (with-open [^org.lmdbjava.Env env (raw-env)]
-          (let [^org.lmdbjava.Dbi dbi
-                (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
-                          (into-array org.lmdbjava.DbiFlags [org.lmdbjava.DbiFlags/MDB_CREATE]))]
-            (.put dbi k (.flip (.put (ByteBuffer/allocateDirect 1) (byte 7))))))
+        (put-foreign! dir)
         (with-open [c (d/connect (.getPath dir) {:schema {:k/n {:db/valueType :db.type/long
                                                                  :db/cardinality :db.cardinality/one}}})]
           (let [r (d/import! c (for [i (range 3)] (vec (for [j (range 100)] {:k/n (+ (* 100 i) j)}))))]
@@ -771,11 +775,7 @@
         (with-open [c (d/connect (.getPath dir))]
           (is (= 300 (count (d/datoms (d/db c) :aevt :k/n))) "reopened")
           (is (:ok? (d/verify c))))
-        (with-open [^org.lmdbjava.Env env (raw-env)]
-          (let [^org.lmdbjava.Dbi dbi (.openDbi env "FOREIGN" ^"[Lorg.lmdbjava.DbiFlags;"
-                                                (make-array org.lmdbjava.DbiFlags 0))]
-            (with-open [^org.lmdbjava.Txn txn (.txnRead env)]
-              (is (= 7 (.get ^ByteBuffer (.get dbi txn k) 0)) "the foreign sub-database stays"))))
+        (is (= 7 (foreign-value dir)) "the foreign sub-database stays")
         (finally (tu/delete-tree (.getParentFile dir)))))))
 
 (deftest damaged-old-trees-are-left-behind
