@@ -46,13 +46,14 @@
 ;; ---------------------------------------------------------------- schema and data
 
 (def gen-schema
-  "The attribute roles are fixed; the types of two of them vary."
+  "The attribute roles are fixed; the types of two of them vary (:p/tags's doubles and
+  instants since stop 46)."
   (gen/hash-map :name-type (gen/elements [:string :keyword :symbol])
-                :tag-type (gen/elements [:long :string])
+                :tag-type (gen/elements [:long :string :long :string :double :instant])
                 :num-indexed gen/boolean))
 
 (defn attr-sorts
-  "attr -> the sort of its values (:long :string :keyword :symbol :ref)."
+  "attr -> the sort of its values (:long :string :keyword :symbol :double :instant :ref)."
   [schema]
   {:p/id :long :p/num :long :p/name (:name-type schema) :p/tags (:tag-type schema)
    :p/next :ref :p/links :ref})
@@ -70,6 +71,16 @@
      :p/next {:db/valueType :db.type/ref :db/cardinality one}
      :p/links {:db/valueType :db.type/ref :db/cardinality many}}))
 
+(defn- double-of
+  "The n-th of a few doubles: none of them a whole number, so that none equals a long."
+  [n]
+  (nth [0.5 1.5 -2.25 1e300] (mod n 4)))
+
+(defn- instant-of
+  "The n-th of a few instants, one before the epoch."
+  [n]
+  (java.util.Date. (long (nth [0 86400000 -86400000 1767225600000] (mod n 4)))))
+
 (defn value-of
   "The n-th value of attribute `a` (a small domain, so that values repeat)."
   [schema a n]
@@ -79,7 +90,11 @@
               :string (str "a" (mod n 4))
               :keyword (keyword "n" (str "a" (mod n 4)))
               :symbol (symbol (str "a" (mod n 4))))
-    :p/tags (if (= :long (:tag-type schema)) (mod n 4) (str "t" (mod n 4)))))
+    :p/tags (case (:tag-type schema)
+              :long (mod n 4)
+              :string (str "t" (mod n 4))
+              :double (double-of n)
+              :instant (instant-of n))))
 
 (defn- sometimes-nil [g] (gen/frequency [[1 (gen/return nil)] [4 g]]))
 
@@ -230,6 +245,8 @@
     :string (pick ["a0" "a1" "t0" "a2" "t1" "a3" "zz" "10"] n)
     :keyword (pick [:n/a0 :n/a1 :n/a2 :n/a3 :n/zz] n)
     :symbol (pick ['a0 'a1 'a2 'a3 'zz 'n/a1] n)
+    :double (if (= 4 (mod n 6)) 2.0 (double-of n)) ; 2.0: a double that equals no stored one
+    :instant (instant-of n)
     :ref [::eid n]
     :attr [::attr (pick attrs n)]
     :tx [::tx n]
