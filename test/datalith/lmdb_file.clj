@@ -149,12 +149,13 @@
 
 (defn spread-pages!
   "Writes into directory `to` a copy of the LMDB data file of directory `from` (pages of 4 KiB)
-  with pages of `psize` bytes (8, 16 or 32 KiB), as LMDB would have laid it out on a system of
+  with pages of `psize` bytes (4 to 32 KiB), as LMDB would have laid it out on a system of
   that page size: every page keeps its number; a branch or leaf page keeps its header and node
   offsets, and its nodes move to the end of the larger page; an overflow run keeps its pages,
   its value as it was from its first page on (a run longer than the value needs, which LMDB
   reads and frees as its header says); meta pages say the new page size; free pages are
-  zeros. The data of the last commit only: the first meta page's commit becomes the other's."
+  zeros. Only the last commit's pages are kept: the older meta page still names its commit,
+  whose own pages read as zeros."
   [from to psize]
   (let [old 4096
         delta (- psize old)
