@@ -4,7 +4,8 @@
             [clojure.test.check :as tc]
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
-            [datalith.heap-watch :as heap-watch])
+            [datalith.heap-watch :as heap-watch]
+            [datalith.lmdb-file :as lmdb-file])
   (:import [datalith.store Cursor LmdbStore MemStore ReadTxn Store SubDb WriteTxn]
            [java.nio ByteBuffer]
            [java.nio.charset StandardCharsets]
@@ -31,6 +32,12 @@
   in memory over LMDB's, and written back every few commits: reads merge layers, or not, as
   the write-back thread finds the time)."
   [:lmdb :lmdb-plain :mem :mem-in-place :lmdb-behind])
+
+(def model-kinds
+  "The kinds the generative tests against a sorted-map model run on: `kinds`, and (since stop
+  46) LMDB with its Java page reader on a store of pages of 16 KiB, LMDB's layout on Apple
+  silicon (an empty store's file with its pages spread, lmdb-file's spread-pages!)."
+  (conj kinds :lmdb-16k))
 
 (defn- open-mem ^MemStore [kind]
   (if (= kind :mem-in-place) (MemStore/openInPlace) (MemStore/open)))
@@ -63,6 +70,16 @@
                                          (assoc opts "page-reader" (if (= kind :lmdb) "java" "lmdb"))))]
              (try (f s) (finally (.close s))))
            (finally (delete-tree dir))))
+       :lmdb-16k
+       (let [first-dir (temp-dir)
+             dir (temp-dir)]
+         (try
+           (.close (open-lmdb first-dir {"write-behind" false}))
+           (lmdb-file/spread-pages! (str first-dir) (str dir) 16384)
+           (is (= 16384 (:psize (lmdb-file/last-meta (str dir)))) "pages of 16 KiB")
+           (let [s (open-lmdb dir (merge {"write-behind" false} (assoc opts "page-reader" "java")))]
+             (try (f s) (finally (.close s))))
+           (finally (delete-tree first-dir) (delete-tree dir))))
        :lmdb-behind
        (let [dir (temp-dir)]
          (try
@@ -286,7 +303,7 @@
   ;; A failing trial stops the run at once, reported with its seed (which replays it) and what it
   ;; returned or threw: shrinking these nested vectors once filled a 6 GB heap with test.check's
   ;; rose trees (the heap watch's report), so the failure itself was never seen.
-  (doseq [kind kinds]
+  (doseq [kind model-kinds]
     (testing (name kind)
       (let [result (try
                      (tc/quick-check 40 (prop/for-all [trial gen-trial] (trial-passes? kind trial))
@@ -1142,7 +1159,7 @@
    1 7))
 
 (deftest runs-appends-and-snapshots-against-sorted-map
-  (doseq [kind kinds]
+  (doseq [kind model-kinds]
     (testing (name kind)
       (let [result (tc/quick-check 30 (prop/for-all [commits gen-commits] (commits-agree? kind commits)))]
         (is (:pass? result) (pr-str (select-keys result [:seed :num-tests :shrunk])))))))
@@ -1226,7 +1243,7 @@
                false))))))))
 
 (deftest random-writes-of-keys-with-long-shared-prefixes-against-sorted-map
-  (doseq [kind kinds]
+  (doseq [kind model-kinds]
     (testing (name kind)
       (let [result (tc/quick-check 8 (prop/for-all [seed gen/large-integer]
                                        (tying-commits-agree? kind seed 4)))]
