@@ -31,7 +31,6 @@
             [clojure.string :as str]
             [datalith.child-jvm :as child]
             [datalith.core :as d]
-            [datalith.lmdb-file :as f]
             [datalith.test-util :as tu])
   (:import (java.io File)
            (java.util Random)))
@@ -168,20 +167,6 @@
   {:sync false}."
   ["true" "through" "behind" "false"])
 
-(defn- fresh-dir
-  "A new directory for the lives to come: empty, or with `psize` other than 4096, holding a new
-  database (bootstrap alone) with its pages spread to `psize` bytes (lmdb-file's
-  spread-pages!: LMDB's layout on a system of that page size)."
-  ^File [psize]
-  (let [dir (tu/temp-dir)]
-    (when (not= 4096 psize)
-      (let [base (tu/temp-dir)]
-        (try
-          (d/close (d/connect (.getPath base)))
-          (f/spread-pages! (.getPath base) (.getPath dir) psize)
-          (finally (tu/delete-tree base)))))
-    dir))
-
 (defn run
   "Runs `lives` lives (each: start, kill -9, reopen, check), `per-dir` to a directory (of
   pages of `psize` bytes, 4096 by default); `progress` is called with each life's summary.
@@ -202,7 +187,7 @@
               (assoc totals :seconds (/ (- (System/nanoTime) t0) 1e9)))
           (let [fresh? (zero? (mod i per-dir))
                 _ (when (and fresh? dir) (tu/delete-tree dir))
-                dir (if fresh? (fresh-dir psize) dir)
+                dir (if fresh? (tu/store-dir psize) dir)
                 model (if fresh? [] model)
                 sync (nth modes (mod i (count modes)))
                 out (run-life dir work (+ (* 1000 seed) i) sync threads rnd)

@@ -1,6 +1,7 @@
 (ns datalith.test-util
   "Helpers shared by the tests: run a body against each store."
-  (:require [datalith.core :as d])
+  (:require [datalith.core :as d]
+            [datalith.lmdb-file :as lmdb-file])
   (:import (java.io File)
            (java.nio.file Files)
            (java.nio.file.attribute FileAttribute)))
@@ -53,6 +54,20 @@
   (when (.isDirectory f)
     (doseq [c (.listFiles f)] (delete-tree c)))
   (.delete f))
+
+(defn store-dir
+  "A new temporary directory for a database: empty, or with `psize` other than 4096, holding a
+  new database (its bootstrap alone) whose pages are spread to `psize` bytes (LMDB's layout on
+  a system of that page size: 16 KiB on Apple silicon; see lmdb-file's spread-pages!)."
+  ^File [psize]
+  (let [dir (temp-dir)]
+    (when (not= 4096 psize)
+      (let [base (temp-dir)]
+        (try
+          (d/close (d/connect (.getPath base)))
+          (lmdb-file/spread-pages! (.getPath base) (.getPath dir) psize)
+          (finally (delete-tree base)))))
+    dir))
 
 (defn open-conn
   "A connection on a fresh database of kind `store` (:lmdb, :lmdb-through,
