@@ -69,9 +69,9 @@ import org.lmdbjava.Txn;
  * meanwhile, nothing refers to the pages written, and the caller takes the generic way.
  *
  * <p>Checked before anything is written, else the caller falls back to the generic way: the
- * last commit's meta page as {@link LmdbLayout} reads it (pages of the store's size), and the lock file as
- * LMDB 0.9 lays it out on Linux on x86-64 with POSIX robust mutexes of 40 bytes: its magic at 0
- * and the txnid of the last commit at {@value #LOCK_TXNID}.
+ * last commit's meta page as {@link LmdbLayout} reads it (pages of the store's size), and the lock
+ * file as LMDB 0.9 lays it out on Linux on x86-64 with POSIX robust mutexes of 40 bytes: its magic
+ * at 0 and the txnid of the last commit at {@value #LOCK_TXNID}.
  *
  * <p>The lock file is mapped once a store ({@link LockPage}), and its channel kept open until
  * after LMDB's environment closes: the locks LMDB holds on that file (the one that tells a

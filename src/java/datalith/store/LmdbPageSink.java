@@ -20,14 +20,14 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 
 /**
- * The pages that an {@link LmdbDirectCommit} appends to the data file, numbered in the order
- * they come from a first page on, gathered in a large buffer and written with positional
- * writes of the file (not through LMDB's map, which is read-only). Pages of the store's size
- * ({@link #pageSize()}: 4 KiB on x86-64 Linux, 16 KiB on Apple silicon). One thread; each full buffer is written by a helper thread
- * while the caller fills the other one (the kernel's copy into the page cache costs about as
- * much as making the pages), and {@link #flush()} waits for every write.
+ * The pages that an {@link LmdbDirectCommit} appends to the data file, numbered in the order they
+ * come from a first page on, gathered in a large buffer and written with positional writes of the
+ * file (not through LMDB's map, which is read-only). Pages of the store's size ({@link
+ * #pageSize()}: 4 KiB on x86-64 Linux, 16 KiB on Apple silicon). One thread; each full buffer is
+ * written by a helper thread while the caller fills the other one (the kernel's copy into the page
+ * cache costs about as much as making the pages), and {@link #flush()} waits for every write.
  *
- * <p>A sink {@link #inMemory()} keeps its pages instead, numbered from 0, in direct buffers: a
+ * <p>A sink {@link #inMemory(int)} keeps its pages instead, numbered from 0, in direct buffers: a
  * tree written on another thread, before the file's sink knows where it goes; the file's sink
  * then {@link #append}s them, renumbered where they lie.
  */
@@ -99,8 +99,8 @@ final class LmdbPageSink {
   }
 
   /**
-   * Appends {@code page} (its first {@link #pageSize()} bytes, from index 0) as page {@link #next()},
-   * writing that number into its header; returns the number.
+   * Appends {@code page} (its first {@link #pageSize()} bytes, from index 0) as page {@link
+   * #next()}, writing that number into its header; returns the number.
    */
   long page(ByteBuffer page) throws IOException {
     long n = next;

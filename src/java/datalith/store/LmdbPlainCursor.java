@@ -4,13 +4,13 @@ import java.nio.ByteBuffer;
 import org.lmdbjava.LmdbException;
 
 /**
- * A cursor of an {@link LmdbReadTxn} that leaves the reading to LMDB: every move is a call
- * to LMDB's cursor, opened in the slot for it. This is the {@code "page-reader" "lmdb"} path
- * (and the path when LMDB's structs do not read as {@link LmdbLayout} says), which the tests check the Java reader ({@link LmdbCursor}) against. Every key
- * and value LMDB returns is checked to lie in the snapshot's pages before it is read
- * ({@link LmdbSnapshot#check}), every step to follow the key it left and every seek to land at
- * or after its probe (so that no scan goes round a damaged page for ever); LMDB's own reading
- * of a damaged page is not checked otherwise.
+ * A cursor of an {@link LmdbReadTxn} that leaves the reading to LMDB: every move is a call to
+ * LMDB's cursor, opened in the slot for it. This is the {@code "page-reader" "lmdb"} path (and the
+ * path when LMDB's structs do not read as {@link LmdbLayout} says), which the tests check the Java
+ * reader ({@link LmdbCursor}) against. Every key and value LMDB returns is checked to lie in the
+ * snapshot's pages before it is read ({@link LmdbSnapshot#check}), every step to follow the key it
+ * left and every seek to land at or after its probe (so that no scan goes round a damaged page for
+ * ever); LMDB's own reading of a damaged page is not checked otherwise.
  */
 final class LmdbPlainCursor implements Cursor {
 

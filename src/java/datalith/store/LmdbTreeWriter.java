@@ -25,14 +25,14 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
- * Writes one B+tree of LMDB 0.9 ({@link LmdbLayout}) from its entries in key order, bottom up,
- * as {@code MDB_APPEND} would fill it: each leaf page takes nodes until the next does not fit,
- * then goes to the {@link LmdbPageSink}; a value whose node would pass LMDB's
- * {@code me_nodemax} ({@link #nodeMax}: 2,038 bytes with pages of 4 KiB) goes on overflow pages first
- * (the node then holds their first page number, flagged F_BIGDATA, and the value's real size).
- * Once the leaves are written, each level of branch pages is built from the first keys of the
- * level below: node 0 of a branch page has an empty key, the others their child's first key,
- * and a branch page holds at least two children. The last level written is the root.
+ * Writes one B+tree of LMDB 0.9 ({@link LmdbLayout}) from its entries in key order, bottom up, as
+ * {@code MDB_APPEND} would fill it: each leaf page takes nodes until the next does not fit, then
+ * goes to the {@link LmdbPageSink}; a value whose node would pass LMDB's {@code me_nodemax} ({@link
+ * #nodeMax}: 2,038 bytes with pages of 4 KiB) goes on overflow pages first (the node then holds
+ * their first page number, flagged F_BIGDATA, and the value's real size). Once the leaves are
+ * written, each level of branch pages is built from the first keys of the level below: node 0 of a
+ * branch page has an empty key, the others their child's first key, and a branch page holds at
+ * least two children. The last level written is the root.
  *
  * <p>Nodes lie from the page's end down, each of an even size; the offsets after the page
  * header are in key order. The caller gives keys strictly ascending, of 1 to 511 bytes (a

@@ -53,38 +53,36 @@
  * when the file was made: 4 KiB on x86-64 Linux, 16 KiB on Apple silicon) are read in Java.
  *
  * <p>Damaged files: the Java reader checks every page number against the snapshot's pages in
- * the file (its pages 2 to its last, that the file holds) before it reads the page; the page
- * must say it is that page, of the kind the tree's depth expects at its level (so a descent
- * takes exactly the tree's depth steps), with its bounds in order; a node, key or value must
- * lie in its page, or on overflow pages of the snapshot that say they are; a tree's record
- * must have a depth a path can hold; every step (within a page or across to the next) must
- * reach a key after the one it left, and a seek a key at least its probe, so that no scan that
- * seeks on from the keys it reads goes round a damaged page for ever. With {@code "page-reader"
- * "lmdb"}, every key and value LMDB returns is checked to lie in the snapshot's pages before it
- * is read, and its steps and seeks are checked in the same order, but LMDB's own reading of a
- * damaged page is not checked otherwise: a node offset on the file's last pages that points past
- * its end can still stop the process inside LMDB. Before LMDB maps a data file, its meta pages
- * are read and checked against the file's size, the pages of its main database (the named
- * sub-databases' records, which LMDB's open of each sub-database descends in C) are read and
- * checked as the Java reader checks a tree's, and the lock file is written to its full size
- * (see {@link datalith.store.LmdbFiles}; the pages are read by the one walk of LMDB's pages
- * from outside LMDB, {@link datalith.store.LmdbOldPages}, at the file's page size). So a truncated, empty or damaged file, or a full disk
- * at open, is an ex-info rather than a crash of the JVM, on the Java reader. Write transactions
- * are LMDB's own: a commit reads the pages it descends, splits and merges, and the free list it
- * takes pages from, in C, as it finds them; so before a store's first write (and before a
- * compacting backup, whose walk of the trees is LMDB's too) every page of the last commit's
- * trees and its free list is read from the file and checked as LMDB's writes read it: flags
- * exactly a branch's, a leaf's or an overflow page's (a page flagged P_DIRTY LMDB would write
- * where it lies, in the read-only map), every node, key and value in its page, a node's flags
- * those of its tree, every overflow run as long as its first page says (at least what its value
- * needs), every page once in the
- * trees, the free list's entries a transaction id each, their page ids in descending order,
- * within the snapshot and in no tree ({@link datalith.store.LmdbPagesCheck},
- * {@link datalith.store.LmdbOldPages}). A store that fails refuses writes with
- * {@code :store/corrupt} and writes nothing. Once it passes, every page a later write reads is
- * one a checked write wrote, so the check runs once an open store (not at all for a file its
- * open made): it reads every page of the trees where it lies in the map (31 ms for a data file
- * of 278 MB, warm). With write-behind, a file that cannot be read then is left to the
+ * the file (its pages 2 to its last, that the file holds) before it reads the page; the page must
+ * say it is that page, of the kind the tree's depth expects at its level (so a descent takes
+ * exactly the tree's depth steps), with its bounds in order; a node, key or value must lie in its
+ * page, or on overflow pages of the snapshot that say they are; a tree's record must have a depth a
+ * path can hold; every step (within a page or across to the next) must reach a key after the one it
+ * left, and a seek a key at least its probe, so that no scan that seeks on from the keys it reads
+ * goes round a damaged page for ever. With {@code "page-reader" "lmdb"}, every key and value LMDB
+ * returns is checked to lie in the snapshot's pages before it is read, and its steps and seeks are
+ * checked in the same order, but LMDB's own reading of a damaged page is not checked otherwise: a
+ * node offset on the file's last pages that points past its end can still stop the process inside
+ * LMDB. Before LMDB maps a data file, its meta pages are read and checked against the file's size,
+ * the pages of its main database (the named sub-databases' records, which LMDB's open of each
+ * sub-database descends in C) are read and checked as the Java reader checks a tree's, and the lock
+ * file is written to its full size (see {@link datalith.store.LmdbFiles}; the pages are read by the
+ * one walk of LMDB's pages from outside LMDB, {@link datalith.store.LmdbOldPages}, at the file's
+ * page size). So a truncated, empty or damaged file, or a full disk at open, is an ex-info rather
+ * than a crash of the JVM, on the Java reader. Write transactions are LMDB's own: a commit reads
+ * the pages it descends, splits and merges, and the free list it takes pages from, in C, as it
+ * finds them; so before a store's first write (and before a compacting backup, whose walk of the
+ * trees is LMDB's too) every page of the last commit's trees and its free list is read from the
+ * file and checked as LMDB's writes read it: flags exactly a branch's, a leaf's or an overflow
+ * page's (a page flagged P_DIRTY LMDB would write where it lies, in the read-only map), every node,
+ * key and value in its page, a node's flags those of its tree, every overflow run as long as its
+ * first page says (at least what its value needs), every page once in the trees, the free list's
+ * entries a transaction id each, their page ids in descending order, within the snapshot and in no
+ * tree ({@link datalith.store.LmdbPagesCheck}, {@link datalith.store.LmdbOldPages}). A store that
+ * fails refuses writes with {@code :store/corrupt} and writes nothing. Once it passes, every page a
+ * later write reads is one a checked write wrote, so the check runs once an open store (not at all
+ * for a file its open made): it reads every page of the trees where it lies in the map (31 ms for a
+ * data file of 278 MB, warm). With write-behind, a file that cannot be read then is left to the
  * write-backs, which check before they write.
 
  * <p>Writes: a write transaction's puts and deletes are logged, then applied in one LMDB
