@@ -242,8 +242,7 @@ final class LmdbFiles {
         throw corrupt(where, file, "The " + which + " is damaged or not LMDB's (flags " + flags
             + ", magic " + Integer.toHexString(magic) + ")", size);
       }
-      if (version != LmdbLayout.META_VERSION || Integer.bitCount(pageSize) != 1
-          || pageSize < LmdbLayout.MIN_PAGE_SIZE || pageSize > LmdbLayout.MAX_PAGE_SIZE) {
+      if (version != LmdbLayout.META_VERSION || !LmdbLayout.isPageSize(pageSize)) {
         throw corrupt(where, file, "The " + which + " has version " + version + " and page size "
             + pageSize + ", not LMDB 0.9's", size);
       }

@@ -106,6 +106,19 @@ final class LmdbLayout {
 
   private LmdbLayout() {}
 
+  /** Whether {@code size} is a page size of LMDB 0.9's: a power of two, 512 bytes to 32 KiB. */
+  static boolean isPageSize(int size) {
+    return Integer.bitCount(size) == 1 && size >= MIN_PAGE_SIZE && size <= MAX_PAGE_SIZE;
+  }
+
+  /**
+   * The pages of {@code pageSize} bytes a value of {@code size} bytes takes on overflow pages,
+   * after the first one's header (LMDB's OVPAGES).
+   */
+  static long overflowPages(long size, int pageSize) {
+    return (PAGE_HEADER - 1 + size) / pageSize + 1;
+  }
+
   static long pgno(long page) {
     return ReadOnlyBufferProxy.nativeLong(page);
   }

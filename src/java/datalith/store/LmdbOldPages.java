@@ -110,8 +110,7 @@ final class LmdbOldPages {
     if (last < NUM_METAS - 1 || last > Integer.MAX_VALUE) { // 1: nothing committed yet
       throw new Unsound("the last page is " + last);
     }
-    if (Integer.bitCount(pageSize) != 1 || pageSize < LmdbLayout.MIN_PAGE_SIZE
-        || pageSize > LmdbLayout.MAX_PAGE_SIZE) {
+    if (!LmdbLayout.isPageSize(pageSize)) {
       throw new Unsound("the page size is " + pageSize);
     }
     this.page = data != null ? ByteBuffer.allocate(pageSize).order(ByteOrder.nativeOrder())
@@ -388,7 +387,7 @@ final class LmdbOldPages {
       throw new Unsound("page " + n + ": a value of " + size + " bytes on overflow pages");
     }
     long first = page.getLong(start);
-    long needed = (PAGE_HEADER - 1 + size) / pageSize + 1;
+    long needed = LmdbLayout.overflowPages(size, pageSize);
     if (first < NUM_METAS || first > last - needed + 1) {
       throw new Unsound("page " + n + ": a value on overflow pages from " + first
           + ", outside the snapshot");

@@ -75,7 +75,7 @@ final class LmdbPageSink {
     return new LmdbPageSink(pageSize);
   }
 
-  private ByteBuffer memoryChunk() { // direct: written to the file as it is
+  private static ByteBuffer memoryChunk() { // direct: written to the file as it is
     return ByteBuffer.allocateDirect(MEMORY_BYTES).order(ByteOrder.nativeOrder());
   }
 
@@ -119,7 +119,7 @@ final class LmdbPageSink {
    */
   long overflow(ByteBuffer value) throws IOException {
     long size = value.remaining();
-    int pages = (int) ((PAGE_HEADER - 1 + size) / pageSize + 1); // LMDB's OVPAGES
+    int pages = (int) LmdbLayout.overflowPages(size, pageSize);
     long n = next;
     room(pageSize);
     int at = buffer.position();

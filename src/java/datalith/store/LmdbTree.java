@@ -513,7 +513,7 @@ final class LmdbTree {
    * within them. Returns their number.
    */
   int overflow(long n, int i, long first, long size) {
-    long needed = (PAGE_HEADER + size + pageSize - 1) >> pageShift;
+    long needed = LmdbLayout.overflowPages(size, pageSize);
     String of = " (of key " + i + ", " + size + " bytes, from page " + first + ")";
     if (size > Integer.MAX_VALUE - pageSize || !snap.isDataPage(first)) {
       throw corrupt(n, "A value on overflow pages outside the file's pages" + of);
