@@ -8,6 +8,7 @@
   (:import (clojure.lang BigInt ExceptionInfo PersistentArrayMap)
            (datalith.codec Codec)
            (java.math BigDecimal BigInteger)
+           (java.net URI)
            (java.nio ByteBuffer ByteOrder)
            (java.util Arrays Collection Date LinkedHashSet Random UUID)))
 
@@ -39,10 +40,12 @@
 
 (defn- same?
   "Equal in value and class, NaN equal to itself, -0.0 not equal to 0.0,
-  bigdecs equal only with equal scale, byte arrays by content."
+  bigdecs equal only with equal scale, byte arrays by content, URIs by their
+  string forms."
   [x y]
   (cond
     (and (bytes? x) (bytes? y)) (Arrays/equals ^bytes x ^bytes y)
+    (and (instance? URI x) (instance? URI y)) (= (str x) (str y))
     (and (vector? x) (vector? y)) (and (= (count x) (count y)) (every? true? (map same? x y)))
     (or (nil? x) (nil? y)) (and (nil? x) (nil? y))
     :else (and (= (class x) (class y)) (.equals ^Object x y))))
@@ -59,8 +62,8 @@
 (defn- value-compare
   "The order the codec promises: clojure compare within a type, except the
   total order of Double/compare for doubles and floats, scale after value for
-  bigdecs, unsigned bytes for byte arrays, tuple-compare for vectors; by tag
-  across types."
+  bigdecs, unsigned bytes for byte arrays, string forms for URIs, tuple-compare
+  for vectors; by tag across types."
   ^long [x y]
   (let [tx (tag-of x) ty (tag-of y)]
     (cond
@@ -68,6 +71,7 @@
       (= tx Codec/T_DOUBLE) (Double/compare x y)
       (= tx Codec/T_FLOAT) (Float/compare x y)
       (= tx Codec/T_BYTES) (Arrays/compareUnsigned ^bytes x ^bytes y)
+      (and (instance? URI x) (instance? URI y)) (compare (str x) (str y))
       (= tx Codec/T_BIGDEC) (let [c (compare x y)]
                               (if (zero? c) (compare (.scale ^BigDecimal x) (.scale ^BigDecimal y)) c))
       (vector? x) (tuple-compare x y)
@@ -190,6 +194,19 @@
                (gen/fmap (fn [[p s t]] [(str p s) (str p t)]) (gen/tuple gen-string gen-string gen-string))
                (gen/fmap (fn [[s t]] [s (str s t)]) (gen/tuple gen-string gen-string))]))
 
+(def ^:private gen-uri
+  "URIs the multi-argument constructor quotes (so any string makes one): with and without
+  authority, opaque ones, schemes in other case, escapes and characters outside ASCII."
+  (gen/fmap (fn [[scheme host path query opaque?]]
+              (if opaque?
+                (URI. scheme (str "x:" path) nil)
+                (URI. scheme host (str "/" path) query nil)))
+            (gen/tuple (gen/elements ["http" "https" "urn" "HTTP" "a+b.c-d"])
+                       (gen/elements [nil "a.example" "A.example" "h"])
+                       gen-string
+                       (gen/one-of [(gen/return nil) gen/string-alphanumeric gen-string])
+                       gen/boolean)))
+
 (def ^:private gen-name
   (gen/one-of [gen/string-alphanumeric gen-string]))
 
@@ -238,7 +255,8 @@
    [Codec/T_KEYWORD gen-keyword]
    [Codec/T_SYMBOL gen-symbol]
    [Codec/T_REF gen-ref]
-   [Codec/T_BYTES gen-bytes]])
+   [Codec/T_BYTES gen-bytes]
+   [Codec/T_URI gen-uri]])
 
 ;; ---------------------------------------------------------------------------
 ;; Round trip, order and self-delimiting, per type
@@ -257,6 +275,7 @@
 (defspec ref-codec trials (codec-prop Codec/T_REF (pairs gen-ref)))
 (defspec bytes-codec trials (codec-prop Codec/T_BYTES (pairs gen-bytes)))
 (defspec tuple-codec trials (codec-prop Codec/T_TUPLE (pairs gen-tuple)))
+(defspec uri-codec trials (codec-prop Codec/T_URI (pairs gen-uri)))
 
 (defspec values-of-different-types-order-by-tag trials
   (prop/for-all [[tx x] (gen/bind (gen/elements typed-gens) (fn [[t g]] (gen/tuple (gen/return t) g)))
@@ -289,7 +308,10 @@
       [] Codec/T_TUPLE
       [nil] Codec/T_TUPLE
       [nil "a" 1 :k] Codec/T_TUPLE
-      [[1 2] {:a #{1}} 1/2] Codec/T_TUPLE))
+      [[1 2] {:a #{1}} 1/2] Codec/T_TUPLE
+      (URI. "urn:a") Codec/T_URI
+      (URI. "http://h.example/%C3%A4/ä?q=%20#f") Codec/T_URI
+      (URI. "") Codec/T_URI))
   (testing "order"
     (are [x y tag] (neg? (compare-bytes (enc x tag) (enc y tag)))
       ##-Inf -1.0 Codec/T_DOUBLE
@@ -313,7 +335,13 @@
       [1] [1 nil] Codec/T_TUPLE
       [1 "b"] [2 "a"] Codec/T_TUPLE
       -10.5M -10.05M Codec/T_BIGDEC
-      1.0M 1.00M Codec/T_BIGDEC))
+      1.0M 1.00M Codec/T_BIGDEC
+      ;; by the string form, where URI.compareTo puts the scheme first, ignoring its case
+      (URI. "HTTP://b") (URI. "http://a") Codec/T_URI
+      (URI. "http://a") (URI. "http://a/") Codec/T_URI))
+  (testing "URIs equal by URI.equals but spelled apart are two values (README's Known limits)"
+    (is (= (URI. "HTTP://a") (URI. "http://a")))
+    (is (not (Arrays/equals (enc (URI. "HTTP://a") Codec/T_URI) (enc (URI. "http://a") Codec/T_URI)))))
   (testing "refs are 8 bytes big-endian after the tag"
     (is (Arrays/equals (byte-array [Codec/T_REF 0 0 0 0 0 0 1 2]) (enc 258 Codec/T_REF)))))
 
@@ -328,6 +356,7 @@
      [(byte-array (range 1000)) Codec/T_BYTES]
      [(bigint (.pow (BigInteger/valueOf 7) 2000)) Codec/T_BIGINT]
      [(BigDecimal. (.pow (BigInteger/valueOf 7) 2000) -3) Codec/T_BIGDEC]
+     [(URI. "http" "a.example" (str "/" s) nil) Codec/T_URI]
      [[1 s nil] Codec/T_TUPLE]
      [{:s s :n (range 100)} Codec/T_EDN]]))
 
@@ -563,7 +592,8 @@
     {:a 1} Codec/T_EDN
     #{1} Codec/T_EDN
     1/2 Codec/T_EDN
-    \c Codec/T_EDN)
+    \c Codec/T_EDN
+    (URI. "urn:a") Codec/T_EDN)
   (is (thrown? IllegalArgumentException (Codec/inferTag nil))))
 
 (deftest coerce-accepts
@@ -587,6 +617,8 @@
     (Date. 5) Codec/T_INSTANT (Date. 5)
     (java.sql.Timestamp. 5) Codec/T_INSTANT (Date. 5)
     (UUID. 1 2) Codec/T_UUID (UUID. 1 2)
+    (URI. "urn:a") Codec/T_URI (URI. "urn:a")
+    (URI. "urn:a") Codec/T_ANY (URI. "urn:a")
     "s" Codec/T_STRING "s"
     :k Codec/T_KEYWORD :k
     'k Codec/T_SYMBOL 'k
@@ -620,6 +652,8 @@
     1 Codec/T_INSTANT
     (java.time.Instant/ofEpochMilli 1) Codec/T_INSTANT
     "00000000-0000-0000-0000-000000000000" Codec/T_UUID
+    "urn:a" Codec/T_URI
+    (java.net.URL. "http://a.example/") Codec/T_URI
     :a Codec/T_STRING
     "a" Codec/T_KEYWORD
     'a Codec/T_KEYWORD

@@ -136,3 +136,15 @@
                       (or (nil? r) ; a value datalith refuses
                           (every? reads-back? (:tx-data r))))))]
       (is (:result result) (pr-str (:shrunk result))))))
+
+(deftest export-tags-read-back
+  ;; the tags export writes for values EDN has no literal for; a bad one is a clear ex-info
+  (let [read (fn [s] (edn/read-string {:readers readers/readers} s))]
+    (is (= (java.net.URI. "http://a.example/b?c=1#d") (read "#datalith/uri \"http://a.example/b?c=1#d\"")))
+    (is (= (float 1.5) (read "#datalith/float \"1.5\"")))
+    (is (= [1 2 3] (vec (read "#datalith/bytes \"AQID\""))))
+    (are [s err] (= err (try (read s) (catch ExceptionInfo e (:error (ex-data e)))))
+      "#datalith/uri \"a b\"" :db/invalid-uri
+      "#datalith/uri 1" :db/invalid-uri
+      "#datalith/float \"x\"" :db/invalid-float
+      "#datalith/bytes \"*\"" :db/invalid-bytes)))

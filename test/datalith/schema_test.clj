@@ -1,10 +1,12 @@
 (ns datalith.schema-test
   "Schema: installed through connect and as data, read back with d/schema,
-  schemaless attributes, every value type, long values, alterations."
-  (:require [clojure.test :refer [deftest is are testing]]
+  schemaless attributes, every value type (URIs since stop 47), long values, alterations."
+  (:require [clojure.java.io :as io]
+            [clojure.test :refer [deftest is are testing]]
             [datalith.core :as d]
             [datalith.test-util :as tu :refer [each-store]])
   (:import (clojure.lang Keyword Symbol)
+           (java.net URI)
            (java.util Arrays Date UUID)))
 
 (def map-schema
@@ -130,7 +132,9 @@
    :t/bigdec {:db/valueType :db.type/bigdec}
    :t/bytes {:db/valueType :db.type/bytes}
    :t/tuple {:db/valueType :db.type/tuple :db/tupleTypes [:db.type/string :db.type/long]}
-   :t/tuple1 {:db/valueType :db.type/tuple :db/tupleType :db.type/long}})
+   :t/tuple1 {:db/valueType :db.type/tuple :db/tupleType :db.type/long}
+   :t/uri {:db/valueType :db.type/uri}
+   :t/uris {:db/valueType :db.type/tuple :db/tupleType :db.type/uri}})
 
 (def typed-values
   "[attribute given stored-class]"
@@ -152,7 +156,10 @@
    [:t/bigint (biginteger 5) clojure.lang.BigInt]
    [:t/bigdec 3.14159265358979323846M BigDecimal]
    [:t/tuple ["a" 1] clojure.lang.IPersistentVector]
-   [:t/tuple1 [1 2 3] clojure.lang.IPersistentVector]])
+   [:t/tuple1 [1 2 3] clojure.lang.IPersistentVector]
+   [:t/uri (URI. "https://a.example/p%C3%A4/ä?q=1#f") URI]
+   [:t/uri (URI. "urn:isbn:0451450523") URI]
+   [:t/uris [(URI. "a:b") (URI. "http://c.example/")] clojure.lang.IPersistentVector]])
 
 (deftest value-types-round-trip
   (each-store [conn {:schema typed-schema}]
@@ -178,7 +185,51 @@
       (are [a v] (= :tx/value-type (error-of #(d/transact! conn [[:db/add "e" a v]])))
         :t/long "1" :t/long 1.5 :t/string 1 :t/double 1 :t/boolean "true" :t/keyword "k"
         :t/symbol "s" :t/instant 1 :t/uuid "u" :t/bigint 1.5 :t/bigdec 1.5 :t/bytes "b"
-        :t/tuple ["a" "b"] :t/tuple ["a" 1 2] :t/tuple1 [1 "x"] :t/float 0.1))))
+        :t/tuple ["a" "b"] :t/tuple ["a" 1 2] :t/tuple1 [1 "x"] :t/float 0.1
+        :t/uri "https://a.example/" :t/uri (java.net.URL. "https://a.example/")
+        :t/uris ["a:b" "c:d"]))))
+
+(deftest uri-values
+  ;; :db.type/uri holds java.net.URIs, as Datomic's does: unique, looked up, ordered by their
+  ;; string forms in AVET and index-range, exported as #datalith/uri and imported back
+  (let [a (URI. "http://a.example/")
+        b (URI. "http://a.example/b?c=1")
+        c (URI. "HTTP://z.example/")
+        u (URI. "urn:isbn:0451450523")]
+    (each-store [conn {:schema {:site/url {:db/valueType :db.type/uri :db/unique :db.unique/identity}
+                                :site/links {:db/valueType :db.type/uri
+                                             :db/cardinality :db.cardinality/many}
+                                :site/name {:db/valueType :db.type/string}}}]
+      (let [e (get-in (d/transact! conn [{:db/id "s" :site/url a :site/links #{b c u}}])
+                      [:tempids "s"])]
+        (testing "upserts by URI, and lookup refs, inputs and literals find it"
+          (is (= e (get-in (d/transact! conn [{:db/id "t" :site/url (URI. "http://a.example/")
+                                               :site/name "A"}])
+                           [:tempids "t"])))
+          (is (= "A" (:site/name (d/entity (d/db conn) [:site/url a]))))
+          (is (= #{[e]} (d/q '[:find ?e :in $ ?u :where [?e :site/links ?u]] (d/db conn) u)))
+          (is (= #{[e]} (d/q [:find '?e :where ['?e :site/links b]] (d/db conn))))
+          (is (= {:site/url a :site/links [c a b u]}
+                 (-> (d/pull (d/db conn) '[:site/url :site/links] e)
+                     (update :site/links (fn [l] (vec (sort-by str (conj l a)))))))))
+        (testing "AVET and index-range order URIs by their string forms"
+          (is (= (sort-by str [b c u]) (map :v (d/datoms (d/db conn) :avet :site/links))))
+          (is (= [b] (map :v (d/index-range (d/db conn) :site/links a u)))))
+        (testing "a retraction by an equal URI"
+          (d/transact! conn [[:db/retract e :site/links (URI. "urn:isbn:0451450523")]])
+          (is (= #{b c} (set (:site/links (d/entity (d/db conn) e))))))
+        (testing "an export file holds #datalith/uri and imports back into an equal database"
+          (let [dir (tu/temp-dir)
+                file (io/file dir "export.edn")]
+            (try
+              (d/export conn file)
+              (is (re-find #"#datalith/uri \"http://a.example/b\?c=1\"" (slurp file)))
+              (doseq [into tu/stores]
+                (tu/with-conn [copy into]
+                  (d/import! copy (.getPath file))
+                  (is (= (vec (d/datoms (d/history (d/db conn)) :eavt))
+                         (vec (d/datoms (d/history (d/db copy)) :eavt))))))
+              (finally (tu/delete-tree dir)))))))))
 
 (deftest values-survive-reopening
   (let [dir (tu/temp-dir)

@@ -19,7 +19,8 @@
   (:import (datalith.conn Conn)
            (datalith.index Datom)
            (datalith.store LmdbStore MemStore)
-           (java.io File)))
+           (java.io File)
+           (java.net URI)))
 
 (def trials
   (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 40))
@@ -29,14 +30,14 @@
 (def gen-schema
   "The attribute roles are fixed; their types and shapes vary (a fifth of :k/name's and of
   :k/tags's types are those of doubles, instants, UUIDs, big decimals, booleans, big integers
-  and symbols, since stop 46). Half the schemas have a composite, :k/pair of :k/name and
+  and symbols, since stop 46, and URIs, since stop 47). Half the schemas have a composite, :k/pair of :k/name and
   :k/rank, unique by value or not."
   (gen/let [name-type (gen/frequency [[4 (gen/return :string)] [2 (gen/return :long)]
                                       [1 (gen/elements [:double :instant :uuid :bigdec :boolean
-                                                        :bigint :symbol])]])
+                                                        :bigint :symbol :uri])]])
             tag-type (gen/frequency [[2 (gen/return :long)] [2 (gen/return :keyword)]
                                      [1 (gen/elements [:double :instant :uuid :bigdec :boolean
-                                                       :bigint :symbol])]])
+                                                       :bigint :symbol :uri])]])
             part-card (gen/elements [:one :many])
             part-component gen/boolean
             composite (gen/elements [nil nil :plain :unique])]
@@ -134,6 +135,10 @@
    :boolean [true false]
    :bigint [0N 1N -1N 123456789012345678901234567890N -98765432109876543210N]
    :symbol ['s0 'ns/s1 'a.b/c]
+   ;; opaque and hierarchical, escapes and characters outside ASCII, one too long for a key
+   :uri [(URI. "http://a.example/") (URI. "http://a.example/b?c=1#d") (URI. "urn:isbn:0451450523")
+         (URI. "https://ex.example/%C3%A4/ä") (URI. "mailto:x@y.example")
+         (URI. (str "http://a.example/" long-string))]
    :any [0 "s0" :w0 1 "" -7 :kw/w1 "ß∂😀"]})
 
 (defn- domain [schema a]

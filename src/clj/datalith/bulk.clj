@@ -13,6 +13,7 @@
            (datalith.db Db Schema)
            (datalith.index Datom)
            (java.io BufferedReader File PushbackReader Reader Writer)
+           (java.net URI)
            (java.nio.file Path)
            (java.util Base64 Iterator)))
 
@@ -37,11 +38,12 @@
 
 (defn- printable
   "`v` as export writes it: the values EDN has no literal for (byte arrays,
-  floats, also inside tuples) as datalith's tags, which datalith.readers reads."
+  floats, URIs, also inside tuples) as datalith's tags, which datalith.readers reads."
   [v]
   (cond
     (bytes? v) (tagged-literal 'datalith/bytes (.encodeToString (Base64/getEncoder) ^bytes v))
     (instance? Float v) (tagged-literal 'datalith/float (str v))
+    (instance? URI v) (tagged-literal 'datalith/uri (str v))
     (vector? v) (mapv printable v)
     :else v))
 

@@ -55,8 +55,20 @@
     (float f)
     (throw (ex-info "#datalith/float takes a decimal string" {:error :db/invalid-float :form form}))))
 
+(defn read-uri
+  "The java.net.URI that `#datalith/uri \"https://example.com/a\"` stands for
+  (`export` writes the values of `:db.type/uri` attributes so)."
+  ^java.net.URI [form]
+  (if (string? form)
+    (try (java.net.URI. ^String form)
+         (catch java.net.URISyntaxException e
+           (throw (ex-info (str "#datalith/uri takes a URI: " (ex-message e))
+                           {:error :db/invalid-uri :form form}))))
+    (throw (ex-info "#datalith/uri takes a string" {:error :db/invalid-uri :form form}))))
+
 (def readers
   "The tags datalith's values read back from, for `clojure.edn/read` `:readers`."
   {'datalith/datom read-datom
    'datalith/bytes read-bytes
-   'datalith/float read-float})
+   'datalith/float read-float
+   'datalith/uri read-uri})

@@ -128,8 +128,9 @@
   each record the transaction of its t); attributes a transaction installs
   come first in it, as maps {:db/id e :db/ident k ...}; schema values name
   system entities by ident (:db.type/string); derived composite tuples are
-  left out (the transactor derives them again); byte arrays and floats are
-  tagged #datalith/bytes \"base64\" and #datalith/float \"1.5\".
+  left out (the transactor derives them again); byte arrays, floats and URIs
+  are tagged #datalith/bytes \"base64\", #datalith/float \"1.5\" and
+  #datalith/uri \"https://example.com\".
 
   With one argument: the records as a lazy sequence. With `out` (a file path,
   File or java.io.Writer, which stays open): writes them as EDN, one a line,

@@ -7,6 +7,7 @@ import clojure.lang.PersistentVector;
 import clojure.lang.Symbol;
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.security.MessageDigest;
@@ -37,6 +38,7 @@ import java.util.UUID;
  * bigdec   escaped        sign, exponent, digit pairs, scale (see Numeric)
  * tuple    escaped        the elements' full encodings, one after another
  * edn      escaped        canonical form, equality only (see Edn)
+ * uri      escaped        its string form, as a string
  * </pre>
  *
  * Escaped bodies write a content zero as {@code 00 FF} and end with
@@ -45,7 +47,9 @@ import java.util.UUID;
  * {@code clojure.core/compare} order, except: doubles and floats use the total
  * order of {@link Double#compare}; bigdecs that are numerically equal sort by
  * scale; tuples compare element by element, nil first and values of different
- * types by tag; EDN values have no order.
+ * types by tag; EDN values have no order; URIs sort by their string forms, not by
+ * {@link URI#compareTo}, and two URIs equal by {@link URI#equals} but spelled apart (a
+ * scheme or host in other case) are two values.
  *
  * <p>Threading: all methods are static and stateless; any thread may call them.
  * Byte arrays returned are new and owned by the caller; buffers passed in are
@@ -85,6 +89,12 @@ public final class Codec {
   public static final int T_TUPLE = 15;
   /** Tag of any other value, stored in canonical form. */
   public static final int T_EDN = 16;
+  /**
+   * Tag of {@link URI}, the values of {@code :db.type/uri} attributes. {@link #inferTag} gives a
+   * URI {@link #T_EDN}, as it did before this tag: a URI of an attribute of no declared type, or
+   * in a tuple, is stored as it always was, so it is found by the same encoding.
+   */
+  public static final int T_URI = 17;
   /** No declared type: {@link #coerce} infers the tag from the Java class. */
   public static final int T_ANY = 0;
   /** Longest key part {@link #keyPart} returns, in bytes. */
@@ -109,7 +119,7 @@ public final class Codec {
    * Integer, Short, Byte), Double, Float, BigInt (and BigInteger), BigDecimal,
    * Date, UUID, String, Keyword, Symbol and byte[] get their own tag, anything
    * else (maps, vectors, sets, lists, ratios, chars...) {@link #T_EDN}; never
-   * {@link #T_REF} or {@link #T_TUPLE}.
+   * {@link #T_REF}, {@link #T_TUPLE} or {@link #T_URI} (a URI is an EDN value here).
    *
    * @throws IllegalArgumentException when v is null
    */
@@ -199,6 +209,8 @@ public final class Codec {
         return v instanceof Keyword ? v : null;
       case T_SYMBOL:
         return v instanceof Symbol ? v : null;
+      case T_URI:
+        return v instanceof URI ? v : null;
       case T_REF: // a Long as it is (boxing its long again allocates a Long for most ids)
         if (v instanceof Long l) {
           return l >= 0 ? l : null;
@@ -328,6 +340,8 @@ public final class Codec {
         return encodeTuple((List<?>) v);
       case T_EDN:
         return Edn.encode(T_EDN, v);
+      case T_URI:
+        return Text.encodeString(T_URI, v.toString());
       default:
         throw new IllegalArgumentException("not a concrete type tag: " + tag);
     }
@@ -455,6 +469,8 @@ public final class Codec {
         return decodeTuple(b, off);
       case T_EDN:
         return Edn.decode(b, off);
+      case T_URI:
+        return URI.create(Text.decodeString(b, off));
       default:
         throw new IllegalArgumentException("malformed encoding: tag " + tag + " at index " + off);
     }
@@ -578,6 +594,7 @@ public final class Codec {
       case T_BYTES:
       case T_TUPLE:
       case T_EDN:
+      case T_URI:
         return 0;
       default:
         throw new IllegalArgumentException("malformed encoding: tag " + tag);

@@ -5,7 +5,7 @@
  * <p>{@link datalith.codec.Codec} is the only public type. Every encoding
  * starts with a type tag byte. Fixed-width types (boolean, long, double,
  * float, instant, uuid, ref) follow it with a fixed-size body; variable-length
- * types (string, keyword, symbol, bytes, bigint, bigdec, tuple, EDN) follow it
+ * types (string, keyword, symbol, bytes, bigint, bigdec, tuple, EDN, uri) follow it
  * with an escaped body in which {@code 0x00} is always the first byte of a
  * two-byte unit: {@code 00 FF} a content zero, {@code 00 01} a field separator,
  * {@code 00 00} the end, {@code 00 02} the overflow marker of a key part, which

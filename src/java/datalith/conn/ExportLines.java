@@ -7,6 +7,7 @@ import clojure.lang.PersistentHashMap;
 import clojure.lang.PersistentVector;
 import clojure.lang.RT;
 import java.util.ArrayList;
+import java.net.URI;
 import java.util.Base64;
 import java.util.HashSet;
 import java.util.List;
@@ -17,8 +18,8 @@ import java.util.UUID;
  * Reads one line of an export file (a record as {@code datalith.core/export} prints it:
  * {@code {:t 12, :tx-data [[:db/add 1000 :user/name "Ada"] {:db/id 1001, ...} ...]}}) several
  * times faster than the EDN reader, for the values export prints: longs, doubles, strings,
- * keywords, booleans, nil, vectors, maps, {@code #inst}, {@code #uuid}, {@code #datalith/bytes}
- * and {@code #datalith/float}. A line holding anything else (a bigint, a set, a symbol, a
+ * keywords, booleans, nil, vectors, maps, {@code #inst}, {@code #uuid}, {@code #datalith/bytes},
+ * {@code #datalith/float} and {@code #datalith/uri}. A line holding anything else (a bigint, a set, a symbol, a
  * string escape or a number form it does not know) is left to the EDN reader: {@link #parse}
  * returns null, so the slow reader stays the reference, and the tests compare the two.
  * Stateless; any thread.
@@ -268,6 +269,7 @@ public final class ExportLines {
       case "uuid" -> UUID.fromString(text);
       case "datalith/bytes" -> Base64.getDecoder().decode(text);
       case "datalith/float" -> (float) Double.parseDouble(text);
+      case "datalith/uri" -> URI.create(text);
       default -> throw UNPARSED;
     };
   }

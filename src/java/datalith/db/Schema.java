@@ -23,16 +23,19 @@ public final class Schema {
       IS_COMPONENT = 6, NO_HISTORY = 7, DOC = 8, TX_INSTANT = 9, TUPLE_ATTRS = 10, TUPLE_TYPE = 11,
       TUPLE_TYPES = 12;
   // Enum entity ids.
-  public static final long TYPE_BASE = 20; // :db.type/* are TYPE_BASE + index in TYPE_NAMES
+  // :db.type/* are TYPE_BASE + index in TYPE_NAMES, ids 20 to 34: a new type takes the next id
+  // (below CARD_ONE), and databases made before it have no datoms for it (EntityRefs says so)
+  public static final long TYPE_BASE = 20;
   public static final long CARD_ONE = 40, CARD_MANY = 41, UNIQUE_IDENTITY = 42, UNIQUE_VALUE = 43;
   /** The first id handed to user entities. */
   public static final long FIRST_USER_ID = 1000;
 
   static final String[] TYPE_NAMES = {"string", "long", "double", "float", "boolean",
-      "keyword", "symbol", "ref", "instant", "uuid", "bigint", "bigdec", "bytes", "tuple"};
+      "keyword", "symbol", "ref", "instant", "uuid", "bigint", "bigdec", "bytes", "tuple", "uri"};
   private static final int[] TYPE_TAGS = {Codec.T_STRING, Codec.T_LONG, Codec.T_DOUBLE,
       Codec.T_FLOAT, Codec.T_BOOLEAN, Codec.T_KEYWORD, Codec.T_SYMBOL, Codec.T_REF,
-      Codec.T_INSTANT, Codec.T_UUID, Codec.T_BIGINT, Codec.T_BIGDEC, Codec.T_BYTES, Codec.T_TUPLE};
+      Codec.T_INSTANT, Codec.T_UUID, Codec.T_BIGINT, Codec.T_BIGDEC, Codec.T_BYTES, Codec.T_TUPLE,
+      Codec.T_URI};
 
   public static final Keyword K_IDENT = Keyword.intern("db", "ident");
   public static final Keyword K_VALUE_TYPE = Keyword.intern("db", "valueType");

@@ -79,8 +79,10 @@ final class EntityRefs {
       }
       Long e = schema.entid(k);
       if (e == null && strict) {
-        throw Errors.error("tx/unknown-ident", "No entity has the ident " + k, "ident", k,
-            "form", form);
+        throw Errors.error("tx/unknown-ident", "No entity has the ident " + k
+            + (Schema.typeTag(k) >= 0 ? ": this database was made before datalith had " + k
+                + " (export it and import the export into a new database to use " + k + ")" : ""),
+            "ident", k, "form", form);
       }
       return e;
     }
