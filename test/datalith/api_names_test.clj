@@ -93,6 +93,28 @@
       (is (identical? old (d/entity-db (d/entity old 0))))
       (is (= :db/invalid-entity (error-of #(d/entity-db {:db/id 1})))))))
 
+(deftest ident-is-the-inverse-of-entid
+  (each-store [conn {:schema schema}]
+    (d/transact! conn people)
+    (let [db (d/db conn)]
+      (testing "attributes and enum entities, by id or by ident"
+        (is (= :user/email (d/ident db (d/entid db :user/email))))
+        (is (= :user/email (d/ident db :user/email)))
+        (is (= :db.type/string (d/ident db (:db/id (:db/valueType (d/pull db [{:db/valueType [:db/id]}]
+                                                                          :user/email))))))
+        (is (= :db.cardinality/many (d/ident db (d/entid db :db.cardinality/many))))
+        (is (= :db.type/uri (d/ident db (d/entid db :db.type/uri)))))
+      (testing "an entity without an ident, and one that does not exist"
+        (is (nil? (d/ident db [:user/email "a@x"])))
+        (is (nil? (d/ident db [:user/email "nobody@x"])))
+        (is (nil? (d/ident db :no/such))))
+      (testing "an ident given to an entity later is its ident from then on"
+        (let [a (d/entid db [:user/email "a@x"])]
+          (d/transact! conn [[:db/add a :db/ident :people/ada]])
+          (is (= :people/ada (d/ident (d/db conn) a)))
+          (is (nil? (d/ident db a))))))
+    (is (= :db/invalid-entity (error-of #(d/ident (d/db conn) "not an entity"))))))
+
 (deftest squuids
   (let [before (* 1000 (quot (System/currentTimeMillis) 1000))
         us (repeatedly 50 d/squuid)

@@ -231,6 +231,7 @@
       (gen/tuple (gen/return 'entity) (gen/tuple db eid))
       (gen/tuple (gen/return 'touch) (gen/tuple (gen-of [::entity])))
       (gen/tuple (gen/return 'entid) (gen/tuple db eid))
+      (gen/tuple (gen/return 'ident) (gen/tuple db eid))
       (gen/tuple (gen/return 'datoms) (gen/fmap (fn [[db index cs]] (into [db index] cs))
                                                 (gen/tuple db index (gen/vector component 0 4))))
       (gen/tuple (gen/return 'seek-datoms) (gen/fmap (fn [[db index cs]] (into [db index] cs))
@@ -314,7 +315,7 @@
 (def public-fns
   "The entry points the generator calls, by name: every public function of datalith.core."
   '#{connect close db transact! with basis-t t->tx tx->t as-of since history as-of-t since-t
-     history? schema entid entity touch datoms seek-datoms index-range tx-range log q explain
+     history? schema entid ident entity touch datoms seek-datoms index-range tx-range log q explain
      pull pull-many verify rebuild-indexes backup
      entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
      tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?

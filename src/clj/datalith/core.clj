@@ -276,6 +276,19 @@
       (let [e (.entid db s ident-or-ref)]
         (when (>= e 0) e)))))
 
+(defn ident
+  "The ident keyword of the entity `eid` names (an id, an ident keyword or a
+  lookup ref), or nil when it has none, as Datomic's `ident`: the inverse of
+  `entid` for attributes and enum entities.
+
+    (d/ident db (d/entid db :user/email))
+    ; => :user/email"
+  [db eid]
+  (let [db (db-arg db)]
+    (with-open [s (.snapshot db)]
+      (let [e (.entid db s eid)]
+        (when (>= e 0) (.ident (.schema db) e))))))
+
 (defn entity
   "A lazy, navigable view of an entity: keyword lookups give values, refs are
   entities (or their ident keyword, for enums), :attr/_ref gives the set of
