@@ -128,14 +128,6 @@ public final class Latest {
   }
 
   /**
-   * Writes transaction 0 into the empty store of {@code source} through {@code wt} (the
-   * bootstrap schema, and the format) and commits it; returns its value. The caller has read the
-   * store under {@code wt} and found it empty.
-   *
-   * @throws clojure.lang.ExceptionInfo {@code :store/conflict} when the store holds a t after all
-   *     (a writer that ignored the store's writer lock), writing nothing
-   */
-  /**
    * Checks that the store {@code s} reads holds nothing at all, as a store to bootstrap must: one
    * without a basis t that holds data is damaged (its META t lost or unreadable), and writing a
    * bootstrap into it would write into damaged pages, which LMDB's own code does unchecked.
@@ -155,6 +147,14 @@ public final class Latest {
     }
   }
 
+  /**
+   * Writes transaction 0 into the empty store of {@code source} through {@code wt} (the
+   * bootstrap schema, and the format) and commits it; returns its value. The caller has read the
+   * store under {@code wt} and found it empty.
+   *
+   * @throws clojure.lang.ExceptionInfo {@code :store/conflict} when the store holds a t after all
+   *     (a writer that ignored the store's writer lock), writing nothing
+   */
   public static Latest bootstrap(Source source, WriteTxn wt) {
     Schema schema = Schema.initial();
     long tx = Db.tToTx(0);
