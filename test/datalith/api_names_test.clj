@@ -559,7 +559,7 @@
                 (contains? (set (:supported (ex-data e))) :db/valueType)
                 (= supported-by-datomic? (boolean (re-find #"not supported by datalith" (ex-message e))))))
       {:db/ident :a/b :db/valueType :db.type/string :db/fulltext true} true
-      {:db/ident :a/b :db/valueType :db.type/string :db.attr/preds 'x/y} true
+      {:db/ident :a/b :db/valueType :db.type/string :db/fn 'x/y} true
       {:db/ident :a/b :db/valueType :db.type/string :db.install/_attribute :db.part/db} true
       {:db/ident :a/b :db/valueType :db.type/string :db/fancy true} false
       {:db/ident :a/b :db/valueType :db.type/string :db.foo/bar 1} false)

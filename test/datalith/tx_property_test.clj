@@ -30,20 +30,22 @@
 (def gen-schema
   "The attribute roles are fixed; their types and shapes vary (a fifth of :k/name's and of
   :k/tags's types are those of doubles, instants, UUIDs, big decimals, booleans, big integers
-  and symbols, since stop 46, and URIs, since stop 47). Half the schemas have a composite, :k/pair of :k/name and
-  :k/rank, unique by value or not."
+  and symbols, since stop 46, and URIs, since stop 47). Half the schemas have a composite,
+  :k/pair of :k/name and :k/rank, unique by value or not. A quarter give :k/name an
+  attribute predicate (naive/acceptable?, since stop 47)."
   (gen/let [name-type (gen/frequency [[4 (gen/return :string)] [2 (gen/return :long)]
                                       [1 (gen/elements [:double :instant :uuid :bigdec :boolean
                                                         :bigint :symbol :uri])]])
             tag-type (gen/frequency [[2 (gen/return :long)] [2 (gen/return :keyword)]
                                      [1 (gen/elements [:double :instant :uuid :bigdec :boolean
                                                        :bigint :symbol :uri])]])
+            name-pred (gen/frequency [[3 (gen/return false)] [1 (gen/return true)]])
             part-card (gen/elements [:one :many])
             part-component gen/boolean
             composite (gen/elements [nil nil :plain :unique])]
     (cond-> {:k/id {:type :long :card :one :unique :identity}
              :k/email {:type :string :card :one :unique :value}
-             :k/name {:type name-type :card :one}
+             :k/name (cond-> {:type name-type :card :one} name-pred (assoc :pred true))
              :k/tags {:type tag-type :card :many}
              :k/friend {:type :ref :card :one}
              :k/likes {:type :ref :card :many}
@@ -63,12 +65,13 @@
 (defn engine-schema
   "The model's schema as datalith schema."
   [schema]
-  (into {} (for [[a {:keys [type card unique component tuple-attrs]}] schema]
+  (into {} (for [[a {:keys [type card unique component tuple-attrs pred]}] schema]
              [a (cond-> {:db/valueType (keyword "db.type" (name type))
                          :db/cardinality (keyword "db.cardinality" (name card))}
                   unique (assoc :db/unique (keyword "db.unique" (name unique)))
                   component (assoc :db/isComponent true)
-                  tuple-attrs (assoc :db/tupleAttrs tuple-attrs))])))
+                  tuple-attrs (assoc :db/tupleAttrs tuple-attrs)
+                  pred (assoc :db.attr/preds `naive/acceptable?))])))
 
 ;; ---------------------------------------------------------------- transactions
 ;; The generator emits abstract ops whose numbers choose among the entities

@@ -62,8 +62,13 @@
                     "A schema is a map {ident {:db/valueType ...}} or a vector of attribute maps"
                     {:schema schema})))
     (vec (remove (fn [{:keys [db/ident] :as a}]
-                   (let [have (get current ident)]
-                     (and have (= (dissoc a :db/id) (select-keys have (keys (dissoc a :db/id)))))))
+                   (let [have (get current ident)
+                         ;; :db.attr/preds is cardinality many: given ones already held add nothing
+                         preds (get a :db.attr/preds)
+                         a (dissoc a :db/id :db.attr/preds)]
+                     (and have (= a (select-keys have (keys a)))
+                          (every? (set (:db.attr/preds have))
+                                  (if (or (nil? preds) (coll? preds)) preds [preds])))))
                  attrs))))
 
 (declare transact!)

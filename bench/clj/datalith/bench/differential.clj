@@ -373,6 +373,16 @@
    {:db/id "f" :p/id 2 :p/email "f@x" :p/name "F"}
    {:db/id "c" :p/name "C"}])
 
+(defn short-text?
+  "An attribute predicate of the probes: a string of at most five characters."
+  [s]
+  (<= (count s) 5))
+
+(defn named?
+  "An entity predicate of the probes, given either system's database: e has a :p/name."
+  [db e]
+  (some? (:p/name (if (instance? datalith.db.Db db) (d/pull db [:p/name] e) (dc/pull db [:p/name] e)))))
+
 (def ^:private probe-cases
   "Transactions over probe-base, each a function of its entities' ids {:e :f :c}: the corners
   of upserts, uniqueness, nesting, lookup refs, cas, retractions and conflicts."
@@ -424,7 +434,14 @@
    ["schema: ident retracted" (fn [_] [[:db/retract :p/name :db/ident :p/name]])]
    ["an entity given an existing ident" (fn [{:keys [f]}] [[:db/add f :db/ident :p/name]])]
    ["an ident for a plain entity" (fn [{:keys [f]}] [[:db/add f :db/ident :thing/f]])]
-   ["a keyword value for a ref attribute, an ident" (fn [{:keys [e f]}] [[:db/add f :db/ident :thing/f] [:db/add e :p/next :thing/f]])]])
+   ["a keyword value for a ref attribute, an ident" (fn [{:keys [e f]}] [[:db/add f :db/ident :thing/f] [:db/add e :p/next :thing/f]])]
+   ["an attribute predicate added" (fn [_] [{:db/id :p/name :db.attr/preds `short-text?}])]
+   ["an attribute predicate added, and a value it refuses in the same transaction" (fn [{:keys [e]}] [{:db/id :p/name :db.attr/preds `short-text?} [:db/add e :p/name "a long name"]])]
+   ["ensure: a spec made in the same transaction, its attribute missing" (fn [{:keys [f]}] [{:db/ident :p/spec :db.entity/attrs [:p/tags]} [:db/add f :db/ensure :p/spec]])]
+   ["ensure: a spec whose attributes the entity has" (fn [{:keys [e]}] [{:db/ident :p/spec :db.entity/attrs [:p/name :p/tags]} {:db/id e :db/ensure :p/spec}])]
+   ["ensure: an entity predicate of the database after" (fn [{:keys [e]}] [{:db/ident :p/spec :db.entity/preds `named?} [:db/retract e :p/name "E"] [:db/add e :db/ensure :p/spec]])]
+   ["ensure: retracted" (fn [{:keys [e]}] [{:db/ident :p/spec :db.entity/attrs [:p/name]} [:db/retract e :db/ensure :p/spec]])]
+   ["ensure: an entity that is not a spec" (fn [{:keys [e]}] [[:db/add e :db/ensure :p/name]])]])
 
 (def ^:private probe-refs #{:p/next :p/links :p/part})
 

@@ -1,6 +1,8 @@
 package datalith.db;
 
 import clojure.lang.Keyword;
+import clojure.lang.Symbol;
+import java.util.List;
 
 /** An attribute's schema: immutable. Every entity with a {@code :db/ident} may serve as an attribute. */
 public final class Attr {
@@ -23,9 +25,12 @@ public final class Attr {
   public final int tupleType;
   /** Heterogeneous tuple element types, else null. */
   public final int[] tupleTypes;
+  /** Its {@code :db.attr/preds}, each called on every value asserted for it; else null. */
+  public final List<Symbol> preds;
 
   Attr(long id, Keyword ident, int valueType, boolean many, int unique, boolean indexed,
-      boolean component, boolean noHistory, Keyword[] tupleAttrs, int tupleType, int[] tupleTypes) {
+      boolean component, boolean noHistory, Keyword[] tupleAttrs, int tupleType, int[] tupleTypes,
+      List<Symbol> preds) {
     this.id = id;
     this.ident = ident;
     this.valueType = valueType;
@@ -37,6 +42,7 @@ public final class Attr {
     this.tupleAttrs = tupleAttrs;
     this.tupleType = tupleType;
     this.tupleTypes = tupleTypes;
+    this.preds = preds;
   }
 
   public boolean isRef() {

@@ -113,8 +113,8 @@ public final class Latest {
   /** The schema that {@code boot} (with the initial schema) reads through {@code s}. */
   private static Schema loadSchema(Db boot, Snapshot s) {
     List<Object[]> triples = new ArrayList<>();
-    for (long aid = Schema.IDENT; aid <= Schema.TUPLE_TYPES; aid++) {
-      if (!Schema.isSchemaAttr(aid)) {
+    for (long aid = Schema.IDENT; aid <= Schema.ATTR_PREDS; aid++) {
+      if (!Schema.isSchemaAttr(aid) && aid != Schema.ATTR_PREDS) {
         continue;
       }
       IndexScan scan = boot.scan(s, Index.AEVT, new KeyBuilder().putLong(aid).view());

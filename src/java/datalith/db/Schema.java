@@ -4,6 +4,8 @@ import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashMap;
+import clojure.lang.PersistentHashSet;
+import clojure.lang.Symbol;
 import clojure.lang.ITransientMap;
 import datalith.codec.Codec;
 import datalith.index.Datom;
@@ -22,6 +24,14 @@ public final class Schema {
   public static final long IDENT = 1, VALUE_TYPE = 2, CARDINALITY = 3, UNIQUE = 4, INDEX = 5,
       IS_COMPONENT = 6, NO_HISTORY = 7, DOC = 8, TX_INSTANT = 9, TUPLE_ATTRS = 10, TUPLE_TYPE = 11,
       TUPLE_TYPES = 12;
+  /**
+   * Attribute predicates and entity specs (stop 47; a database made before has none of these
+   * entities): {@code :db.attr/preds} (symbols, many: checked on each value an attribute is
+   * given), {@code :db.entity/attrs} (keywords, many) and {@code :db.entity/preds} (symbols,
+   * many) of a spec, and {@code :db/ensure} (refs, many: never stored; asserting it checks the
+   * entity against the spec). Id 13 is {@code ValidTime.EVENT}'s, installed on first use.
+   */
+  public static final long ATTR_PREDS = 14, ENTITY_ATTRS = 15, ENTITY_PREDS = 16, ENSURE = 17;
   // Enum entity ids.
   // :db.type/* are TYPE_BASE + index in TYPE_NAMES, ids 20 to 34: a new type takes the next id
   // (below CARD_ONE), and databases made before it have no datoms for it (EntityRefs says so)
@@ -48,15 +58,25 @@ public final class Schema {
   public static final Keyword K_TUPLE_ATTRS = Keyword.intern("db", "tupleAttrs");
   public static final Keyword K_TUPLE_TYPE = Keyword.intern("db", "tupleType");
   public static final Keyword K_TUPLE_TYPES = Keyword.intern("db", "tupleTypes");
+  public static final Keyword K_ATTR_PREDS = Keyword.intern("db.attr", "preds");
 
   /** Entity id -> that entity's system-attribute values (aid -> value); never mutated once shared. */
   private final LongMap<Map<Long, Object>> props;
+  /** Entity id -> its {@code :db.attr/preds}, in the order asserted; never mutated once shared. */
+  private final LongMap<List<Symbol>> preds;
   private final LongMap<Attr> attrs;
+  private final boolean anyPreds;
   private final Map<Keyword, Long> idents;
   private final List<Attr> composites = new ArrayList<>();
 
-  private Schema(LongMap<Map<Long, Object>> props) {
+  private Schema(LongMap<Map<Long, Object>> props, LongMap<List<Symbol>> preds) {
     this.props = props;
+    this.preds = preds;
+    boolean any = false;
+    for (long e : preds.keys()) {
+      any |= !preds.get(e).isEmpty();
+    }
+    this.anyPreds = any;
     this.attrs = new LongMap<>(props.size());
     this.idents = new HashMap<>(props.size() * 2);
     props.forEach((e, p) -> {
@@ -87,6 +107,10 @@ public final class Schema {
     sysAttr(out, TUPLE_ATTRS, "tupleAttrs", "tuple", 0);
     sysAttr(out, TUPLE_TYPE, "tupleType", "ref", 0);
     sysAttr(out, TUPLE_TYPES, "tupleTypes", "tuple", 0);
+    sysAttr(out, ATTR_PREDS, K_ATTR_PREDS, "symbol", CARD_MANY);
+    sysAttr(out, ENTITY_ATTRS, Keyword.intern("db.entity", "attrs"), "keyword", CARD_MANY);
+    sysAttr(out, ENTITY_PREDS, Keyword.intern("db.entity", "preds"), "symbol", CARD_MANY);
+    sysAttr(out, ENSURE, Keyword.intern("db", "ensure"), "ref", CARD_MANY);
     out.add(new Object[] {TX_INSTANT, INDEX, Boolean.TRUE});
     for (int i = 0; i < TYPE_NAMES.length; i++) {
       out.add(new Object[] {TYPE_BASE + i, IDENT, Keyword.intern("db.type", TYPE_NAMES[i])});
@@ -107,6 +131,13 @@ public final class Schema {
     }
   }
 
+  private static void sysAttr(List<Object[]> out, long id, Keyword ident, String type,
+      long cardinality) {
+    out.add(new Object[] {id, IDENT, ident});
+    out.add(new Object[] {id, VALUE_TYPE, TYPE_BASE + indexOf(type)});
+    out.add(new Object[] {id, CARDINALITY, cardinality});
+  }
+
   private static int indexOf(String type) {
     for (int i = 0; i < TYPE_NAMES.length; i++) {
       if (TYPE_NAMES[i].equals(type)) {
@@ -123,20 +154,35 @@ public final class Schema {
 
   /** The schema of the bootstrap datoms alone. */
   public static Schema initial() {
-    LongMap<Map<Long, Object>> p = new LongMap<>(64);
-    for (Object[] d : bootstrap()) {
-      setProp(p, (Long) d[0], (Long) d[1], d[2]);
-    }
-    return new Schema(p);
+    return fromTriples(bootstrap());
   }
 
-  /** The schema from every system-attribute datom of a database ({@code [e aid v]} triples). */
+  /**
+   * The schema from every datom of a database's schema attributes ({@link #isSchemaAttr}) and
+   * {@link #ATTR_PREDS} ({@code [e aid v]} triples).
+   */
   public static Schema fromTriples(Iterable<Object[]> triples) {
     LongMap<Map<Long, Object>> p = new LongMap<>(64);
+    LongMap<List<Symbol>> preds = new LongMap<>(8);
     for (Object[] d : triples) {
-      setProp(p, (Long) d[0], (Long) d[1], d[2]);
+      long e = (Long) d[0];
+      if ((Long) d[1] == ATTR_PREDS) {
+        List<Symbol> l = preds.get(e);
+        preds.put(e, withPred(l == null ? List.of() : l, (Symbol) d[2], true));
+      } else {
+        setProp(p, e, (Long) d[1], d[2]);
+      }
     }
-    return new Schema(p);
+    return new Schema(p, preds);
+  }
+
+  private static List<Symbol> withPred(List<Symbol> l, Symbol pred, boolean added) {
+    List<Symbol> out = new ArrayList<>(l);
+    out.remove(pred);
+    if (added) {
+      out.add(pred);
+    }
+    return List.copyOf(out);
   }
 
   private static void setProp(LongMap<Map<Long, Object>> p, long e, long aid, Object v) {
@@ -154,7 +200,16 @@ public final class Schema {
    */
   public Schema with(List<Datom> datoms) {
     LongMap<Map<Long, Object>> p = null;
+    LongMap<List<Symbol>> pr = null;
     for (Datom d : datoms) {
+      if (d.aid == ATTR_PREDS) {
+        if (pr == null) {
+          pr = preds.copy();
+        }
+        List<Symbol> l = pr.get(d.e);
+        pr.put(d.e, withPred(l == null ? List.of() : l, (Symbol) d.v, d.added));
+        continue;
+      }
       if (!isSchemaAttr(d.aid)) {
         continue;
       }
@@ -170,7 +225,8 @@ public final class Schema {
         m.remove(d.aid);
       }
     }
-    return p == null ? this : new Schema(p);
+    return p == null && pr == null ? this
+        : new Schema(p == null ? props : p, pr == null ? preds : pr);
   }
 
   /** The schema an entity would have with {@code changes} (aid -> value, null = retracted). */
@@ -219,9 +275,11 @@ public final class Schema {
     Object u = p.get(UNIQUE);
     int unique = u instanceof Long x && x == UNIQUE_IDENTITY ? Attr.UNIQUE_IDENTITY
         : u instanceof Long x && x == UNIQUE_VALUE ? Attr.UNIQUE_VALUE : Attr.UNIQUE_NONE;
+    List<Symbol> ps = preds.get(e);
     return new Attr(e, ident, type, Long.valueOf(CARD_MANY).equals(p.get(CARDINALITY)), unique,
         Boolean.TRUE.equals(p.get(INDEX)), Boolean.TRUE.equals(p.get(IS_COMPONENT)),
-        Boolean.TRUE.equals(p.get(NO_HISTORY)), tupleAttrs, tupleType, tupleTypes);
+        Boolean.TRUE.equals(p.get(NO_HISTORY)), tupleAttrs, tupleType, tupleTypes,
+        ps == null || ps.isEmpty() ? null : ps);
   }
 
   /** How many {@code :db.type/*} enum entities there are (ids TYPE_BASE and up). */
@@ -259,6 +317,11 @@ public final class Schema {
       }
     }
     return null;
+  }
+
+  /** Whether any attribute has {@code :db.attr/preds}. */
+  public boolean hasAttrPreds() {
+    return anyPreds;
   }
 
   /** The composite tuple attributes ({@code :db/tupleAttrs}). */
@@ -324,6 +387,11 @@ public final class Schema {
         }
         kvs.add(k);
         kvs.add(v);
+      }
+      List<Symbol> ps = preds.get(e);
+      if (ps != null && !ps.isEmpty()) {
+        kvs.add(K_ATTR_PREDS);
+        kvs.add(PersistentHashSet.create(ps));
       }
       out.assoc(ident, PersistentArrayMap.createAsIfByAssoc(kvs.toArray()));
     });

@@ -29,6 +29,9 @@ final class SchemaCheck {
     for (TxChange c : changes) {
       if (Schema.isSchemaAttr(c.datom.aid)) {
         touched.add(c.datom.e);
+      } else if (c.datom.aid == Schema.ATTR_PREDS && c.datom.e < Schema.FIRST_USER_ID) {
+        throw Errors.error("schema/system", "System attributes take no :db.attr/preds",
+            "entity", c.datom.e, "ident", before.ident(c.datom.e), "value", c.datom.v);
       }
     }
     for (long e : touched) {

@@ -18,11 +18,10 @@ final class SchemaKeys {
   static final List<Keyword> SUPPORTED = List.of(kw("db", "ident"), kw("db", "valueType"),
       kw("db", "cardinality"), kw("db", "unique"), kw("db", "index"), kw("db", "isComponent"),
       kw("db", "noHistory"), kw("db", "doc"), kw("db", "tupleAttrs"), kw("db", "tupleType"),
-      kw("db", "tupleTypes"), kw("db", "txInstant"));
+      kw("db", "tupleTypes"), kw("db", "txInstant"), kw("db.attr", "preds"),
+      kw("db.entity", "attrs"), kw("db.entity", "preds"), kw("db", "ensure"));
   /** Keys Datomic's schema and tx-data know that datalith does not implement. */
-  private static final Set<Keyword> DATOMIC_ONLY = Set.of(kw("db", "fulltext"),
-      kw("db.attr", "preds"), kw("db", "ensure"), kw("db.entity", "attrs"),
-      kw("db.entity", "preds"), kw("db", "fn"), kw("db", "code"), kw("db", "lang"),
+  private static final Set<Keyword> DATOMIC_ONLY = Set.of(kw("db", "fulltext"), kw("db", "fn"), kw("db", "code"), kw("db", "lang"),
       kw("db", "excise"), kw("db.excise", "attrs"), kw("db.excise", "beforeT"),
       kw("db.excise", "before"), kw("db.install", "attribute"), kw("db.alter", "attribute"),
       kw("db.install", "partition"), kw("db.install", "valueType"), kw("db.install", "function"),
@@ -36,6 +35,11 @@ final class SchemaKeys {
 
   /** The error for {@code k}, a key of a {@code :db} namespace that names no attribute. */
   static ExceptionInfo unknown(Keyword k, Object form) {
+    if (SUPPORTED.contains(k)) { // a database made before datalith had it
+      return Errors.error("tx/invalid-attribute", "No attribute " + k + ": this database was made"
+          + " before datalith had " + k + " (export it and import the export into a new database"
+          + " to use " + k + ")", "attribute", k, "form", form);
+    }
     String why = DATOMIC_ONLY.contains(k)
         ? "Datomic's " + k + " is not supported by datalith"
             + (k.getNamespace().startsWith("db.install") || k.getNamespace().equals("db.alter")

@@ -10,6 +10,7 @@ import datalith.db.Latest;
 import datalith.db.Schema;
 import datalith.db.Snapshot;
 import datalith.db.TxChange;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -17,15 +18,15 @@ import java.util.List;
 /**
  * Turns tx-data into the datoms one transaction asserts and retracts, with
  * Datomic's semantics: map and list forms, tempids, upserts, lookup refs,
- * cardinality, uniqueness, cas, retractEntity, transaction functions, and
- * schema installed and altered as data. Reads the database through one
+ * cardinality, uniqueness, cas, retractEntity, transaction functions, attribute predicates
+ * and entity specs, and schema installed and altered as data. Reads the database through one
  * snapshot and writes nothing itself: a failed transaction leaves no trace.
  *
  * <p>It conducts the steps, each another class's job (see the package
  * description): declare the attributes maps define, expand tx-data into ops,
  * resolve tempids and upserts, apply the ops to the slots, derive composite
- * tuples, date the transaction, collect the datoms, check schema changes and
- * uniqueness.
+ * tuples, date the transaction, collect the datoms, check schema changes, uniqueness and
+ * predicates.
  */
 public final class Transactor {
   private static final Keyword ERROR = Keyword.intern("error");
@@ -126,6 +127,9 @@ public final class Transactor {
     IdentityHashMap<Object, Object> mapEntities = pending.declareAll(valid.txData, temps);
     List<Op> ops = Expander.expand(valid.txData, db, tx, pending, temps, refs, mapEntities);
     List<Op> resolved = TempidResolver.resolve(ops, db, snap, temps, ids, pending);
+    // :db/ensure is checked once the transaction is applied, and stored nowhere
+    List<long[]> ensures = new ArrayList<>(0);
+    resolved = Predicates.takeEnsures(resolved, ensures);
     Slots slots = new Slots(db, snap, tx, pending::get, resolved.size() + 1);
     Applier.applyAll(ValidEvents.plainOps(valid, resolved, tx), slots, db, snap);
     Composites.derive(pending, slots);
@@ -139,6 +143,10 @@ public final class Transactor {
       SchemaCheck.check(db, snap, schema, next, plain);
     }
     UniqueCheck.check(db, snap, changes, next);
+    Predicates.checkAttrs(schema, resolved);
+    if (!ensures.isEmpty()) {
+      Predicates.checkEntities(db.withChanges(changes, next, t, ids.next()), ensures);
+    }
     return new Result(changes, temps.toMap(tx), next, ids.next(), t, tx);
   }
 }

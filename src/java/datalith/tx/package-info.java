@@ -38,7 +38,10 @@
  *   <li>collect: {@code Slots.changes} lists the datoms ({@code TxChange});
  *   <li>check: {@code SchemaCheck} refuses schema changes that are invalid or
  *       unsafe for the stored data, {@code UniqueCheck} a unique value held
- *       by two entities.
+ *       by two entities, {@code Predicates} a value an attribute's
+ *       {@code :db.attr/preds} refuse and an entity its {@code :db/ensure} spec
+ *       refuses (the {@code :db/ensure} operations, which store nothing, were
+ *       taken out of the ops before apply).
  * </ol>
  * Valid time runs around these steps: {@code ValidForms} takes the valid-time intervals out of
  * tx-data before the declare step (keyed by the forms left in their place); before apply,
