@@ -309,6 +309,36 @@
       (testing "from nil: the bootstrap and schema transactions too"
         (is (= (range 0 (inc t4)) (map :t (d/tx-range conn nil nil))))))))
 
+(deftest the-log-in-queries
+  ;; Datomic's tx-ids and tx-data functions, ?log bound to (d/log conn)
+  (each-store [conn {:schema schema}]
+    (let [{{:keys [ada bob]} :ids [t1 t2 t3 t4] :t db :db} (load-history conn)
+          log (d/log conn)
+          email (d/entid db :user/email)]
+      (testing "tx-ids: start inclusive, end exclusive, as tx-range"
+        (is (= (set (map (comp vector d/t->tx) [t2 t3]))
+               (d/q '[:find ?tx :in ?log ?a ?b :where [(tx-ids ?log ?a ?b) [?tx ...]]] log t2 t4)))
+        (is (= (set (map (comp vector d/t->tx) [t3 t4]))
+               (d/q '[:find ?tx :in ?log ?a :where [(tx-ids ?log ?a nil) [?tx ...]]]
+                    log (tx-instant db t3)))))
+      (testing "tx-data: a transaction's datoms as [e a v tx added], attributes by id"
+        (is (= #{[bob "bob@x" false] [bob "robert@x" true]}
+               (d/q '[:find ?e ?v ?added :in $ ?log ?t ?t+1 :where
+                      [(tx-ids ?log ?t ?t+1) [?tx ...]] [(tx-data ?log ?tx) [[?e ?a ?v _ ?added]]]
+                      [?a :db/ident :user/email]]
+                    db log t3 (inc t3))))
+        (is (= #{[t3 email]}
+               (d/q '[:find ?t ?a :in $ ?log ?e :where [(tx-ids ?log nil nil) [?tx ...]]
+                      [(tx-data ?log ?tx) [[?e ?a ?v _ ?added]]] [(= ?v "robert@x")] [(true? ?added)]
+                      [(datalith.core/tx->t ?tx) ?t]]
+                    db log bob))))
+      (testing "bad arguments"
+        (are [query inputs] (= :query/invalid-call
+                               (try (apply d/q query inputs) nil
+                                    (catch clojure.lang.ExceptionInfo e (:error (ex-data e)))))
+          '[:find ?tx :in ?log :where [(tx-ids ?log 0 10) [?tx ...]]] ["not a log"]
+          '[:find ?e :in ?log :where [(tx-data ?log "t") [[?e]]]] [log])))))
+
 (deftest old-values-unaffected
   (each-store [conn {:schema schema}]
     (let [{{:keys [ada]} :ids [_ t2] :t db :db} (load-history conn)

@@ -108,6 +108,37 @@ final class Functions {
         return Engine.q(args.first(), inputs == null ? new Object[0] : inputs, null);
       }
     });
+    // the log in a query, as Datomic's: ?log is (d/log conn), a database value here
+    BUILTIN.put("tx-ids", new AFn() { // [(tx-ids ?log ?start ?end) [?tx ...]]
+      @Override
+      public Object invoke(Object log, Object start, Object end) {
+        List<Object[]> txs = asDb(log, "tx-ids").txRange(start, end);
+        Object[] ids = new Object[txs.size()];
+        for (int i = 0; i < ids.length; i++) {
+          ids[i] = txs.get(i)[1];
+        }
+        return PersistentVector.create(ids);
+      }
+    });
+    BUILTIN.put("tx-data", new AFn() { // [(tx-data ?log ?tx) [[?e ?a ?v ?tx ?added]]]
+      @Override
+      public Object invoke(Object log, Object tx) {
+        if (!(tx instanceof Long) && !(tx instanceof Integer)) {
+          throw Errors.error("query/invalid-call", "tx-data takes a transaction id or t",
+              "fn", "tx-data", "tx", tx);
+        }
+        long id = ((Number) tx).longValue();
+        List<Object[]> txs = asDb(log, "tx-data").txRange(id, id + 1);
+        List<Object> out = new java.util.ArrayList<>();
+        for (Object[] row : txs) {
+          for (Object d : (Iterable<?>) row[2]) {
+            datalith.index.Datom x = (datalith.index.Datom) d;
+            out.add(PersistentVector.create(x.e, x.aid, x.v, x.tx, x.added));
+          }
+        }
+        return PersistentVector.create(out);
+      }
+    });
     BUILTIN.put("missing?", new AFn() {
       @Override
       public Object invoke(Object db, Object e, Object attr) {
