@@ -151,3 +151,26 @@
               (d/import! conn (.getPath file))
               (checks conn)))))
       (finally (tu/delete-tree dir)))))
+
+(deftest specs-hold-in-group-commits
+  ;; transactions from many threads share commits; each is checked against the database its
+  ;; own group leaves before it, and a refused one fails alone
+  (each-store [conn]
+    (d/transact! conn schema)
+    (let [balance (fn [i] (- (mod i 7) 3))
+          outcomes (->> (range 240)
+                        (mapv (fn [i]
+                                (future
+                                  (try (d/transact! conn [{:acct/email (str "u" (mod i 40) "@x")
+                                                           :acct/name "U" :acct/balance (balance i)
+                                                           :db/ensure :acct/guard}])
+                                       :ok
+                                       (catch clojure.lang.ExceptionInfo e (:error (ex-data e)))))))
+                        (map deref)
+                        frequencies)
+          db (d/db conn)]
+      (is (= {:ok (count (filter (comp pos? balance) (range 240)))
+              :tx/entity-pred (count (remove (comp pos? balance) (range 240)))}
+             outcomes))
+      (is (empty? (d/q '[:find ?e :where [?e :acct/balance ?b] [(<= ?b 0)]] db)))
+      (is (= 40 (count (d/datoms db :aevt :acct/email)))))))
