@@ -1,5 +1,6 @@
 (ns datalith.lmdb-replace-child
-  "Random store contents for datalith.lmdb-replace-test, and its child JVM:
+  "Random store contents for the tests of Store.replaceAll (datalith.lmdb-replace-test,
+  lmdb-replace-atomicity-test and lmdb-replace-pages-test), and their child JVM:
 
     java ... clojure.main -m datalith.lmdb-replace-child digest DIR COMMIT
     java ... clojure.main -m datalith.lmdb-replace-child replace DIR COMMIT SEED SCALE [pause]
