@@ -10,7 +10,7 @@
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.properties :as prop]
             [datalith.core :as d]
-            [datalith.query-property-test :as qp]
+            [datalith.query-property-support :as qp]
             [datalith.specs :as ds]
             [datalith.test-util :as tu])
   (:import (java.io PushbackReader)))

@@ -2,10 +2,11 @@
   "Generated queries answered by datalith and by Datomic Local, compared: the
   differential check that found answers differing from Datomic's, run here
   rather than by the test suite because Datomic Local is a :bench dependency.
-  It reuses query-property-test's generators (schema, data, query specs, whose
-  queries are made to be ones Datomic accepts), loads each trial's data into a
-  datalith :mem database and a Datomic Local in-memory one, and runs the query
-  on the current database, as of an earlier t and since it, on both.
+  It reuses query-property-test's generators (datalith.query-property-support's:
+  schema, data, query specs, whose queries are made to be ones Datomic accepts),
+  loads each trial's data into a datalith :mem database and a Datomic Local
+  in-memory one, and runs the query on the current database, as of an earlier t
+  and since it, on both.
 
   Answers are compared after naming what differs between the two systems:
   entity ids become [:e i] (entity i of the trial's data), transaction ids
@@ -54,7 +55,7 @@
             [datalith.naive-pull :as np]
             [datalith.naive-query :as nq]
             [datalith.pull-property-test :as pp]
-            [datalith.query-property-test :as qp]
+            [datalith.query-property-support :as qp]
             [datomic.client.api :as dc]))
 
 (set! *warn-on-reflection* true)
@@ -80,7 +81,7 @@
       [conn db-name])))
 
 (defn- datomic-load!
-  "query-property-test's load-data!, on Datomic: {:eids :ts :txs :accepted}."
+  "query-property-support's load-data!, on Datomic: {:eids :ts :txs :accepted}."
   [conn schema {:keys [entities txs]}]
   (let [n (count entities)
         tmp #(str "e" (mod % n))
