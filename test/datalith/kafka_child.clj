@@ -1,12 +1,12 @@
 (ns datalith.kafka-child
-  "A node of a replicated database in a child JVM, for datalith.kafka-test: connects to DIR
-  following TOPIC on BOOTSTRAP, writes N transactions tagged NAME (new entities, and upserts of
-  one shared identity), waits until the node applied T-EXPECTED transactions, then prints its
-  basis t and every datom of EAVT and of the history, as EDN on one line. With N \"forever\",
-  writes until killed, printing `ack i eid` once transaction i is acknowledged (the kill -9
-  test). With N \"catch-up\", only follows the topic, and `pause-in-child` (a transaction
-  function of the topic) writes the file T-EXPECTED and blocks there (the kill -9 of a staged
-  catch-up)."
+  "A node of a replicated database in a child JVM, for the Kafka tests (datalith.kafka-test,
+  kafka-faults-test and kafka-catch-up-test): connects to DIR following TOPIC on BOOTSTRAP,
+  writes N transactions tagged NAME (new entities, and upserts of one shared identity), waits
+  until the node applied T-EXPECTED transactions, then prints its basis t and every datom of
+  EAVT and of the history, as EDN on one line. With N \"forever\", writes until killed,
+  printing `ack i eid` once transaction i is acknowledged (the kill -9 test). With N
+  \"catch-up\", only follows the topic, and `pause-in-child` (a transaction function of the
+  topic) writes the file T-EXPECTED and blocks there (the kill -9 of a staged catch-up)."
   (:require [datalith.core :as d]
             [datalith.child-jvm :as child])
   (:import (datalith.index Datom)))
