@@ -1,6 +1,7 @@
 (ns datalith.wal-child
-  "The child JVM of datalith.wal-test: commits durable transactions through the
-  write-ahead log until it is killed.
+  "The child JVM of the write-ahead log's tests (datalith.wal-test, wal-pause-test and
+  wal-write-behind-test): commits durable transactions through the write-ahead log until it is
+  killed.
 
     java ... clojure.main -m datalith.wal-child DIR OUT NAME LIMIT
 

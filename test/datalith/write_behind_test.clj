@@ -9,7 +9,7 @@
     fails in a group fails alone and writes nothing
   - history and as-of read the same as on a store without write-behind
   - a backup, an import (the store's sync paused) and a close see every commit
-    (the crash tests are in datalith.wal-test; the property tests run on
+    (the crash tests are in datalith.wal-write-behind-test; the property tests run on
     :lmdb-behind too: datalith.test-util/checked-stores)"
   (:require [clojure.java.io :as io]
             [clojure.test :refer [deftest is testing]]
