@@ -143,7 +143,13 @@
         (is (= {:user/name "C" :user/age 3} (d/pull db [:user/name :user/age] (get ids -7)))))
       (testing ":db.part/tx names the transaction"
         (is (= "the tx" (:user/name (d/entity db (:db/current-tx ids))))))
+      (testing "resolve-tempid, Datomic's way and DataScript's"
+        (is (= (get ids t1) (d/resolve-tempid (:db-after r) ids t1) (d/resolve-tempid ids t1)))
+        (is (= (get ids -7) (d/resolve-tempid db ids (int -7))))
+        (is (nil? (d/resolve-tempid db ids "nobody"))))
       (are [f err] (= err (error-of f))
+        #(d/resolve-tempid db [] t1) :db/invalid-tempids
+        #(d/resolve-tempid ids ids t1) :db/invalid-db
         #(d/tempid "user") :db/invalid-partition
         #(d/tempid nil -1) :db/invalid-partition
         #(d/tempid :db.part/user 1) :db/invalid-tempid

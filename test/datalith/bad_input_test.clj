@@ -275,6 +275,8 @@
       (gen/tuple (gen/return 'squuid-time-millis) (gen/tuple (gen-of [(java.util.UUID/randomUUID)])))
       (gen/tuple (gen/return 'tempid) (gen/one-of [(gen/tuple (gen-of [:db.part/user :db.part/tx]))
                                                    (gen/tuple (gen-of [:db.part/user]) (gen-of [-1 -7]))]))
+      (gen/tuple (gen/return 'resolve-tempid) (gen/one-of [(gen/tuple (gen-of [{"a" 1000} {-7 1001}]) (gen-of ["a" -7 (int -7)]))
+                                                           (gen/tuple db (gen-of [{"a" 1000}]) (gen-of ["a" "b"]))]))
       (gen/tuple (gen/return 'db-stats) (gen/tuple db))
       (gen/tuple (gen/return 'sync) (gen/one-of [(gen/tuple conn) (gen/tuple conn point)]))
       (gen/tuple (gen/return 'transact-async) (gen/tuple conn tx-data))
@@ -317,7 +319,7 @@
   '#{connect close db transact! with basis-t t->tx tx->t as-of since history as-of-t since-t
      history? schema entid ident entity touch datoms seek-datoms index-range tx-range log q explain
      pull pull-many verify rebuild-indexes backup
-     entity-db squuid squuid-time-millis tempid db-stats sync transact-async listen! unlisten!
+     entity-db squuid squuid-time-millis tempid resolve-tempid db-stats sync transact-async listen! unlisten!
      tx-report-queue remove-tx-report-queue rseek-datoms index-pull qseq filter filtered?
      export import! prepare run
      valid-at valid-intervals any-valid-time})

@@ -64,6 +64,24 @@
      (throw (error :db/invalid-tempid "A tempid's number is negative" {:n n})))
    (if (= :db.part/tx partition) "datomic.tx" (long n))))
 
+(defn resolve-tempid
+  "The entity id a transaction gave `tempid` (a string, a negative number or a
+  `tempid`), from its report's `:tempids`; nil when it named none. Datomic's
+  takes the report's database first, DataScript's not: both are taken.
+
+    (let [r (d/transact! conn [{:db/id \"ada\" :user/name \"Ada\"}])]
+      (d/resolve-tempid (:db-after r) (:tempids r) \"ada\"))
+    ; => 1000"
+  ([tempids tempid]
+   (when-not (map? tempids)
+     (throw (error :db/invalid-tempids "resolve-tempid takes a report's :tempids, a map"
+                   {:tempids tempids})))
+   (get tempids (if (integer? tempid) (long tempid) tempid)))
+  ([db tempids tempid]
+   (when-not (instance? Db db)
+     (throw (error :db/invalid-db "resolve-tempid takes a database value first" {:db db})))
+   (resolve-tempid tempids tempid)))
+
 (defn- view?
   "Whether `db` sees less or more than its current state (as-of, since, history, filter)."
   [^Db db]
