@@ -44,13 +44,13 @@
 
 (def gen-schema
   "The attribute roles are fixed; the types of two of them vary (:p/tags's doubles and
-  instants since stop 46)."
+  instants since stop 46, URIs since stop 47)."
   (gen/hash-map :name-type (gen/elements [:string :keyword :symbol])
-                :tag-type (gen/elements [:long :string :long :string :double :instant])
+                :tag-type (gen/elements [:long :string :long :string :double :instant :uri])
                 :num-indexed gen/boolean))
 
 (defn attr-sorts
-  "attr -> the sort of its values (:long :string :keyword :symbol :double :instant :ref)."
+  "attr -> the sort of its values (:long :string :keyword :symbol :double :instant :uri :ref)."
   [schema]
   {:p/id :long :p/num :long :p/name (:name-type schema) :p/tags (:tag-type schema)
    :p/next :ref :p/links :ref})
@@ -78,6 +78,13 @@
   [n]
   (java.util.Date. (long (nth [0 86400000 -86400000 1767225600000] (mod n 4)))))
 
+(defn- uri-of
+  "The n-th of a few URIs: opaque and hierarchical, a scheme in capitals (whose text sorts
+  before the others', while URI.compareTo ignores its case)."
+  [n]
+  (nth [(java.net.URI. "http://a.example/0") (java.net.URI. "urn:x:1")
+        (java.net.URI. "HTTP://b.example/2") (java.net.URI. "mailto:c@d.example")] (mod n 4)))
+
 (defn value-of
   "The n-th value of attribute `a` (a small domain, so that values repeat)."
   [schema a n]
@@ -91,7 +98,8 @@
               :long (mod n 4)
               :string (str "t" (mod n 4))
               :double (double-of n)
-              :instant (instant-of n))))
+              :instant (instant-of n)
+              :uri (uri-of n))))
 
 (defn- sometimes-nil [g] (gen/frequency [[1 (gen/return nil)] [4 g]]))
 
@@ -244,6 +252,7 @@
     :symbol (pick ['a0 'a1 'a2 'a3 'zz 'n/a1] n)
     :double (if (= 4 (mod n 6)) 2.0 (double-of n)) ; 2.0: a double that equals no stored one
     :instant (instant-of n)
+    :uri (if (= 4 (mod n 6)) (java.net.URI. "http://none.example/") (uri-of n)) ; a URI no datom holds
     :ref [::eid n]
     :attr [::attr (pick attrs n)]
     :tx [::tx n]
