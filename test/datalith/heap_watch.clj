@@ -1,6 +1,6 @@
 (ns datalith.heap-watch
   "A watch on the test JVM's heap for failures that end in an OutOfMemoryError far from their
-  cause. The tests' live heap stays under about 1 GB (GC logs of the store tests' runs); when the
+  cause. The tests' live heap stays under about 1 GB (GC logs of store-test's runs); when the
   old generation still holds more than half the maximum heap after a collection, something is
   allocating without end, and by the time the OutOfMemoryError is thrown, in whichever thread
   allocates next, the thread doing it and what it holds are gone. So once, at that point, this

@@ -3,7 +3,7 @@
   sorted-map model: random puts, deletes and overwrites in several sub-databases, every cursor
   move, snapshots kept open across later commits, and the two ways its delta is written back."
   (:require [clojure.test :refer [deftest is testing]]
-            [datalith.store-support :as st])
+            [datalith.store-test :as st])
   (:import [datalith.store Cursor LayeredStore LmdbStore MemStore ReadTxn Store SubDb WriteTxn]
            [java.nio ByteBuffer]
            [java.nio.file Files Path]

@@ -4,8 +4,7 @@
   caller made for the call alone is unreachable once its address is taken, so a collection in
   the read could free it (a direct buffer's cleaner runs right after the collection) and the
   read compare freed memory: a key that is there read as absent, at random, more often the
-  busier the heap (store-test's generative property, store-model-test's now, failed so about
-  once in ten runs).
+  busier the heap (store-test's generative property failed so about once in ten runs).
 
   A child JVM reads fresh direct probes of long keys on every store kind while its young
   generation, a few MiB, is collected many times a second, with glibc filling freed memory
@@ -14,7 +13,7 @@
   (:require [clojure.edn :as edn]
             [clojure.string :as str]
             [clojure.test :refer [deftest is]]
-            [datalith.store-support :as st])
+            [datalith.store-test :as st])
   (:import (datalith.store Cursor ReadTxn Store SubDb WriteTxn)
            (java.lang.management ManagementFactory GarbageCollectorMXBean)
            (java.nio ByteBuffer)
@@ -84,7 +83,7 @@
     {:kind kind :gets-only gets-only :wrong @wrong :reads @reads :collections (- (collections) gcs)}))
 
 (defn- read-kind
-  "read-store on a fresh store of `kind` (store-support's), deleted after."
+  "read-store on a fresh store of `kind` (store-test's), deleted after."
   [kind ms gets-only]
   (st/call-with-store kind {"sync" false} (fn [s] (read-store s kind ms gets-only))))
 
