@@ -22,7 +22,7 @@
             [datalith.naive :as naive]
             [datalith.readers :as readers]
             [datalith.test-util :as tu]
-            [datalith.tx-property-test :as txp])
+            [datalith.tx-property-support :as txp])
   (:import (datalith.conn ExportLines)
            (java.io File StringReader StringWriter)
            (java.util.concurrent LinkedBlockingQueue TimeUnit)))
@@ -325,7 +325,7 @@
 ;; ---------------------------------------------------------------- generated histories
 
 (defn- generated-history!
-  "Runs the generated transactions `txs` (tx-property-test's abstract ops) on
+  "Runs the generated transactions `txs` (tx-property-support's abstract ops) on
   `conn`, advancing the naive model as tx-property-test does; refused ones are
   left out."
   [conn schema txs]

@@ -1,6 +1,6 @@
 (ns datalith.import-transact-test
   "Bulk import (`d/import!`) against transact! (#17): the tx-data transact! accepted
-  (tx-property-test's generated transactions), imported as chunks into a fresh database of
+  (tx-property-support's generated transactions), imported as chunks into a fresh database of
   either store, staged or not, gives the database transact! gave but for its txInstants, also
   with the schema in the source; and so do the cases a bulk path would special-case, each run
   both ways."
@@ -12,7 +12,7 @@
             [datalith.import-support :refer [instant-free merging transact-chunks! trials]]
             [datalith.naive :as naive]
             [datalith.test-util :as tu]
-            [datalith.tx-property-test :as txp]))
+            [datalith.tx-property-support :as txp]))
 
 (set! *warn-on-reflection* true)
 

@@ -1,6 +1,7 @@
 (ns datalith.naive
   "A deliberately naive model of a Datomic database, the oracle the property
-  tests (datalith.tx-property-test) hold the engine to. It shares no code with
+  tests (datalith.tx-property-test and tx-writers-property-test, through
+  datalith.tx-model-check) hold the engine to. It shares no code with
   the engine: plain sets, maps and loops, no indexes, no encoding.
 
   The model is a log: one entry {:t t :datoms #{[e a v added]}} per accepted

@@ -3,12 +3,13 @@
   transactor's differential check, beside `datalith.bench.differential`'s of
   queries and pulls (and its table of hand-written transactions, `--kind tx`).
 
-  Each trial takes tx-property-test's generators (a schema of fixed roles whose
-  types vary: an identity, a unique value, a name, tags, three refs, one maybe a
-  component; then up to eight transactions of upserts, maps with nested and
-  reverse refs, lookup refs, retractions of values, of attributes and of
-  entities, cas, re-assertions, assertions about the transaction, and schema
-  alterations of cardinality, uniqueness and components), reads
+  Each trial takes tx-property-test's generators (datalith.tx-property-support's:
+  a schema of fixed roles whose types vary: an identity, a unique value, a name,
+  tags, three refs, one maybe a component; then up to eight transactions of
+  upserts, maps with nested and reverse refs, lookup refs, retractions of values,
+  of attributes and of entities, cas, re-assertions, assertions about the
+  transaction, and schema alterations of cardinality, uniqueness and
+  components), reads
   each transaction's concrete tx-data from the naive model of datalith's
   database (as the test does), and runs it on a datalith :mem database and on a
   Datomic Local in-memory one. The generated forms outside Datomic's language
@@ -49,7 +50,7 @@
             [datalith.bench.differential]
             [datalith.core :as d]
             [datalith.naive :as naive]
-            [datalith.tx-property-test :as tp]
+            [datalith.tx-property-support :as tp]
             [datomic.client.api :as dc]))
 
 (set! *warn-on-reflection* true)
