@@ -357,7 +357,7 @@
   (prep-lib! deps-edn basis)
   (step "d. tests on the deps.edn :test classpath")
   (run-tests! basis "datalith.classpath-test" "datalith.readme-test" "datalith.java-api-test"
-              "datalith.codec-test" "datalith.transact-test" "datalith.query-basic-test"
-              "datalith.pull-test")
+              "datalith.codec-test" "datalith.transact-test" "datalith.transact-ids-test"
+              "datalith.transact-values-test" "datalith.query-basic-test" "datalith.pull-test")
   (shutdown-agents)
   (System/exit 0))
