@@ -4,6 +4,7 @@
   (:require [clojure.test :refer [are deftest is testing]]
             [datalith.core :as d]
             [datalith.naive-query :as naive]
+            [datalith.naive-where :as nw]
             [datalith.test-util :refer [each-store]]))
 
 (def schema
@@ -301,7 +302,7 @@
                           (cond-> {:db/id e :item/owner (owners (if (= 1 (mod k 500)) "few" "many"))}
                             (odd? k) (assoc :item/tags (if (zero? (mod k 3)) [:a :b] [:c]))))))
     (let [db (d/db conn)
-          oracle (naive/db (d/datoms db :eavt))
+          oracle (nw/db (d/datoms db :eavt))
           query '[:find ?i ?name ?tag
                   :in $ ?owner-name
                   :where [?o :item/name ?owner-name] [?i :item/owner ?o]

@@ -18,7 +18,8 @@
             [clojure.test.check.results :as results]
             [clojure.walk :as walk]
             [datalith.core :as d]
-            [datalith.naive-query :as nq]))
+            [datalith.naive-query :as nq]
+            [datalith.naive-where :as nw]))
 
 (def trials
   (or (some-> (System/getenv "DATALITH_TRIALS") parse-long) 80))
@@ -713,11 +714,11 @@
     {:query query
      :inputs inputs
      ;; a case past the naive evaluator's work limit or its 2 s is skipped (:too-much-work)
-     :expected (try (binding [nq/*max-work* 20000000 nq/*work-done* (atom 0)
-                              nq/*deadline* (+ (System/nanoTime) 2000000000)]
+     :expected (try (binding [nw/*max-work* 20000000 nw/*work-done* (atom 0)
+                              nw/*deadline* (+ (System/nanoTime) 2000000000)]
                       (apply oracle query nargs))
                     (catch Throwable t
-                      (if (::nq/too-much-work (ex-data t))
+                      (if (::nw/too-much-work (ex-data t))
                         :too-much-work
                         {:oracle-error (str t) :data (ex-data t)})))
      :actual (try (apply d/q query args)
@@ -741,13 +742,13 @@
         t (pick ts (:as-of spec))
         history (map (fn [dm] [(:e dm) (:a dm) (:v dm) (:tx dm) (:added dm)])
                      (d/datoms (d/history db) :eavt))]
-    (or (check :current db (nq/db (d/datoms db :eavt)) eids qspec)
-        (check [:as-of t] (d/as-of db t) (nq/db (nq/as-of-datoms history (d/t->tx t))) eids qspec)
+    (or (check :current db (nw/db (d/datoms db :eavt)) eids qspec)
+        (check [:as-of t] (d/as-of db t) (nw/db (nw/as-of-datoms history (d/t->tx t))) eids qspec)
         (check [:since t] (d/since db t)
-               (nq/db (filter #(> (:tx %) (d/t->tx t)) (d/datoms db :eavt)) (d/datoms db :eavt))
+               (nw/db (filter #(> (:tx %) (d/t->tx t)) (d/datoms db :eavt)) (d/datoms db :eavt))
                eids qspec)
         (check :filtered (d/filter db filter-pred)
-               (nq/db (filter #(filter-pred db %) (d/datoms db :eavt))) eids qspec))))
+               (nw/db (filter #(filter-pred db %) (d/datoms db :eavt))) eids qspec))))
 
 (defn outcome [failure]
   (reify results/Result

@@ -9,6 +9,7 @@
             [clojure.test.check.properties :as prop]
             [datalith.core :as d]
             [datalith.naive-query :as naive]
+            [datalith.naive-where :as nw]
             [datalith.test-util :as tu :refer [each-store]]))
 
 (def schema
@@ -49,15 +50,15 @@
   (let [events (map (fn [dm] [(:e dm) (:a dm) (:v dm) (:tx dm) (:added dm)])
                     (d/datoms (d/history db) :eavt))
         current (d/datoms db :eavt)]
-    [[:current db (naive/db current)]
-     [:as-of (d/as-of db t1) (naive/db (naive/as-of-datoms events (d/t->tx t1)))]
-     [:as-of-2 (d/as-of db t2) (naive/db (naive/as-of-datoms events (d/t->tx t2)))]
+    [[:current db (nw/db current)]
+     [:as-of (d/as-of db t1) (nw/db (nw/as-of-datoms events (d/t->tx t1)))]
+     [:as-of-2 (d/as-of db t2) (nw/db (nw/as-of-datoms events (d/t->tx t2)))]
      ;; the oracle of a since view keeps the schema's datoms, which name the attributes
-     [:since (d/since db t1) (naive/db (filter #(or (> (:tx %) (d/t->tx t1)) (not= "s" (namespace (:a %))))
-                                               current))]
-     [:history (d/history db) (naive/db events)]
+     [:since (d/since db t1) (nw/db (filter #(or (> (:tx %) (d/t->tx t1)) (not= "s" (namespace (:a %))))
+                                            current))]
+     [:history (d/history db) (nw/db events)]
      [:filtered (d/filter db (fn [_ datom] (not (hidden? datom))))
-      (naive/db (remove hidden? current))]]))
+      (nw/db (remove hidden? current))]]))
 
 (def queries
   {:tags '[:find ?e ?n ?t :in $ [?e ...] :where [?e :s/name ?n] [?e :s/tags ?t]]
@@ -100,7 +101,7 @@
     (let [db (d/db conn)
           es (entities db (range 0 n 2))]
       (is (not-any? #{:star-join-eavt} (methods-of (:tags queries) db es)))
-      (is (= (naive/q (:tags queries) (naive/db (d/datoms db :eavt)) es)
+      (is (= (naive/q (:tags queries) (nw/db (d/datoms db :eavt)) es)
              (d/q (:tags queries) db es))))))
 
 (def trials 40)

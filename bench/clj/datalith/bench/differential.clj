@@ -54,6 +54,7 @@
             [datalith.core :as d]
             [datalith.naive-pull :as np]
             [datalith.naive-query :as nq]
+            [datalith.naive-where :as nw]
             [datalith.pull-property-test :as pp]
             [datalith.query-property-support :as qp]
             [datomic.client.api :as dc]))
@@ -212,12 +213,12 @@
   "Whether datalith's answer `l` (a :answer or :error map) is one the naive evaluator allows
   for `query` over `model` (:unknown: it ran past its work limit or its 5 s)."
   [query model inputs l]
-  (try (binding [nq/*max-work* 20000000 nq/*work-done* (atom 0)
-                 nq/*deadline* (+ (System/nanoTime) 5000000000)]
+  (try (binding [nw/*max-work* 20000000 nw/*work-done* (atom 0)
+                 nw/*deadline* (+ (System/nanoTime) 5000000000)]
          (let [expected (apply nq/answer query model inputs)]
            (and (contains? l :raw) (nq/agrees? expected (:raw l)))))
        (catch Throwable t
-         (if (::nq/too-much-work (ex-data t)) :unknown (contains? l :error)))))
+         (if (::nw/too-much-work (ex-data t)) :unknown (contains? l :error)))))
 
 (defn- classify
   "The kind of a difference: :datomic-refused (Datomic refused a query datalith answered: a
@@ -260,11 +261,11 @@
                 i (mod (:as-of spec) (count ts))
                 history (map (fn [x] [(:e x) (:a x) (:v x) (:tx x) (:added x)])
                              (d/datoms (d/history ldb) :eavt))
-                views [[:current ldb ddb #(nq/db (d/datoms ldb :eavt))]
+                views [[:current ldb ddb #(nw/db (d/datoms ldb :eavt))]
                        [[:as-of i] (d/as-of ldb (nth ts i)) (dc/as-of ddb (nth (:ts dres) i))
-                        #(nq/db (nq/as-of-datoms history (d/t->tx (nth ts i))))]
+                        #(nw/db (nw/as-of-datoms history (d/t->tx (nth ts i))))]
                        [[:since i] (d/since ldb (nth ts i)) (dc/since ddb (nth (:ts dres) i))
-                        #(nq/db (filter (fn [x] (> (:tx x) (d/t->tx (nth ts i))))
+                        #(nw/db (filter (fn [x] (> (:tx x) (d/t->tx (nth ts i))))
                                         (d/datoms ldb :eavt))
                                 (d/datoms ldb :eavt))]]]
             (some (fn [[label lview dview model]]
