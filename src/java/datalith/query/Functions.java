@@ -14,8 +14,10 @@ import datalith.db.Db;
 import datalith.db.Errors;
 import datalith.db.IndexScan;
 import datalith.db.Snapshot;
+import datalith.index.Datom;
 import datalith.index.Index;
 import datalith.index.KeyBuilder;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -129,10 +131,10 @@ final class Functions {
         }
         long id = ((Number) tx).longValue();
         List<Object[]> txs = asDb(log, "tx-data").txRange(id, id + 1);
-        List<Object> out = new java.util.ArrayList<>();
+        List<Object> out = new ArrayList<>();
         for (Object[] row : txs) {
           for (Object d : (Iterable<?>) row[2]) {
-            datalith.index.Datom x = (datalith.index.Datom) d;
+            Datom x = (Datom) d;
             out.add(PersistentVector.create(x.e, x.aid, x.v, x.tx, x.added));
           }
         }
