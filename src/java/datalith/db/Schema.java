@@ -123,9 +123,7 @@ public final class Schema {
   }
 
   private static void sysAttr(List<Object[]> out, long id, String name, String type, long unique) {
-    out.add(new Object[] {id, IDENT, Keyword.intern("db", name)});
-    out.add(new Object[] {id, VALUE_TYPE, TYPE_BASE + indexOf(type)});
-    out.add(new Object[] {id, CARDINALITY, CARD_ONE});
+    sysAttr(out, id, Keyword.intern("db", name), type, CARD_ONE);
     if (unique != 0) {
       out.add(new Object[] {id, UNIQUE, unique});
     }
