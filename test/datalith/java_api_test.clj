@@ -118,6 +118,8 @@
         "pull/entity"       #(.pullManyNamed db "[*]" [(object-array ["user/name" "Ada"])])
         "db/invalid-lookup-ref" #(.entity db (object-array ["user/age" 36]))
         "db/invalid-entity" #(.entity db 2.5)
+        "db/invalid-entity" #(.entid db 2.5)
+        "db/invalid-lookup-ref" #(.ident db (object-array ["user/age" 36]))
         "db/invalid-index"  #(.datoms db "foo" (object-array 0))
         "db/invalid-index"  #(.datoms db nil (object-array 0))
         "db/invalid-lookup-ref" #(.datoms db "eavt" (object-array [(object-array ["user/name" "x"])]))
@@ -255,6 +257,28 @@
       (testing "nothing to pull: null, as pull gives"
         (is (nil? (.pullNamed db "[:user/name]" (email-ref "nobody@example.com"))))
         (is (= [nil] (vec (.pullManyNamed db "[:user/name]" [(email-ref "nobody@example.com")]))))))))
+
+(deftest entid-and-ident
+  (each-java-store [conn]
+    (let [db (.db conn)
+          ada-id (.q db "[:find ?e . :where [?e :user/email \"ada@example.com\"]]" (object-array 0))
+          status-id (.q db "[:find ?e . :where [?e :db/ident :status/active]]" (object-array 0))]
+      (testing "entid: an id, an ident, a lookup ref (List or Object[]) name their entity"
+        (is (= ada-id (.entid db ada-id) (.entid db (email-ref "ada@example.com"))
+               (.entid db (object-array ["user/email" "ada@example.com"]))))
+        (is (= status-id (.entid db (Datalith/kw "status/active")))))
+      (testing "ident: the inverse for attributes and enums; null for an entity without one"
+        (is (= :status/active (.ident db status-id) (.ident db (Datalith/kw "status/active"))))
+        (is (= :user/email (.ident db (.entid db (Datalith/kw "user/email")))))
+        (is (nil? (.ident db ada-id))))
+      (testing "nothing named: null"
+        (is (nil? (.entid db (Datalith/kw "status/gone"))))
+        (is (nil? (.entid db (email-ref "nobody@example.com"))))
+        (is (nil? (.ident db (email-ref "nobody@example.com")))))
+      (testing "not an entity: a DatalithException"
+        (is (= "db/invalid-entity" (some-> (failure #(.entid db 2.5)) .category)))
+        (is (= "db/invalid-lookup-ref"
+               (some-> (failure #(.ident db (object-array ["user/age" 36]))) .category)))))))
 
 (deftest javadoc-covers-the-java-api
   (testing "javadoc -Xdoclint:all over datalith.api reports nothing (every public type and method

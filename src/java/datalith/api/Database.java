@@ -235,6 +235,40 @@ public final class Database {
   }
 
   /**
+   * The entity id an entity names, as Datomic's {@code entid}.
+   *
+   * @param eid the entity (see the class comment)
+   * @return its id; null when {@code eid} names no entity (an unknown ident, a lookup ref
+   *     that finds none)
+   * @throws DatalithException when {@code eid} is not an entity id, ident or lookup ref
+   */
+  public Long entid(Object eid) {
+    try (Snapshot s = db.snapshot()) {
+      long e = db.entid(s, Ids.eid(eid));
+      return e < 0 ? null : e;
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
+   * The ident of an entity, as Datomic's {@code ident}: the inverse of {@link #entid} for
+   * attributes and enum entities.
+   *
+   * @param eid the entity (see the class comment)
+   * @return its {@code :db/ident} keyword; null when it has none or {@code eid} names no entity
+   * @throws DatalithException when {@code eid} is not an entity id, ident or lookup ref
+   */
+  public Keyword ident(Object eid) {
+    try (Snapshot s = db.snapshot()) {
+      long e = db.entid(s, Ids.eid(eid));
+      return e < 0 ? null : db.schema().ident(e);
+    } catch (Exception ex) {
+      throw DatalithException.of(ex);
+    }
+  }
+
+  /**
    * The datoms of an index under leading components, in index order.
    *
    * @param index "eavt", "aevt", "avet" or "vaet" (any case)
