@@ -146,7 +146,7 @@ final class BTree {
 
     /** Compares key {@code i} with {@code key[off, off + len)}, unsigned. */
     int compare(int i, byte[] key, int off, int len) {
-      return KeyOrder.compare(data, offs[i], offs[i + 1], key, off, off + len);
+      return Arrays.compareUnsigned(data, offs[i], offs[i + 1], key, off, off + len);
     }
 
     /** Whether key {@code i} equals {@code key[off, off + len)}. */
@@ -477,7 +477,7 @@ final class BTree {
     int[] offs = leaf.offs;
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
-      if (KeyOrder.compare(data, offs[mid], offs[mid + 1], key, off, off + len) < 0) {
+      if (Arrays.compareUnsigned(data, offs[mid], offs[mid + 1], key, off, off + len) < 0) {
         lo = mid + 1;
       } else {
         hi = mid;
@@ -502,7 +502,7 @@ final class BTree {
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
       byte[] k = node.keys[mid];
-      if (KeyOrder.compare(k, 0, k.length, key, off, off + len) <= 0) {
+      if (Arrays.compareUnsigned(k, 0, k.length, key, off, off + len) <= 0) {
         lo = mid + 1;
       } else {
         hi = mid;

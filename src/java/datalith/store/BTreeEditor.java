@@ -9,6 +9,7 @@ import datalith.store.BTree.Branch;
 import datalith.store.BTree.Leaf;
 import datalith.store.BTree.Node;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 
 /**
  * Makes new versions of {@link BTree}s; owns the nodes it creates until it is dropped, and
@@ -146,7 +147,7 @@ final class BTreeEditor {
   }
 
   private static int compare(byte[] k, byte[] key, int off, int len) {
-    return KeyOrder.compare(k, 0, k.length, key, off, off + len);
+    return Arrays.compareUnsigned(k, 0, k.length, key, off, off + len);
   }
 
   private Node insert(Node node, byte[] key, int off, int len, ByteBuffer val) {

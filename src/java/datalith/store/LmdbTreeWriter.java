@@ -274,7 +274,7 @@ final class LmdbTreeWriter {
     if (integerKeys) {
       return Long.compareUnsigned((long) LONGS.get(a, i), (long) LONGS.get(b, j));
     }
-    return KeyOrder.compare(a, i, i + m, b, j, j + n);
+    return Arrays.compareUnsigned(a, i, i + m, b, j, j + n);
   }
 
   private void finishLeaf() throws IOException {

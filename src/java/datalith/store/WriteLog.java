@@ -312,7 +312,7 @@ final class WriteLog extends EntrySort {
     int bSize = keySize(b, by);
     // the first PREFIX bytes are equal, but a shorter key's were padded with zeros
     int skip = Math.min(PREFIX, Math.min(aSize, bSize));
-    return KeyOrder.compare(a, ax + HEADER + skip, ax + HEADER + aSize,
+    return Arrays.compareUnsigned(a, ax + HEADER + skip, ax + HEADER + aSize,
         b, by + HEADER + skip, by + HEADER + bSize);
   }
 
