@@ -79,7 +79,8 @@ final class LmdbPlainCursor implements Cursor {
     // LMDB takes the first key of: below the probe, a seek that a scan repeats would return
     // it for ever (the Java reader checks the same in LmdbCursor.cross)
     if (found && ReadOnlyBufferProxy.compareUnsigned(key, probe) < 0) {
-      throw txn.corrupt(db, -1, "LMDB's seek found a key below the one sought");
+      throw txn.corrupt(db, -1, "LMDB's seek found a key below the one sought"
+          + slot.probeReport(probe));
     }
     return found;
   }
