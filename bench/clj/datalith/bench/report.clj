@@ -36,7 +36,8 @@
         [100 (if (= kind "point") 0 1) (parse-long (or threads "0"))]))))
 
 (defn- throughput-op? [op]
-  (or (#{"load" "import-cold" "import-non-empty-cold" "import" "import-non-empty" "export"} op) (str/starts-with? op "read-")))
+  (or (#{"load" "import-cold" "import-non-empty-cold" "import" "import-non-empty" "export"} op)
+      (str/starts-with? op "read-")))
 
 ;; ---------------------------------------------------------------- csv
 

@@ -77,7 +77,10 @@ final class LmdbPlainCursor implements Cursor {
     }
     // a damaged branch page may route the probe to a leaf of smaller keys, whose next page
     // LMDB takes the first key of: below the probe, a seek that a scan repeats would return
-    // it for ever (the Java reader checks the same in LmdbCursor.cross)
+    // it for ever (the Java reader checks the same in LmdbCursor.cross). The error says whether
+    // the slot's copy of a long (or heap) probe still holds the probe's bytes: it was thrown
+    // once in the store tests, on an undamaged store, the copy not holding them (not
+    // reproduced since), so that a recurrence carries that evidence
     if (found && ReadOnlyBufferProxy.compareUnsigned(key, probe) < 0) {
       throw txn.corrupt(db, -1, "LMDB's seek found a key below the one sought"
           + slot.probeReport(probe));

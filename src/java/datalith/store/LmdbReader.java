@@ -66,8 +66,7 @@ final class LmdbReader {
     /**
      * For the error of a seek that found a key below {@code key}: when {@code key} was sought
      * through the slot's copy of its first bytes (a key longer than LMDB's, or on the heap),
-     * whether that copy still holds them (a seek of LMDB's own reader once failed so, under one
-     * order of the store tests, not reproduced since: see LmdbPlainCursor#seek).
+     * whether that copy still holds them (see LmdbPlainCursor#seek).
      */
     String probeReport(ByteBuffer key) {
       int size = key.remaining();
