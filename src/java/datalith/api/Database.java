@@ -226,8 +226,8 @@ public final class Database {
    */
   @SuppressWarnings("unchecked")
   public Map<Object, Object> entity(Object eid) {
-    try (Snapshot s = db.snapshot()) {
-      long e = db.entid(s, Ids.eid(eid));
+    try {
+      long e = id(eid);
       return e < 0 ? null : (Map<Object, Object>) new Entity(db, e).toMap();
     } catch (Exception ex) {
       throw DatalithException.of(ex);
@@ -243,8 +243,8 @@ public final class Database {
    * @throws DatalithException when {@code eid} is not an entity id, ident or lookup ref
    */
   public Long entid(Object eid) {
-    try (Snapshot s = db.snapshot()) {
-      long e = db.entid(s, Ids.eid(eid));
+    try {
+      long e = id(eid);
       return e < 0 ? null : e;
     } catch (Exception ex) {
       throw DatalithException.of(ex);
@@ -260,11 +260,18 @@ public final class Database {
    * @throws DatalithException when {@code eid} is not an entity id, ident or lookup ref
    */
   public Keyword ident(Object eid) {
-    try (Snapshot s = db.snapshot()) {
-      long e = db.entid(s, Ids.eid(eid));
+    try {
+      long e = id(eid);
       return e < 0 ? null : db.schema().ident(e);
     } catch (Exception ex) {
       throw DatalithException.of(ex);
+    }
+  }
+
+  /** The id of the entity {@code eid} names (see the class comment), or -1 when it names none. */
+  private long id(Object eid) {
+    try (Snapshot s = db.snapshot()) {
+      return db.entid(s, Ids.eid(eid));
     }
   }
 

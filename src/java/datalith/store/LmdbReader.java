@@ -47,10 +47,7 @@ final class LmdbReader {
       if (size == 0) {
         return c.first();
       }
-      ByteBuffer k = key;
-      if (size > Errors.MAX_KEY_SIZE || !key.isDirect()) {
-        k = copy(key, probe);
-      }
+      ByteBuffer k = soughtByCopy(key) ? copy(key, probe) : key;
       try {
         if (!c.get(k, GetOp.MDB_SET_RANGE)) {
           return false;
@@ -64,13 +61,21 @@ final class LmdbReader {
     }
 
     /**
+     * Whether {@link #seek} gives LMDB a copy of {@code key}'s first bytes (in the slot's probe)
+     * rather than {@code key} itself: a key longer than LMDB's longest, or one on the heap.
+     */
+    private static boolean soughtByCopy(ByteBuffer key) {
+      return key.remaining() > Errors.MAX_KEY_SIZE || !key.isDirect();
+    }
+
+    /**
      * For the error of a seek that found a key below {@code key}: when {@code key} was sought
-     * through the slot's copy of its first bytes (a key longer than LMDB's, or on the heap),
-     * whether that copy still holds them (see LmdbPlainCursor#seek).
+     * through the slot's copy of its first bytes ({@link #soughtByCopy}), whether that copy
+     * still holds them (see LmdbPlainCursor#seek).
      */
     String probeReport(ByteBuffer key) {
       int size = key.remaining();
-      if (size <= Errors.MAX_KEY_SIZE && key.isDirect()) {
+      if (!soughtByCopy(key)) {
         return "";
       }
       ByteBuffer prefix = key.duplicate();
