@@ -234,8 +234,10 @@
       (finally (tu/delete-tree dir)))))
 
 (deftest staged-chunks-read-aevt-and-older-values-as-transact-does
-  (testing "a staging derives AEVT and writes its trees in place between reads: transaction
-            functions reading :aevt of the chunks staged before them (and older staged values
+  (testing "a staging derives AEVT, and AVET of the attributes that are not unique, and writes
+            its trees in place between reads: transaction functions reading :aevt and :avet
+            (datoms, a value's entities, a range of values) of the chunks staged before them
+            (and older staged values
             kept from earlier chunks), schema alterations checked against staged datoms (one
             refused), retractions and retracted entities of the base and of the staging, give
             the database transact! gives, and stop at the same chunk"
@@ -243,6 +245,10 @@
           counted (fn [db i] ; reads :aevt, and the values of earlier chunks kept
                     (swap! stash conj db)
                     [{:k/id (+ 1000 i) :k/count (count (d/datoms db :aevt :k/n))
+                      :k/avet (pr-str [(take 3 (map (juxt :e :v) (d/datoms db :avet :k/n (- i 2))))
+                                       (count (d/datoms db :avet :k/n))
+                                       (count (d/datoms db :avet :k/u))
+                                       (sort (d/q '[:find [?e ...] :where [?e :k/n ?n] [(< 3 ?n 9)]] db))])
                       :k/old (pr-str (for [old (take-last 3 @stash)]
                                        [(d/basis-t old) (count (d/datoms old :aevt :k/n))
                                         (count (d/datoms old :eavt))]))}])
@@ -250,6 +256,7 @@
                   :k/n {:db/valueType :db.type/long}
                   :k/count {:db/valueType :db.type/long}
                   :k/old {:db/valueType :db.type/string}
+                  :k/avet {:db/valueType :db.type/string}
                   :k/u {:db/valueType :db.type/long}
                   :k/dup {:db/valueType :db.type/long :db/cardinality :db.cardinality/many}}
           chunks (fn [fns?]

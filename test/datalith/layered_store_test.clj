@@ -200,13 +200,15 @@
                                        [:put SubDb/AEVT (.toByteArray (biginteger i)) (byte-array 0)]) true)
        (is (.replacesAll layered) "one in REPLACE_RATIO: every tree rewritten")))))
 
-;; A staging that derives AEVT from EAVT (and HAEVT from HEAVT): datoms asserted and retracted
-;; as the transactor writes them (AEVT and HAEVT only when the transaction does not derive
-;; them), reads of every index at random points (a read of a derived one makes the next write
-;; transaction put them into the delta, which then writes them), snapshots of every commit
-;; read at the end, the delta written back both ways.
+;; A staging that derives AEVT from EAVT (and HAEVT from HEAVT), and AVET for the attributes
+;; the writer leaves out: datoms asserted and retracted as the transactor writes them (AEVT and
+;; HAEVT only when the transaction does not derive them; AVET's keys of the attributes it reads,
+;; 1 and 2, always, of the others unless the store omits them, deletions always), reads of every
+;; index at random points (a read of a derived one makes the next write transaction put them
+;; into the delta, which then writes them), reads within one attribute as index scans make them,
+;; snapshots of every commit read at the end, the delta written back both ways.
 
-(def ^:private datom-dbs [SubDb/EAVT SubDb/AEVT SubDb/HEAVT SubDb/HAEVT])
+(def ^:private datom-dbs [SubDb/EAVT SubDb/AEVT SubDb/AVET SubDb/HEAVT SubDb/HAEVT])
 
 (defn- long-bytes ^bytes [^long x] (.array (.putLong (ByteBuffer/allocate 8) x)))
 
@@ -214,9 +216,13 @@
   "The key of datom [e a v tx] (v: bytes) in `db` (EAVT or AEVT order), with `rtx` appended
   for a history key."
   ^bytes [db [e a ^bytes v tx] rtx]
-  (let [[x y] (if (#{SubDb/AEVT SubDb/HAEVT} db) [a e] [e a])]
-    (byte-array (concat (long-bytes x) (long-bytes y) v (long-bytes tx)
-                        (when rtx (long-bytes rtx))))))
+  (byte-array (concat (condp = db
+                        SubDb/AVET (concat (long-bytes a) v (long-bytes e))
+                        SubDb/AEVT (concat (long-bytes a) (long-bytes e) v)
+                        SubDb/HAEVT (concat (long-bytes a) (long-bytes e) v)
+                        (concat (long-bytes e) (long-bytes a) v))
+                      (long-bytes tx)
+                      (when rtx (long-bytes rtx)))))
 
 (def ^:private pairs [[SubDb/EAVT SubDb/HEAVT] [SubDb/AEVT SubDb/HAEVT]])
 
@@ -230,21 +236,63 @@
     (let [written (if (.derives w SubDb/AEVT) (take 1 pairs) pairs)
           none (byte-array 0)
           m (reduce
-             (fn [m [op d rtx]]
+             (fn [m [op [_ a :as d] rtx]]
                (doseq [[cur hist] written]
                  (if (= op :add)
                    (.put w cur (buf (datom-key cur d nil)) (buf none))
                    (do (.delete w cur (buf (datom-key cur d nil)))
                        (.put w hist (buf (datom-key hist d rtx)) (buf none)))))
+               (if (= op :add)
+                 (when (or (<= a 2) (not (.omits w SubDb/AVET a)))
+                   (.put w SubDb/AVET (buf (datom-key SubDb/AVET d nil)) (buf none)))
+                 (.delete w SubDb/AVET (buf (datom-key SubDb/AVET d nil))))
                (reduce (fn [m [cur hist]]
                          (if (= op :add)
                            (assoc-in m [cur (datom-key cur d nil)] none)
                            (-> m
                                (update cur dissoc (datom-key cur d nil))
                                (assoc-in [hist (datom-key hist d rtx)] none))))
-                       m pairs))
+                       (if (= op :add)
+                         (assoc-in m [SubDb/AVET (datom-key SubDb/AVET d nil)] none)
+                         (update m SubDb/AVET dissoc (datom-key SubDb/AVET d nil)))
+                       pairs))
              model ops)]
       (if commit? (do (.commit w) m) model))))
+
+(defn- within-agrees?
+  "Reads of AVET in `r` as index scans make them agree with `model`: one cursor told, before
+  each seek, that its reads stay within one attribute's keys (or one attribute and value, or
+  nothing), seeking that prefix and stepping while keys have it; a hint that says the cursor
+  moved is followed by a seek, and one that says it did not by steps from where it was to the
+  prefix, as a scan's restart makes them."
+  [^ReadTxn r model ^Random rnd]
+  (let [avet (keys (model SubDb/AVET))
+        valid (volatile! false)]
+    (with-open [c (.cursor r SubDb/AVET)]
+      (every?
+       (fn [_]
+         (let [a (inc (.nextInt rnd 41))
+               ^bytes prefix (case (.nextInt rnd 4)
+                        0 (byte-array 0)
+                        1 (byte-array (concat (long-bytes a) [(byte (* 7 (.nextInt rnd 6)))]))
+                        (long-bytes a))
+               starts? (fn [^bytes k] (and (>= (alength k) (alength prefix))
+                                           (Arrays/equals (Arrays/copyOf k (alength prefix)) prefix)))
+               expected (mapv vec (filter starts? avet))
+               stands (.within c (buf prefix))
+               below? #(neg? (.compare ^java.util.Comparator st/unsigned-byte-comparator (bytes-of (.key c)) prefix))
+               ;; a cursor that did not move steps forward to a prefix after it, as a restart does
+               found (if (and stands @valid (below?))
+                       (loop [] (if (.next c) (if (below?) (recur) true) false))
+                       (.seek c (buf prefix)))
+               got (loop [ok found acc []]
+                     (if (and ok (starts? (bytes-of (.key c))))
+                       (let [acc (conj acc (vec (bytes-of (.key c))))]
+                         (recur (.next c) acc))
+                       (do (vreset! valid ok) acc)))]
+           (or (= expected got)
+               (do (is (= expected got) (str "AVET within " (vec prefix))) false))))
+       (range 12)))))
 
 (defn- derive-trial
   [kind seed how absorb]
@@ -255,6 +303,7 @@
            pick (fn [xs] (nth xs (.nextInt rnd (count xs))))
            vparts (vec (for [i (range 6)] (byte-array (inc (mod i 3)) (byte (* 7 i)))))
            empty-m (into {} (for [db datom-dbs] [db (sorted-map-by st/unsigned-byte-comparator)]))
+           within-agrees? (fn [r m] (within-agrees? r m rnd))
            clean identity
            tx (atom 1000)
            ops (fn [m n]
@@ -292,6 +341,8 @@
                                   (str "after transaction " i))))
                           (with-open [r (.beginRead layered)] ; the ones written
                             (is (agrees? r m (vec (keys (m SubDb/EAVT))) rnd rand-key [SubDb/EAVT SubDb/HEAVT])))
+                          (with-open [r (.beginRead layered)] ; AVET as index scans read it
+                            (is (within-agrees? r m) (str "within one attribute, after transaction " i)))
                           (when (zero? (.nextInt rnd 3))
                             (swap! kept conj [(.beginRead layered) m]))
                           m))
@@ -337,6 +388,42 @@
        (with-open [r (.beginRead layered)]
          (is (= 2 (count (scan r SubDb/AEVT true))) "the derived entries put into the delta"))))))
 
+;; AVET made from EAVT sorts its keys by bytes, attribute by attribute: a radix sort of each
+;; key's bytes 8 to 24 and, for keys alike there, of the rest. Values of every shape: strings
+;; alike in their first 30 bytes, short ones, a few values many entities share (long runs of
+;; keys alike in the value), entities anywhere in the range of ids.
+(deftest avet-made-from-eavt-is-in-key-order
+  (doseq [kind [:lmdb :mem], seed (range 3)]
+    (testing (str kind ", seed " seed)
+      (call-with-base
+       kind
+       (fn [^Store base]
+         (let [rnd (Random. seed)
+               rand-bytes (fn [n] (let [b (byte-array n)] (.nextBytes rnd b) b))
+               shared (vec (repeatedly 6 #(rand-bytes (inc (.nextInt rnd 10)))))
+               value (fn []
+                       (case (.nextInt rnd 4)
+                         0 (byte-array (concat (repeat 30 (byte 97)) (rand-bytes (inc (.nextInt rnd 12)))))
+                         1 (rand-bytes (inc (.nextInt rnd 12)))
+                         2 (shared (.nextInt rnd (count shared)))
+                         (byte-array (concat [(byte 5)] (repeat (.nextInt rnd 20) (byte 0)) (rand-bytes 2)))))
+               datoms (vec (distinct
+                            (for [_ (range 4000)]
+                              [(case (.nextInt rnd 3)
+                                 0 (inc (.nextInt rnd 50))
+                                 1 (.nextLong rnd)
+                                 (+ 100000 (.nextInt rnd 1000000)))
+                               (+ 3 (.nextInt rnd 4)) (value) (+ 100 (.nextInt rnd 3))])))
+               expected (->> datoms
+                             (map #(datom-key SubDb/AVET % nil))
+                             (sort st/unsigned-byte-comparator)
+                             (mapv (fn [k] [(vec k) []])))]
+           (with-open [layered (LayeredStore/over base 0 true)]
+             (doseq [part (partition-all 1000 datoms)]
+               (write-datoms! layered {} (map #(vector :add %) part) true))
+             (with-open [r (.beginWriteBack layered)]
+               (is (= expected (scan r SubDb/AVET true)))))))))))
+
 (deftest a-write-back-read-builds-the-derived-indexes-on-a-helper
   (doseq [kind [:lmdb :mem]]
     (testing (name kind)
@@ -352,12 +439,15 @@
                                (write-datoms! {} (map #(vector :add %) datoms) true)))]
            (with-open [layered ^LayeredStore (staged)
                        r (.beginWriteBack layered)]
-             (is (every? #(.ready r %) [SubDb/EAVT SubDb/AVET SubDb/HEAVT]) "only the derived ones wait")
+             (is (every? #(.ready r %) [SubDb/EAVT SubDb/HEAVT SubDb/VAET]) "only the derived ones wait")
              (is (= (expected SubDb/EAVT) (scan r SubDb/EAVT true)))
              (is (= (expected SubDb/AEVT) (scan r SubDb/AEVT true)))
+             (is (= (expected SubDb/AVET) (scan r SubDb/AVET true))
+                 "AVET: the keys written (attributes 1 and 2) with the ones made (3 to 7)")
+             (is (= (reverse (expected SubDb/AVET)) (scan r SubDb/AVET false)))
              (is (= (reverse (expected SubDb/AEVT)) (scan r SubDb/AEVT false)))
              (is (= [] (scan r SubDb/HAEVT true)))
-             (is (.ready r SubDb/AEVT) "built, once read"))
+             (is (every? #(.ready r %) [SubDb/AEVT SubDb/AVET]) "built, once read"))
            (testing "an interrupt while a read waits for the helper is set again when the read closes"
              (with-open [layered ^LayeredStore (staged)]
                (let [r (.beginWriteBack layered)

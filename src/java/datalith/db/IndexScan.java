@@ -89,6 +89,10 @@ public final class IndexScan {
     boolean needHistory = historyMode || limit < newest || storeFilter;
     this.cur = snap.cursor(index.current);
     this.hist = needHistory ? snap.cursor(index.history) : null;
+    cur.within(prefix); // unpositioned: where they stand does not matter
+    if (hist != null) {
+      hist.within(prefix);
+    }
     if (resumeAfter == null) {
       ByteBuffer start = seek == null ? prefix : seek;
       curValid = cur.seek(start);
@@ -140,10 +144,13 @@ public final class IndexScan {
     limited = false;
     overBudget = false;
     ScanRestarts r = restarts();
-    curValid = r.reposition(cur, curValid, forward, p);
+    // a cursor the hint moved (a staging's AVET, read from another tree) is unpositioned: seeks
+    boolean stands = cur.within(p);
+    curValid = r.reposition(cur, curValid && stands, forward && stands, p);
     curKey = curValid ? ranged(cur.key(), 0) : null;
     if (hist != null) {
-      histValid = r.reposition(hist, histValid, forward, p);
+      stands = hist.within(p);
+      histValid = r.reposition(hist, histValid && stands, forward && stands, p);
       histKey = histValid ? ranged(hist.key(), 8) : null;
     }
     fromPrefix = true;

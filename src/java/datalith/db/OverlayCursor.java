@@ -59,6 +59,11 @@ final class OverlayCursor implements Cursor {
   }
 
   @Override
+  public boolean within(ByteBuffer prefix) {
+    return merged.within(prefix);
+  }
+
+  @Override
   public ByteBuffer key() {
     return merged.key();
   }

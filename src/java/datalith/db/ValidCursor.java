@@ -69,6 +69,12 @@ final class ValidCursor implements Cursor {
     return valid;
   }
 
+  /** {@inheritDoc} The base's hint: the lines are read whole. */
+  @Override
+  public boolean within(ByteBuffer prefix) {
+    return base.within(prefix);
+  }
+
   @Override
   public boolean seek(ByteBuffer key) {
     baseValid = base.seek(key);

@@ -68,7 +68,7 @@ final class Writes {
     LogRecord.Builder log = new LogRecord.Builder(entries.size(), bytes);
     for (int i = 0; i < entries.size(); i++) {
       LogRecord.Entry d = entries.get(i);
-      w.datom(d.e(), d.aid(), d.added(), d.encoded(), assertedTx[i], tx);
+      w.datom(d.e(), d.aid(), d.added(), d.encoded(), assertedTx[i], tx, true);
       log.add(d.e(), d.aid(), d.added(), d.encoded());
     }
     w.put(SubDb.LOG, LogRecord.key(t), log.finish(t));
@@ -99,7 +99,7 @@ final class Writes {
     LogRecord.Builder log = new LogRecord.Builder(changes.size(), bytes);
     for (TxChange c : changes) {
       Datom d = c.datom;
-      datom(d.e, d.aid, d.added, c.encoded, c.assertedTx, tx);
+      datom(d.e, d.aid, d.added, c.encoded, c.assertedTx, tx, c.attr == null || c.attr.isUnique());
       log.add(d.e, d.aid, d.added, c.encoded);
     }
     put(SubDb.LOG, LogRecord.key(t), log.finish(t));
@@ -110,9 +110,14 @@ final class Writes {
    * retraction's (of the datom {@code assertedTx} asserted; unread for an assertion) moved to
    * history. A value is a ref
    * exactly when its encoding is tagged {@link Codec#T_REF}: ref attributes encode every value
-   * so, and no other attribute ever does ({@link Codec#inferTag} never gives it).
+   * so, and no other attribute ever does ({@link Codec#inferTag} never gives it). An
+   * assertion's AVET key is left to the store when it makes them ({@link WriteTxn#omits}),
+   * unless {@code read}: the transactor reads a unique attribute's AVET keys as it
+   * transacts (uniqueness, upserts, lookup refs), which a store that made them would build
+   * for each read.
    */
-  private void datom(long e, long aid, boolean added, byte[] encoded, long assertedTx, long tx) {
+  private void datom(long e, long aid, boolean added, byte[] encoded, long assertedTx, long tx,
+      boolean read) {
     byte[] vpart = Codec.keyPart(encoded);
     if (vpart != encoded) { // keyPart returns its argument when the value fits inline
       put(SubDb.BLOBS, Db.direct(Codec.overflowHash(encoded)), Db.direct(encoded));
@@ -124,7 +129,9 @@ final class Writes {
       if (aevt) {
         put(SubDb.AEVT, aevt(e, aid, vpart, tx).sharedView(), EMPTY);
       }
-      put(SubDb.AVET, avet(e, aid, vpart, tx).sharedView(), EMPTY);
+      if (read || wt == null || !wt.omits(SubDb.AVET, aid)) {
+        put(SubDb.AVET, avet(e, aid, vpart, tx).sharedView(), EMPTY);
+      }
       if (ref) {
         put(SubDb.VAET, vaet(e, aid, v, tx).sharedView(), EMPTY);
       }

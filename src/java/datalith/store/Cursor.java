@@ -35,6 +35,17 @@ public interface Cursor extends AutoCloseable {
   }
 
   /**
+   * A hint that the caller reads only keys that begin with {@code prefix} (its bytes from its
+   * position to its limit, read during this call only) until it calls this again: a store may
+   * then read the keys beyond the prefix less carefully (a step or seek that leaves the prefix
+   * lands on some key beyond it, not necessarily the next). Returns whether the cursor is
+   * still where it was; false means it must seek before it steps. Others ignore it.
+   */
+  default boolean within(ByteBuffer prefix) {
+    return true;
+  }
+
+  /**
    * A hint that seeks of {@code keys[0 .. n)} follow: a store that reads pages in Java reads
    * what they will read now, the keys' reads side by side so that they wait on memory together;
    * others do nothing. Moves nothing: the cursor stays where it is.

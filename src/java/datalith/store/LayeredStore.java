@@ -33,10 +33,23 @@ import java.util.concurrent.FutureTask;
  * commonly builds them once, for its write-back, on a helper thread while the writer writes
  * the others ({@link #beginWriteBack}): a quarter of the delta's puts and of their
  * sorting saved, and the derived trees built in key order by bucketing the EAVT keys by
- * attribute (within one attribute they are in AEVT order already). Once a derived
- * sub-database was read at {@link #MATERIALIZE_AFTER} commits, the next write transaction puts
- * the derived entries into the delta and the staging stops deriving, so that reads of it
- * between commits do not each build it.
+ * attribute (within one attribute they are in AEVT order already).
+ *
+ * <p>Such a staging makes AVET's keys too, an attribute at a time: a writer leaves out the AVET
+ * keys of an attribute it does not read as it writes ({@link WriteTxn#omits}: the transactor
+ * reads only unique attributes' AVET keys), and the staging keeps the set of attributes left out
+ * (it only grows). A read of AVET that says it stays within one attribute not in that set
+ * ({@link Cursor#within}, as every index scan does) reads the delta's own AVET keys, which hold
+ * all of that attribute's; any other read of AVET reads the delta's own keys together with the
+ * keys made from EAVT's of the attributes left out (e|a|v|t to a|v|e|t, sorted by a radix sort on
+ * the helper at write-back, as AEVT is built): the two may share keys (an attribute left out
+ * after some of its keys were written, or copied from a small base), and their union is the
+ * delta's AVET. A writer still deletes AVET keys of every attribute, so the delta's own never
+ * holds one its EAVT retracted. The transactor's puts of AVET were two thirds of an import's tree
+ * puts (the JMH {@code TreeBench}). Once a derived sub-database was read at
+ * {@link #MATERIALIZE_AFTER} commits, the next write transaction puts the derived entries into
+ * the delta and the staging stops deriving, so that reads of it between commits do not each
+ * build it.
  *
  * <p>Threading: the base snapshot is one read transaction of the base store, which one thread
  * at a time may use, so this store's transactions (reads and writes) are for one thread at a
@@ -89,6 +102,9 @@ public final class LayeredStore implements Store {
   private boolean deriving; // under publish: AEVT and HAEVT are derived, not written
   private int derivedCommits; // under publish: commits whose derived sub-databases were read
   private Derived derived; // under publish: the derived trees of the last read that built them
+  // the attributes whose AVET keys the writer leaves out (WriteTxn.omits), sorted; replaced
+  // whole, under publish, and only ever by a larger set
+  private volatile long[] omitted = new long[0];
   private volatile boolean closed;
 
   private LayeredStore(Store base, ReadTxn snapshot, long absorb, boolean derive) {
@@ -233,11 +249,14 @@ public final class LayeredStore implements Store {
     try (Read r = (Read) beginRead()) {
       d = derivedOf(r);
     }
-    for (SubDb[] pair : DERIVED) {
-      copyTree(d.puts.cursor(pair[0]), p, pair[0]);
-      copyTree(d.gone.cursor(pair[0]), g, pair[0]);
-      if (!d.gone.isEmpty(pair[0])) {
-        deletes[pair[0].ordinal()] = true;
+    for (SubDb db : new SubDb[] {SubDb.AEVT, SubDb.HAEVT, SubDb.AVET}) {
+      if (db == SubDb.AVET && omitted.length == 0) {
+        continue; // the delta's own AVET is all of it
+      }
+      copyTree(d.puts.cursor(db), p, db);
+      copyTree(d.gone.cursor(db), g, db);
+      if (!d.gone.isEmpty(db)) {
+        deletes[db.ordinal()] = true;
       }
     }
     synchronized (publish) {
@@ -245,7 +264,7 @@ public final class LayeredStore implements Store {
       g.commit();
       commits++;
       deriving = false;
-      derived = null;
+      derived = null; // omitted stays: the reads begun before read by it
     }
   }
 
@@ -273,20 +292,43 @@ public final class LayeredStore implements Store {
       }
       derivedCommits++;
     }
-    Derived d = new Derived(r.commit, swapped(r.puts), swapped(r.gone));
+    long[] om = omitted;
+    Derived d = new Derived(r.commit, swapped(r.puts, om), swapped(r.gone, om));
     synchronized (publish) {
       derived = d;
     }
     return d;
   }
 
-  /** A snapshot whose derived sub-databases are made from {@code from}'s, and nothing else. */
-  private static MemReadTxn swapped(MemReadTxn from) {
+  /**
+   * A snapshot whose derived sub-databases are made from {@code from}'s, and nothing else: AEVT
+   * and HAEVT, and AVET when the writer left out the AVET keys of the attributes
+   * {@code omitted} (its own keys and the ones made for those).
+   */
+  private static MemReadTxn swapped(MemReadTxn from, long[] omitted) {
     BTree.Node[] roots = new BTree.Node[SubDb.values().length];
     for (SubDb[] pair : DERIVED) {
       roots[pair[0].ordinal()] = swappedTree(from.root(pair[1]));
     }
+    if (omitted.length > 0) {
+      roots[SubDb.AVET.ordinal()] =
+          AvetKeys.tree(from.root(SubDb.EAVT), from.root(SubDb.AVET), omitted);
+    }
     return new MemReadTxn(roots, null);
+  }
+
+  /** Whether {@code attr} is one of {@code omitted} (sorted). */
+  static boolean omitted(long[] omitted, long attr) {
+    return omitted.length > 0 && Arrays.binarySearch(omitted, attr) >= 0;
+  }
+
+  /** The attribute of an index key that begins with one: its first 8 bytes, big-endian. */
+  static long attrOf(ByteBuffer key) {
+    long a = 0;
+    for (int i = key.position(), end = i + 8; i < end; i++) {
+      a = a << 8 | key.get(i) & 0xff;
+    }
+    return a;
   }
 
   /**
@@ -515,19 +557,35 @@ public final class LayeredStore implements Store {
       return ahead == null ? derivedOf(this) : PlatformThreads.await(ahead, interrupted);
     }
 
+    /**
+     * Whether the delta's entries of {@code db} are made (in part, for AVET) from another's:
+     * AEVT and HAEVT when deriving, AVET once the writer left out an attribute's keys.
+     */
+    private boolean made(SubDb db) {
+      return deriving && (derived(db) || db == SubDb.AVET && omitted.length > 0);
+    }
+
+    /**
+     * Whether a read of {@code db} that stays within {@code prefix} may read the delta's own
+     * entries though it makes some: AVET's of one attribute that the writer never left out.
+     */
+    private boolean ownHolds(SubDb db, ByteBuffer prefix) {
+      return db == SubDb.AVET && prefix.remaining() >= 8 && !omitted(omitted, attrOf(prefix));
+    }
+
     /** The delta's entries of {@code db}: its own, or made from another's when derived. */
     MemReadTxn putsOf(SubDb db) {
-      return deriving && derived(db) ? derivedTrees().puts : puts;
+      return made(db) ? derivedTrees().puts : puts;
     }
 
     /** The delta's deletions of the base's keys of {@code db}, likewise. */
     MemReadTxn goneOf(SubDb db) {
-      return deriving && derived(db) ? derivedTrees().gone : gone;
+      return made(db) ? derivedTrees().gone : gone;
     }
 
     @Override
     public boolean ready(SubDb db) {
-      return !(deriving && derived(db)) || ahead == null || ahead.isDone();
+      return !made(db) || ahead == null || ahead.isDone();
     }
 
     /**
@@ -538,8 +596,14 @@ public final class LayeredStore implements Store {
     @Override
     public Cursor cursor(SubDb db) {
       checkOpen();
-      MemReadTxn puts = putsOf(db);
-      MemReadTxn gone = goneOf(db);
+      if (db == SubDb.AVET && made(db)) {
+        return new AvetCursor();
+      }
+      return cursorOf(db, putsOf(db), goneOf(db));
+    }
+
+    /** A cursor over the base's {@code db} with {@code puts} and {@code gone} laid on it. */
+    private Cursor cursorOf(SubDb db, MemReadTxn puts, MemReadTxn gone) {
       boolean noDeletes = gone.isEmpty(db);
       if (noDeletes && baseEmpty[db.ordinal()]) {
         return puts.cursor(db);
@@ -553,13 +617,108 @@ public final class LayeredStore implements Store {
     @Override
     public ByteBuffer get(SubDb db, ByteBuffer key) {
       checkOpen();
-      MemReadTxn puts = putsOf(db);
-      MemReadTxn gone = goneOf(db);
+      boolean own = !made(db) || ownHolds(db, key);
+      MemReadTxn puts = own ? this.puts : putsOf(db);
+      MemReadTxn gone = own ? this.gone : goneOf(db);
       ByteBuffer v = puts.get(db, key);
       if (v != null || baseEmpty[db.ordinal()] || gone.get(db, key) != null) {
         return v;
       }
       return snapshot.get(db, key);
+    }
+
+    /**
+     * AVET's cursor while the staging makes some of its keys: until a hint says otherwise
+     * ({@link #within}), it reads the union of the delta's own keys and the made ones; within
+     * one attribute whose keys the delta holds whole, the delta's own. Takes its cursor at its
+     * first seek, so that a hint given first builds nothing.
+     */
+    private final class AvetCursor implements Cursor {
+      private boolean own; // reads the delta's own keys
+      private Cursor at; // null until positioned, and after a hint that changed what it reads
+
+      @Override
+      public boolean within(ByteBuffer prefix) {
+        boolean o = ownHolds(SubDb.AVET, prefix);
+        if (o == own) {
+          return true;
+        }
+        own = o;
+        if (at == null) {
+          return true;
+        }
+        at.close();
+        at = null;
+        return false;
+      }
+
+      private Cursor at() {
+        if (at == null) {
+          at = own ? cursorOf(SubDb.AVET, puts, gone)
+              : cursorOf(SubDb.AVET, putsOf(SubDb.AVET), goneOf(SubDb.AVET));
+        }
+        return at;
+      }
+
+      private Cursor positioned() {
+        if (at == null) {
+          throw new IllegalStateException("A step of a cursor that has not been positioned");
+        }
+        return at;
+      }
+
+      @Override
+      public boolean seek(ByteBuffer key) {
+        return at().seek(key);
+      }
+
+      @Override
+      public boolean first() {
+        return at().first();
+      }
+
+      @Override
+      public boolean last() {
+        return at().last();
+      }
+
+      @Override
+      public boolean next() {
+        return at != null && at.next();
+      }
+
+      @Override
+      public boolean prev() {
+        return at != null && at.prev();
+      }
+
+      @Override
+      public long skipRun(ByteBuffer prefix) {
+        return at == null ? 0 : at.skipRun(prefix);
+      }
+
+      @Override
+      public void warm(ByteBuffer[] keys, int n) {
+        at().warm(keys, n);
+      }
+
+      @Override
+      public ByteBuffer key() {
+        return positioned().key();
+      }
+
+      @Override
+      public ByteBuffer val() {
+        return positioned().val();
+      }
+
+      @Override
+      public void close() {
+        if (at != null) {
+          at.close();
+          at = null;
+        }
+      }
     }
 
     /** {@inheritDoc} Waits for a helper still building the derived sub-databases first. */
@@ -600,6 +759,33 @@ public final class LayeredStore implements Store {
     @Override
     public boolean derives(SubDb db) {
       return derive && derived(db);
+    }
+
+    /**
+     * {@inheritDoc} AVET's keys of any attribute while deriving: the attribute joins the ones
+     * this staging makes, and the put counts as one written.
+     */
+    @Override
+    public boolean omits(SubDb db, long attr) {
+      if (!derive || db != SubDb.AVET) {
+        return false;
+      }
+      if (!omitted(omitted, attr)) {
+        synchronized (publish) {
+          long[] om = omitted;
+          int x = Arrays.binarySearch(om, attr);
+          if (x < 0) {
+            x = -x - 1;
+            long[] more = new long[om.length + 1];
+            System.arraycopy(om, 0, more, 0, x);
+            more[x] = attr;
+            System.arraycopy(om, x, more, x + 1, om.length - x);
+            omitted = more;
+          }
+        }
+      }
+      writes++;
+      return true;
     }
 
     /** Counts a write, twice when it also stands for its derived sub-database's. */

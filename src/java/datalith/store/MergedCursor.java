@@ -187,6 +187,12 @@ public final class MergedCursor implements Cursor {
     base.warm(keys, n);
   }
 
+  /** {@inheritDoc} The base's hint: the writes on top are read whole. */
+  @Override
+  public boolean within(ByteBuffer prefix) {
+    return base.within(prefix);
+  }
+
   @Override
   public ByteBuffer key() {
     return onTop ? top.key() : base.key();

@@ -41,6 +41,18 @@ public interface WriteTxn extends AutoCloseable {
     return false;
   }
 
+  /**
+   * Asks whether the writer may leave out the entries of {@code db} whose key begins with the
+   * 8 bytes of {@code attr}, an attribute's id: true when the store makes them itself from
+   * EAVT's (a staging's AVET, {@link LayeredStore}), which it does then for every key of that
+   * attribute a later write leaves out; the writer still deletes them. Asked before each put it
+   * would leave out, so that the store knows which attributes it makes. No store does so by
+   * default.
+   */
+  default boolean omits(SubDb db, long attr) {
+    return false;
+  }
+
   /** Discards the writes unless committed, and releases the writer slot. */
   @Override
   void close();

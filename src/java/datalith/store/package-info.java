@@ -170,8 +170,14 @@
  * swapped): their write transactions say so ({@code WriteTxn.derives}), the transactor leaves
  * those keys out, and a read of them (mostly the write-back's) builds them from the EAVT keys
  * by bucketing them by attribute, bottom up ({@code BTree.build}), with no sort and no B-tree
- * put. The write-back's read ({@code LayeredStore.beginWriteBack}) builds them on a helper
- * thread while the writer writes the other trees ({@code ReadTxn.ready} says which may wait).
+ * put. They make AVET too, an attribute at a time: the transactor leaves out the AVET keys of
+ * the attributes it does not read as it writes (all but the unique ones), asking the store
+ * first ({@code WriteTxn.omits}); a read that stays within one attribute the store does not
+ * make ({@code Cursor.within}, which every index scan gives) reads the delta's own AVET, any
+ * other the delta's own with the made keys (EAVT's of those attributes, reordered, radix-sorted
+ * attribute by attribute: {@code AvetKeys}). The write-back's read
+ * ({@code LayeredStore.beginWriteBack}) builds them on a helper thread while the writer writes
+ * the other trees ({@code ReadTxn.ready} says which may wait).
  *
  * <p>Durability ({@code LmdbStore.open}'s option {@code "commit"}): with {@code "wal"}, LMDB
  * runs with MDB_NOSYNC and a commit is durable once its one record (its logged puts and deletes,
