@@ -188,6 +188,7 @@ public final class LayeredStore implements Store {
    */
   public ReadTxn beginWriteBack() {
     Read r = (Read) beginRead();
+    r.whole = true;
     if (r.deriving) {
       r.deriveAhead();
     }
@@ -525,6 +526,9 @@ public final class LayeredStore implements Store {
     final long commit; // the delta's commit it reads
     final boolean deriving; // the derived sub-databases are made from the others
     private FutureTask<Derived> ahead; // the derived sub-databases built on a helper, or null
+    // reads whole sub-databases (the write-back's): AVET's cursor is the merge's own, which
+    // replaceAll reads leaf by leaf, not one waiting for a hint
+    boolean whole;
     private final boolean[] interrupted = new boolean[1]; // while it waited for the helper
 
     Read(MemReadTxn puts, MemReadTxn gone, long commit, boolean deriving) {
@@ -596,7 +600,7 @@ public final class LayeredStore implements Store {
     @Override
     public Cursor cursor(SubDb db) {
       checkOpen();
-      if (db == SubDb.AVET && made(db)) {
+      if (db == SubDb.AVET && made(db) && !whole) {
         return new AvetCursor();
       }
       return cursorOf(db, putsOf(db), goneOf(db));
