@@ -72,6 +72,7 @@ final class LmdbOpen {
       throw e;
     }
     Env<ByteBuffer> env = null;
+    String step = "mdb_env_open"; // the call that failed, for the error
     try {
       EnvFlags[] flags = o.sync && !o.walCommits
           ? new EnvFlags[] {EnvFlags.MDB_NOTLS, EnvFlags.MDB_NORDAHEAD}
@@ -81,11 +82,14 @@ final class LmdbOpen {
           .setMaxDbs(SubDb.values().length)
           .setMaxReaders(o.maxReaders)
           .open(dir.toFile(), flags);
+      step = "mdb_reader_check";
       env.readerCheck(); // frees reader slots left by dead processes
       List<Dbi<ByteBuffer>> dbis = new ArrayList<>();
       for (SubDb db : SubDb.values()) {
+        step = "mdb_dbi_open of " + db.name();
         dbis.add(env.openDbi(db.name(), DbiFlags.MDB_CREATE));
       }
+      step = "the store's first reads";
       LmdbStore store = new LmdbStore(real, where, o.sync, env, List.copyOf(dbis),
           o.javaPages, o.walCommits, openLock);
       if (!existed) {
@@ -122,7 +126,7 @@ final class LmdbOpen {
       }
       OPEN_DIRS.remove(real);
       throw e instanceof LmdbException
-          ? Errors.lmdb(where, "Cannot open the LMDB store", (LmdbException) e) : e;
+          ? Errors.lmdb(where, "Cannot open the LMDB store (" + step + ")", (LmdbException) e) : e;
     }
   }
 
