@@ -129,16 +129,16 @@
           (timed-rate #(:datoms (d/import! c source)))]
          (finally (d/close c) (system/delete-tree dir)))))
 
-(def ^:private import-warm-pairs
-  "The warm-up of the importer: at least the first of these many pairs, at most
-  the second, until a pair's import into the empty database is no longer 5%
-  faster than the fastest before it (the JIT's compilations of the import's code
-  go on for a few imports of 1M datoms: 0.33, 0.54, 0.79 and 1.06M datoms/s in
-  the first four of one JVM)."
+(def ^:private warm-runs
+  "The warm-up of an op timed once a run (an import pair, a load): at least the
+  first of these many runs, at most the second, until a run is no longer 5% faster
+  than the fastest before it (the JIT's compilations of an import's code go on for
+  a few imports of 1M datoms: 0.33, 0.54, 0.79 and 1.06M datoms/s in the first
+  four of one JVM)."
   [2 8])
 
-(def ^:private import-timed-pairs
-  "The pairs timed after the warm-up; their median is the figure." 3)
+(def ^:private timed-runs
+  "The runs timed after the warm-up; their median is the figure." 3)
 
 (defn- median-stats
   "One stats map of several runs' (each {:p50-ms ..}): the median run's time as
@@ -150,19 +150,34 @@
         {:keys [p50-ms ops-per-s]} (first (filter #(= mid (:p50-ms %)) runs))]
     {:p50-ms p50-ms :p95-ms worst :p99-ms worst :ops-per-s ops-per-s}))
 
-(defn- warm-import-pairs
-  "The steady import figures: pairs into fresh databases in `scratch` until the
-  import into the empty one is steady ([[import-warm-pairs]]), then
-  [[import-timed-pairs]] more: [empty-stats non-empty-stats], each their median."
-  [^Datalith s source ^File scratch]
-  (let [[at-least at-most] import-warm-pairs]
+(defn- steady
+  "The steady figures of `run` (no arguments; returns a vector of stats maps, the
+  first of which says whether it got faster): runs it until the first is steady
+  ([[warm-runs]]), then [[timed-runs]] times more; a vector of the timed runs'
+  median-stats, position by position."
+  [run]
+  (let [[at-least at-most] warm-runs]
     (loop [i 0 best Double/MAX_VALUE]
-      (let [ms (:p50-ms (first (import-pair s source (File. scratch "import-warm"))))]
+      (let [ms (:p50-ms (first (run)))]
         (when (and (< (inc i) at-most) (or (< (inc i) at-least) (< ms (* 0.95 best))))
           (recur (inc i) (min best ms)))))
-    (let [pairs (vec (for [_ (range import-timed-pairs)]
-                       (import-pair s source (File. scratch "import"))))]
-      [(median-stats (map first pairs)) (median-stats (map second pairs))])))
+    (let [runs (vec (repeatedly timed-runs run))]
+      (mapv (fn [k] (median-stats (map #(nth % k) runs))) (range (count (first runs)))))))
+
+(defn- load-once
+  "Loads `data` through transact! in batches of `batch-size` issues into a fresh
+  database of `s`'s kind in `dir` (made before the clock starts, deleted after):
+  [stats], as the `load` op times it."
+  [^Datalith s data batch-size ^File dir]
+  (system/delete-tree dir)
+  (let [c (if (.-dir s)
+            (d/connect (.getPath dir) (assoc (.-conn-opts s) :schema workload/schema))
+            (d/connect :mem {:schema workload/schema}))]
+    (try (let [ms (/ (:load-ns (workload/load! data {:batch-size batch-size
+                                                      :transact (transact-fn c)}))
+                     1e6)]
+           [{:p50-ms ms :p95-ms ms :p99-ms ms :ops-per-s (/ (:datoms data) (/ ms 1000))}])
+         (finally (d/close c) (system/delete-tree dir)))))
 
 (defn bulk-ops
   "The ops `import` (the workload's tx-data, `batch-size` issues a chunk, through
@@ -173,9 +188,10 @@
   database of its own: the first pair, `import-cold` and `import-non-empty-cold`,
   meets the importer's code cold (what a JVM that imports once, as the CLI's
   `import` does, gets); then `import` and `import-non-empty`, the steady figures
-  after the importer's warm-up, as the other ops' are taken ([[warm-import-pairs]]:
-  pairs until the import is no longer faster, then the median of three more).
-  Export runs once."
+  after the importer's warm-up, as the other ops' are taken ([[steady]]: pairs
+  until the import is no longer faster, then the median of three more). And
+  `load-warm`: the `load` op's load through transact! again, into fresh databases
+  of the same kind, steady likewise (`load` is the JVM's first). Export runs once."
   [^Datalith s data batch-size ^File scratch]
   (let [conn (:conn @(.-state s))
         export-file (File. scratch "export.edn")]
@@ -183,8 +199,10 @@
     (try
       (let [source (doall (workload/import-tx-data data batch-size))
             [cold cold-non-empty] (import-pair s source (File. scratch "import-cold"))
-            [warm warm-non-empty] (warm-import-pairs s source scratch)]
-        {"import-cold" cold
+            [warm warm-non-empty] (steady #(import-pair s source (File. scratch "import")))
+            [load-warm] (steady #(load-once s data batch-size (File. scratch "load")))]
+        {"load-warm" load-warm
+         "import-cold" cold
          "import-non-empty-cold" cold-non-empty
          "import" warm
          "import-non-empty" warm-non-empty
