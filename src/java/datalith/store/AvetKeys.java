@@ -30,11 +30,13 @@ final class AvetKeys {
 
   /**
    * The tree of AVET's keys: {@code avet}'s (may be null) and, made from {@code eavt}'s (may be
-   * null), those of the attributes in {@code omitted} (sorted), each key once.
+   * null), those of the attributes in {@code omitted} (as the staging keeps them: in their
+   * keys' order, {@link LayeredStore#placeOf}), each key once.
    */
   static BTree.Node tree(BTree.Node eavt, BTree.Node avet, long[] omitted) {
     List<BTree.Leaf> from = leaves(eavt);
-    // the keys and bytes of each omitted attribute (a bucket, by its place in omitted)
+    // the keys and bytes of each omitted attribute (a bucket, by its place in omitted, which is
+    // its keys' place among the attributes')
     int m = omitted.length;
     int[] keysAt = new int[m + 1];
     long[] bytesAt = new long[m + 1];
@@ -48,7 +50,7 @@ final class AvetKeys {
         if (!seen || a != lastAttr) { // EAVT's keys come an entity's attributes at a time
           seen = true;
           lastAttr = a;
-          lastBucket = Math.max(-1, Arrays.binarySearch(omitted, a));
+          lastBucket = Math.max(-1, LayeredStore.placeOf(omitted, a));
         }
         if (lastBucket >= 0) {
           keysAt[lastBucket + 1]++;
@@ -79,7 +81,7 @@ final class AvetKeys {
         if (!seen || a != lastAttr) {
           seen = true;
           lastAttr = a;
-          lastBucket = Math.max(-1, Arrays.binarySearch(omitted, a));
+          lastBucket = Math.max(-1, LayeredStore.placeOf(omitted, a));
         }
         if (lastBucket < 0) {
           continue;

@@ -102,8 +102,9 @@ public final class LayeredStore implements Store {
   private boolean deriving; // under publish: AEVT and HAEVT are derived, not written
   private int derivedCommits; // under publish: commits whose derived sub-databases were read
   private Derived derived; // under publish: the derived trees of the last read that built them
-  // the attributes whose AVET keys the writer leaves out (WriteTxn.omits), sorted; replaced
-  // whole, under publish, and only ever by a larger set
+  // the attributes whose AVET keys the writer leaves out (WriteTxn.omits): their ids with the
+  // sign bit flipped, sorted (the ids' unsigned order, the keys'); replaced whole, under
+  // publish, and only ever by a larger set
   private volatile long[] omitted = new long[0];
   private volatile boolean closed;
 
@@ -318,9 +319,17 @@ public final class LayeredStore implements Store {
     return new MemReadTxn(roots, null);
   }
 
-  /** Whether {@code attr} is one of {@code omitted} (sorted). */
+  /**
+   * The place of attribute {@code attr} among {@code omitted} (ids with the sign bit flipped,
+   * sorted: the attributes in their keys' order), or a negative number when it is not one.
+   */
+  static int placeOf(long[] omitted, long attr) {
+    return omitted.length == 0 ? -1 : Arrays.binarySearch(omitted, attr ^ Long.MIN_VALUE);
+  }
+
+  /** Whether {@code attr} is one of {@code omitted}. */
   static boolean omitted(long[] omitted, long attr) {
-    return omitted.length > 0 && Arrays.binarySearch(omitted, attr) >= 0;
+    return placeOf(omitted, attr) >= 0;
   }
 
   /** The attribute of an index key that begins with one: its first 8 bytes, big-endian. */
@@ -777,12 +786,12 @@ public final class LayeredStore implements Store {
       if (!omitted(omitted, attr)) {
         synchronized (publish) {
           long[] om = omitted;
-          int x = Arrays.binarySearch(om, attr);
+          int x = placeOf(om, attr);
           if (x < 0) {
             x = -x - 1;
             long[] more = new long[om.length + 1];
             System.arraycopy(om, 0, more, 0, x);
-            more[x] = attr;
+            more[x] = attr ^ Long.MIN_VALUE;
             System.arraycopy(om, x, more, x + 1, om.length - x);
             omitted = more;
           }
