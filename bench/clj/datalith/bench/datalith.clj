@@ -16,15 +16,21 @@
 
 (defn- eid [^Map ids tempid] (.get ids tempid))
 
+(defn- connect-new
+  "A connection to a new database with the workload's schema: on LMDB in `dir`
+  (emptied first) with `conn-opts` when `lmdb?`, else in memory."
+  [lmdb? ^File dir conn-opts]
+  (if lmdb?
+    (do (system/delete-tree dir)
+        (d/connect (.getPath dir) (assoc conn-opts :schema workload/schema)))
+    (d/connect :mem {:schema workload/schema})))
+
 (deftype Datalith [kind ^File dir state conn-opts]
   system/BenchSystem
   (system-name [_] (str "datalith-" (name kind)))
 
   (load-data! [_ data opts]
-    (when dir (system/delete-tree dir))
-    (let [conn (if dir
-                 (d/connect (.getPath dir) (assoc conn-opts :schema workload/schema))
-                 (d/connect :mem {:schema workload/schema}))
+    (let [conn (connect-new (some? dir) dir conn-opts)
           result (workload/load! data (assoc opts :transact (transact-fn conn)))]
       (swap! state assoc :conn conn :ids (:ids result))
       result))
@@ -116,15 +122,17 @@
         ms (/ (- (System/nanoTime) start) 1e6)]
     {:p50-ms ms :p95-ms ms :p99-ms ms :ops-per-s (/ n (/ ms 1000))}))
 
+(defn- fresh-conn
+  "A connection to a new database of `s`'s kind, in `dir` on LMDB."
+  [^Datalith s ^File dir]
+  (connect-new (some? (.-dir s)) dir (.-conn-opts s)))
+
 (defn- import-pair
   "Imports `source` into a fresh database of `s`'s kind in `dir` (made before the
   clock starts, deleted after), then again into that database, which then holds
   the first: [empty-stats non-empty-stats]."
   [^Datalith s source ^File dir]
-  (system/delete-tree dir)
-  (let [c (if (.-dir s)
-            (d/connect (.getPath dir) (assoc (.-conn-opts s) :schema workload/schema))
-            (d/connect :mem {:schema workload/schema}))]
+  (let [c (fresh-conn s dir)]
     (try [(timed-rate #(:datoms (d/import! c source)))
           (timed-rate #(:datoms (d/import! c source)))]
          (finally (d/close c) (system/delete-tree dir)))))
@@ -169,10 +177,7 @@
   database of `s`'s kind in `dir` (made before the clock starts, deleted after):
   [stats], as the `load` op times it."
   [^Datalith s data batch-size ^File dir]
-  (system/delete-tree dir)
-  (let [c (if (.-dir s)
-            (d/connect (.getPath dir) (assoc (.-conn-opts s) :schema workload/schema))
-            (d/connect :mem {:schema workload/schema}))]
+  (let [c (fresh-conn s dir)]
     (try (let [ms (/ (:load-ns (workload/load! data {:batch-size batch-size
                                                       :transact (transact-fn c)}))
                      1e6)]

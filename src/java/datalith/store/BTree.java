@@ -1,7 +1,9 @@
 package datalith.store;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * A persistent B+tree of (key, value) entries sorted by unsigned lexicographic key order: the
@@ -523,6 +525,25 @@ final class BTree {
     Leaf leaf = (Leaf) node;
     int i = search(leaf, key, 0, length, 0, leaf.size);
     return i < leaf.size && leaf.equals(i, key, 0, length) ? leaf.val(i) : null;
+  }
+
+  /** The leaves of the tree under {@code root} (may be null: none), in key order. */
+  static List<Leaf> leaves(Node root) {
+    List<Leaf> into = new ArrayList<>();
+    if (root != null) {
+      addLeaves(root, into);
+    }
+    return into;
+  }
+
+  private static void addLeaves(Node node, List<Leaf> into) {
+    if (node instanceof Branch b) {
+      for (int i = 0; i < b.size; i++) {
+        addLeaves(b.children[i], into);
+      }
+    } else {
+      into.add((Leaf) node);
+    }
   }
 
   /**

@@ -1,7 +1,6 @@
 package datalith.store;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -44,12 +43,7 @@ final class LayerReplay {
   }
 
   private static List<BTree.Leaf> leaves(MemReadTxn t, SubDb db) {
-    List<BTree.Leaf> out = new ArrayList<>();
-    BTree.Node root = t.root(db);
-    if (root != null) {
-      LayeredStore.collectLeaves(root, out);
-    }
-    return out;
+    return BTree.leaves(t.root(db));
   }
 
   /** Replays the layer into {@code to}. */

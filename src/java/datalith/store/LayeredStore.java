@@ -1,10 +1,7 @@
 package datalith.store;
 
 import clojure.lang.Keyword;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -86,8 +83,6 @@ public final class LayeredStore implements Store {
 
   /** Each sub-database a deriving staging makes, and the one it makes it from. */
   private static final SubDb[][] DERIVED = {{SubDb.AEVT, SubDb.EAVT}, {SubDb.HAEVT, SubDb.HEAVT}};
-  private static final VarHandle LONG_AT =
-      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
   private final ReadTxn snapshot; // of the base, open until close
   private final Store base;
@@ -310,11 +305,11 @@ public final class LayeredStore implements Store {
   private static MemReadTxn swapped(MemReadTxn from, long[] omitted) {
     BTree.Node[] roots = new BTree.Node[SubDb.values().length];
     for (SubDb[] pair : DERIVED) {
-      roots[pair[0].ordinal()] = swappedTree(from.root(pair[1]));
+      roots[pair[0].ordinal()] = DerivedKeys.swapped(from.root(pair[1]));
     }
     if (omitted.length > 0) {
       roots[SubDb.AVET.ordinal()] =
-          AvetKeys.tree(from.root(SubDb.EAVT), from.root(SubDb.AVET), omitted);
+          DerivedKeys.avet(from.root(SubDb.EAVT), from.root(SubDb.AVET), omitted);
     }
     return new MemReadTxn(roots, null);
   }
@@ -339,108 +334,6 @@ public final class LayeredStore implements Store {
       a = a << 8 | key.get(i) & 0xff;
     }
     return a;
-  }
-
-  /**
-   * The tree of the keys of {@code root} (an EAVT or HEAVT tree, may be null) with their first
-   * two 8-byte fields swapped, built in key order: the keys bucketed by their second field (the
-   * attribute), a stable counting sort over the attributes, keeps each bucket's keys in the
-   * order of their first field and what follows, which is the swapped keys' order.
-   */
-  private static BTree.Node swappedTree(BTree.Node root) {
-    if (root == null) {
-      return null;
-    }
-    List<BTree.Leaf> leaves = new ArrayList<>();
-    collectLeaves(root, leaves);
-    int n = 0;
-    for (BTree.Leaf leaf : leaves) {
-      n += leaf.size;
-    }
-    long[] attrs = new long[n];
-    int k = 0;
-    for (BTree.Leaf leaf : leaves) {
-      for (int i = 0; i < leaf.size; i++, k++) {
-        if (leaf.val(i).hasRemaining()) {
-          throw new IllegalStateException("A value in a datom index");
-        }
-        int len = leaf.keyLength(i);
-        if (len < 16) {
-          throw new IllegalStateException("A key of " + len + " bytes in a datom index");
-        }
-        // unsigned order as signed
-        attrs[k] = (long) LONG_AT.get(leaf.data(), leaf.keyStart(i) + 8) ^ Long.MIN_VALUE;
-      }
-    }
-    // the distinct attributes, sorted: few, and a key's is mostly the one before's (EAVT keys
-    // come entity by entity), so a sorted insertion rather than a sort of all n
-    long[] distinct = new long[16];
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-      long a = attrs[i];
-      if (i > 0 && a == attrs[i - 1]) {
-        continue;
-      }
-      int x = Arrays.binarySearch(distinct, 0, m, a);
-      if (x < 0) {
-        x = -x - 1;
-        if (m == distinct.length) {
-          distinct = Arrays.copyOf(distinct, 2 * m);
-        }
-        System.arraycopy(distinct, x, distinct, x + 1, m - x);
-        distinct[x] = a;
-        m++;
-      }
-    }
-    // each key's bucket, then where each bucket's keys and their bytes begin
-    int[] bucket = new int[n];
-    int[] keysAt = new int[m + 1];
-    int[] bytesAt = new int[m + 1];
-    k = 0;
-    for (BTree.Leaf leaf : leaves) {
-      for (int i = 0; i < leaf.size; i++, k++) {
-        int b = k > 0 && attrs[k] == attrs[k - 1]
-            ? bucket[k - 1] : Arrays.binarySearch(distinct, 0, m, attrs[k]);
-        bucket[k] = b;
-        keysAt[b + 1]++;
-        bytesAt[b + 1] += leaf.keyLength(i);
-      }
-    }
-    for (int b = 0; b < m; b++) {
-      keysAt[b + 1] += keysAt[b];
-      bytesAt[b + 1] += bytesAt[b];
-    }
-    // each key, swapped, to the next place of its bucket: a stable counting sort
-    byte[] out = new byte[bytesAt[m]];
-    int[] outAt = new int[n + 1];
-    outAt[n] = bytesAt[m];
-    k = 0;
-    for (BTree.Leaf leaf : leaves) {
-      byte[] data = leaf.data();
-      for (int i = 0; i < leaf.size; i++, k++) {
-        int b = bucket[k];
-        int from = leaf.keyStart(i);
-        int len = leaf.keyLength(i);
-        int to = bytesAt[b];
-        outAt[keysAt[b]++] = to;
-        bytesAt[b] += len;
-        System.arraycopy(data, from + 8, out, to, 8);
-        System.arraycopy(data, from, out, to + 8, 8);
-        System.arraycopy(data, from + 16, out, to + 16, len - 16);
-      }
-    }
-    return BTree.build(out, outAt, n);
-  }
-
-  /** Puts the leaves under {@code node} into {@code into}, in key order. */
-  static void collectLeaves(BTree.Node node, List<BTree.Leaf> into) {
-    if (node instanceof BTree.Branch b) {
-      for (int i = 0; i < b.size; i++) {
-        collectLeaves(b.children[i], into);
-      }
-    } else {
-      into.add((BTree.Leaf) node);
-    }
   }
 
   /** The derived sub-databases of one commit: puts and deletions of the base's keys. */

@@ -175,7 +175,7 @@
  * first ({@code WriteTxn.omits}); a read that stays within one attribute the store does not
  * make ({@code Cursor.within}, which every index scan gives) reads the delta's own AVET, any
  * other the delta's own with the made keys (EAVT's of those attributes, reordered, radix-sorted
- * attribute by attribute: {@code AvetKeys}). The write-back's read
+ * attribute by attribute: {@code DerivedKeys}). The write-back's read
  * ({@code LayeredStore.beginWriteBack}) builds them on a helper thread while the writer writes
  * the other trees ({@code ReadTxn.ready} says which may wait).
  *

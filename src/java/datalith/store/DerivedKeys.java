@@ -3,38 +3,129 @@ package datalith.store;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
 /**
- * A staging's AVET made from its EAVT ({@link LayeredStore}): the EAVT keys of the attributes
- * the writer left out, their fields reordered (e|a|v|t to a|v|e|t), sorted, and merged with the
- * AVET keys the writer wrote. Every key is an index's: its value is empty.
+ * A staging's trees made from its EAVT's and HEAVT's keys ({@link LayeredStore}), built bottom
+ * up ({@link BTree#build}) rather than put key by key. Every key is an index's: its value is
+ * empty.
  *
- * <p>The keys are bucketed by attribute (EAVT's keys, of one attribute, come in entity order),
- * then each attribute's sorted by a least-significant-byte radix sort of their next 16 bytes,
+ * <p>AEVT (HAEVT) is EAVT's (HEAVT's) keys with their first two fields swapped
+ * ({@link #swapped}): bucketed by attribute, each bucket's keys are already in order.
+ *
+ * <p>AVET ({@link #avet}) is the EAVT keys of the attributes the writer left out, their fields
+ * reordered (e|a|v|t to a|v|e|t), sorted, and merged with the AVET keys the writer wrote. The
+ * keys are bucketed by attribute (EAVT's keys, of one attribute, come in entity order), then
+ * each attribute's sorted by a least-significant-byte radix sort of their next 16 bytes,
  * carried in two longs a key so that its passes read arrays in order, skipping the bytes every
  * key of the attribute shares (a value's type tag, a small number's high bytes); keys alike in
  * all 16 (strings with a common start) are then sorted by the rest, by a most-significant-byte
  * radix sort of their positions with an insertion sort for short runs.
  */
-final class AvetKeys {
+final class DerivedKeys {
   private static final VarHandle LONG_AT =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+
+  /** The shortest key of EAVT or AVET: two ids, a value's tag, a transaction. */
+  private static final int AVET_MIN = 25;
 
   /** Runs shorter than this are sorted by insertion. */
   private static final int SHORT_RUN = 24;
 
-  private AvetKeys() {}
+  private DerivedKeys() {}
+
+  /**
+   * The tree of the keys of {@code root} (an EAVT or HEAVT tree, may be null) with their first
+   * two 8-byte fields swapped, built in key order: the keys bucketed by their second field (the
+   * attribute), a stable counting sort over the attributes, keeps each bucket's keys in the
+   * order of their first field and what follows, which is the swapped keys' order.
+   */
+  static BTree.Node swapped(BTree.Node root) {
+    if (root == null) {
+      return null;
+    }
+    List<BTree.Leaf> leaves = BTree.leaves(root);
+    int n = 0;
+    for (BTree.Leaf leaf : leaves) {
+      n += leaf.size;
+    }
+    long[] attrs = new long[n];
+    int k = 0;
+    for (BTree.Leaf leaf : leaves) {
+      for (int i = 0; i < leaf.size; i++, k++) {
+        checkedLength(leaf, i, 16);
+        // unsigned order as signed
+        attrs[k] = (long) LONG_AT.get(leaf.data(), leaf.keyStart(i) + 8) ^ Long.MIN_VALUE;
+      }
+    }
+    // the distinct attributes, sorted: few, and a key's is mostly the one before's (EAVT keys
+    // come entity by entity), so a sorted insertion rather than a sort of all n
+    long[] distinct = new long[16];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+      long a = attrs[i];
+      if (i > 0 && a == attrs[i - 1]) {
+        continue;
+      }
+      int x = Arrays.binarySearch(distinct, 0, m, a);
+      if (x < 0) {
+        x = -x - 1;
+        if (m == distinct.length) {
+          distinct = Arrays.copyOf(distinct, 2 * m);
+        }
+        System.arraycopy(distinct, x, distinct, x + 1, m - x);
+        distinct[x] = a;
+        m++;
+      }
+    }
+    // each key's bucket, then where each bucket's keys and their bytes begin
+    int[] bucket = new int[n];
+    int[] keysAt = new int[m + 1];
+    int[] bytesAt = new int[m + 1];
+    k = 0;
+    for (BTree.Leaf leaf : leaves) {
+      for (int i = 0; i < leaf.size; i++, k++) {
+        int b = k > 0 && attrs[k] == attrs[k - 1]
+            ? bucket[k - 1] : Arrays.binarySearch(distinct, 0, m, attrs[k]);
+        bucket[k] = b;
+        keysAt[b + 1]++;
+        bytesAt[b + 1] += leaf.keyLength(i);
+      }
+    }
+    for (int b = 0; b < m; b++) {
+      keysAt[b + 1] += keysAt[b];
+      bytesAt[b + 1] += bytesAt[b];
+    }
+    // each key, swapped, to the next place of its bucket: a stable counting sort
+    byte[] out = new byte[bytesAt[m]];
+    int[] outAt = new int[n + 1];
+    outAt[n] = bytesAt[m];
+    k = 0;
+    for (BTree.Leaf leaf : leaves) {
+      byte[] data = leaf.data();
+      for (int i = 0; i < leaf.size; i++, k++) {
+        int b = bucket[k];
+        int from = leaf.keyStart(i);
+        int len = leaf.keyLength(i);
+        int to = bytesAt[b];
+        outAt[keysAt[b]++] = to;
+        bytesAt[b] += len;
+        System.arraycopy(data, from + 8, out, to, 8);
+        System.arraycopy(data, from, out, to + 8, 8);
+        System.arraycopy(data, from + 16, out, to + 16, len - 16);
+      }
+    }
+    return BTree.build(out, outAt, n);
+  }
 
   /**
    * The tree of AVET's keys: {@code avet}'s (may be null) and, made from {@code eavt}'s (may be
    * null), those of the attributes in {@code omitted} (as the staging keeps them: in their
    * keys' order, {@link LayeredStore#placeOf}), each key once.
    */
-  static BTree.Node tree(BTree.Node eavt, BTree.Node avet, long[] omitted) {
-    List<BTree.Leaf> from = leaves(eavt);
+  static BTree.Node avet(BTree.Node eavt, BTree.Node avet, long[] omitted) {
+    List<BTree.Leaf> from = BTree.leaves(eavt);
     // the keys and bytes of each omitted attribute (a bucket, by its place in omitted, which is
     // its keys' place among the attributes')
     int m = omitted.length;
@@ -45,7 +136,7 @@ final class AvetKeys {
     boolean seen = false;
     for (BTree.Leaf leaf : from) {
       for (int i = 0; i < leaf.size; i++) {
-        int len = checkedLength(leaf, i);
+        int len = checkedLength(leaf, i, AVET_MIN);
         long a = (long) LONG_AT.get(leaf.data(), leaf.keyStart(i) + 8);
         if (!seen || a != lastAttr) { // EAVT's keys come an entity's attributes at a time
           seen = true;
@@ -106,7 +197,7 @@ final class AvetKeys {
     for (int b = 0; b < m; b++) {
       sortAttribute(made, at, order, bucketStart[b], bucketStart[b + 1], scratch);
     }
-    return merged(made, at, order, leaves(avet));
+    return merged(made, at, order, BTree.leaves(avet));
   }
 
   /** The arrays a sort of one attribute's keys works in, for the largest attribute. */
@@ -211,20 +302,16 @@ final class AvetKeys {
     }
   }
 
-  private static List<BTree.Leaf> leaves(BTree.Node root) {
-    List<BTree.Leaf> leaves = new ArrayList<>();
-    if (root != null) {
-      LayeredStore.collectLeaves(root, leaves);
-    }
-    return leaves;
-  }
-
-  private static int checkedLength(BTree.Leaf leaf, int i) {
+  /**
+   * The length of key {@code i} of {@code leaf}, a datom index's: its value empty, at least
+   * {@code min} bytes long.
+   */
+  private static int checkedLength(BTree.Leaf leaf, int i, int min) {
     if (leaf.val(i).hasRemaining()) {
       throw new IllegalStateException("A value in a datom index");
     }
     int len = leaf.keyLength(i);
-    if (len < 25) {
+    if (len < min) {
       throw new IllegalStateException("A key of " + len + " bytes in a datom index");
     }
     return len;
@@ -265,7 +352,7 @@ final class AvetKeys {
       } else {
         int x = order[i];
         int s = leaf.keyStart(j);
-        checkedLength(leaf, j);
+        checkedLength(leaf, j, AVET_MIN);
         c = Arrays.compareUnsigned(made, at[x], at[x + 1], leaf.data(), s, s + leaf.keyLength(j));
       }
       outAt[count++] = to;
